@@ -1,0 +1,1 @@
+"""The `gpupool` command line: one module per subcommand under `gpupool.cli.commands`."""

@@ -1,0 +1,1 @@
+"""Subcommands of `gpupool`; each module is discovered by `gpupool.cli.main`."""

@@ -1,0 +1,62 @@
+"""Entry point of the `gpupool` command: builds the parser from `gpupool.cli.commands`.
+
+Each module in `gpupool.cli.commands` defines `NAME`, `HELP`, `register(parser)` and
+`run(args) -> int`. Registration must stay cheap (no SDK imports): heavy imports belong in
+`run`, so `gpupool --help` answers instantly.
+
+Must not: hold any decision logic — subcommands call the core, the service or `gpupool.local`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import pkgutil
+import sys
+from collections.abc import Sequence
+from types import ModuleType
+
+from gpupool.cli import commands
+from gpupool.cli.errors import UserError
+
+
+def _command_modules() -> list[ModuleType]:
+    found = [
+        importlib.import_module(f"{commands.__name__}.{info.name}")
+        for info in pkgutil.iter_modules(commands.__path__)
+        if not info.name.startswith("_")
+    ]
+    return sorted(found, key=lambda module: str(module.NAME))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="gpupool",
+        description="Elastic GPU node pools for Kubernetes in your own cloud (tensor-fusion.ai/v1).",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for module in _command_modules():
+        command = sub.add_parser(module.NAME, help=module.HELP, description=module.HELP)
+        module.register(command)
+        command.set_defaults(_run=module.run)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    run = getattr(args, "_run", None)
+    if run is None:
+        parser.print_help()
+        return 2
+    try:
+        return int(run(args))
+    except UserError as exc:
+        print(f"gpupool {args.command}: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Shared pytest configuration: puts the function handlers' folders on sys.path lazily."""

@@ -1,0 +1,67 @@
+"""Kubernetes quantities: exact parsing, canonical printing, arithmetic and pydantic use."""
+
+from fractions import Fraction
+
+import pytest
+from pydantic import BaseModel, ValidationError
+
+from gpupool.core.quantity import Quantity, QuantityError, parse_quantity
+
+
+@pytest.mark.parametrize(
+    ("text", "value", "canonical"),
+    [
+        ("65", Fraction(65), "65"),
+        ("4k", Fraction(4000), "4k"),
+        ("15Gi", Fraction(15 * 2**30), "15Gi"),
+        ("500m", Fraction(1, 2), "500m"),
+        ("1.5e3", Fraction(1500), "1500"),
+        ("1e3", Fraction(1000), "1e3"),
+        ("1024Mi", Fraction(2**30), "1Gi"),
+        ("1.5Gi", Fraction(3 * 2**29), "1536Mi"),
+        ("0.5Ki", Fraction(512), "512"),
+        ("0.1Ki", Fraction(512, 5), "102400m"),
+        ("1000m", Fraction(1), "1"),
+        ("2000", Fraction(2000), "2k"),
+        ("0", Fraction(0), "0"),
+        ("-5", Fraction(-5), "-5"),
+        (".5", Fraction(1, 2), "500m"),
+        ("0.0000000001", Fraction(1, 10**9), "1n"),
+    ],
+)
+def test_parse_and_print(text: str, value: Fraction, canonical: str) -> None:
+    quantity = parse_quantity(text)
+    assert quantity.value == value
+    assert quantity.canonical() == canonical
+    assert parse_quantity(canonical).value == value
+
+
+@pytest.mark.parametrize("text", ["abc", "", "1.2.3", "15GB", "Gi", "1e", "--1", "1 Gi", "nan"])
+def test_rejects_non_quantities(text: str) -> None:
+    with pytest.raises(QuantityError, match="not a quantity"):
+        parse_quantity(text)
+
+
+def test_arithmetic_is_exact() -> None:
+    total = parse_quantity("100m") + parse_quantity("200m")
+    assert total == parse_quantity("300m")
+    assert parse_quantity("16Gi") - parse_quantity("1Gi") == parse_quantity("15Gi")
+    assert parse_quantity("65") * 4 == parse_quantity("260")
+    assert parse_quantity("1Gi") > parse_quantity("1G")
+
+
+def test_numbers_parse() -> None:
+    assert Quantity.parse(3).canonical() == "3"
+    assert Quantity.parse(0.25).canonical() == "250m"
+    with pytest.raises(QuantityError):
+        Quantity.parse(True)
+
+
+def test_pydantic_field_round_trip() -> None:
+    class Holder(BaseModel):
+        q: Quantity
+
+    assert Holder(q="15Gi").model_dump() == {"q": "15Gi"}
+    assert Holder.model_validate_json('{"q": 65}').q == 65
+    with pytest.raises(ValidationError, match="not a quantity"):
+        Holder(q="abc")
