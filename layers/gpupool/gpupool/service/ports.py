@@ -1,0 +1,238 @@
+"""Ports: the small capabilities the service needs from the outside world.
+
+Role: `Compute` (cloud instances), `Cluster` (Kubernetes objects), `Clock` (time) as Protocols.
+Each method's docstring is its contract: what it does, what it returns, and which domain
+errors (`gpupool.service.errors`) it raises. Adapters (`gpupool.adapters`) implement them;
+service tests use in-memory fakes (`tests/service/fakes.py`).
+
+Must not: contain logic, import an SDK, or know about dry-run (the executor never calls a
+port in dry-run; adapters never check for it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Literal, Protocol
+
+from gpupool.core.plan import OfferingRef
+from gpupool.core.snapshot import ManagedInstance
+
+if TYPE_CHECKING:
+    from gpupool.core.model.cluster import TensorFusionCluster
+    from gpupool.core.model.foreign import Node, Pod
+    from gpupool.core.model.node import GPU, GPUNode
+    from gpupool.core.model.nodeclaim import GPUNodeClaim, GPUNodeClaimStatus
+    from gpupool.core.model.nodeclass import GPUNodeClass
+    from gpupool.core.model.pool import GPUPool, GPUPoolStatus
+
+__all__ = ["Clock", "Cluster", "Compute", "EventType"]
+
+EventType = Literal["Normal", "Warning"]
+
+
+class Clock(Protocol):
+    def now(self) -> datetime:
+        """The current time, timezone-aware UTC. Never raises."""
+        ...
+
+
+class Compute(Protocol):
+    """Cloud instances launched for claims. Only instances tagged `managed-by=tensor-fusion.ai`
+    and `tensor-fusion.ai/cluster=<cluster>` are ever reported or touched."""
+
+    def launch(
+        self,
+        claim: GPUNodeClaim,
+        node_class: GPUNodeClass,
+        offering: OfferingRef,
+        *,
+        client_token: str,
+    ) -> str:
+        """Start one instance for `claim` and return its id.
+
+        Uses everything in `node_class` (image, subnets, security groups, profile, metadata
+        options, disks, tags, userData with `__GPU_NODE_RESOURCE_NAME__` replaced by the claim
+        name), places it per `offering` (type, zone, spot/on-demand), tags it (DESIGN §2), and
+        sends `client_token` so a repeated call returns the same instance where the cloud
+        honours it. Does not look for an existing instance first: callers call
+        `find_by_claim` before.
+
+        Raises: CapacityUnavailable (no capacity for this offering), Throttled,
+        PermanentError (invalid parameters, unauthorized: the claim should fail with the message).
+        """
+        ...
+
+    def find_by_claim(self, claim_name: str) -> ManagedInstance | None:
+        """The live (not terminated) managed instance tagged `tensor-fusion.ai/node-name=<claim_name>`.
+
+        Returns None when there is none; when several exist (a cloud that ignored the client
+        token), the oldest. Raises: Throttled, PermanentError.
+        """
+        ...
+
+    def describe(self, instance_ids: Sequence[str]) -> list[ManagedInstance]:
+        """The managed instances among `instance_ids` (terminated ones included while the cloud
+        still reports them); unknown or untagged ids are left out, never an error.
+        Raises: Throttled, PermanentError."""
+        ...
+
+    def terminate(self, instance_id: str) -> None:
+        """Terminate a managed instance. Idempotent: an instance already terminated or gone is
+        success. Raises: PermanentError when the instance is not tagged as ours (never
+        terminated), Throttled."""
+        ...
+
+    def list_managed(self) -> list[ManagedInstance]:
+        """Every live managed instance of this cluster (for the orphan sweep).
+        Raises: Throttled, PermanentError."""
+        ...
+
+
+class Cluster(Protocol):
+    """Kubernetes objects. Reads return pydantic models with `metadata.resourceVersion` set;
+    writes that take `resource_version` raise Conflict when it is stale. Cluster-scoped
+    tensor-fusion.ai objects are addressed by name."""
+
+    # ---- reads ---------------------------------------------------------------------------
+    def list_clusters(self) -> list[TensorFusionCluster]:
+        """Every TensorFusionCluster (all namespaces). Raises: Throttled, PermanentError."""
+        ...
+
+    def list_pools(self) -> list[GPUPool]:
+        """Every GPUPool. Raises: Throttled, PermanentError."""
+        ...
+
+    def get_pool(self, name: str) -> GPUPool:
+        """One GPUPool, freshly read (used to re-validate before destroying).
+        Raises: NotFound, Throttled, PermanentError."""
+        ...
+
+    def list_node_classes(self) -> list[GPUNodeClass]:
+        """Every GPUNodeClass. Raises: Throttled, PermanentError."""
+        ...
+
+    def list_claims(self) -> list[GPUNodeClaim]:
+        """Every GPUNodeClaim, those being deleted included. Raises: Throttled, PermanentError."""
+        ...
+
+    def get_claim(self, name: str) -> GPUNodeClaim:
+        """One GPUNodeClaim, freshly read. Raises: NotFound, Throttled, PermanentError."""
+        ...
+
+    def list_nodes(self) -> list[Node]:
+        """Every core v1 Node. Raises: Throttled, PermanentError."""
+        ...
+
+    def list_gpu_nodes(self) -> list[GPUNode]:
+        """Every GPUNode. Raises: Throttled, PermanentError."""
+        ...
+
+    def list_gpus(self) -> list[GPU]:
+        """Every GPU. Raises: Throttled, PermanentError."""
+        ...
+
+    def list_pods(self, *, node_name: str | None = None, worker_only: bool = False) -> list[Pod]:
+        """Pods in all namespaces; `node_name` limits to pods bound to that node (field selector
+        spec.nodeName), `worker_only` to TensorFusion workers (labels `tensor-fusion.ai/enabled=true`,
+        `tensor-fusion.ai/component=worker`). Raises: Throttled, PermanentError."""
+        ...
+
+    # ---- pools ---------------------------------------------------------------------------
+    def create_pool(self, pool: GPUPool) -> GPUPool:
+        """Create a GPUPool (used to materialise TensorFusionCluster.spec.gpuPools).
+        Raises: AlreadyExists, PermanentError (invalid object)."""
+        ...
+
+    def replace_pool_spec(self, pool: GPUPool, *, resource_version: str) -> GPUPool:
+        """Replace a GPUPool's labels, annotations and spec (status untouched).
+        Raises: Conflict (stale), NotFound, PermanentError."""
+        ...
+
+    def patch_pool_annotations(
+        self, name: str, annotations: Mapping[str, str | None], *, resource_version: str
+    ) -> GPUPool:
+        """Set (value) or remove (None) annotations of a GPUPool, guarded by resourceVersion.
+        Raises: Conflict (stale), NotFound."""
+        ...
+
+    def update_pool_status(self, name: str, status: GPUPoolStatus, *, resource_version: str) -> GPUPool:
+        """Replace a GPUPool's status through the status subresource.
+        Raises: Conflict (stale), NotFound."""
+        ...
+
+    # ---- claims --------------------------------------------------------------------------
+    def create_claim(self, claim: GPUNodeClaim) -> GPUNodeClaim:
+        """Create a GPUNodeClaim (labels, annotations and finalizer as given; status as given
+        where the server accepts it, else set it next with update_claim_status). Returns the
+        stored object with uid and resourceVersion. Raises: AlreadyExists, PermanentError."""
+        ...
+
+    def update_claim_status(
+        self, name: str, status: GPUNodeClaimStatus, *, resource_version: str
+    ) -> GPUNodeClaim:
+        """Replace a claim's status through the status subresource.
+        Raises: Conflict (stale), NotFound."""
+        ...
+
+    def patch_claim_metadata(
+        self,
+        name: str,
+        *,
+        labels: Mapping[str, str | None] | None = None,
+        annotations: Mapping[str, str | None] | None = None,
+        finalizers: Sequence[str] | None = None,
+        resource_version: str,
+    ) -> GPUNodeClaim:
+        """Set/remove labels and annotations (None removes a key); `finalizers` replaces the list.
+        Raises: Conflict (stale), NotFound."""
+        ...
+
+    def delete_claim(self, name: str) -> None:
+        """Request deletion (sets deletionTimestamp; the finalizer keeps it until the instance
+        is gone). Idempotent: already deleting is success. Raises: NotFound."""
+        ...
+
+    # ---- nodes and pods ------------------------------------------------------------------
+    def patch_node(
+        self,
+        name: str,
+        *,
+        labels: Mapping[str, str | None] | None = None,
+        unschedulable: bool | None = None,
+    ) -> None:
+        """Set/remove node labels and/or cordon (`unschedulable=True`). Raises: NotFound."""
+        ...
+
+    def evict_pod(self, namespace: str, name: str) -> None:
+        """Evict a pod through the eviction API (PodDisruptionBudgets honoured).
+        Raises: Throttled (a PDB blocks it now, HTTP 429), NotFound (already gone)."""
+        ...
+
+    # ---- events and coordination ---------------------------------------------------------
+    def record_event(
+        self,
+        *,
+        kind: str,
+        name: str,
+        namespace: str | None,
+        event_type: EventType,
+        reason: str,
+        message: str,
+    ) -> None:
+        """Record a core v1 Event about an object (`involvedObject` kind/name/namespace).
+        Best effort for callers; raises PermanentError only on an invalid event."""
+        ...
+
+    def try_acquire_lease(self, name: str, *, holder: str, now: datetime, duration: timedelta) -> bool:
+        """Take the `coordination.k8s.io` Lease `name` for `holder` until `now + duration`.
+
+        True when taken (created, renewed by the same holder, or taken over after expiry);
+        False when another holder has it and it has not expired, or when a concurrent writer
+        won the resourceVersion race. Never raises Conflict."""
+        ...
+
+    def release_lease(self, name: str, *, holder: str) -> None:
+        """Give the Lease back if `holder` still holds it; otherwise do nothing. Never raises
+        NotFound or Conflict."""
+        ...
