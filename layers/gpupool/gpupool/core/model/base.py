@@ -1,0 +1,224 @@
+"""Building blocks shared by every tensor-fusion.ai/v1 and foreign Kubernetes model.
+
+Role: the model bases (our own specs forbid unknown fields; statuses and foreign envelopes
+ignore them), Kubernetes' ObjectMeta, conditions, and the annotated field types the CRD
+generator recognises (quantities as int-or-string, loosely typed blocks as
+preserve-unknown-fields, Go durations).
+
+Must not: read files, log, or hold any decision about pools or nodes.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from typing import Annotated, Any, ClassVar, Literal
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    WithJsonSchema,
+    model_serializer,
+)
+from pydantic.alias_generators import to_camel
+
+from gpupool.core.quantity import Quantity
+
+__all__ = [
+    "API_VERSION",
+    "Condition",
+    "Duration",
+    "ForeignModel",
+    "GroupKindName",
+    "Loose",
+    "ObjectMeta",
+    "ObservedResource",
+    "OwnerReference",
+    "Qty",
+    "Resource",
+    "SpecModel",
+    "StatusModel",
+    "TensorFusionObject",
+    "TopLevel",
+]
+
+API_VERSION = "tensor-fusion.ai/v1"
+GROUP = "tensor-fusion.ai"
+
+# A Kubernetes quantity: exact, printed canonically, int-or-string in a CRD schema.
+Qty = Annotated[
+    Quantity,
+    WithJsonSchema({"anyOf": [{"type": "integer"}, {"type": "string"}], "x-kubernetes-int-or-string": True}),
+]
+
+# A block TensorFusion defines deeply that gpupool accepts and preserves but does not act on.
+Loose = Annotated[
+    dict[str, Any],
+    WithJsonSchema({"type": "object", "x-kubernetes-preserve-unknown-fields": True}),
+]
+
+_GO_DURATION = re.compile(r"^(0|([0-9]+(\.[0-9]*)?(ns|us|µs|ms|s|m|h))+)$")
+
+
+def _check_duration(text: str) -> str:
+    if not _GO_DURATION.match(text):
+        raise ValueError(f"not a duration: {text!r} (expected e.g. '30s', '5m', '1h30m')")
+    return text
+
+
+# A Go duration string such as "5m" or "1h30m"; kept as text so it round-trips unchanged.
+Duration = Annotated[str, AfterValidator(_check_duration)]
+
+
+class _Model(BaseModel):
+    """Drops empty collections the input did not set, so a round trip adds no `labels: {}`."""
+
+    @model_serializer(mode="wrap")
+    def _drop_unset_empty_collections(self, handler: SerializerFunctionWrapHandler) -> Any:
+        data = handler(self)
+        if not isinstance(data, dict):
+            return data
+        for field_name, info in type(self).model_fields.items():
+            if field_name in self.model_fields_set:
+                continue
+            value = getattr(self, field_name)
+            if isinstance(value, list | dict) and not value:
+                data.pop(info.alias or field_name, None)
+                data.pop(field_name, None)
+        return data
+
+
+class SpecModel(_Model):
+    """Our own data: immutable, camelCase on the wire, unknown fields rejected."""
+
+    model_config = ConfigDict(
+        frozen=True,
+        extra="forbid",
+        populate_by_name=True,
+        alias_generator=to_camel,
+    )
+
+
+class StatusModel(_Model):
+    """Status written by controllers: immutable, unknown fields ignored."""
+
+    model_config = ConfigDict(
+        frozen=True,
+        extra="ignore",
+        populate_by_name=True,
+        alias_generator=to_camel,
+    )
+
+
+class ForeignModel(StatusModel):
+    """An envelope another system owns (core v1, Karpenter): read what we need, ignore the rest."""
+
+
+class OwnerReference(_Model):
+    """metadata.ownerReferences[] entry."""
+
+    model_config = ConfigDict(frozen=True, extra="allow", populate_by_name=True, alias_generator=to_camel)
+
+    api_version: str
+    kind: str
+    name: str
+    uid: str = ""
+    controller: bool | None = None
+    block_owner_deletion: bool | None = None
+
+
+class ObjectMeta(_Model):
+    """Kubernetes' ObjectMeta; fields we do not name are kept as they are."""
+
+    model_config = ConfigDict(frozen=True, extra="allow", populate_by_name=True, alias_generator=to_camel)
+
+    name: str | None = None
+    generate_name: str | None = None
+    namespace: str | None = None
+    uid: str | None = None
+    resource_version: str | None = None
+    generation: int | None = None
+    creation_timestamp: datetime | None = None
+    deletion_timestamp: datetime | None = None
+    labels: dict[str, str] = Field(default_factory=dict)
+    annotations: dict[str, str] = Field(default_factory=dict)
+    finalizers: list[str] = Field(default_factory=list)
+    owner_references: list[OwnerReference] = Field(default_factory=list)
+
+
+class Condition(StatusModel):
+    """metav1.Condition (also read for core v1 node/pod conditions)."""
+
+    type: str
+    status: str = "Unknown"
+    reason: str | None = None
+    message: str | None = None
+    last_transition_time: datetime | None = None
+    last_heartbeat_time: datetime | None = None
+    observed_generation: int | None = None
+
+
+class GroupKindName(SpecModel):
+    """A reference to a node class: TensorFusion's GroupKindName."""
+
+    group: str
+    kind: str
+    name: str
+    version: str | None = None
+
+
+class Resource(SpecModel):
+    """TensorFusion's Resource: TFLOPS and VRAM."""
+
+    tflops: Qty | None = None
+    vram: Qty | None = None
+
+
+class ObservedResource(StatusModel):
+    """TFLOPS and VRAM as a controller reported them (unknown fields ignored)."""
+
+    tflops: Qty | None = None
+    vram: Qty | None = None
+
+
+class TopLevel(_Model):
+    """A top-level object: apiVersion, kind, metadata (spec and status per kind).
+
+    Class variables describe the kind for the registry and the CRD generator.
+    """
+
+    model_config = ConfigDict(
+        frozen=True,
+        extra="forbid",
+        populate_by_name=True,
+        alias_generator=to_camel,
+    )
+
+    API_VERSION: ClassVar[str] = API_VERSION
+    KIND: ClassVar[str] = ""
+    PLURAL: ClassVar[str] = ""
+    SHORT_NAMES: ClassVar[tuple[str, ...]] = ()
+    NAMESPACED: ClassVar[bool] = False
+    # (name, JSON path, type) printer columns for `kubectl get`.
+    PRINTER_COLUMNS: ClassVar[tuple[tuple[str, str, str], ...]] = ()
+
+    api_version: str = API_VERSION
+    kind: str = ""
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+
+    def to_manifest(self) -> dict[str, Any]:
+        """The object as Kubernetes JSON (camelCase, no nulls)."""
+        return self.model_dump(by_alias=True, exclude_none=True, mode="json")
+
+    @property
+    def name(self) -> str:
+        return self.metadata.name or ""
+
+
+class TensorFusionObject(TopLevel):
+    """A tensor-fusion.ai/v1 object: the apiVersion is fixed."""
+
+    api_version: Literal["tensor-fusion.ai/v1"] = "tensor-fusion.ai/v1"

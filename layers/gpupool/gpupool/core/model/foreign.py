@@ -1,0 +1,145 @@
+"""Envelopes of objects other systems own: core v1 Node and Pod, Karpenter NodeClaim/NodePool.
+
+Role: read the few fields gpupool's services act on (labels, taints, conditions, capacity,
+providerID; pod placement and resources); everything else is ignored on read. These are
+not written back from these models — patch the fields you change.
+
+Must not: validate these kinds in depth (Kubernetes and Karpenter own their schemas).
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar, Literal
+
+from pydantic import ConfigDict, Field
+
+from gpupool.core.model.base import Condition, ForeignModel, Loose, ObjectMeta, Qty, TopLevel
+
+__all__ = [
+    "Container",
+    "KarpenterNodeClaim",
+    "KarpenterNodePool",
+    "Node",
+    "NodeSpec",
+    "NodeStatus",
+    "NodeTaint",
+    "Pod",
+    "PodSpec",
+    "PodStatus",
+    "ResourceRequirements",
+    "Toleration",
+]
+
+
+class _ForeignObject(TopLevel):
+    model_config = ConfigDict(extra="ignore")
+
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+
+
+class NodeTaint(ForeignModel):
+    key: str
+    value: str | None = None
+    effect: str
+    time_added: str | None = None
+
+
+class NodeSpec(ForeignModel):
+    unschedulable: bool = False
+    taints: list[NodeTaint] = Field(default_factory=list)
+    provider_id: str | None = Field(default=None, alias="providerID")
+
+
+class NodeStatus(ForeignModel):
+    conditions: list[Condition] = Field(default_factory=list)
+    capacity: dict[str, Qty] = Field(default_factory=dict)
+    allocatable: dict[str, Qty] = Field(default_factory=dict)
+    node_info: Loose | None = None
+
+
+class Node(_ForeignObject):
+    """core v1 Node."""
+
+    API_VERSION: ClassVar[str] = "v1"
+    KIND: ClassVar[str] = "Node"
+
+    api_version: Literal["v1"] = "v1"
+    kind: Literal["Node"] = "Node"
+    spec: NodeSpec = Field(default_factory=NodeSpec)
+    status: NodeStatus = Field(default_factory=NodeStatus)
+
+    def is_ready(self) -> bool:
+        return any(c.type == "Ready" and c.status == "True" for c in self.status.conditions)
+
+
+class ResourceRequirements(ForeignModel):
+    requests: dict[str, Qty] = Field(default_factory=dict)
+    limits: dict[str, Qty] = Field(default_factory=dict)
+
+
+class Container(ForeignModel):
+    name: str = ""
+    image: str | None = None
+    resources: ResourceRequirements = Field(default_factory=ResourceRequirements)
+
+
+class Toleration(ForeignModel):
+    key: str | None = None
+    operator: str | None = None
+    value: str | None = None
+    effect: str | None = None
+    toleration_seconds: int | None = None
+
+
+class PodSpec(ForeignModel):
+    node_name: str | None = None
+    scheduler_name: str | None = None
+    containers: list[Container] = Field(default_factory=list)
+    init_containers: list[Container] = Field(default_factory=list)
+    node_selector: dict[str, str] = Field(default_factory=dict)
+    affinity: Loose | None = None
+    tolerations: list[Toleration] = Field(default_factory=list)
+    priority_class_name: str | None = None
+
+
+class PodStatus(ForeignModel):
+    phase: str | None = None
+    conditions: list[Condition] = Field(default_factory=list)
+    nominated_node_name: str | None = None
+
+
+class Pod(_ForeignObject):
+    """core v1 Pod."""
+
+    API_VERSION: ClassVar[str] = "v1"
+    KIND: ClassVar[str] = "Pod"
+    NAMESPACED: ClassVar[bool] = True
+
+    api_version: Literal["v1"] = "v1"
+    kind: Literal["Pod"] = "Pod"
+    spec: PodSpec = Field(default_factory=PodSpec)
+    status: PodStatus = Field(default_factory=PodStatus)
+
+
+class KarpenterNodeClaim(_ForeignObject):
+    """karpenter.sh/v1 NodeClaim (spec and status kept loose)."""
+
+    API_VERSION: ClassVar[str] = "karpenter.sh/v1"
+    KIND: ClassVar[str] = "NodeClaim"
+
+    api_version: Literal["karpenter.sh/v1"] = "karpenter.sh/v1"
+    kind: Literal["NodeClaim"] = "NodeClaim"
+    spec: Loose = Field(default_factory=dict)
+    status: Loose = Field(default_factory=dict)
+
+
+class KarpenterNodePool(_ForeignObject):
+    """karpenter.sh/v1 NodePool (spec and status kept loose)."""
+
+    API_VERSION: ClassVar[str] = "karpenter.sh/v1"
+    KIND: ClassVar[str] = "NodePool"
+
+    api_version: Literal["karpenter.sh/v1"] = "karpenter.sh/v1"
+    kind: Literal["NodePool"] = "NodePool"
+    spec: Loose = Field(default_factory=dict)
+    status: Loose = Field(default_factory=dict)

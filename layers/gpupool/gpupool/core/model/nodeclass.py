@@ -1,0 +1,85 @@
+"""GPUNodeClass (tensor-fusion.ai/v1): the cloud instance template for provisioned nodes.
+
+Role: image, subnet and security-group selectors, instance profile, IMDS options, disks,
+tags, userData and launch template, named as TensorFusion names them.
+
+Must not: resolve selectors against a cloud (adapters do that).
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar, Literal
+
+from pydantic import Field
+
+from gpupool.core.model.base import Qty, SpecModel, TensorFusionObject
+
+__all__ = [
+    "BlockDeviceMapping",
+    "EbsSettings",
+    "GPUNodeClass",
+    "GPUNodeClassSpec",
+    "MetadataOptions",
+    "SelectorTerm",
+]
+
+
+class SelectorTerm(SpecModel):
+    """Select a cloud item by id, name or tags (gpupool matches ids first, as TensorFusion)."""
+
+    id: str | None = None
+    name: str | None = None
+    owner: str | None = None
+    tags: dict[str, str] = Field(default_factory=dict)
+
+
+class MetadataOptions(SpecModel):
+    """AWS IMDS options."""
+
+    http_endpoint: bool | str | None = None
+    http_protocol_i_pv6: bool | str | None = Field(default=None, alias="httpProtocolIPv6")
+    http_put_response_hop_limit: int | None = Field(default=None, ge=1, le=64)
+    http_tokens: Literal["required", "optional"] | None = None
+
+
+class EbsSettings(SpecModel):
+    """A block device's volume."""
+
+    volume_size: Qty | None = None
+    volume_type: str | None = None
+    iops: int | None = Field(default=None, ge=0)
+    throughput: int | None = Field(default=None, ge=0)
+    encrypted: bool | None = None
+    delete_on_termination: bool | None = None
+    kms_key_id: str | None = Field(default=None, alias="kmsKeyID")
+    snapshot_id: str | None = Field(default=None, alias="snapshotID")
+
+
+class BlockDeviceMapping(SpecModel):
+    device_name: str | None = None
+    ebs: EbsSettings | None = None
+
+
+class GPUNodeClassSpec(SpecModel):
+    os_image_family: str | None = None
+    os_image_type: Literal["Private", "Public", "System"] | None = None
+    os_image_selector_terms: list[SelectorTerm] = Field(default_factory=list)
+    instance_profile: str | None = None
+    metadata_options: MetadataOptions | None = None
+    security_group_selector_terms: list[SelectorTerm] = Field(default_factory=list)
+    subnet_selector_terms: list[SelectorTerm] = Field(default_factory=list)
+    block_device_mappings: list[BlockDeviceMapping] = Field(default_factory=list)
+    tags: dict[str, str] = Field(default_factory=dict)
+    user_data: str | None = None
+    launch_template: SelectorTerm | None = None
+
+
+class GPUNodeClass(TensorFusionObject):
+    """tensor-fusion.ai/v1 GPUNodeClass."""
+
+    KIND: ClassVar[str] = "GPUNodeClass"
+    PLURAL: ClassVar[str] = "gpunodeclasses"
+    SHORT_NAMES: ClassVar[tuple[str, ...]] = ("gnclass",)
+
+    kind: Literal["GPUNodeClass"] = "GPUNodeClass"
+    spec: GPUNodeClassSpec = Field(default_factory=GPUNodeClassSpec)

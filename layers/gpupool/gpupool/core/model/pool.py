@@ -1,0 +1,233 @@
+"""GPUPool (tensor-fusion.ai/v1): capacity targets, node management, QoS and status.
+
+Role: the exact shape of a pool spec as TensorFusion names it (field names and enums from
+TensorFusion's api/v1 gpupool types and the reference documents), with the defaults gpupool
+relies on: provisioningMode AutoSelect, nodeCompaction.period 5m.
+
+Must not: compute gaps or choose offerings (see the capacity planning modules).
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar, Literal
+
+from pydantic import Field
+
+from gpupool.core.model.base import (
+    Condition,
+    Duration,
+    Loose,
+    Qty,
+    SpecModel,
+    StatusModel,
+    TensorFusionObject,
+)
+from gpupool.core.model.common import NodeSelector, Requirement, Taint
+
+__all__ = [
+    "Budget",
+    "CapacityConfig",
+    "ComponentConfig",
+    "GPUPool",
+    "GPUPoolSpec",
+    "GPUPoolStatus",
+    "KarpenterNodeClassRef",
+    "MaintenanceWindow",
+    "NodeCompaction",
+    "NodeManagerConfig",
+    "NodePoolRollingUpdatePolicy",
+    "NodeProvisioner",
+    "Oversubscription",
+    "ProvisioningMode",
+    "QoSLevel",
+    "QosConfig",
+    "ResourceAmount",
+]
+
+ProvisioningMode = Literal["AutoSelect", "Karpenter", "Provisioned"]
+QoSLevel = Literal["low", "medium", "high", "critical"]
+
+
+class ResourceAmount(SpecModel):
+    """An amount of pool capacity (TensorFusion's GPUOrCPUResourceUnit)."""
+
+    tflops: Qty | None = None
+    vram: Qty | None = None
+    cpu: Qty | None = None
+    memory: Qty | None = None
+
+
+class Oversubscription(SpecModel):
+    """How far the scheduler may oversell: percentages as TensorFusion defines them."""
+
+    tflops_oversell_ratio: int | None = Field(default=None, ge=100, le=100000)
+    vram_expand_to_host_mem: int | None = Field(default=None, alias="vramExpandToHostMem", ge=0, le=100)
+    vram_expand_to_host_disk: int | None = Field(default=None, alias="vramExpandToHostDisk", ge=0, le=100)
+
+
+class CapacityConfig(SpecModel):
+    """minResources / warmResources / maxResources and oversubscription."""
+
+    min_resources: ResourceAmount | None = None
+    warm_resources: ResourceAmount | None = None
+    max_resources: ResourceAmount | None = None
+    oversubscription: Oversubscription | None = None
+
+
+class KarpenterNodeClassRef(SpecModel):
+    """The Karpenter NodeClass a Karpenter-mode pool launches with: all four fields required."""
+
+    group: str
+    kind: str
+    version: str
+    name: str
+
+
+class Budget(SpecModel):
+    """Spending limits in dollars (TensorFusion declares them; gpupool enforces them)."""
+
+    budget_per_day: str | None = None
+    budget_per_month: str | None = None
+    budget_per_quarter: str | None = None
+    budget_exceed_strategy: Literal["AlertOnly", "AlertAndTerminateVM"] | None = None
+
+
+class NodeProvisioner(SpecModel):
+    """How Karpenter/Provisioned pools create nodes."""
+
+    node_class: str | None = None
+    karpenter_node_class_ref: KarpenterNodeClassRef | None = None
+    gpu_requirements: list[Requirement] = Field(default_factory=list, alias="gpuRequirements")
+    gpu_taints: list[Taint] = Field(default_factory=list, alias="gpuTaints")
+    gpu_node_labels: dict[str, str] = Field(default_factory=dict, alias="gpuNodeLabels")
+    gpu_node_annotations: dict[str, str] = Field(default_factory=dict, alias="gpuNodeAnnotations")
+    cpu_requirements: list[Requirement] = Field(default_factory=list, alias="cpuRequirements")
+    cpu_taints: list[Taint] = Field(default_factory=list, alias="cpuTaints")
+    cpu_node_labels: dict[str, str] = Field(default_factory=dict, alias="cpuNodeLabels")
+    budget: Budget | None = None
+
+
+class NodeCompaction(SpecModel):
+    """How often idle nodes are looked for."""
+
+    period: Duration = "5m"
+
+
+class MaintenanceWindow(SpecModel):
+    """Crontab expressions during which rolling updates may run."""
+
+    includes: list[str] = Field(default_factory=list)
+
+
+class NodePoolRollingUpdatePolicy(SpecModel):
+    """When and how fast component updates roll through the pool."""
+
+    auto_update_hypervisor: bool | None = None
+    auto_update_worker: bool | None = None
+    auto_update_client: bool | None = None
+    batch_percentage: int | None = Field(default=None, ge=0, le=100)
+    batch_interval: Duration | None = None
+    max_duration: Duration | None = None
+    maintenance_window: MaintenanceWindow | None = None
+
+
+class NodeManagerConfig(SpecModel):
+    """How the pool's nodes are found or provisioned."""
+
+    provisioning_mode: ProvisioningMode = "AutoSelect"
+    default_vendor: str | None = None
+    node_provisioner: NodeProvisioner | None = None
+    node_selector: NodeSelector | None = None
+    node_compaction: NodeCompaction | None = None
+    node_pool_rolling_update_policy: NodePoolRollingUpdatePolicy | None = None
+
+
+class QosDefinition(SpecModel):
+    name: QoSLevel
+    description: str | None = None
+    priority: int | None = None
+
+
+class QosPricingUnit(SpecModel):
+    per_fp16_tflops_per_hour: str | None = Field(default=None, alias="perFP16TFlopsPerHour")
+    per_gb_of_vram_per_hour: str | None = Field(default=None, alias="perGBOfVRAMPerHour")
+
+
+class QosPricing(SpecModel):
+    qos: QoSLevel
+    requests: QosPricingUnit | None = None
+    limits_over_requests: str | None = None
+
+
+class QosConfig(SpecModel):
+    """QoS levels and their internal prices."""
+
+    definitions: list[QosDefinition] = Field(default_factory=list)
+    default_qos: QoSLevel | None = Field(default=None, alias="defaultQoS")
+    pricing: list[QosPricing] = Field(default_factory=list)
+    eviction_protection_price_ratio: str | None = None
+
+
+class ComponentConfig(SpecModel):
+    """Hypervisor / worker / client / node-discovery settings: preserved, not acted on."""
+
+    worker: Loose | None = None
+    hypervisor: Loose | None = None
+    node_discovery: Loose | None = None
+    client: Loose | None = None
+
+
+class GPUPoolSpec(SpecModel):
+    """A pool's desired state (also the specTemplate inside a TensorFusionCluster)."""
+
+    default_using_local_gpu: bool | None = Field(default=None, alias="defaultUsingLocalGPU")
+    capacity_config: CapacityConfig | None = None
+    node_manager_config: NodeManagerConfig = Field(default_factory=NodeManagerConfig)
+    qos_config: QosConfig | None = None
+    component_config: ComponentConfig | None = None
+    scheduling_config_template: str | None = None
+
+
+class GPUPoolStatus(StatusModel):
+    """What the controllers last observed about the pool."""
+
+    cluster: str | None = None
+    phase: str = "Pending"
+    conditions: list[Condition] = Field(default_factory=list)
+    total_nodes: int | None = None
+    total_gpus: int | None = Field(default=None, alias="totalGPUs")
+    ready_nodes: int | None = None
+    not_ready_nodes: int | None = None
+    total_tflops: Qty | None = Field(default=None, alias="totalTFlops")
+    total_vram: Qty | None = Field(default=None, alias="totalVRAM")
+    virtual_tflops: Qty | None = Field(default=None, alias="virtualTFlops")
+    virtual_vram: Qty | None = Field(default=None, alias="virtualVRAM")
+    available_tflops: Qty | None = Field(default=None, alias="availableTFlops")
+    available_vram: Qty | None = Field(default=None, alias="availableVRAM")
+    virtual_available_tflops: Qty | None = Field(default=None, alias="virtualAvailableTFlops")
+    virtual_available_vram: Qty | None = Field(default=None, alias="virtualAvailableVRAM")
+    running_apps_cnt: int | None = None
+    provisioning_phase: str | None = None
+    last_compaction_time: str | None = None
+    budget_exceeded: str | None = None
+    component_status: Loose | None = None
+
+
+class GPUPool(TensorFusionObject):
+    """tensor-fusion.ai/v1 GPUPool."""
+
+    KIND: ClassVar[str] = "GPUPool"
+    PLURAL: ClassVar[str] = "gpupools"
+    SHORT_NAMES: ClassVar[tuple[str, ...]] = ("gp",)
+    PRINTER_COLUMNS: ClassVar[tuple[tuple[str, str, str], ...]] = (
+        ("Phase", ".status.phase", "string"),
+        ("Mode", ".spec.nodeManagerConfig.provisioningMode", "string"),
+        ("Total TFlops", ".status.totalTFlops", "string"),
+        ("Total VRAM", ".status.totalVRAM", "string"),
+        ("Available TFlops", ".status.availableTFlops", "string"),
+        ("Available VRAM", ".status.availableVRAM", "string"),
+    )
+
+    kind: Literal["GPUPool"] = "GPUPool"
+    spec: GPUPoolSpec = Field(default_factory=GPUPoolSpec)
+    status: GPUPoolStatus | None = None

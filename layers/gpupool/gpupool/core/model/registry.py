@@ -1,0 +1,192 @@
+"""Choosing the model for a manifest by apiVersion and kind, and reporting what is wrong.
+
+Role: `parse_manifest(obj)` → the typed model, or `ManifestError` listing each invalid field
+as `path: reason` (e.g. `spec.capacityConfig.minResources.tflops: not a quantity: 'abc'`);
+`load_documents(text)` / `load_manifests(text)` for multi-document YAML text (YAML errors
+name the line). Also names the foreign kinds that are accepted with a shallow check only.
+
+Must not: read files (callers pass text), log, or touch a cluster.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from gpupool.core.model.base import TopLevel
+from gpupool.core.model.cluster import TensorFusionCluster
+from gpupool.core.model.foreign import KarpenterNodeClaim, KarpenterNodePool, Node, Pod
+from gpupool.core.model.node import GPU, GPUNode
+from gpupool.core.model.nodeclaim import GPUNodeClaim
+from gpupool.core.model.nodeclass import GPUNodeClass
+from gpupool.core.model.pool import GPUPool
+from gpupool.core.model.quota import GPUResourceQuota
+from gpupool.core.model.scheduling import SchedulingConfigTemplate
+
+__all__ = [
+    "FOREIGN_KINDS",
+    "SHALLOW_KINDS",
+    "TENSOR_FUSION_KINDS",
+    "FieldError",
+    "ManifestError",
+    "describe",
+    "is_shallow_kind",
+    "load_documents",
+    "load_manifests",
+    "model_for",
+    "parse_manifest",
+]
+
+# The tensor-fusion.ai/v1 kinds gpupool models in depth (and generates CRDs for).
+TENSOR_FUSION_KINDS: tuple[type[TopLevel], ...] = (
+    TensorFusionCluster,
+    GPUPool,
+    GPUNodeClass,
+    GPUNodeClaim,
+    GPUNode,
+    GPU,
+    SchedulingConfigTemplate,
+    GPUResourceQuota,
+)
+# Foreign envelopes the services read (extra fields ignored).
+FOREIGN_KINDS: tuple[type[TopLevel], ...] = (Node, Pod, KarpenterNodeClaim, KarpenterNodePool)
+
+_MODELS: dict[tuple[str, str], type[TopLevel]] = {
+    (model.API_VERSION, model.KIND): model for model in (*TENSOR_FUSION_KINDS, *FOREIGN_KINDS)
+}
+
+# Kinds common in the documents that `validate` accepts with a shallow check only.
+SHALLOW_KINDS: frozenset[tuple[str, str]] = frozenset(
+    {
+        ("v1", "Pod"),
+        ("v1", "Node"),
+        ("v1", "ConfigMap"),
+        ("v1", "Secret"),
+        ("v1", "Service"),
+        ("apps/v1", "Deployment"),
+        ("apps/v1", "DaemonSet"),
+        ("apps/v1", "StatefulSet"),
+        ("karpenter.sh/v1", "NodePool"),
+        ("karpenter.sh/v1", "NodeClaim"),
+        ("karpenter.k8s.aws/v1", "EC2NodeClass"),
+        # TensorFusion kinds gpupool does not act on.
+        ("tensor-fusion.ai/v1", "TensorFusionWorkload"),
+        ("tensor-fusion.ai/v1", "WorkloadProfile"),
+        ("tensor-fusion.ai/v1", "TensorFusionConnection"),
+        ("tensor-fusion.ai/v1", "ProviderConfig"),
+        ("tensor-fusion.ai/v1", "ClientProfile"),
+    }
+)
+
+
+@dataclass(frozen=True)
+class FieldError:
+    """One invalid field: a dotted path (`spec.gpuPools[0].name`) and why."""
+
+    path: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.reason}" if self.path else self.reason
+
+
+class ManifestError(ValueError):
+    """A manifest (or YAML text) that is not a valid object; `errors` lists each field."""
+
+    def __init__(self, what: str, errors: Sequence[FieldError]) -> None:
+        self.what = what
+        self.errors: tuple[FieldError, ...] = tuple(errors)
+        super().__init__(f"{what}: " + "; ".join(str(error) for error in self.errors))
+
+
+def describe(obj: Mapping[str, Any]) -> str:
+    """`kind/name` of a manifest, `<unnamed>` when it has no metadata.name."""
+    kind = obj.get("kind") if isinstance(obj.get("kind"), str) else "<no kind>"
+    metadata = obj.get("metadata")
+    name = metadata.get("name") if isinstance(metadata, Mapping) else None
+    return f"{kind}/{name if isinstance(name, str) and name else '<unnamed>'}"
+
+
+def model_for(api_version: str, kind: str) -> type[TopLevel] | None:
+    """The model class for apiVersion + kind, or None."""
+    return _MODELS.get((api_version, kind))
+
+
+def is_shallow_kind(api_version: str, kind: str) -> bool:
+    """Whether the kind is accepted without an in-depth check."""
+    return (api_version, kind) in SHALLOW_KINDS and (api_version, kind) not in _MODELS
+
+
+def _path(loc: tuple[int | str, ...]) -> str:
+    text = ""
+    for part in loc:
+        if isinstance(part, int):
+            text += f"[{part}]"
+        else:
+            text += f".{part}" if text else str(part)
+    return text
+
+
+def _reason(error: Mapping[str, Any]) -> str:
+    kind = error["type"]
+    if kind == "extra_forbidden":
+        return "unknown field"
+    if kind == "missing":
+        return "required field is missing"
+    message = str(error["msg"])
+    for prefix in ("Value error, ", "Assertion failed, "):
+        message = message.removeprefix(prefix)
+    return message
+
+
+def field_errors(exc: ValidationError) -> list[FieldError]:
+    """Each pydantic error as a field path (camelCase, `[i]` for list items) and a reason."""
+    errors: list[FieldError] = []
+    for error in exc.errors(include_url=False):
+        # Pydantic adds the Literal/function name as a location step for some union members.
+        loc = tuple(part for part in error["loc"] if not (isinstance(part, str) and "[" in part))
+        errors.append(FieldError(_path(loc), _reason(error)))
+    return errors
+
+
+def parse_manifest(obj: Mapping[str, Any]) -> TopLevel:
+    """The typed model for a manifest; ManifestError listing every invalid field otherwise."""
+    if not isinstance(obj, Mapping):
+        raise ManifestError("<document>", [FieldError("", f"not a mapping: {type(obj).__name__}")])
+    what = describe(obj)
+    api_version, kind = obj.get("apiVersion"), obj.get("kind")
+    if not isinstance(api_version, str) or not isinstance(kind, str):
+        missing = [
+            FieldError(key, "required field is missing")
+            for key in ("apiVersion", "kind")
+            if not isinstance(obj.get(key), str)
+        ]
+        raise ManifestError(what, missing)
+    model = model_for(api_version, kind)
+    if model is None:
+        raise ManifestError(what, [FieldError("kind", f"unknown kind {kind!r} in {api_version!r}")])
+    try:
+        return model.model_validate(dict(obj))
+    except ValidationError as exc:
+        raise ManifestError(what, field_errors(exc)) from None
+
+
+def load_documents(text: str) -> list[Any]:
+    """The non-empty YAML documents in `text`; ManifestError naming the line on bad YAML."""
+    try:
+        documents = list(yaml.safe_load_all(text))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise ManifestError("<yaml>", [FieldError("", f"invalid YAML: {where}{problem}")]) from None
+    return [document for document in documents if document is not None]
+
+
+def load_manifests(text: str) -> list[TopLevel]:
+    """Every document in a multi-document YAML text as a typed model (first error raises)."""
+    return [parse_manifest(document) for document in load_documents(text)]
