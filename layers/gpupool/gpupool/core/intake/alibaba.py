@@ -1,0 +1,138 @@
+"""Alibaba Cloud intake: what Function Compute hands a gpupool function becomes one cause.
+
+Role: one converter per Alibaba EventBridge event type (CloudEvents 1.0 with ``source:
+acs.ecs``) — ``ecs:Instance:StateChange`` (``data.resourceId`` / ``data.state``) and
+``ecs:Instance:PreemptibleInstanceInterruption`` (``data.instanceId`` / ``data.action``) —
+plus the FC timer trigger (``triggerTime`` / ``triggerName`` / ``payload``) and the FC 3.0 HTTP
+trigger (``rawPath`` / ``body`` / ``headers`` / ``requestContext``) carrying relay CloudEvents.
+FC passes the event as bytes; this accepts bytes, text or a mapping. Unknown or malformed
+input becomes ``Ignored`` with a reason; nothing here raises on bad input.
+
+Must not: call Alibaba Cloud, read the clock, log, or decide anything about pools or instances.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from gpupool.core.intake.causes import (
+    Cause,
+    Ignored,
+    InstanceInterruption,
+    InstanceState,
+    InstanceStateChanged,
+)
+from gpupool.core.intake.relay import CloudEvent, intake_relay_http, short_error
+from gpupool.core.intake.routing import FunctionName, as_json_object, route, schedule_cause
+
+__all__ = ["ECS_TYPES", "intake_alibaba"]
+
+_Text = Annotated[str, Field(min_length=1, max_length=253)]
+
+STATE_CHANGE = "ecs:Instance:StateChange"
+PREEMPTIBLE = "ecs:Instance:PreemptibleInstanceInterruption"
+ECS_TYPES: tuple[str, ...] = (STATE_CHANGE, PREEMPTIBLE)
+
+# ECS instance states (Alibaba's names) onto the EC2-style states the causes use.
+_STATES: dict[str, InstanceState] = {
+    "pending": "pending",
+    "starting": "pending",
+    "running": "running",
+    "stopping": "stopping",
+    "stopped": "stopped",
+    "deleted": "terminated",
+}
+
+
+class _Envelope(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="ignore", populate_by_name=True)
+
+
+class StateData(_Envelope):
+    resource_id: _Text = Field(alias="resourceId")
+    state: _Text
+
+
+class PreemptibleData(_Envelope):
+    instance_id: _Text = Field(alias="instanceId")
+    action: str | None = None
+
+
+class TimerEvent(_Envelope):
+    trigger_time: _Text = Field(alias="triggerTime")
+    trigger_name: _Text = Field(alias="triggerName")
+    payload: object = None
+
+
+def _ecs(body: Mapping[str, object]) -> Cause:
+    raw_id = body.get("id")
+    event_id = raw_id if isinstance(raw_id, str) and raw_id else None
+    try:
+        event = CloudEvent.model_validate(body)
+    except ValidationError as error:
+        return Ignored(reason=f"not a CloudEvent: {short_error(error)}", event_id=event_id)
+    data = as_json_object(event.data)
+    if event.type not in ECS_TYPES:
+        return Ignored(reason=f"no converter for {event.source} {event.type!r}", event_id=event.id)
+    if data is None:
+        return Ignored(reason=f"{event.type}: data is not a JSON object", event_id=event.id)
+    try:
+        if event.type == STATE_CHANGE:
+            state = StateData.model_validate(data)
+            mapped = _STATES.get(state.state.lower())
+            if mapped is None:
+                return Ignored(reason=f"{event.type}: unknown ECS state {state.state!r}", event_id=event.id)
+            return InstanceStateChanged(instance_id=state.resource_id, state=mapped, event_id=event.id)
+        preemptible = PreemptibleData.model_validate(data)
+        return InstanceInterruption(
+            instance_id=preemptible.instance_id, reason="preemptible-interruption", event_id=event.id
+        )
+    except ValidationError as error:
+        return Ignored(reason=f"{event.type}: data.{short_error(error)}", event_id=event.id)
+
+
+def _timer(body: Mapping[str, object], function: FunctionName | None) -> Cause:
+    try:
+        timer = TimerEvent.model_validate(body)
+    except ValidationError as error:
+        return Ignored(reason=f"not an FC timer event: {short_error(error)}")
+    # FC timer events carry no id: the trigger and its time identify the tick.
+    event_id = f"{timer.trigger_name}@{timer.trigger_time}"
+    payload = as_json_object(timer.payload) if timer.payload not in (None, "") else {}
+    pool = payload.get("pool") if payload is not None else None
+    if pool is not None and (not isinstance(pool, str) or not pool):
+        return Ignored(reason="FC timer payload: pool must be a non-empty string", event_id=event_id)
+    try:
+        return schedule_cause(function, event_id=event_id, pool=pool, trigger="schedule:fc-timer")
+    except ValidationError as error:
+        return Ignored(reason=f"FC timer payload: {short_error(error)}", event_id=event_id)
+
+
+def _http(body: Mapping[str, object]) -> Cause:
+    context = body.get("requestContext")
+    http = context.get("http") if isinstance(context, Mapping) else None
+    method = http.get("method") if isinstance(http, Mapping) else None
+    if isinstance(method, str) and method.upper() != "POST":
+        return Ignored(reason=f"relay webhooks are POST requests, not {method}")
+    return intake_relay_http(
+        body=body.get("body"), is_base64=body.get("isBase64Encoded", False), headers=body.get("headers")
+    )
+
+
+def intake_alibaba(event: object, *, function: FunctionName | None = None) -> Cause:
+    """The cause an FC ``event`` (bytes, text or mapping) stands for; ``Ignored`` when none."""
+    body = as_json_object(event)
+    if body is None:
+        return Ignored(reason="event is not a JSON object")
+    if "triggerTime" in body or "triggerName" in body:
+        cause = _timer(body, function)
+    elif "rawPath" in body or "requestContext" in body:
+        cause = _http(body)
+    elif "specversion" in body:
+        cause = _ecs(body)
+    else:
+        cause = Ignored(reason="not an Alibaba EventBridge, FC timer or FC HTTP event")
+    return route(function, cause) if function is not None else cause
