@@ -1,0 +1,35 @@
+"""Fractional GPU allocator (pure): filter stages with reasons, placement scores, reserve/release.
+
+See docs/scheduling.md for the placement modes and how oversubscription is handled.
+"""
+
+from gpupool.core.allocator.allocator import AllocationError, Allocator, FilterResult, Simulation, StageReport
+from gpupool.core.allocator.records import Allocation, GpuInfo
+from gpupool.core.allocator.request import (
+    GpuRequest,
+    MatchExpression,
+    NodeConstraints,
+    NodeSelectorTerm,
+    Oversubscription,
+    PlacementMode,
+    PlacementPolicy,
+    QuotaLimits,
+)
+
+__all__ = [
+    "Allocation",
+    "AllocationError",
+    "Allocator",
+    "FilterResult",
+    "GpuInfo",
+    "GpuRequest",
+    "MatchExpression",
+    "NodeConstraints",
+    "NodeSelectorTerm",
+    "Oversubscription",
+    "PlacementMode",
+    "PlacementPolicy",
+    "QuotaLimits",
+    "Simulation",
+    "StageReport",
+]

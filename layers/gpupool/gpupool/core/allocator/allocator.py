@@ -1,0 +1,236 @@
+"""The allocator: filter, score, reserve and release fractional GPUs for pods.
+
+Role: the one entry point the extender, the simulate API, the benchmark and the functions use.
+It owns an `AllocatorState` plus namespace quota usage, runs `filters` and `scoring`, and turns a
+choice into an `Allocation`. Every refusal carries a reason a human can act on.
+
+Must not: lock (the relay serialises calls), do I/O, read the clock, or log.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from gpupool.core.allocator.filters import FilterOutcome, run_filters
+from gpupool.core.allocator.quota import QuotaUsage, quota_failure
+from gpupool.core.allocator.reasons import node_reasons, stage_reasons
+from gpupool.core.allocator.records import Allocation
+from gpupool.core.allocator.request import GpuRequest, PlacementMode, PlacementPolicy, QuotaLimits
+from gpupool.core.allocator.scoring import node_scores, select_gpus, select_node, to_extender_priority
+from gpupool.core.allocator.state import AllocatorState
+
+__all__ = ["AllocationError", "Allocator", "FilterResult", "Simulation", "StageReport"]
+
+
+class AllocationError(Exception):
+    """A reservation that cannot be made; the message says why."""
+
+
+@dataclass(frozen=True, slots=True)
+class FilterResult:
+    """Nodes that can take the pod, and why each other node cannot."""
+
+    passed: list[str]
+    failed: dict[str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class StageReport:
+    stage: str
+    before: list[str]
+    after: list[str]
+    reasons: dict[str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class Simulation:
+    """What scheduling the pod now would do; nothing is reserved."""
+
+    node: str | None
+    gpus: list[str]
+    stages: list[StageReport]
+    scores: dict[str, float]
+    diagnosis: str | None = None
+    node_reasons: dict[str, str] = field(default_factory=dict)
+
+
+class Allocator:
+    """Placement over one cluster's GPUs (all pools); callers serialise access."""
+
+    def __init__(
+        self, policy: PlacementPolicy | None = None, *, pool_modes: Mapping[str, PlacementMode] | None = None
+    ) -> None:
+        self.policy = policy or PlacementPolicy()
+        self.pool_modes = dict(pool_modes or {})
+        self.state = AllocatorState(
+            vram_weight=self.policy.vram_weight, tflops_weight=self.policy.tflops_weight
+        )
+        self.quotas: dict[str, QuotaLimits] = {}
+        self.usage: dict[str, QuotaUsage] = {}
+
+    # ---- inputs -----------------------------------------------------------------------------
+    def mode_for(self, pool: str) -> PlacementMode:
+        return self.pool_modes.get(pool, self.policy.mode)
+
+    def set_quota(self, namespace: str, limits: QuotaLimits | None) -> None:
+        if limits is None:
+            self.quotas.pop(namespace, None)
+        else:
+            self.quotas[namespace] = limits
+
+    def add_allocation(self, allocation: Allocation) -> None:
+        """Record what a pod already holds (rebuild at start, or a pod event)."""
+        self.remove_allocation(allocation.key)
+        self.state.add_allocation(allocation)
+        self.usage.setdefault(allocation.namespace, QuotaUsage()).add(allocation)
+
+    def remove_allocation(self, key: str) -> Allocation | None:
+        allocation = self.state.remove_allocation(key)
+        if allocation is not None:
+            self.usage.setdefault(allocation.namespace, QuotaUsage()).add(allocation, sign=-1)
+        return allocation
+
+    # ---- decisions ----------------------------------------------------------------------------
+    def _quota_failure(self, request: GpuRequest) -> str | None:
+        limits = self.quotas.get(request.namespace)
+        if limits is None:
+            return None
+        count = request.gpu_count
+        if request.compute_percent_request is not None:
+            largest = int(self.state.cap_t.max()) if self.state.cap_t.size else 0
+            wanted = int(np.ceil(largest * request.compute_percent_request / 100))
+            ceiling = int(
+                np.ceil(largest * (request.compute_percent_limit or request.compute_percent_request) / 100)
+            )
+        else:
+            wanted, ceiling = request.tflops_request, max(request.tflops_limit, request.tflops_request)
+        return quota_failure(
+            request.namespace,
+            limits,
+            self.usage.get(request.namespace, QuotaUsage()),
+            tflops_request=wanted * count,
+            tflops_limit=ceiling * count,
+            vram_request=request.vram_request * count,
+            vram_limit=max(request.vram_limit, request.vram_request) * count,
+        )
+
+    def _rows(self, nodes: Iterable[str]) -> tuple[np.ndarray, list[str]]:
+        index = self.state.node_index
+        rows: list[int] = []
+        unknown: list[str] = []
+        for node in nodes:
+            row = index.get(node)
+            if row is None:
+                unknown.append(node)
+            else:
+                rows.append(row)
+        return np.asarray(rows, dtype=np.intp), unknown
+
+    def _filter(
+        self, request: GpuRequest, nodes: Iterable[str] | None, *, record: bool
+    ) -> tuple[FilterOutcome, list[str]]:
+        self.state.ensure_layout()
+        rows, unknown = (None, []) if nodes is None else self._rows(nodes)
+        outcome = run_filters(
+            self.state,
+            request,
+            max_worker_per_node=self.policy.max_worker_per_node,
+            candidate_rows=rows,
+            quota_failure=self._quota_failure(request),
+            record=record,
+        )
+        return outcome, unknown
+
+    def filter(self, request: GpuRequest, nodes: Iterable[str]) -> FilterResult:
+        """The extender's filter: which of `nodes` can take the pod, and why the others cannot."""
+        outcome, unknown = self._filter(request, nodes, record=True)
+        failed = dict.fromkeys(unknown, "no GPU managed by gpupool on this node")
+        failed.update(node_reasons(self.state, request, outcome))
+        alive_rows = np.nonzero(outcome.alive.any(axis=1))[0]
+        return FilterResult(passed=[self.state.node_names[r] for r in alive_rows.tolist()], failed=failed)
+
+    def prioritize(self, request: GpuRequest, nodes: Iterable[str]) -> dict[str, int]:
+        """The extender's prioritize: 0..10 per node (0 when no GPU on it fits)."""
+        node_list = list(nodes)
+        outcome, _ = self._filter(request, node_list, record=False)
+        scores = node_scores(self.state, outcome.alive, self.mode_for(request.pool))
+        index = self.state.node_index
+        return {
+            node: to_extender_priority(float(scores[index[node]])) if node in index else 0
+            for node in node_list
+        }
+
+    def reserve(self, request: GpuRequest, node: str | None = None) -> Allocation:
+        """Filter, score and hold GPUs for the pod, on `node` when given; AllocationError says why not."""
+        if request.key in self.state.allocations:
+            held = self.state.allocations[request.key]
+            raise AllocationError(
+                f"pod {request.key} already holds GPUs {', '.join(held.gpus)} on {held.node}"
+            )
+        outcome, unknown = self._filter(request, None if node is None else [node], record=node is not None)
+        if unknown:
+            raise AllocationError(f"node {node} has no GPU managed by gpupool")
+        mode = self.mode_for(request.pool)
+        row = select_node(self.state, outcome.alive, mode)
+        if row is None:
+            if node is not None:
+                why = node_reasons(self.state, request, outcome).get(node, "no GPU fits")
+                raise AllocationError(f"pod {request.key} no longer fits node {node}: {why}")
+            raise AllocationError(f"no node can take pod {request.key}")
+        slots = select_gpus(self.state, outcome.alive, row, request.gpu_count, mode)
+        allocation = Allocation(
+            namespace=request.namespace,
+            name=request.name,
+            node=self.state.node_names[row],
+            gpus=tuple(self.state.slot_names[s] for s in slots),
+            tflops_requests=tuple(int(outcome.tflops_request[s]) for s in slots),
+            tflops_limits=tuple(int(outcome.tflops_limit[s]) for s in slots),
+            vram_request=request.vram_request,
+            vram_limit=max(request.vram_limit, request.vram_request),
+            uid=request.uid,
+        )
+        self.add_allocation(allocation)
+        return allocation
+
+    def release(self, key: str) -> Allocation | None:
+        """Give back what pod `namespace/name` holds; None if it held nothing."""
+        return self.remove_allocation(key)
+
+    def simulate(self, request: GpuRequest) -> Simulation:
+        """Where the pod would go now, with every stage's before/after and reasons; no side effects."""
+        outcome, _ = self._filter(request, None, record=True)
+        stages = [
+            StageReport(
+                stage=s.name,
+                before=self._names(s.before),
+                after=self._names(s.after),
+                reasons=stage_reasons(self.state, request, outcome, s),
+            )
+            for s in outcome.stages
+        ]
+        mode = self.mode_for(request.pool)
+        scores = node_scores(self.state, outcome.alive, mode)
+        scored = {
+            self.state.node_names[r]: float(scores[r]) for r in np.nonzero(~np.isnan(scores))[0].tolist()
+        }
+        row = select_node(self.state, outcome.alive, mode)
+        if row is None:
+            emptied = next((s.stage for s in stages if s.before and not s.after), None)
+            diagnosis = (
+                "no GPU in the cluster"
+                if not self.state.gpus
+                else f"no candidate left after stage {emptied!r}"
+            )
+            return Simulation(None, [], stages, scored, diagnosis, node_reasons(self.state, request, outcome))
+        slots = select_gpus(self.state, outcome.alive, row, request.gpu_count, mode)
+        return Simulation(
+            self.state.node_names[row], [self.state.slot_names[s] for s in slots], stages, scored
+        )
+
+    def _names(self, mask: np.ndarray) -> list[str]:
+        return (
+            [self.state.slot_names[s] for s in np.nonzero(mask.ravel())[0].tolist()] if mask.shape[1] else []
+        )

@@ -1,0 +1,166 @@
+"""GPUResourcesFit filter stages, vectorised over every GPU slot of the allocator's state.
+
+Role: given the state and one request, compute which GPU slots survive each stage, in
+TensorFusion's order — pool, phase, index, resources (physical free vs requests), then our
+oversubscription bound on limits, model, vendor, node affinity, native-GPU nodes (progressive
+migration), same node for gpu-count > 1, maxWorkerPerNode, quota. Each stage is a handful of
+numpy operations over the (nodes × GPU slots) arrays, so a request costs tens of microseconds
+per thousand GPUs. Stage masks are kept only when the caller wants reasons.
+
+Must not: mutate state, pick a winner (see `scoring`) or format reasons (see `reasons`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from gpupool.core.allocator.affinity import node_constraint_failure
+from gpupool.core.allocator.request import GpuRequest, NodeConstraints
+from gpupool.core.allocator.state import AllocatorState
+
+__all__ = ["STAGES", "FilterOutcome", "StageMasks", "per_gpu_tflops", "run_filters"]
+
+B = npt.NDArray[np.bool_]
+I64 = npt.NDArray[np.int64]
+
+STAGES = (
+    "pool",
+    "phase",
+    "index",
+    "resources",
+    "oversubscription",
+    "model",
+    "vendor",
+    "nodeAffinity",
+    "nativeGpu",
+    "sameNode",
+    "maxWorkerPerNode",
+    "quota",
+)
+
+
+@dataclass(slots=True)
+class StageMasks:
+    """Slots alive before and after one stage, shaped (nodes, GPU slots)."""
+
+    name: str
+    before: B
+    after: B
+
+
+@dataclass(slots=True)
+class FilterOutcome:
+    """Slots that passed every stage, and — when asked for — each stage's masks."""
+
+    alive: B
+    tflops_request: I64
+    tflops_limit: I64
+    stages: list[StageMasks] = field(default_factory=list)
+    quota_failure: str | None = None
+
+
+def _ceil_percent(capacity: I64, percent: float) -> I64:
+    # Whole milli-TFLOPS, rounded up so a percentage never undershoots what it promises.
+    return np.ceil(capacity.astype(np.float64) * (percent / 100.0)).astype(np.int64)
+
+
+def per_gpu_tflops(state: AllocatorState, request: GpuRequest) -> tuple[I64, I64]:
+    """TFLOPS request and limit per slot: fixed, or a percentage of each GPU's capacity."""
+    size = state.cap_t.size
+    if request.compute_percent_request is not None:
+        wanted = _ceil_percent(state.cap_t, request.compute_percent_request)
+        ceiling = _ceil_percent(state.cap_t, request.compute_percent_limit or request.compute_percent_request)
+        return wanted, ceiling
+    return (
+        np.full(size, request.tflops_request, dtype=np.int64),
+        np.full(size, max(request.tflops_limit, request.tflops_request), dtype=np.int64),
+    )
+
+
+class _AffinityCache:
+    """Node-affinity masks per distinct constraint, valid for one state generation."""
+
+    def __init__(self) -> None:
+        self.generation = -1
+        self.masks: dict[NodeConstraints, B] = {}
+
+    def mask(self, state: AllocatorState, constraints: NodeConstraints) -> B:
+        if self.generation != state.generation:
+            self.masks.clear()
+            self.generation = state.generation
+        found = self.masks.get(constraints)
+        if found is None:
+            found = np.fromiter(
+                (
+                    node_constraint_failure(constraints, node, state.labels_of(node)) is None
+                    for node in state.node_names
+                ),
+                dtype=np.bool_,
+                count=len(state.node_names),
+            )
+            if len(self.masks) > 256:
+                self.masks.clear()
+            self.masks[constraints] = found
+        return found
+
+
+AFFINITY_CACHE = _AffinityCache()
+
+
+def run_filters(
+    state: AllocatorState,
+    request: GpuRequest,
+    *,
+    max_worker_per_node: int,
+    candidate_rows: npt.NDArray[np.intp] | None = None,
+    quota_failure: str | None = None,
+    record: bool = False,
+) -> FilterOutcome:
+    """Run every stage; `candidate_rows` narrows to some nodes (the extender's NodeNames)."""
+    state.ensure_layout()
+    rows, width = len(state.node_names), state.width
+    alive = state.valid.reshape(rows, width)
+    if candidate_rows is not None:
+        chosen = np.zeros(rows, dtype=np.bool_)
+        chosen[candidate_rows] = True
+        alive = alive & chosen[:, None]
+    wanted_t, ceiling_t = per_gpu_tflops(state, request)
+    outcome = FilterOutcome(alive=alive, tflops_request=wanted_t, tflops_limit=ceiling_t)
+
+    def keep(name: str, mask: B) -> None:
+        after = outcome.alive & mask
+        if record:
+            outcome.stages.append(StageMasks(name, outcome.alive, after))
+        outcome.alive = after
+
+    def shaped(flat: B) -> B:
+        return flat.reshape(rows, width)
+
+    keep("pool", shaped(state.pool_code == state.codes.get(request.pool, -1)))
+    keep("phase", shaped(state.phase_ok))
+    if request.gpu_indices is not None:
+        keep("index", shaped(np.isin(state.gpu_index, sorted(request.gpu_indices))))
+    free = (state.avail_t >= wanted_t) & (state.avail_v >= request.vram_request)
+    keep("resources", shaped(free))
+    vram_ceiling = max(request.vram_limit, request.vram_request)
+    bounded = (state.limits_t + ceiling_t <= state.limit_cap_t) & (
+        state.limits_v + vram_ceiling <= state.limit_cap_v
+    )
+    keep("oversubscription", shaped(bounded))
+    if request.gpu_model:
+        keep("model", shaped(state.model_code == state.codes.get(request.gpu_model, -1)))
+    if request.vendor:
+        keep("vendor", shaped(state.vendor_code == state.codes.get(request.vendor, -1)))
+    if not request.constraints.empty:
+        keep("nodeAffinity", AFFINITY_CACHE.mask(state, request.constraints)[:, None])
+    keep("nativeGpu", (state.node_native == 0)[:, None])
+    if request.gpu_count > 1:
+        keep("sameNode", (outcome.alive.sum(axis=1) >= request.gpu_count)[:, None])
+    keep("maxWorkerPerNode", (state.node_workers < max_worker_per_node)[:, None])
+    if quota_failure is not None:
+        outcome.quota_failure = quota_failure
+        keep("quota", np.zeros((rows, 1), dtype=np.bool_))
+    return outcome

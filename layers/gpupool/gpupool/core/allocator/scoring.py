@@ -1,0 +1,69 @@
+"""Placement scores: per GPU `round(vramWeight·v + tflopsWeight·t)` in 0..100, node = mean of its GPUs.
+
+Role: rank the nodes and GPUs that survived the filters, per placement mode —
+CompactFirst (node and GPU: most used first), LowLoadFirst (node and GPU: most free first),
+NodeCompactGPULowLoad (node: most used first; GPU inside it: most free first). A node's score is
+the mean over its GPUs that passed the filters. Ties go to the node (and GPU) that sorts first by
+name (index), so placement is deterministic.
+
+Must not: filter, mutate state or format reasons.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+from gpupool.core.allocator.request import PlacementMode
+from gpupool.core.allocator.state import AllocatorState
+
+__all__ = ["node_scores", "select_gpus", "select_node", "to_extender_priority"]
+
+B = npt.NDArray[np.bool_]
+F64 = npt.NDArray[np.float64]
+
+
+def _node_score_source(state: AllocatorState, mode: PlacementMode) -> F64:
+    if mode is PlacementMode.LOW_LOAD_FIRST:
+        return state.score_low_load
+    return state.score_compact
+
+
+def _gpu_score_source(state: AllocatorState, mode: PlacementMode) -> F64:
+    if mode is PlacementMode.COMPACT_FIRST:
+        return state.score_compact
+    return state.score_low_load
+
+
+def node_scores(state: AllocatorState, alive: B, mode: PlacementMode) -> F64:
+    """Mean GPU score per node over its surviving GPUs; NaN for nodes with none."""
+    rows = alive.shape[0]
+    scores = _node_score_source(state, mode).reshape(rows, -1)
+    counts = alive.sum(axis=1)
+    totals = np.where(alive, scores, 0.0).sum(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(counts > 0, totals / np.maximum(counts, 1), np.nan)
+
+
+def select_node(state: AllocatorState, alive: B, mode: PlacementMode) -> int | None:
+    """Row of the best node, or None when no node survived."""
+    if not alive.any():
+        return None
+    scores = node_scores(state, alive, mode)
+    return int(np.nanargmax(scores))
+
+
+def select_gpus(state: AllocatorState, alive: B, row: int, count: int, mode: PlacementMode) -> list[int]:
+    """Slots of the `count` best surviving GPUs on one node."""
+    width = alive.shape[1]
+    start = row * width
+    scores = _gpu_score_source(state, mode)[start : start + width]
+    columns = [c for c in np.argsort(-scores, kind="stable").tolist() if alive[row, c]]
+    return [start + c for c in columns[:count]]
+
+
+def to_extender_priority(score: float) -> int:
+    """0..100 → kube-scheduler's extender range 0..10 (MaxExtenderPriority), half away from zero."""
+    if score != score:  # NaN: the node has no fitting GPU
+        return 0
+    return max(0, min(10, int(np.floor(score / 10.0 + 0.5))))

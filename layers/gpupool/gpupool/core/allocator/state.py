@@ -1,0 +1,288 @@
+"""The allocator's mutable state: GPU records, allocations, and the arrays the filters scan.
+
+Role: keeps, for every GPU, physical capacity, what is still free (capacity − requests of the
+pods holding it − use we did not place), the sum of limits placed on it (for oversubscription
+bounds), its worker count and its two scores, as numpy arrays laid out node by node (nodes
+sorted by name, one row per node, one column per GPU slot). Layout changes (a GPU added,
+removed or moved) rebuild the arrays lazily; everything else updates a few cells in place, so a
+reservation costs O(GPUs of the pod), not O(cluster).
+
+Must not: decide placement (see `filters`, `scoring`, `allocator`), lock, log or do I/O. Not
+thread-safe: callers serialise access.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+
+import numpy as np
+import numpy.typing as npt
+
+from gpupool.core.allocator.records import RUNNING, Allocation, GpuInfo
+from gpupool.core.allocator.request import Oversubscription
+
+__all__ = ["UNBOUNDED", "AllocatorState"]
+
+UNBOUNDED = np.int64(2**62)
+I64 = npt.NDArray[np.int64]
+I32 = npt.NDArray[np.int32]
+F64 = npt.NDArray[np.float64]
+B = npt.NDArray[np.bool_]
+
+
+class AllocatorState:
+    """GPU records and allocations, mirrored into per-slot arrays for vectorised filtering."""
+
+    def __init__(self, *, vram_weight: float = 0.7, tflops_weight: float = 0.3) -> None:
+        self.vram_weight = vram_weight
+        self.tflops_weight = tflops_weight
+        self.gpus: dict[str, GpuInfo] = {}
+        self.allocations: dict[str, Allocation] = {}
+        self.oversubscription: dict[str, Oversubscription] = {}
+        self.node_labels: dict[str, dict[str, str]] = {}
+        self.node_host: dict[str, tuple[int, int]] = {}
+        self.native_gpu_pods: dict[str, int] = {}
+        self._dirty = True
+        self.codes: dict[str, int] = {"": 0}
+        self.node_names: list[str] = []
+        self.node_index: dict[str, int] = {}
+        self.slot_of: dict[str, int] = {}
+        self.slot_names: list[str] = []
+        self.width = 1
+        self.generation = 0
+        self._empty_arrays()
+        self._empty_placed()
+        self.node_workers: I32 = np.zeros(0, dtype=np.int32)
+        self.node_native: I32 = np.zeros(0, dtype=np.int32)
+
+    # ---- layout --------------------------------------------------------------------------
+    def _empty_arrays(self, size: int = 0) -> None:
+        self.valid: B = np.zeros(size, dtype=np.bool_)
+        self.pool_code: I32 = np.zeros(size, dtype=np.int32)
+        self.model_code: I32 = np.zeros(size, dtype=np.int32)
+        self.vendor_code: I32 = np.zeros(size, dtype=np.int32)
+        self.phase_ok: B = np.zeros(size, dtype=np.bool_)
+        self.gpu_index: I32 = np.full(size, -1, dtype=np.int32)
+        self.cap_t: I64 = np.zeros(size, dtype=np.int64)
+        self.cap_v: I64 = np.zeros(size, dtype=np.int64)
+        self.avail_t: I64 = np.zeros(size, dtype=np.int64)
+        self.avail_v: I64 = np.zeros(size, dtype=np.int64)
+        self.limits_t: I64 = np.zeros(size, dtype=np.int64)
+        self.limits_v: I64 = np.zeros(size, dtype=np.int64)
+        self.limit_cap_t: I64 = np.zeros(size, dtype=np.int64)
+        self.limit_cap_v: I64 = np.zeros(size, dtype=np.int64)
+        self.workers: I32 = np.zeros(size, dtype=np.int32)
+        self.score_compact: F64 = np.zeros(size, dtype=np.float64)
+        self.score_low_load: F64 = np.zeros(size, dtype=np.float64)
+
+    def code(self, text: str) -> int:
+        """A small integer for a pool, model or vendor name (0 = empty)."""
+        found = self.codes.get(text)
+        if found is None:
+            found = self.codes[text] = len(self.codes)
+        return found
+
+    def ensure_layout(self) -> None:
+        """Rebuild the arrays if GPUs were added, removed or moved since the last build."""
+        if not self._dirty:
+            return
+        by_node: dict[str, list[GpuInfo]] = {}
+        for gpu in self.gpus.values():
+            by_node.setdefault(gpu.node, []).append(gpu)
+        self.node_names = sorted(by_node)
+        self.node_index = {name: i for i, name in enumerate(self.node_names)}
+        self.width = max((len(v) for v in by_node.values()), default=1)
+        size = len(self.node_names) * self.width
+        self._empty_arrays(size)
+        self._empty_placed()
+        self.slot_of = {}
+        self.slot_names = [""] * size
+        self.node_workers = np.zeros(len(self.node_names), dtype=np.int32)
+        self.node_native = np.zeros(len(self.node_names), dtype=np.int32)
+        for row, node in enumerate(self.node_names):
+            ordered = sorted(by_node[node], key=lambda g: (g.index, g.name))
+            for column, gpu in enumerate(ordered):
+                slot = row * self.width + column
+                self.slot_of[gpu.name] = slot
+                self.slot_names[slot] = gpu.name
+                self._write_static(slot, gpu, sharing=len(ordered))
+            self.node_native[row] = self.native_gpu_pods.get(node, 0)
+        for allocation in self.allocations.values():
+            self._apply(allocation, sign=1)
+        self._refresh_all()
+        self._dirty = False
+        self.generation += 1
+
+    def _write_static(self, slot: int, gpu: GpuInfo, *, sharing: int) -> None:
+        self.valid[slot] = True
+        self.pool_code[slot] = self.code(gpu.pool)
+        self.model_code[slot] = self.code(gpu.model)
+        self.vendor_code[slot] = self.code(gpu.vendor)
+        self.phase_ok[slot] = gpu.phase == RUNNING
+        self.gpu_index[slot] = gpu.index
+        self.cap_t[slot] = gpu.tflops_capacity
+        self.cap_v[slot] = gpu.vram_capacity
+        self._write_limit_caps(slot, gpu, sharing)
+
+    def _write_limit_caps(self, slot: int, gpu: GpuInfo, sharing: int) -> None:
+        policy = self.oversubscription.get(gpu.pool)
+        if policy is None:
+            self.limit_cap_t[slot] = UNBOUNDED
+            self.limit_cap_v[slot] = UNBOUNDED
+            return
+        ratio = policy.tflops_oversell_ratio
+        self.limit_cap_t[slot] = UNBOUNDED if ratio is None else gpu.tflops_capacity * ratio // 100
+        host = self.node_host.get(gpu.node)
+        no_expansion = policy.vram_expand_to_host_mem == 0 and policy.vram_expand_to_host_disk == 0
+        if no_expansion:
+            self.limit_cap_v[slot] = gpu.vram_capacity
+        elif host is None:
+            self.limit_cap_v[slot] = UNBOUNDED
+        else:
+            extra = (
+                host[0] * policy.vram_expand_to_host_mem // 100
+                + host[1] * policy.vram_expand_to_host_disk // 100
+            )
+            self.limit_cap_v[slot] = gpu.vram_capacity + extra // max(1, sharing)
+
+    def _refresh_available(self, slot: int) -> None:
+        """available = capacity − placed requests, lowered further by any use the GPU reports."""
+        gpu = self.gpus[self.slot_names[slot]]
+        free_t = int(self.cap_t[slot]) - int(self._placed_t[slot])
+        free_v = int(self.cap_v[slot]) - int(self._placed_v[slot])
+        if gpu.tflops_available is not None:
+            free_t = min(free_t, gpu.tflops_available)
+        if gpu.vram_available is not None:
+            free_v = min(free_v, gpu.vram_available)
+        self.avail_t[slot] = free_t
+        self.avail_v[slot] = free_v
+        self._rescore(slot)
+
+    def _refresh_all(self) -> None:
+        """Vectorised `_refresh_available` for every slot, used after a re-layout."""
+        free_t = self.cap_t - self._placed_t
+        free_v = self.cap_v - self._placed_v
+        for name, slot in self.slot_of.items():
+            gpu = self.gpus[name]
+            if gpu.tflops_available is not None:
+                free_t[slot] = min(int(free_t[slot]), gpu.tflops_available)
+            if gpu.vram_available is not None:
+                free_v[slot] = min(int(free_v[slot]), gpu.vram_available)
+        self.avail_t[:] = free_t
+        self.avail_v[:] = free_v
+        with np.errstate(divide="ignore", invalid="ignore"):
+            used_t = np.where(self.cap_t > 0, 1.0 - self.avail_t / np.maximum(self.cap_t, 1), 1.0)
+            used_v = np.where(self.cap_v > 0, 1.0 - self.avail_v / np.maximum(self.cap_v, 1), 1.0)
+        used = 100.0 * (self.vram_weight * used_v + self.tflops_weight * used_t)
+        free = 100.0 * (self.vram_weight * (1.0 - used_v) + self.tflops_weight * (1.0 - used_t))
+        self.score_compact[:] = np.clip(np.floor(used + 0.5), 0.0, 100.0)
+        self.score_low_load[:] = np.clip(np.floor(free + 0.5), 0.0, 100.0)
+
+    def _rescore(self, slot: int) -> None:
+        cap_t, cap_v = int(self.cap_t[slot]), int(self.cap_v[slot])
+        used_t = 1.0 - int(self.avail_t[slot]) / cap_t if cap_t > 0 else 1.0
+        used_v = 1.0 - int(self.avail_v[slot]) / cap_v if cap_v > 0 else 1.0
+        used = 100.0 * (self.vram_weight * used_v + self.tflops_weight * used_t)
+        free = 100.0 * (self.vram_weight * (1.0 - used_v) + self.tflops_weight * (1.0 - used_t))
+        # Go's math.Round: half away from zero; scores are clamped to 0..100.
+        self.score_compact[slot] = min(100.0, max(0.0, math.floor(used + 0.5)))
+        self.score_low_load[slot] = min(100.0, max(0.0, math.floor(free + 0.5)))
+
+    # ---- placed requests, kept in the same layout ------------------------------------------
+    def _empty_placed(self) -> None:
+        self._placed_t = np.zeros(self.valid.size, dtype=np.int64)
+        self._placed_v = np.zeros(self.valid.size, dtype=np.int64)
+
+    def _apply(self, allocation: Allocation, *, sign: int) -> None:
+        if self._placed_t.size != self.valid.size:
+            self._empty_placed()
+        row = self.node_index.get(allocation.node)
+        for position, name in enumerate(allocation.gpus):
+            slot = self.slot_of.get(name)
+            if slot is None:
+                continue
+            self._placed_t[slot] += sign * allocation.tflops_requests[position]
+            self._placed_v[slot] += sign * allocation.vram_request
+            self.limits_t[slot] += sign * allocation.tflops_limits[position]
+            self.limits_v[slot] += sign * allocation.vram_limit
+            self.workers[slot] += sign
+            if not self._dirty:
+                self._refresh_available(slot)
+        if row is not None:
+            self.node_workers[row] += sign
+
+    # ---- mutations -------------------------------------------------------------------------
+    def upsert_gpu(self, gpu: GpuInfo) -> None:
+        """Add or update one GPU; a new GPU, or one that moved node or pool, triggers a re-layout."""
+        old = self.gpus.get(gpu.name)
+        self.gpus[gpu.name] = gpu
+        if old is None or old.node != gpu.node or old.pool != gpu.pool or self._dirty:
+            self._dirty = True
+            return
+        slot = self.slot_of[gpu.name]
+        self._write_static(slot, gpu, sharing=len(list(self.gpu_names_on(gpu.node))))
+        self._refresh_available(slot)
+        if old.node_labels != gpu.node_labels:
+            self.generation += 1
+
+    def remove_gpu(self, name: str) -> None:
+        if self.gpus.pop(name, None) is not None:
+            self._dirty = True
+
+    def set_oversubscription(self, pool: str, policy: Oversubscription | None) -> None:
+        if policy is None:
+            self.oversubscription.pop(pool, None)
+        else:
+            self.oversubscription[pool] = policy
+        self._dirty = True
+
+    def set_node(
+        self, node: str, labels: Mapping[str, str], *, host_memory: int = 0, host_disk: int = 0
+    ) -> None:
+        """Labels (for node affinity) and host memory/disk (for VRAM expansion) from the Node."""
+        self.node_labels[node] = dict(labels)
+        if host_memory or host_disk:
+            self.node_host[node] = (host_memory, host_disk)
+        self._dirty = True
+
+    def set_native_gpu_pods(self, node: str, count: int) -> None:
+        """Pods on `node` holding native nvidia.com/gpu (progressive migration)."""
+        if count:
+            self.native_gpu_pods[node] = count
+        else:
+            self.native_gpu_pods.pop(node, None)
+        row = self.node_index.get(node)
+        if row is not None and not self._dirty:
+            self.node_native[row] = count
+
+    def add_allocation(self, allocation: Allocation) -> None:
+        """Record an allocation (a reservation, or one read back from a pod's annotations)."""
+        self.ensure_layout()
+        previous = self.allocations.pop(allocation.key, None)
+        if previous is not None:
+            self._apply(previous, sign=-1)
+        self.allocations[allocation.key] = allocation
+        self._apply(allocation, sign=1)
+
+    def remove_allocation(self, key: str) -> Allocation | None:
+        self.ensure_layout()
+        allocation = self.allocations.pop(key, None)
+        if allocation is not None:
+            self._apply(allocation, sign=-1)
+        return allocation
+
+    def labels_of(self, node: str) -> dict[str, str]:
+        """Node labels: those GPU objects carry in status.nodeSelector, overlaid by the Node's own."""
+        merged: dict[str, str] = {"kubernetes.io/hostname": node}
+        for name in self.gpu_names_on(node):
+            merged.update(self.gpus[name].node_labels)
+        merged.update(self.node_labels.get(node, {}))
+        return merged
+
+    def gpu_names_on(self, node: str) -> Iterable[str]:
+        row = self.node_index.get(node)
+        if row is None:
+            return ()
+        start = row * self.width
+        return [n for n in self.slot_names[start : start + self.width] if n]
