@@ -171,10 +171,11 @@ class GroupKindName(SpecModel):
 
 
 class Resource(SpecModel):
-    """TensorFusion's Resource: TFLOPS and VRAM."""
+    """TensorFusion's Resource: TFLOPS, VRAM, and compute (a 0-100 percentage, instead of TFLOPS)."""
 
     tflops: Qty | None = None
     vram: Qty | None = None
+    compute: Qty | None = None
 
 
 class ObservedResource(StatusModel):
@@ -182,6 +183,7 @@ class ObservedResource(StatusModel):
 
     tflops: Qty | None = None
     vram: Qty | None = None
+    compute: Qty | None = None
 
 
 class TopLevel(_Model):

@@ -36,8 +36,8 @@ class SelectorTerm(SpecModel):
 class MetadataOptions(SpecModel):
     """AWS IMDS options."""
 
-    http_endpoint: bool | str | None = None
-    http_protocol_i_pv6: bool | str | None = Field(default=None, alias="httpProtocolIPv6")
+    http_endpoint: bool | None = None
+    http_protocol_ipv6: bool | None = Field(default=None, alias="httpProtocolIPv6")
     http_put_response_hop_limit: int | None = Field(default=None, ge=1, le=64)
     http_tokens: Literal["required", "optional"] | None = None
 

@@ -117,8 +117,8 @@ def model_for(api_version: str, kind: str) -> type[TopLevel] | None:
 
 
 def is_shallow_kind(api_version: str, kind: str) -> bool:
-    """Whether the kind is accepted without an in-depth check."""
-    return (api_version, kind) in SHALLOW_KINDS and (api_version, kind) not in _MODELS
+    """Whether `validate` accepts the kind with a shallow check (even where an envelope model exists)."""
+    return (api_version, kind) in SHALLOW_KINDS
 
 
 def _path(loc: tuple[int | str, ...]) -> str:
@@ -137,6 +137,10 @@ def _reason(error: Mapping[str, Any]) -> str:
         return "unknown field"
     if kind == "missing":
         return "required field is missing"
+    if kind in ("model_type", "dict_type"):
+        return f"expected a mapping, got {type(error.get('input')).__name__}"
+    if kind == "list_type":
+        return f"expected a list, got {type(error.get('input')).__name__}"
     message = str(error["msg"])
     for prefix in ("Value error, ", "Assertion failed, "):
         message = message.removeprefix(prefix)
