@@ -2,20 +2,43 @@
 
 Role: `Plan` and the `Action` union (discriminated on `kind`). Decisions in
 `gpupool.core.decisions` return plans; only `gpupool.service.executor` applies them.
+Every action names the objects it touches (`pool`, `claim`, `node`, `instance_id`) so the
+executor can log them under fixed keys and skip later actions on a claim whose earlier
+action failed.
 
 Must not: perform or describe I/O details (clients, retries), read the clock, or log.
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from gpupool.core.model.base import Qty
+from gpupool.core.model.nodeclaim import ClaimPhase, GPUNodeClaim
+from gpupool.core.model.pool import GPUPool, GPUPoolStatus
 
 __all__ = [
+    "Action",
+    "ApplyPool",
+    "CordonNode",
+    "CreateClaim",
+    "DeleteClaim",
+    "DrainNode",
+    "LabelNode",
+    "LaunchInstance",
+    "MarkClaimInterrupted",
+    "MarkOfferingUnavailable",
     "OfferingRef",
+    "PatchPoolStatus",
+    "Plan",
+    "RecordEvent",
+    "ReleaseClaim",
+    "SetClaimPhase",
+    "TerminateInstance",
 ]
 
 CapacityTypeName = Literal["OnDemand", "Spot", "Reserved"]
@@ -28,7 +51,7 @@ class _Frozen(BaseModel):
 class OfferingRef(_Frozen):
     """One offering to launch: instance type × zone × capacity type, with what it brings and costs.
 
-    `key` identifies it for the unavailable-offerings memory.
+    `key` identifies it in the unavailable-offerings memory.
     """
 
     instance_type: str = Field(min_length=1)
@@ -43,3 +66,164 @@ class OfferingRef(_Frozen):
     @property
     def key(self) -> str:
         return f"{self.instance_type}/{self.zone or '*'}/{self.capacity_type}"
+
+
+class _Action(_Frozen):
+    pool: str | None = None
+    claim: str | None = None
+    node: str | None = None
+    instance_id: str | None = None
+
+    def log_keys(self) -> dict[str, str]:
+        """The fixed structured-log keys this action fills."""
+        keys = {"action": str(getattr(self, "kind", ""))}
+        for name in ("pool", "claim", "node", "instance_id"):
+            value = getattr(self, name)
+            if value:
+                keys[name] = value
+        return keys
+
+
+class ApplyPool(_Action):
+    """Create a GPUPool from a TensorFusionCluster's gpuPools entry, or bring its spec in line."""
+
+    kind: Literal["apply-pool"] = "apply-pool"
+    desired: GPUPool
+    create: bool
+
+
+class CreateClaim(_Action):
+    """Record the intent to launch one node (before any instance exists)."""
+
+    kind: Literal["create-claim"] = "create-claim"
+    manifest: GPUNodeClaim
+
+
+class LaunchInstance(_Action):
+    """Launch (or adopt, found by tag) the instance of a Pending claim, then mark it Creating."""
+
+    kind: Literal["launch-instance"] = "launch-instance"
+    node_class: str
+    offering: OfferingRef
+
+
+class SetClaimPhase(_Action):
+    """Move a claim to `phase` with a reason (and the instance id when known)."""
+
+    kind: Literal["set-claim-phase"] = "set-claim-phase"
+    phase: ClaimPhase
+    reason: str
+    message: str = ""
+
+
+class TerminateInstance(_Action):
+    """Terminate a tagged instance (never an untagged one)."""
+
+    kind: Literal["terminate-instance"] = "terminate-instance"
+    reason: str
+
+
+class DeleteClaim(_Action):
+    """Request a claim's deletion; its finalizer makes the instance go first."""
+
+    kind: Literal["delete-claim"] = "delete-claim"
+    reason: str
+
+
+class ReleaseClaim(_Action):
+    """Remove gpupool's finalizer from a deleting claim whose instance is gone."""
+
+    kind: Literal["release-claim"] = "release-claim"
+
+
+class CordonNode(_Action):
+    kind: Literal["cordon-node"] = "cordon-node"
+
+
+class DrainNode(_Action):
+    """Evict every pod on the node except DaemonSet and mirror pods, through the eviction API."""
+
+    kind: Literal["drain-node"] = "drain-node"
+
+
+class LabelNode(_Action):
+    """Set (value) or remove (None) node labels."""
+
+    kind: Literal["label-node"] = "label-node"
+    labels: dict[str, str | None]
+
+
+class MarkClaimInterrupted(_Action):
+    """Annotate a claim as interrupted so capacity accounting stops counting it."""
+
+    kind: Literal["mark-claim-interrupted"] = "mark-claim-interrupted"
+    reason: str
+    at: datetime
+
+
+class MarkOfferingUnavailable(_Action):
+    """Remember in the pool (annotation) that an offering had no capacity, until `until`."""
+
+    kind: Literal["mark-offering-unavailable"] = "mark-offering-unavailable"
+    offering_key: str
+    until: datetime
+
+
+class PatchPoolStatus(_Action):
+    """Set the named fields of the pool's status (others as they are on the fresh object)."""
+
+    kind: Literal["patch-pool-status"] = "patch-pool-status"
+    status: GPUPoolStatus
+    fields: tuple[str, ...]
+
+
+class RecordEvent(_Action):
+    """A Kubernetes event about an object."""
+
+    kind: Literal["record-event"] = "record-event"
+    object_kind: str
+    object_name: str
+    namespace: str | None = None
+    event_type: Literal["Normal", "Warning"] = "Normal"
+    reason: str
+    message: str
+
+
+Action = Annotated[
+    ApplyPool
+    | CreateClaim
+    | LaunchInstance
+    | SetClaimPhase
+    | TerminateInstance
+    | DeleteClaim
+    | ReleaseClaim
+    | CordonNode
+    | DrainNode
+    | LabelNode
+    | MarkClaimInterrupted
+    | MarkOfferingUnavailable
+    | PatchPoolStatus
+    | RecordEvent,
+    Field(discriminator="kind"),
+]
+
+
+class Plan(_Frozen):
+    """Typed actions in the order they must be applied, and the reasons a human reads."""
+
+    actions: tuple[Action, ...] = ()
+    reasons: tuple[str, ...] = ()
+
+    def __add__(self, other: Plan) -> Plan:
+        return Plan(actions=self.actions + other.actions, reasons=self.reasons + other.reasons)
+
+    @classmethod
+    def join(cls, plans: Iterable[Plan]) -> Plan:
+        result = cls()
+        for plan in plans:
+            result = result + plan
+        return result
+
+    @property
+    def empty(self) -> bool:
+        return not self.actions

@@ -1,0 +1,160 @@
+"""plan_compaction: remove idle nodes the pool does not need, never below warm or min.
+
+Role: DESIGN §3. A node is a candidate when its GPUNode reports capacity, it runs no
+TensorFusion workers, it is older than the protection window (5 min), and neither the node
+nor its GPUNode says `tensor-fusion.ai/do-not-disrupt=true`. Candidates are removed one at a
+time while, after removal, available ≥ warm and total ≥ min in TFLOPS and VRAM (subtracting
+as it goes). Provisioned/Karpenter: delete the claim (its finalizer terminates the instance);
+AutoSelect: label the node `tensor-fusion.ai/should-delete=true`. Skipped while claims are in
+flight. Also `compaction_due`: the pool's nodeCompaction.period and manual-compaction annotation.
+
+Must not: perform I/O or read the clock; the service re-validates right before deleting by
+calling this again on a fresh snapshot.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timedelta
+
+from gpupool.core.model.constants import (
+    ANNOTATION_MANUAL_COMPACTION,
+    EVENT_COMPACTION,
+    LABEL_SHOULD_DELETE,
+)
+from gpupool.core.model.foreign import Node
+from gpupool.core.model.pool import ResourceAmount
+from gpupool.core.plan import Action, DeleteClaim, LabelNode, Plan, RecordEvent
+from gpupool.core.quantity import Quantity
+from gpupool.core.snapshot import PoolSnapshot, claim_counts, claim_phase, do_not_disrupt, node_claim
+
+__all__ = ["compaction_due", "compaction_period", "plan_compaction"]
+
+ZERO = Quantity(0)
+_DURATION_PART = re.compile(r"([0-9]+(?:\.[0-9]*)?)(ns|us|µs|ms|s|m|h)")
+_UNIT_SECONDS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def compaction_period(snapshot: PoolSnapshot) -> timedelta:
+    """nodeCompaction.period (default 5m; an unreadable or zero period falls back to 1m like TensorFusion)."""
+    config = snapshot.pool.spec.node_manager_config.node_compaction
+    text = config.period if config else "5m"
+    seconds = sum(float(n) * _UNIT_SECONDS[u] for n, u in _DURATION_PART.findall(text))
+    return timedelta(seconds=seconds) if seconds > 0 else timedelta(minutes=1)
+
+
+def _parse_time(text: str | None) -> datetime | None:
+    if not text:
+        return None
+    try:
+        value = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return value if value.tzinfo else None
+
+
+def compaction_due(snapshot: PoolSnapshot, *, now: datetime, manual: bool) -> tuple[bool, str]:
+    """Whether compaction should run now, and why (period elapsed, manual request, or not yet)."""
+    status = snapshot.pool.status
+    last = status.last_compaction_time if status else None
+    requested = _parse_time(snapshot.pool.metadata.annotations.get(ANNOTATION_MANUAL_COMPACTION))
+    if manual:
+        return True, "manual compaction requested"
+    if requested is not None and (last is None or requested > last):
+        return True, f"manual-compaction annotation {requested.isoformat()} is newer than the last run"
+    period = compaction_period(snapshot)
+    if last is None or now - last >= period:
+        return True, f"nodeCompaction.period {period} elapsed"
+    return False, f"last compaction {last.isoformat()} is within nodeCompaction.period {period}"
+
+
+def _need(resource: ResourceAmount | None, dim: str) -> Quantity:
+    value = getattr(resource, dim, None) if resource else None
+    return value if isinstance(value, Quantity) else ZERO
+
+
+def _candidates(snapshot: PoolSnapshot, now: datetime, protection: timedelta) -> tuple[list[Node], list[str]]:
+    chosen: list[Node] = []
+    skipped: list[str] = []
+    live_claims = {c.name for c in snapshot.claims if claim_counts(c)}
+    for node in sorted(snapshot.nodes, key=lambda n: n.name):
+        gpu_node = snapshot.gpu_node(node.name)
+        owner = node_claim(node)
+        created = node.metadata.creation_timestamp
+        if gpu_node is None or gpu_node.status is None or gpu_node.status.total_tflops is None:
+            skipped.append(f"node {node.name}: GPU capacity not reported yet")
+        elif owner is not None and owner not in live_claims:
+            skipped.append(f"node {node.name}: its claim is already going away")
+        elif node.metadata.labels.get(LABEL_SHOULD_DELETE) == "true":
+            skipped.append(f"node {node.name}: already marked should-delete")
+        elif snapshot.workers_on(node.name):
+            skipped.append(f"node {node.name}: runs TensorFusion workers")
+        elif created is None or now - created < protection:
+            skipped.append(f"node {node.name}: younger than the {protection} protection window")
+        elif do_not_disrupt(node, gpu_node):
+            skipped.append(f"node {node.name}: do-not-disrupt")
+        else:
+            chosen.append(node)
+    return chosen, skipped
+
+
+def plan_compaction(snapshot: PoolSnapshot, *, now: datetime, protection: timedelta) -> Plan:
+    """Which idle nodes to remove (see module docstring)."""
+    pool = snapshot.pool
+    in_flight = [
+        c.name for c in snapshot.claims if claim_counts(c) and claim_phase(c) in ("Pending", "Creating")
+    ]
+    if in_flight:
+        return Plan(reasons=(f"pool {pool.name}: {len(in_flight)} claim(s) in flight; compaction waits",))
+    config = pool.spec.capacity_config
+    warm = config.warm_resources if config else None
+    minimum = config.min_resources if config else None
+    mode = pool.spec.node_manager_config.provisioning_mode
+    candidates, reasons = _candidates(snapshot, now, protection)
+    totals = {"tflops": ZERO, "vram": ZERO}
+    available = {"tflops": ZERO, "vram": ZERO}
+    for node in snapshot.nodes:
+        gpu_node = snapshot.gpu_node(node.name)
+        owner = node_claim(node)
+        if gpu_node is None or gpu_node.status is None:
+            continue
+        if owner is not None and (claim := snapshot.claim(owner)) is not None and not claim_counts(claim):
+            continue
+        for dim in totals:
+            totals[dim] += getattr(gpu_node.status, f"total_{dim}") or ZERO
+            available[dim] += getattr(gpu_node.status, f"available_{dim}") or ZERO
+    actions: list[Action] = []
+    for node in candidates:
+        status = snapshot.gpu_node(node.name).status  # type: ignore[union-attr]
+        assert status is not None
+        after_total = {d: totals[d] - (getattr(status, f"total_{d}") or ZERO) for d in totals}
+        after_avail = {d: available[d] - (getattr(status, f"available_{d}") or ZERO) for d in totals}
+        short = [
+            f"{what} {d} would drop to {after[d]} < {need}"
+            for what, after, res in (("available", after_avail, warm), ("total", after_total, minimum))
+            for d in totals
+            if after[d] < (need := _need(res, d))
+        ]
+        if short:
+            reasons.append(f"node {node.name}: kept, {'; '.join(short)}")
+            continue
+        totals, available = after_total, after_avail
+        owner = node_claim(node)
+        message = f"node {node.name} is idle and not needed for warm/min capacity"
+        if mode == "AutoSelect" or owner is None:
+            actions.append(LabelNode(pool=pool.name, node=node.name, labels={LABEL_SHOULD_DELETE: "true"}))
+        else:
+            actions.append(DeleteClaim(pool=pool.name, claim=owner, node=node.name, reason="Compaction"))
+        actions.append(
+            RecordEvent(
+                pool=pool.name,
+                node=node.name,
+                claim=owner,
+                object_kind="GPUPool",
+                object_name=pool.name,
+                reason=EVENT_COMPACTION,
+                message=message,
+            )
+        )
+        reasons.append(f"node {node.name}: {message}: remove")
+    return Plan(actions=tuple(actions), reasons=tuple(reasons))

@@ -1,0 +1,65 @@
+"""plan_interruption: the cloud is taking an instance away — cordon, drain, mark, let launch replace it.
+
+Role: for an interruption warning (spot interruption, rebalance recommendation, preemptible
+interruption) or an unexpected stop/termination of a claim's instance: cordon the claim's node,
+drain it through the eviction API, and mark the claim interrupted. A marked claim no longer
+counts as pool capacity, so the next launch decision plans the replacement.
+
+Must not: launch the replacement itself, perform I/O, or read the clock (`now` is passed in).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from gpupool.core.model.constants import LABEL_MANAGED_BY
+from gpupool.core.model.foreign import Node
+from gpupool.core.model.nodeclaim import GPUNodeClaim
+from gpupool.core.plan import Action, CordonNode, DrainNode, MarkClaimInterrupted, Plan, RecordEvent
+from gpupool.core.snapshot import claim_interrupted
+
+__all__ = ["EVENT_NODE_INTERRUPTED", "plan_interruption"]
+
+EVENT_NODE_INTERRUPTED = "NodeInterrupted"
+
+
+def plan_interruption(
+    claim: GPUNodeClaim | None,
+    node: Node | None,
+    *,
+    instance_id: str,
+    reason: str,
+    now: datetime,
+) -> Plan:
+    """Cordon and drain `node` (when it joined) and mark `claim` (when it is ours and live)."""
+    if claim is None:
+        return Plan(reasons=(f"instance {instance_id} ({reason}) belongs to no claim: nothing to do",))
+    if claim.metadata.deletion_timestamp is not None:
+        return Plan(reasons=(f"claim {claim.name} is already being deleted: nothing to do for {reason}",))
+    pool = claim.metadata.labels.get(LABEL_MANAGED_BY)
+    keys = {"pool": pool, "claim": claim.name, "instance_id": instance_id}
+    actions: list[Action] = []
+    if node is not None:
+        if not node.spec.unschedulable:
+            actions.append(CordonNode(node=node.name, **keys))
+        actions.append(DrainNode(node=node.name, **keys))
+    if not claim_interrupted(claim):
+        actions.append(MarkClaimInterrupted(node=node.name if node else None, reason=reason, at=now, **keys))
+        actions.append(
+            RecordEvent(
+                node=node.name if node else None,
+                object_kind="GPUNodeClaim",
+                object_name=claim.name,
+                event_type="Warning",
+                reason=EVENT_NODE_INTERRUPTED,
+                message=f"instance {instance_id}: {reason}; draining and replacing",
+                **keys,
+            )
+        )
+    where = f"node {node.name}" if node else "no node joined yet"
+    return Plan(
+        actions=tuple(actions),
+        reasons=(
+            f"claim {claim.name} ({where}): {reason} — cordon, drain, mark; launch plans the replacement",
+        ),
+    )

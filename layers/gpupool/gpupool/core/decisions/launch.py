@@ -1,0 +1,246 @@
+"""plan_launch: close a Provisioned pool's capacity gap by recording claims, then launching them.
+
+Role: from one pool snapshot, the priced offerings and `now`, decide (1) which Pending claims
+still need their instance (a previous invocation recorded the intent and died), and (2) which
+new claims fill the gap `max(min − total, warm − available)` counting in-flight claims,
+clipped at maxResources, with the cheapest offerings not remembered as out of capacity.
+Also `plan_launch_failure`: what a failed launch means for the claim and the offering.
+
+Must not: perform I/O, read the clock, make up names (suffixes are passed in), or re-implement
+the gap math / selection (see `launch_selection`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+
+from gpupool.core.decisions.launch_selection import capacity_gap, offering_matches, select_offerings
+from gpupool.core.model.base import GroupKindName, ObjectMeta, OwnerReference
+from gpupool.core.model.constants import (
+    ANNOTATION_HOURLY_PRICING,
+    API_GROUP,
+    EVENT_MAX_RESOURCE_CONSTRAINT_REACHED,
+    FINALIZER,
+    LABEL_CLUSTER,
+    LABEL_MANAGED_BY,
+    LABEL_NODE_CLASS,
+    pool_label,
+)
+from gpupool.core.model.nodeclaim import GPUNodeClaim, GPUNodeClaimSpec, GPUNodeClaimStatus
+from gpupool.core.plan import (
+    Action,
+    CreateClaim,
+    LaunchInstance,
+    MarkOfferingUnavailable,
+    OfferingRef,
+    Plan,
+    RecordEvent,
+    SetClaimPhase,
+)
+from gpupool.core.snapshot import (
+    PoolSnapshot,
+    claim_counts,
+    claim_phase,
+    pool_capacity,
+    unavailable_offerings,
+)
+
+__all__ = [
+    "EVENT_NODE_LAUNCH_FAILED",
+    "build_claim",
+    "claim_offering",
+    "plan_launch",
+    "plan_launch_failure",
+]
+
+EVENT_NODE_LAUNCH_FAILED = "NodeLaunchFailed"
+
+
+def _pool_event(snapshot: PoolSnapshot, reason: str, message: str) -> RecordEvent:
+    return RecordEvent(
+        pool=snapshot.name,
+        object_kind="GPUPool",
+        object_name=snapshot.name,
+        event_type="Warning",
+        reason=reason,
+        message=message,
+    )
+
+
+def claim_offering(claim: GPUNodeClaim) -> OfferingRef | None:
+    """The offering a claim was recorded for (None when its spec lacks an instance type)."""
+    spec = claim.spec
+    if not spec.instance_type:
+        return None
+    return OfferingRef(
+        instance_type=spec.instance_type,
+        region=spec.region,
+        zone=spec.zone,
+        capacity_type=spec.capacity_type or "OnDemand",
+        tflops=spec.tflops_offered,
+        vram=spec.vram_offered,
+        gpu_count=spec.gpu_device_offered,
+        hourly_price=claim.metadata.annotations.get(ANNOTATION_HOURLY_PRICING, "0"),
+    )
+
+
+def build_claim(snapshot: PoolSnapshot, offering: OfferingRef, *, name: str, node_class: str) -> GPUNodeClaim:
+    """The GPUNodeClaim recording the intent to launch `offering` for the pool (TensorFusion's labels)."""
+    pool = snapshot.pool
+    owners = []
+    if pool.metadata.uid:
+        owners.append(
+            OwnerReference(
+                api_version=pool.api_version,
+                kind="GPUPool",
+                name=pool.name,
+                uid=pool.metadata.uid,
+                controller=True,
+                block_owner_deletion=True,
+            )
+        )
+    return GPUNodeClaim(
+        metadata=ObjectMeta(
+            name=name,
+            labels={
+                LABEL_MANAGED_BY: pool.name,
+                LABEL_CLUSTER: snapshot.cluster_name,
+                LABEL_NODE_CLASS: node_class,
+                pool_label(pool.name): "true",
+            },
+            annotations={ANNOTATION_HOURLY_PRICING: offering.hourly_price},
+            finalizers=[FINALIZER],
+            owner_references=owners,
+        ),
+        spec=GPUNodeClaimSpec(
+            node_name=name,
+            region=offering.region,
+            zone=offering.zone,
+            instance_type=offering.instance_type,
+            node_class_ref=GroupKindName(group=API_GROUP, kind="GPUNodeClass", name=node_class, version="v1"),
+            capacity_type=offering.capacity_type,
+            tflops_offered=offering.tflops,
+            vram_offered=offering.vram,
+            gpu_device_offered=offering.gpu_count,
+        ),
+        status=GPUNodeClaimStatus(phase="Pending"),
+    )
+
+
+def _resume_pending(snapshot: PoolSnapshot, node_class: str) -> tuple[list[Action], list[str]]:
+    actions: list[Action] = []
+    reasons: list[str] = []
+    for claim in snapshot.claims:
+        if not claim_counts(claim) or claim_phase(claim) != "Pending":
+            continue
+        if claim.status and claim.status.instance_id:
+            continue
+        offering = claim_offering(claim)
+        if offering is None:
+            continue
+        actions.append(
+            LaunchInstance(pool=snapshot.name, claim=claim.name, node_class=node_class, offering=offering)
+        )
+        reasons.append(f"claim {claim.name} is Pending without an instance: launch or adopt it")
+    return actions, reasons
+
+
+def plan_launch(
+    snapshot: PoolSnapshot,
+    offerings: Sequence[OfferingRef],
+    *,
+    now: datetime,
+    suffixes: Sequence[str],
+    max_nodes: int = 100,
+) -> Plan:
+    """Claims to record and instances to launch so the pool's gap closes (see module docstring)."""
+    pool = snapshot.pool
+    mode = pool.spec.node_manager_config.provisioning_mode
+    if mode != "Provisioned":
+        return Plan(reasons=(f"pool {pool.name}: provisioningMode {mode} is not launched by gpupool yet",))
+    provisioner = pool.spec.node_manager_config.node_provisioner
+    class_name = provisioner.node_class if provisioner else None
+    if not class_name or snapshot.node_class is None:
+        message = f"GPUNodeClass {class_name or '(none set)'} not found"
+        return Plan(
+            actions=(_pool_event(snapshot, EVENT_NODE_LAUNCH_FAILED, message),),
+            reasons=(f"pool {pool.name}: {message}",),
+        )
+    actions, reasons = _resume_pending(snapshot, class_name)
+    gap = capacity_gap(pool, pool_capacity(snapshot))
+    if gap.empty:
+        reasons.append(f"pool {pool.name}: no capacity gap")
+        return Plan(actions=tuple(actions), reasons=tuple(reasons))
+    gap_text = f"gap {gap.tflops} TFLOPS / {gap.vram} VRAM"
+    if gap.max_reached:
+        message = f"{gap_text} but maxResources leaves no room"
+        actions.append(_pool_event(snapshot, EVENT_MAX_RESOURCE_CONSTRAINT_REACHED, message))
+        reasons.append(f"pool {pool.name}: {message}")
+        return Plan(actions=tuple(actions), reasons=tuple(reasons))
+    requirements = provisioner.gpu_requirements if provisioner else []
+    matching = [o for o in offerings if offering_matches(o, requirements)]
+    blocked = unavailable_offerings(pool, now)
+    candidates = [o for o in matching if o.key not in blocked]
+    selection = select_offerings(gap, candidates, max_nodes=min(max_nodes, len(suffixes)))
+    if not selection.offerings:
+        if matching:
+            message = f"{gap_text}: all {len(matching)} matching offerings are out of capacity for now"
+        else:
+            message = f"{gap_text}: no priced offering matches the pool's gpuRequirements"
+        actions.append(_pool_event(snapshot, EVENT_NODE_LAUNCH_FAILED, message))
+        reasons.append(f"pool {pool.name}: {message}")
+        return Plan(actions=tuple(actions), reasons=tuple(reasons))
+    for offering, suffix in zip(selection.offerings, suffixes, strict=False):
+        name = f"{pool.name}-{suffix}"
+        claim = build_claim(snapshot, offering, name=name, node_class=class_name)
+        actions.append(CreateClaim(pool=pool.name, claim=name, manifest=claim))
+        actions.append(LaunchInstance(pool=pool.name, claim=name, node_class=class_name, offering=offering))
+    chosen = ", ".join(sorted({o.key for o in selection.offerings}))
+    reasons.append(f"pool {pool.name}: {gap_text} → {len(selection.offerings)} node(s) of {chosen}")
+    if not selection.covers_gap:
+        message = f"{gap_text}: maxResources allows only {len(selection.offerings)} node(s)"
+        actions.append(_pool_event(snapshot, EVENT_MAX_RESOURCE_CONSTRAINT_REACHED, message))
+        reasons.extend(selection.reasons)
+    return Plan(actions=tuple(actions), reasons=tuple(reasons))
+
+
+def plan_launch_failure(
+    snapshot: PoolSnapshot,
+    claim_name: str,
+    offering: OfferingRef,
+    *,
+    capacity: bool,
+    message: str,
+    now: datetime,
+    unavailable_for: timedelta,
+) -> Plan:
+    """A launch that failed: the claim fails with the message; a capacity error also makes the
+    offering unavailable for `unavailable_for`, so the next round picks the next cheapest."""
+    actions: list[Action] = []
+    if capacity:
+        actions.append(
+            MarkOfferingUnavailable(
+                pool=snapshot.name, offering_key=offering.key, until=now + unavailable_for
+            )
+        )
+    reason = "InsufficientCapacity" if capacity else "LaunchFailed"
+    actions.append(
+        SetClaimPhase(pool=snapshot.name, claim=claim_name, phase="Failed", reason=reason, message=message)
+    )
+    if not capacity:
+        actions.append(
+            RecordEvent(
+                pool=snapshot.name,
+                claim=claim_name,
+                object_kind="GPUNodeClaim",
+                object_name=claim_name,
+                event_type="Warning",
+                reason=EVENT_NODE_LAUNCH_FAILED,
+                message=message,
+            )
+        )
+    what = "out of capacity" if capacity else "failed"
+    return Plan(
+        actions=tuple(actions), reasons=(f"claim {claim_name}: launch of {offering.key} {what}: {message}",)
+    )

@@ -1,0 +1,67 @@
+"""What every service entry point is given: the ports, and the settings that shape decisions.
+
+Role: `Settings` (cluster name, timeouts, limits — all with the DESIGN defaults) and `Deps`
+(compute, cluster, clock, settings, the offering catalog, and how fresh ids are made).
+Handlers build one `Deps` per cold start (`gpupool.adapters.wiring.build_aws_deps`); tests
+build one from fakes.
+
+Must not: build clients or read the environment (wiring does), or hold state between calls.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+from gpupool.core.plan import OfferingRef
+from gpupool.service.ports import Clock, Cluster, Compute
+
+__all__ = ["Deps", "Settings", "random_suffix"]
+
+
+def random_suffix() -> str:
+    """Eight lowercase hex characters: enough to keep claim names unique within a pool."""
+    return uuid.uuid4().hex[:8]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Settings:
+    """Policy knobs; defaults are DESIGN §6 (launch / registration timeouts as Karpenter's)."""
+
+    cluster_name: str
+    region: str | None = None
+    launch_timeout: timedelta = timedelta(minutes=5)
+    registration_timeout: timedelta = timedelta(minutes=15)
+    offering_unavailable_for: timedelta = timedelta(minutes=3)
+    orphan_grace: timedelta = timedelta(minutes=10)
+    failed_claim_retention: timedelta = timedelta(minutes=10)
+    new_node_protection: timedelta = timedelta(minutes=5)
+    lease_duration: timedelta = timedelta(minutes=2)
+    max_nodes_per_plan: int = 100
+    max_launch_rounds: int = 8
+
+    def __post_init__(self) -> None:
+        if not self.cluster_name:
+            raise ValueError("Settings.cluster_name must not be empty")
+        if self.max_nodes_per_plan < 1 or self.max_launch_rounds < 1:
+            raise ValueError("Settings.max_nodes_per_plan and max_launch_rounds must be at least 1")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Deps:
+    """The ports and settings one invocation works with.
+
+    `offerings` is the priced catalog for the cluster's region (instance type × zone ×
+    capacity type); `new_suffix` makes claim-name suffixes (tests pass a deterministic one).
+    `holder` names this invocation in provisioning Leases.
+    """
+
+    compute: Compute
+    cluster: Cluster
+    clock: Clock
+    settings: Settings
+    offerings: Sequence[OfferingRef] = ()
+    new_suffix: Callable[[], str] = random_suffix
+    holder: str = field(default_factory=lambda: f"gpupool-{uuid.uuid4().hex[:12]}")
