@@ -1,0 +1,55 @@
+"""Minimal CustomResourceDefinitions for Karpenter's resources, so the sandbox serves them.
+
+karpenter.sh/v1 NodePool and NodeClaim, karpenter.k8s.aws/v1 EC2NodeClass: all
+cluster-scoped with a status subresource (names and scopes as Karpenter's v1 API documents
+them, karpenter.sh/docs/concepts). Schemas accept any fields: the sandbox stores Karpenter
+objects for gpupool's Karpenter adapter; it does not validate them.
+
+Must not: carry Karpenter's real schemas (they are not ours to copy) or any behaviour.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+JsonObject = dict[str, Any]
+
+
+def _crd(group: str, kind: str, plural: str, short_names: list[str], categories: list[str]) -> JsonObject:
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{plural}.{group}"},
+        "spec": {
+            "group": group,
+            "names": {
+                "kind": kind,
+                "listKind": f"{kind}List",
+                "plural": plural,
+                "singular": kind.lower(),
+                "shortNames": short_names,
+                "categories": categories,
+            },
+            "scope": "Cluster",
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "schema": {
+                        "openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+                    },
+                    "subresources": {"status": {}},
+                }
+            ],
+        },
+    }
+
+
+def karpenter_crds() -> list[JsonObject]:
+    """NodePool, NodeClaim (karpenter.sh/v1) and EC2NodeClass (karpenter.k8s.aws/v1)."""
+    return [
+        _crd("karpenter.sh", "NodePool", "nodepools", [], ["karpenter"]),
+        _crd("karpenter.sh", "NodeClaim", "nodeclaims", [], ["karpenter"]),
+        _crd("karpenter.k8s.aws", "EC2NodeClass", "ec2nodeclasses", ["ec2nc", "ec2ncs"], ["karpenter"]),
+    ]

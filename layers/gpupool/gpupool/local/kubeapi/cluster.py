@@ -1,0 +1,298 @@
+"""The API operations behind the HTTP routes: CRUD, lists, patches, CRDs, binding, eviction.
+
+`Cluster` owns the store and the registry. Creating, updating or deleting a
+CustomResourceDefinition installs or removes the resources it serves (and their objects);
+`pods/binding` assigns a node; `pods/eviction` deletes a pod unless a PodDisruptionBudget
+in its namespace forbids it (429 TooManyRequests, as upstream).
+
+Must not: parse HTTP; the handler turns requests into these calls.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import json
+from collections.abc import Callable
+from typing import Any
+
+from gpupool.local.kubeapi import errors
+from gpupool.local.kubeapi.clock import Clock, rfc3339
+from gpupool.local.kubeapi.crd import established_status, resource_types, validate_crd
+from gpupool.local.kubeapi.objects import check_type, metadata
+from gpupool.local.kubeapi.patch import json_patch, merge_patch, strategic_merge_patch
+from gpupool.local.kubeapi.registry import Registry
+from gpupool.local.kubeapi.resources import BUILTIN_TYPES, ResourceType
+from gpupool.local.kubeapi.selectors import FieldSelector, LabelSelector, selector_from_object
+from gpupool.local.kubeapi.store import Entry, Store
+
+JsonObject = dict[str, Any]
+CRDS = next(rt for rt in BUILTIN_TYPES if rt.plural == "customresourcedefinitions")
+PDBS = next(rt for rt in BUILTIN_TYPES if rt.plural == "poddisruptionbudgets")
+PODS = next(rt for rt in BUILTIN_TYPES if rt.plural == "pods")
+INITIAL_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+PATCH_TYPES = {
+    "application/merge-patch+json": "merge",
+    "application/json-patch+json": "json",
+    "application/strategic-merge-patch+json": "strategic",
+}
+
+
+class Cluster:
+    def __init__(self, clock: Clock) -> None:
+        self.clock = clock
+        self.store = Store(clock)
+        self.registry = Registry()
+        self.store.removal_hooks.append(self._on_removed)
+        namespaces = next(rt for rt in BUILTIN_TYPES if rt.plural == "namespaces")
+        for name in INITIAL_NAMESPACES:
+            self.store.create(namespaces, None, {"metadata": {"name": name}, "status": {"phase": "Active"}})
+
+    def resolve(self, group: str, version: str, plural: str) -> ResourceType:
+        rt = self.registry.lookup(group, version, plural)
+        if rt is None:
+            raise errors.ApiError(404, "NotFound", "the server could not find the requested resource")
+        return rt
+
+    # ----- reads ---------------------------------------------------------------------------
+    def matching_entries(
+        self, rt: ResourceType, namespace: str | None, labels: LabelSelector, fields: FieldSelector
+    ) -> tuple[list[Entry], int]:
+        entries, resource_version = self.store.entries(rt, namespace)
+        if labels.requirements:
+            entries = [e for e in entries if labels.matches(metadata(e.obj).get("labels") or {})]
+        if fields.terms:
+            entries = [e for e in entries if fields.matches(e.obj)]
+        return entries, resource_version
+
+    def list_body(
+        self,
+        rt: ResourceType,
+        namespace: str | None,
+        labels: LabelSelector,
+        fields: FieldSelector,
+        *,
+        limit: int = 0,
+        continue_token: str = "",
+    ) -> bytes:
+        entries, resource_version = self.matching_entries(rt, namespace, labels, fields)
+        list_meta: JsonObject = {"resourceVersion": str(resource_version)}
+        if limit > 0 or continue_token:
+            entries.sort(key=lambda e: (metadata(e.obj).get("namespace", ""), metadata(e.obj)["name"]))
+            if continue_token:
+                start = _decode_continue(continue_token)
+                entries = [
+                    e
+                    for e in entries
+                    if (metadata(e.obj).get("namespace", ""), metadata(e.obj)["name"]) > start
+                ]
+            if limit > 0 and len(entries) > limit:
+                last = metadata(entries[limit - 1].obj)
+                token = json.dumps([last.get("namespace", ""), last["name"]]).encode()
+                list_meta["continue"] = base64.urlsafe_b64encode(token).decode()
+                list_meta["remainingItemCount"] = len(entries) - limit
+                entries = entries[:limit]
+        head = json.dumps({"kind": rt.list_kind_name, "apiVersion": rt.api_version, "metadata": list_meta})
+        items = b",".join(self.encode(rt, entry) for entry in entries)
+        return head[:-1].encode() + b',"items":[' + items + b"]}"
+
+    def encode(self, rt: ResourceType, entry: Entry) -> bytes:
+        """The object as `rt`'s version serves it (custom resources may have several versions)."""
+        if entry.obj.get("apiVersion") == rt.api_version:
+            return entry.encoded
+        return json.dumps({**entry.obj, "apiVersion": rt.api_version}, separators=(",", ":")).encode()
+
+    def get(self, rt: ResourceType, namespace: str, name: str) -> JsonObject:
+        return self.store.get(rt, namespace, name)
+
+    # ----- writes --------------------------------------------------------------------------
+    def create(self, rt: ResourceType, namespace: str | None, body: Any) -> JsonObject:
+        body = check_type(rt, body)
+        if rt is CRDS:
+            validate_crd(body)
+        created = self.store.create(rt, namespace, body)
+        if rt is CRDS:
+            self.registry.install(metadata(created)["name"], resource_types(created))
+            status = established_status(created, rfc3339(self.clock.now()))
+            return self.store.mutate(
+                rt, "", metadata(created)["name"], lambda c: {**c, "status": status}, status_only=True
+            )
+        return created
+
+    def update(
+        self, rt: ResourceType, namespace: str, name: str, body: Any, *, subresource: str | None
+    ) -> JsonObject:
+        body = check_type(rt, body)
+        if rt is CRDS and subresource is None:
+            validate_crd(body)
+        updated = self.store.update(rt, namespace, name, body, status_only=subresource == "status")
+        self._after_crd_write(rt, updated)
+        return updated
+
+    def patch(
+        self,
+        rt: ResourceType,
+        namespace: str,
+        name: str,
+        patch: Any,
+        content_type: str,
+        *,
+        subresource: str | None,
+    ) -> JsonObject:
+        kind = PATCH_TYPES.get(content_type)
+        if kind is None or (kind == "strategic" and not rt.builtin):
+            raise errors.unsupported_media_type(content_type)
+        apply: Callable[[JsonObject], JsonObject]
+        if kind == "json":
+            apply = lambda current: _as_object(json_patch(current, patch))  # noqa: E731
+        elif kind == "merge":
+            if not isinstance(patch, dict):
+                raise errors.bad_request("a merge patch must be a JSON object")
+            apply = lambda current: _as_object(merge_patch(current, patch))  # noqa: E731
+        else:
+            apply = lambda current: strategic_merge_patch(current, patch)  # noqa: E731
+
+        def checked(current: JsonObject) -> JsonObject:
+            patched = apply(current)
+            check_type(rt, patched)
+            if rt is CRDS and subresource is None:
+                validate_crd(patched)
+            return patched
+
+        updated = self.store.mutate(rt, namespace, name, checked, status_only=subresource == "status")
+        self._after_crd_write(rt, updated)
+        return updated
+
+    def delete(
+        self, rt: ResourceType, namespace: str, name: str, options: JsonObject
+    ) -> tuple[JsonObject, bool]:
+        """Delete; returns the last state and whether the object is gone already."""
+        propagation = str(options.get("propagationPolicy") or "Background")
+        if propagation not in ("Background", "Foreground", "Orphan"):
+            raise errors.bad_request(f"unsupported propagationPolicy {propagation!r}")
+        preconditions = options.get("preconditions") or {}
+        with self.store.lock:
+            if preconditions.get("resourceVersion") not in (None, ""):
+                current = self.store.get(rt, namespace, name)
+                if metadata(current)["resourceVersion"] != str(preconditions["resourceVersion"]):
+                    raise errors.conflict(rt.group, rt.plural, name)
+            last = self.store.delete(
+                rt, namespace, name, propagation=propagation, uid=preconditions.get("uid")
+            )
+            gone = not self.store.exists(rt, namespace, name)
+        return last, gone
+
+    def install_crd(self, crd: JsonObject) -> None:
+        """Create a CRD unless one of that name exists (used for gpupool's and Karpenter's CRDs)."""
+        try:
+            self.create(CRDS, None, crd)
+        except errors.ApiError as error:
+            if error.reason != "AlreadyExists":
+                raise
+
+    def _after_crd_write(self, rt: ResourceType, crd: JsonObject) -> None:
+        if rt is CRDS and not metadata(crd).get("deletionTimestamp"):
+            self.registry.install(metadata(crd)["name"], resource_types(crd))
+
+    def _on_removed(self, rt: ResourceType, obj: JsonObject) -> None:
+        if rt is CRDS:
+            for served in self.registry.uninstall(metadata(obj)["name"])[:1]:
+                self.store.drop_resource(served)
+
+    # ----- pod subresources ----------------------------------------------------------------
+    def bind(self, namespace: str, name: str, body: Any) -> JsonObject:
+        if not isinstance(body, dict):
+            raise errors.bad_request("a Binding must be a JSON object")
+        target = body.get("target") or {}
+        node = target.get("name")
+        if not node or target.get("kind", "Node") != "Node":
+            raise errors.invalid("Binding", "", name, [("target", "Invalid value: must name a Node")])
+        with self.store.lock:
+            pod = self.store.get(PODS, namespace, name)
+            assigned = (pod.get("spec") or {}).get("nodeName")
+            if assigned:
+                raise errors.ApiError(409, "Conflict", f'pod {name} is already assigned to node "{assigned}"')
+            self.store.mutate(
+                PODS, namespace, name, lambda p: _with_node(p, str(node)), status_only=False, trusted=True
+            )
+            now = rfc3339(self.clock.now())
+            self.store.mutate(PODS, namespace, name, lambda p: _scheduled(p, now), status_only=True)
+        return {
+            "apiVersion": "v1",
+            "kind": "Binding",
+            "metadata": {"name": name, "namespace": namespace},
+            "target": target,
+        }
+
+    def evict(self, namespace: str, name: str) -> JsonObject:
+        with self.store.lock:
+            pod = self.store.get(PODS, namespace, name)
+            labels = metadata(pod).get("labels") or {}
+            if _healthy(pod):
+                for pdb_entry in self.store.entries(PDBS, namespace)[0]:
+                    selector = selector_from_object((pdb_entry.obj.get("spec") or {}).get("selector") or {})
+                    if selector.requirements and selector.matches(labels):
+                        self._check_budget(namespace, pdb_entry.obj, selector)
+            self.store.delete(PODS, namespace, name)
+        return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success"}
+
+    def _check_budget(self, namespace: str, pdb: JsonObject, selector: LabelSelector) -> None:
+        pods = [
+            e.obj
+            for e in self.store.entries(PODS, namespace)[0]
+            if selector.matches(metadata(e.obj).get("labels") or {})
+            and not metadata(e.obj).get("deletionTimestamp")
+        ]
+        expected, healthy = len(pods), sum(1 for pod in pods if _healthy(pod))
+        spec = pdb.get("spec") or {}
+        if spec.get("minAvailable") is not None:
+            allowed = healthy - _scaled(spec["minAvailable"], expected)
+        elif spec.get("maxUnavailable") is not None:
+            allowed = _scaled(spec["maxUnavailable"], expected) - (expected - healthy)
+        else:
+            return
+        if allowed < 1:
+            raise errors.too_many_requests(
+                f"Cannot evict pod as it would violate the pod's disruption budget ({metadata(pdb)['name']})."
+            )
+
+
+def _as_object(value: Any) -> JsonObject:
+    if not isinstance(value, dict):
+        raise errors.ApiError(422, "Invalid", "the patched object is not a JSON object")
+    return value
+
+
+def _with_node(pod: JsonObject, node: str) -> JsonObject:
+    updated = copy.deepcopy(pod)
+    updated.setdefault("spec", {})["nodeName"] = node
+    return updated
+
+
+def _scheduled(pod: JsonObject, now: str) -> JsonObject:
+    updated = copy.deepcopy(pod)
+    status = updated.setdefault("status", {})
+    conditions = [c for c in status.get("conditions") or [] if c.get("type") != "PodScheduled"]
+    conditions.append({"type": "PodScheduled", "status": "True", "lastTransitionTime": now})
+    status["conditions"] = conditions
+    return updated
+
+
+def _healthy(pod: JsonObject) -> bool:
+    return (pod.get("status") or {}).get("phase") == "Running"
+
+
+def _scaled(value: Any, total: int) -> int:
+    """An IntOrString budget: `3`, or `"50%"` of `total` rounded up, as upstream."""
+    text = str(value)
+    if text.endswith("%"):
+        return -(-int(text[:-1]) * total // 100)
+    return int(text)
+
+
+def _decode_continue(token: str) -> tuple[str, str]:
+    try:
+        namespace, name = json.loads(base64.urlsafe_b64decode(token.encode()))
+        return str(namespace), str(name)
+    except (ValueError, TypeError) as exc:
+        raise errors.bad_request("invalid continue token") from exc

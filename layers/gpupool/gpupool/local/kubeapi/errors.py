@@ -1,0 +1,121 @@
+"""API errors of the embedded Kubernetes API server, rendered as `meta/v1 Status` bodies.
+
+Every failure the server reports is an `ApiError`: the HTTP code, the machine-readable
+reason (`NotFound`, `AlreadyExists`, `Conflict`, `Invalid`, ...) and the `details` the real
+kube-apiserver sends, so the official client raises `ApiException` with the same fields.
+
+Must not: know about HTTP sockets or storage; it only describes failures.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+JsonObject = dict[str, Any]
+
+
+class ApiError(Exception):
+    """A request the server refuses; `status_body()` is what goes on the wire."""
+
+    def __init__(
+        self,
+        code: int,
+        reason: str,
+        message: str,
+        *,
+        details: JsonObject | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.code = code
+        self.reason = reason
+        self.message = message
+        self.details = details
+
+    def status_body(self) -> JsonObject:
+        body: JsonObject = {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": self.message,
+            "reason": self.reason,
+            "code": self.code,
+        }
+        if self.details is not None:
+            body["details"] = self.details
+        return body
+
+
+def _details(name: str, group: str, plural: str) -> JsonObject:
+    details: JsonObject = {"name": name, "kind": plural}
+    if group:
+        details["group"] = group
+    return details
+
+
+def _qualified(group: str, plural: str) -> str:
+    return f"{plural}.{group}" if group else plural
+
+
+def not_found(group: str, plural: str, name: str) -> ApiError:
+    return ApiError(
+        404,
+        "NotFound",
+        f'{_qualified(group, plural)} "{name}" not found',
+        details=_details(name, group, plural),
+    )
+
+
+def already_exists(group: str, plural: str, name: str) -> ApiError:
+    return ApiError(
+        409,
+        "AlreadyExists",
+        f'{_qualified(group, plural)} "{name}" already exists',
+        details=_details(name, group, plural),
+    )
+
+
+def conflict(group: str, plural: str, name: str) -> ApiError:
+    return ApiError(
+        409,
+        "Conflict",
+        f'Operation cannot be fulfilled on {_qualified(group, plural)} "{name}": the object has been '
+        "modified; please apply your changes to the latest version and try again",
+        details=_details(name, group, plural),
+    )
+
+
+def invalid(kind: str, group: str, name: str, causes: list[tuple[str, str]]) -> ApiError:
+    """422 Invalid: `causes` are (field path, message) pairs, as the real server lists them."""
+    summary = ", ".join(f"{field}: {message}" for field, message in causes)
+    details: JsonObject = {
+        "name": name,
+        "kind": kind,
+        "causes": [{"reason": "FieldValueInvalid", "message": m, "field": f} for f, m in causes],
+    }
+    if group:
+        details["group"] = group
+    qualified = f"{kind}.{group}" if group else kind
+    return ApiError(422, "Invalid", f'{qualified} "{name}" is invalid: {summary}', details=details)
+
+
+def bad_request(message: str) -> ApiError:
+    return ApiError(400, "BadRequest", message)
+
+
+def method_not_allowed(message: str) -> ApiError:
+    return ApiError(405, "MethodNotAllowed", message)
+
+
+def unsupported_media_type(content_type: str) -> ApiError:
+    return ApiError(
+        415, "UnsupportedMediaType", f"the body of the request was in an unknown format: {content_type}"
+    )
+
+
+def gone(message: str) -> ApiError:
+    return ApiError(410, "Expired", message)
+
+
+def too_many_requests(message: str) -> ApiError:
+    return ApiError(429, "TooManyRequests", message)

@@ -1,0 +1,118 @@
+"""Watch streams: newline-delimited JSON events, as `kubernetes.watch.Watch` consumes them.
+
+Without a resourceVersion (or with "0") the stream opens with ADDED for every matching
+object; with one, it replays history after it, or sends one ERROR event with a 410 Expired
+Status when history no longer reaches back that far. With selectors, an object that starts
+or stops matching is reported as ADDED or DELETED, as upstream's watch cache does. The
+stream ends after `timeoutSeconds` (wall time) or when the server stops.
+
+Must not: hold the store lock while a line is written to a socket.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from gpupool.local.kubeapi import errors
+from gpupool.local.kubeapi.cluster import Cluster
+from gpupool.local.kubeapi.objects import metadata
+from gpupool.local.kubeapi.resources import ResourceType
+from gpupool.local.kubeapi.selectors import FieldSelector, LabelSelector
+from gpupool.local.kubeapi.store import WatchEvent
+
+JsonObject = dict[str, Any]
+
+
+def _line(kind: str, encoded: bytes) -> bytes:
+    return b'{"type":"' + kind.encode() + b'","object":' + encoded + b"}\n"
+
+
+def _expired(resource_version: int) -> bytes:
+    error = errors.gone(f"too old resource version: {resource_version}")
+    return _line("ERROR", json.dumps(error.status_body()).encode())
+
+
+class _Filter:
+    def __init__(
+        self, rt: ResourceType, namespace: str | None, labels: LabelSelector, fields: FieldSelector
+    ) -> None:
+        self.rt, self.namespace, self.labels, self.fields = rt, namespace, labels, fields
+
+    def matches(self, obj: JsonObject | None) -> bool:
+        if obj is None:
+            return False
+        return self.labels.matches(metadata(obj).get("labels") or {}) and self.fields.matches(obj)
+
+    def translate(self, cluster: Cluster, event: WatchEvent) -> bytes | None:
+        if event.key != self.rt.storage_key or (
+            self.namespace is not None and event.namespace != self.namespace
+        ):
+            return None
+        now_matches = self.matches(event.entry.obj)
+        if event.type == "MODIFIED":
+            before = self.matches(event.previous)
+            kind = {(True, True): "MODIFIED", (True, False): "ADDED", (False, True): "DELETED"}.get(
+                (now_matches, before)
+            )
+        else:
+            kind = (
+                event.type
+                if now_matches or (event.type == "DELETED" and self.matches(event.previous))
+                else None
+            )
+        return None if kind is None else _line(kind, cluster.encode(self.rt, event.entry))
+
+
+def watch_lines(
+    cluster: Cluster,
+    rt: ResourceType,
+    namespace: str | None,
+    labels: LabelSelector,
+    fields: FieldSelector,
+    *,
+    resource_version: str,
+    timeout_seconds: float,
+) -> Iterator[bytes]:
+    """Check the request now (bad input raises before any byte is sent), then stream lazily."""
+    chosen = _Filter(rt, namespace, labels, fields)
+    if resource_version in ("", "0"):
+        entries, cursor = cluster.matching_entries(rt, namespace, labels, fields)
+        initial = [_line("ADDED", cluster.encode(rt, entry)) for entry in entries]
+    else:
+        try:
+            cursor = int(resource_version)
+        except ValueError as exc:
+            raise errors.bad_request(f"invalid resourceVersion {resource_version!r}") from exc
+        initial = []
+    return _follow(cluster, chosen, initial, cursor, time.monotonic() + timeout_seconds)
+
+
+def _follow(
+    cluster: Cluster, chosen: _Filter, initial: list[bytes], cursor: int, deadline: float
+) -> Iterator[bytes]:
+    """Yield event lines until the deadline passes or the server closes."""
+    store = cluster.store
+    yield from initial
+    while True:
+        with store.changed:
+            while True:
+                events = store.events_after(cursor)
+                if events is None:
+                    break
+                remaining = deadline - time.monotonic()
+                if events or store.closed or remaining <= 0:
+                    break
+                store.changed.wait(min(remaining, 1.0))
+            if events is None:
+                lines = [_expired(cursor)]
+            elif not events:
+                return
+            else:
+                cursor = events[-1].resource_version
+                lines = [line for event in events if (line := chosen.translate(cluster, event)) is not None]
+        yield from lines
+        if events is None:
+            return
