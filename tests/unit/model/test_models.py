@@ -296,6 +296,22 @@ def test_defaults() -> None:
     assert cluster.spec.computing_vendor is not None and cluster.spec.computing_vendor.enable is True
 
 
+def test_defrag_is_off_by_default_with_the_documented_schedule() -> None:
+    manifest = pool_manifest()
+    manifest["spec"]["nodeManagerConfig"]["nodeCompaction"] = {"period": "5m", "defrag": {}}
+    pool = parse_manifest(manifest)
+    assert isinstance(pool, GPUPool)
+    compaction = pool.spec.node_manager_config.node_compaction
+    assert compaction is not None and compaction.defrag is not None
+    defrag = compaction.defrag
+    assert (defrag.enabled, defrag.schedule, defrag.max_duration, defrag.utilization_threshold_percent) == (
+        False,
+        "0 3 * * *",
+        "2h",
+        40,
+    )
+
+
 def test_claim_status_accepts_failed_and_ignores_unknown_status_fields() -> None:
     manifest = claim_manifest()
     manifest["status"] = {

@@ -9,6 +9,7 @@ Must not: compute gaps or choose offerings (see the capacity planning modules).
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import ClassVar, Literal
 
 from pydantic import Field
@@ -34,6 +35,7 @@ __all__ = [
     "KarpenterNodeClassRef",
     "MaintenanceWindow",
     "NodeCompaction",
+    "NodeDefrag",
     "NodeManagerConfig",
     "NodePoolRollingUpdatePolicy",
     "NodeProvisioner",
@@ -107,10 +109,22 @@ class NodeProvisioner(SpecModel):
     budget: Budget | None = None
 
 
+class NodeDefrag(SpecModel):
+    """Optional cron-triggered defragmentation: move workers off low-utilisation nodes (off by default)."""
+
+    enabled: bool = False
+    schedule: str = "0 3 * * *"
+    max_duration: Duration = "2h"
+    utilization_threshold_percent: int = Field(default=40, ge=0, le=100)
+    evicted_pod_marker_ttl: str | None = Field(default=None, alias="evictedPodMarkerTTL")
+    source_node_marker_ttl: str | None = Field(default=None, alias="sourceNodeMarkerTTL")
+
+
 class NodeCompaction(SpecModel):
-    """How often idle nodes are looked for."""
+    """How often idle nodes are looked for, and the optional defrag strategy."""
 
     period: Duration = "5m"
+    defrag: NodeDefrag | None = None
 
 
 class MaintenanceWindow(SpecModel):
@@ -135,7 +149,6 @@ class NodeManagerConfig(SpecModel):
     """How the pool's nodes are found or provisioned."""
 
     provisioning_mode: ProvisioningMode = "AutoSelect"
-    default_vendor: str | None = None
     node_provisioner: NodeProvisioner | None = None
     node_selector: NodeSelector | None = None
     node_compaction: NodeCompaction | None = None
@@ -208,7 +221,8 @@ class GPUPoolStatus(StatusModel):
     virtual_available_vram: Qty | None = Field(default=None, alias="virtualAvailableVRAM")
     running_apps_cnt: int | None = None
     provisioning_phase: str | None = None
-    last_compaction_time: str | None = None
+    last_compaction_time: datetime | None = None
+    last_defrag_time: datetime | None = None
     budget_exceeded: str | None = None
     component_status: Loose | None = None
 
