@@ -43,6 +43,10 @@ class AllocatorState:
         self.node_labels: dict[str, dict[str, str]] = {}
         self.node_host: dict[str, tuple[int, int]] = {}
         self.native_gpu_pods: dict[str, int] = {}
+        # Use a GPU reports that no allocation of ours explains (another scheduler, the device
+        # plugin, a lagging agent), measured when its status arrives: capacity − placed − available.
+        self.external: dict[str, tuple[int, int]] = {}
+        self._pending_external: set[str] = set()
         self._dirty = True
         self.codes: dict[str, int] = {"": 0}
         self.node_names: list[str] = []
@@ -147,28 +151,41 @@ class AllocatorState:
             self.limit_cap_v[slot] = gpu.vram_capacity + extra // max(1, sharing)
 
     def _refresh_available(self, slot: int) -> None:
-        """available = capacity − placed requests, lowered further by any use the GPU reports."""
-        gpu = self.gpus[self.slot_names[slot]]
-        free_t = int(self.cap_t[slot]) - int(self._placed_t[slot])
-        free_v = int(self.cap_v[slot]) - int(self._placed_v[slot])
-        if gpu.tflops_available is not None:
-            free_t = min(free_t, gpu.tflops_available)
-        if gpu.vram_available is not None:
-            free_v = min(free_v, gpu.vram_available)
-        self.avail_t[slot] = free_t
-        self.avail_v[slot] = free_v
+        """available = capacity − requests we placed − use we did not place."""
+        name = self.slot_names[slot]
+        if name in self._pending_external:
+            self._measure_external(slot)
+        external_t, external_v = self.external.get(name, (0, 0))
+        self.avail_t[slot] = int(self.cap_t[slot]) - int(self._placed_t[slot]) - external_t
+        self.avail_v[slot] = int(self.cap_v[slot]) - int(self._placed_v[slot]) - external_v
         self._rescore(slot)
+
+    def _measure_external(self, slot: int) -> None:
+        name = self.slot_names[slot]
+        gpu = self.gpus[name]
+        self._pending_external.discard(name)
+        unexplained_t = int(self.cap_t[slot]) - int(self._placed_t[slot]) - (gpu.tflops_available or 0)
+        unexplained_v = int(self.cap_v[slot]) - int(self._placed_v[slot]) - (gpu.vram_available or 0)
+        self.external[name] = (
+            max(0, unexplained_t) if gpu.tflops_available is not None else 0,
+            max(0, unexplained_v) if gpu.vram_available is not None else 0,
+        )
 
     def _refresh_all(self) -> None:
         """Vectorised `_refresh_available` for every slot, used after a re-layout."""
+        for name in list(self._pending_external):
+            slot = self.slot_of.get(name)
+            if slot is None:
+                self._pending_external.discard(name)
+            else:
+                self._measure_external(slot)
         free_t = self.cap_t - self._placed_t
         free_v = self.cap_v - self._placed_v
-        for name, slot in self.slot_of.items():
-            gpu = self.gpus[name]
-            if gpu.tflops_available is not None:
-                free_t[slot] = min(int(free_t[slot]), gpu.tflops_available)
-            if gpu.vram_available is not None:
-                free_v[slot] = min(int(free_v[slot]), gpu.vram_available)
+        for name, (external_t, external_v) in self.external.items():
+            slot = self.slot_of.get(name)
+            if slot is not None:
+                free_t[slot] -= external_t
+                free_v[slot] -= external_v
         self.avail_t[:] = free_t
         self.avail_v[:] = free_v
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -217,6 +234,7 @@ class AllocatorState:
         """Add or update one GPU; a new GPU, or one that moved node or pool, triggers a re-layout."""
         old = self.gpus.get(gpu.name)
         self.gpus[gpu.name] = gpu
+        self._pending_external.add(gpu.name)
         if old is None or old.node != gpu.node or old.pool != gpu.pool or self._dirty:
             self._dirty = True
             return
@@ -228,6 +246,8 @@ class AllocatorState:
 
     def remove_gpu(self, name: str) -> None:
         if self.gpus.pop(name, None) is not None:
+            self.external.pop(name, None)
+            self._pending_external.discard(name)
             self._dirty = True
 
     def set_oversubscription(self, pool: str, policy: Oversubscription | None) -> None:
@@ -257,18 +277,21 @@ class AllocatorState:
             self.node_native[row] = count
 
     def add_allocation(self, allocation: Allocation) -> None:
-        """Record an allocation (a reservation, or one read back from a pod's annotations)."""
-        self.ensure_layout()
+        """Record an allocation (a reservation, or one read back from a pod's annotations).
+
+        While a re-layout is pending the record is only stored: the layout applies every
+        allocation before it measures GPUs' unexplained use, so a rebuild never counts a pod twice.
+        """
         previous = self.allocations.pop(allocation.key, None)
-        if previous is not None:
+        if previous is not None and not self._dirty:
             self._apply(previous, sign=-1)
         self.allocations[allocation.key] = allocation
-        self._apply(allocation, sign=1)
+        if not self._dirty:
+            self._apply(allocation, sign=1)
 
     def remove_allocation(self, key: str) -> Allocation | None:
-        self.ensure_layout()
         allocation = self.allocations.pop(key, None)
-        if allocation is not None:
+        if allocation is not None and not self._dirty:
             self._apply(allocation, sign=-1)
         return allocation
 
