@@ -102,3 +102,45 @@ def test_preserve_unknown_fields_only_where_loose() -> None:
     assert hypervisor == {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
     status = _schema("GPUPool")["schema"]["openAPIV3Schema"]["properties"]["status"]
     assert status["x-kubernetes-preserve-unknown-fields"] is True
+
+
+def _pruned(value: Any, schema: dict[str, Any], where: str) -> list[str]:
+    """Fields of `value` the API server would prune (or reject by type) under `schema`."""
+    if schema.get("x-kubernetes-int-or-string"):
+        return [] if isinstance(value, int | str) else [f"{where}: not int-or-string"]
+    if schema.get("x-kubernetes-preserve-unknown-fields") and "properties" not in schema:
+        return []
+    kind = schema.get("type")
+    if kind == "object":
+        if not isinstance(value, dict):
+            return [f"{where}: not an object"]
+        problems: list[str] = []
+        for key, child in value.items():
+            if key in schema.get("properties", {}):
+                problems += _pruned(child, schema["properties"][key], f"{where}.{key}")
+            elif isinstance(schema.get("additionalProperties"), dict):
+                problems += _pruned(child, schema["additionalProperties"], f"{where}.{key}")
+            elif not schema.get("x-kubernetes-preserve-unknown-fields") and where:
+                problems.append(f"{where}.{key}: pruned")
+        return problems
+    if kind == "array":
+        if not isinstance(value, list):
+            return [f"{where}: not an array"]
+        return [p for i, item in enumerate(value) for p in _pruned(item, schema["items"], f"{where}[{i}]")]
+    expected = {"string": str, "integer": int, "boolean": bool, "number": int | float}[kind]
+    if not isinstance(value, expected) or (kind == "integer" and isinstance(value, bool)):
+        return [f"{where}: not {kind}"]
+    if "enum" in schema and value not in schema["enum"]:
+        return [f"{where}: {value!r} not in enum"]
+    return []
+
+
+def test_everything_the_models_write_survives_the_crd_schema() -> None:
+    from gpupool.core.model import parse_manifest
+    from tests.unit.model.builders import claim_manifest, cluster_manifest, node_class_manifest, pool_manifest
+
+    for manifest in (pool_manifest(), cluster_manifest(), claim_manifest(), node_class_manifest()):
+        written = parse_manifest(manifest).to_manifest()
+        schema = _schema(manifest["kind"])["schema"]["openAPIV3Schema"]
+        body = {key: written[key] for key in ("spec", "status") if key in written}
+        assert _pruned(body, schema, "") == [], manifest["kind"]

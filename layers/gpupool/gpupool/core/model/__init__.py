@@ -28,7 +28,8 @@ from gpupool.core.model.cluster import (
     TensorFusionClusterStatus,
 )
 from gpupool.core.model.common import NodeSelector, NodeSelectorTerm, Requirement, Taint
-from gpupool.core.model.foreign import KarpenterNodeClaim, KarpenterNodePool, Node, Pod
+from gpupool.core.model.foreign import Node, Pod
+from gpupool.core.model.karpenter import KarpenterNodeClaim, KarpenterNodePool
 from gpupool.core.model.node import GPU, GPUNode, GPUNodeInfo, GPUNodeSpec, GPUNodeStatus, GPUStatus
 from gpupool.core.model.nodeclaim import GPUNodeClaim, GPUNodeClaimSpec, GPUNodeClaimStatus
 from gpupool.core.model.nodeclass import (

@@ -1,4 +1,4 @@
-"""Envelopes of objects other systems own: core v1 Node and Pod, Karpenter NodeClaim/NodePool.
+"""Envelopes of objects Kubernetes owns: core v1 Node and Pod.
 
 Role: read the few fields gpupool's services act on (labels, taints, conditions, capacity,
 providerID; pod placement and resources); everything else is ignored on read. These are
@@ -17,8 +17,7 @@ from gpupool.core.model.base import Condition, ForeignModel, Loose, ObjectMeta, 
 
 __all__ = [
     "Container",
-    "KarpenterNodeClaim",
-    "KarpenterNodePool",
+    "ForeignObject",
     "Node",
     "NodeSpec",
     "NodeStatus",
@@ -31,7 +30,9 @@ __all__ = [
 ]
 
 
-class _ForeignObject(TopLevel):
+class ForeignObject(TopLevel):
+    """A top-level object another system owns: fields we do not name are ignored on read."""
+
     model_config = ConfigDict(extra="ignore")
 
     metadata: ObjectMeta = Field(default_factory=ObjectMeta)
@@ -57,7 +58,7 @@ class NodeStatus(ForeignModel):
     node_info: Loose | None = None
 
 
-class Node(_ForeignObject):
+class Node(ForeignObject):
     """core v1 Node."""
 
     API_VERSION: ClassVar[str] = "v1"
@@ -108,7 +109,7 @@ class PodStatus(ForeignModel):
     nominated_node_name: str | None = None
 
 
-class Pod(_ForeignObject):
+class Pod(ForeignObject):
     """core v1 Pod."""
 
     API_VERSION: ClassVar[str] = "v1"
@@ -119,27 +120,3 @@ class Pod(_ForeignObject):
     kind: Literal["Pod"] = "Pod"
     spec: PodSpec = Field(default_factory=PodSpec)
     status: PodStatus = Field(default_factory=PodStatus)
-
-
-class KarpenterNodeClaim(_ForeignObject):
-    """karpenter.sh/v1 NodeClaim (spec and status kept loose)."""
-
-    API_VERSION: ClassVar[str] = "karpenter.sh/v1"
-    KIND: ClassVar[str] = "NodeClaim"
-
-    api_version: Literal["karpenter.sh/v1"] = "karpenter.sh/v1"
-    kind: Literal["NodeClaim"] = "NodeClaim"
-    spec: Loose = Field(default_factory=dict)
-    status: Loose = Field(default_factory=dict)
-
-
-class KarpenterNodePool(_ForeignObject):
-    """karpenter.sh/v1 NodePool (spec and status kept loose)."""
-
-    API_VERSION: ClassVar[str] = "karpenter.sh/v1"
-    KIND: ClassVar[str] = "NodePool"
-
-    api_version: Literal["karpenter.sh/v1"] = "karpenter.sh/v1"
-    kind: Literal["NodePool"] = "NodePool"
-    spec: Loose = Field(default_factory=dict)
-    status: Loose = Field(default_factory=dict)

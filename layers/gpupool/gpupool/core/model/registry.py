@@ -19,7 +19,8 @@ from pydantic import ValidationError
 
 from gpupool.core.model.base import TopLevel
 from gpupool.core.model.cluster import TensorFusionCluster
-from gpupool.core.model.foreign import KarpenterNodeClaim, KarpenterNodePool, Node, Pod
+from gpupool.core.model.foreign import Node, Pod
+from gpupool.core.model.karpenter import KarpenterNodeClaim, KarpenterNodePool
 from gpupool.core.model.node import GPU, GPUNode
 from gpupool.core.model.nodeclaim import GPUNodeClaim
 from gpupool.core.model.nodeclass import GPUNodeClass
