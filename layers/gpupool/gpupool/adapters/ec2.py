@@ -1,0 +1,269 @@
+"""`Compute` on AWS EC2 with boto3: launch, find, describe, terminate and list tagged instances.
+
+Role: implements `gpupool.service.ports.Compute`. Resolves GPUNodeClass selector terms (ids
+as given; tags and names through Describe* calls), builds RunInstances with
+`ec2_request.run_instances_request`, turns reservations into `ManagedInstance` records, and
+translates every EC2 error through the one table in `ec2_errors`. Throttling is retried here
+with bounded exponential backoff (the wiring turns botocore's own retries off so there is one
+policy), then surfaces as `Throttled`.
+
+Must not: decide what to launch, check dry-run, build its own client (the wiring passes one
+in), or touch an instance that lacks the `managed-by=tensor-fusion.ai` and cluster tags.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from gpupool.adapters.ec2_errors import ErrorKind, classify, error_code, translate
+from gpupool.adapters.ec2_request import ResolvedNetwork, run_instances_request
+from gpupool.core.model.constants import (
+    TAG_CLUSTER,
+    TAG_MANAGED_BY,
+    TAG_MANAGED_BY_VALUE,
+    TAG_NODE_CLASS,
+    TAG_NODE_NAME,
+)
+from gpupool.core.model.nodeclaim import GPUNodeClaim
+from gpupool.core.model.nodeclass import GPUNodeClass, SelectorTerm
+from gpupool.core.plan import OfferingRef
+from gpupool.core.snapshot import ManagedInstance
+from gpupool.service.errors import CapacityUnavailable, NotFound, PermanentError, Throttled
+
+__all__ = ["Ec2Compute", "RetryPolicy"]
+
+LIVE_STATES = ("pending", "running", "stopping", "stopped")
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Bounded exponential backoff for throttled calls: `attempts` tries in all."""
+
+    attempts: int = 4
+    base_delay_s: float = 0.25
+    max_delay_s: float = 2.0
+
+    def delay(self, retry: int) -> float:
+        return float(min(self.max_delay_s, self.base_delay_s * (2**retry)))
+
+
+def _tag_filters(tags: dict[str, str]) -> list[dict[str, Any]]:
+    return [{"Name": f"tag:{key}", "Values": [value]} for key, value in tags.items()]
+
+
+def _capacity_type(instance: dict[str, Any]) -> str:
+    if instance.get("InstanceLifecycle") == "spot":
+        return "Spot"
+    if instance.get("CapacityReservationId"):
+        return "Reserved"
+    return "OnDemand"
+
+
+def _to_managed(instance: dict[str, Any]) -> ManagedInstance:
+    tags = {tag["Key"]: tag["Value"] for tag in instance.get("Tags") or []}
+    return ManagedInstance(
+        instance_id=instance["InstanceId"],
+        state=instance["State"]["Name"],
+        claim_name=tags.get(TAG_NODE_NAME),
+        node_class=tags.get(TAG_NODE_CLASS),
+        cluster=tags.get(TAG_CLUSTER),
+        instance_type=instance.get("InstanceType"),
+        zone=(instance.get("Placement") or {}).get("AvailabilityZone"),
+        capacity_type=_capacity_type(instance),
+        launch_time=instance.get("LaunchTime"),
+        tags=tags,
+    )
+
+
+class Ec2Compute:
+    """EC2 instances for one Kubernetes cluster (`cluster` is the value of the cluster tag)."""
+
+    def __init__(
+        self,
+        client: Any,
+        *,
+        cluster: str,
+        retry: RetryPolicy | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        if not cluster:
+            raise ValueError("Ec2Compute needs the cluster name (it scopes every tag filter)")
+        self._client = client
+        self._cluster = cluster
+        self._retry = retry or RetryPolicy()
+        self._sleep = sleep
+
+    # ---- calls -------------------------------------------------------------------------
+    def _call(self, operation: str, *, offering: str | None = None, **kwargs: Any) -> dict[str, Any]:
+        """Call `client.<operation>(**kwargs)`, retrying throttling; errors leave as domain errors."""
+        method = getattr(self._client, operation)
+        for attempt in range(self._retry.attempts):
+            last = attempt == self._retry.attempts - 1
+            try:
+                response: dict[str, Any] = method(**kwargs)
+                return response
+            except ClientError as error:
+                kind = classify(error_code(error), _status(error))
+                if kind is not ErrorKind.THROTTLED or last:
+                    raise translate(error, operation=operation, offering=offering) from error
+            except BotoCoreError as error:  # connection errors and timeouts: transient
+                if last:
+                    raise Throttled(f"EC2 {operation} failed: {error}") from error
+            self._sleep(self._retry.delay(attempt))
+        raise AssertionError("unreachable: the last attempt returns or raises")
+
+    def _instances(self, **kwargs: Any) -> Iterator[dict[str, Any]]:
+        token: str | None = None
+        while True:
+            page = self._call("describe_instances", **kwargs, **({"NextToken": token} if token else {}))
+            for reservation in page.get("Reservations") or []:
+                yield from reservation.get("Instances") or []
+            token = page.get("NextToken")
+            if not token:
+                return
+
+    def _ours(self) -> dict[str, str]:
+        return {TAG_MANAGED_BY: TAG_MANAGED_BY_VALUE, TAG_CLUSTER: self._cluster}
+
+    # ---- Compute -----------------------------------------------------------------------
+    def launch(
+        self,
+        claim: GPUNodeClaim,
+        node_class: GPUNodeClass,
+        offering: OfferingRef,
+        *,
+        client_token: str,
+    ) -> str:
+        network = self._resolve_network(node_class, offering)
+        request = run_instances_request(
+            claim, node_class, offering, network=network, cluster=self._cluster, client_token=client_token
+        )
+        response = self._call("run_instances", offering=offering.key, **request)
+        instances = response.get("Instances") or []
+        if not instances:
+            raise PermanentError(f"EC2 RunInstances for claim {claim.name} returned no instance")
+        instance_id: str = instances[0]["InstanceId"]
+        return instance_id
+
+    def find_by_claim(self, claim_name: str) -> ManagedInstance | None:
+        filters = [
+            *_tag_filters({**self._ours(), TAG_NODE_NAME: claim_name}),
+            {"Name": "instance-state-name", "Values": list(LIVE_STATES)},
+        ]
+        found = [_to_managed(instance) for instance in self._instances(Filters=filters)]
+        if not found:
+            return None
+        return min(found, key=lambda item: (item.launch_time is None, item.launch_time, item.instance_id))
+
+    def describe(self, instance_ids: Sequence[str]) -> list[ManagedInstance]:
+        if not instance_ids:
+            return []
+        # A filter (not InstanceIds) so unknown ids are simply absent instead of an error.
+        filters = [{"Name": "instance-id", "Values": list(instance_ids)}, *_tag_filters(self._ours())]
+        return [_to_managed(instance) for instance in self._instances(Filters=filters)]
+
+    def terminate(self, instance_id: str) -> None:
+        try:
+            found = list(self._instances(InstanceIds=[instance_id]))
+        except NotFound:
+            return  # gone already
+        if not found:
+            return
+        instance = _to_managed(found[0])
+        ours = instance.tags.get(TAG_MANAGED_BY) == TAG_MANAGED_BY_VALUE
+        if not ours or instance.cluster != self._cluster:
+            raise PermanentError(
+                f"refusing to terminate {instance_id}: it is not tagged "
+                f"{TAG_MANAGED_BY}={TAG_MANAGED_BY_VALUE} and {TAG_CLUSTER}={self._cluster}"
+            )
+        if instance.state == "terminated":
+            return
+        try:
+            self._call("terminate_instances", InstanceIds=[instance_id])
+        except NotFound:
+            return
+
+    def list_managed(self) -> list[ManagedInstance]:
+        filters = [*_tag_filters(self._ours()), {"Name": "instance-state-name", "Values": list(LIVE_STATES)}]
+        return [_to_managed(instance) for instance in self._instances(Filters=filters)]
+
+    # ---- selector terms ----------------------------------------------------------------
+    def _resolve_network(self, node_class: GPUNodeClass, offering: OfferingRef) -> ResolvedNetwork:
+        spec = node_class.spec
+        return ResolvedNetwork(
+            image_id=self._resolve_image(node_class.name, spec.os_image_selector_terms),
+            subnet_id=self._resolve_subnet(node_class.name, spec.subnet_selector_terms, offering),
+            security_group_ids=self._resolve_security_groups(spec.security_group_selector_terms),
+        )
+
+    def _resolve_image(self, class_name: str, terms: Sequence[SelectorTerm]) -> str:
+        for term in terms:
+            if term.id:
+                return term.id
+        images: list[dict[str, Any]] = []
+        for term in terms:
+            filters = [{"Name": "state", "Values": ["available"]}, *_tag_filters(term.tags)]
+            if term.name:
+                filters.append({"Name": "name", "Values": [term.name]})
+            owners: dict[str, Any] = {"Owners": [term.owner]} if term.owner else {}
+            images += self._call("describe_images", Filters=filters, **owners).get("Images") or []
+        if not images:
+            raise PermanentError(f"GPUNodeClass {class_name}: no image matches osImageSelectorTerms")
+        newest = max(images, key=lambda image: (image.get("CreationDate") or "", image["ImageId"]))
+        image_id: str = newest["ImageId"]
+        return image_id
+
+    def _resolve_subnet(
+        self, class_name: str, terms: Sequence[SelectorTerm], offering: OfferingRef
+    ) -> str | None:
+        if not terms:
+            return None  # the account's default subnet for the zone
+        ids = [term.id for term in terms if term.id]
+        if len(ids) == len(terms) == 1 and offering.zone is None:
+            return ids[0]
+        subnets: list[dict[str, Any]] = []
+        if ids:
+            subnets += self._call("describe_subnets", SubnetIds=ids).get("Subnets") or []
+        for term in terms:
+            if not term.id and term.tags:
+                subnets += (
+                    self._call("describe_subnets", Filters=_tag_filters(term.tags)).get("Subnets") or []
+                )
+        if offering.zone is not None:
+            subnets = [subnet for subnet in subnets if subnet.get("AvailabilityZone") == offering.zone]
+        if not subnets:
+            # The offering's zone has no subnet of this class: another zone may, so it is the
+            # offering that is unavailable, not the claim that is broken.
+            raise CapacityUnavailable(
+                f"GPUNodeClass {class_name} has no subnet in zone {offering.zone} ({offering.key})",
+                code="NoSubnetInZone",
+            )
+        best = max(
+            subnets, key=lambda subnet: (subnet.get("AvailableIpAddressCount") or 0, subnet["SubnetId"])
+        )
+        subnet_id: str = best["SubnetId"]
+        return subnet_id
+
+    def _resolve_security_groups(self, terms: Sequence[SelectorTerm]) -> tuple[str, ...]:
+        ids = [term.id for term in terms if term.id]
+        for term in terms:
+            if term.id:
+                continue
+            filters = _tag_filters(term.tags)
+            if term.name:
+                filters.append({"Name": "group-name", "Values": [term.name]})
+            if not filters:
+                continue
+            groups = self._call("describe_security_groups", Filters=filters).get("SecurityGroups") or []
+            ids += [group["GroupId"] for group in groups]
+        return tuple(dict.fromkeys(ids))
+
+
+def _status(error: ClientError) -> int:
+    status = (error.response.get("ResponseMetadata") or {}).get("HTTPStatusCode")
+    return int(status) if isinstance(status, int) else 0
