@@ -97,9 +97,19 @@ def test_unreadable_input_is_one_line_exit_two(
     assert captured.out == ""
 
 
-def test_unreadable_file_is_reported_before_any_document(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize("second", [None, "kind: [\n"])
+def test_bad_input_is_reported_before_any_document(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], second: str | None
 ) -> None:
-    code = main(["validate", _write(tmp_path, "a.yaml", POOL), str(tmp_path / "nope.yaml")])
+    other = _write(tmp_path, "b.yaml", second) if second is not None else str(tmp_path / "nope.yaml")
+    code = main(["validate", _write(tmp_path, "a.yaml", POOL), other])
     assert code == 2
     assert capsys.readouterr().out == ""
+
+
+def test_stdin_is_read_for_dash(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    import io
+
+    monkeypatch.setattr("sys.stdin", io.StringIO(POOL))
+    assert main(["validate", "-"]) == 0
+    assert "-#1 GPUPool/elastic: valid" in capsys.readouterr().out

@@ -12,6 +12,7 @@ Must not: hold validation rules (they live in the models).
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -29,8 +30,6 @@ def register(parser: argparse.ArgumentParser) -> None:
 
 def _read(path: Path) -> str:
     if str(path) == "-":
-        import sys
-
         return sys.stdin.read()
     try:
         return path.read_text(encoding="utf-8")
@@ -71,13 +70,14 @@ def _check_document(document: Any) -> tuple[str, list[str], bool]:
 def run(args: argparse.Namespace) -> int:
     from gpupool.core.model.registry import ManifestError, load_documents
 
-    texts = [(path, _read(path)) for path in args.files]
-    invalid = 0
-    for path, text in texts:
+    loaded: list[tuple[Path, list[Any]]] = []
+    for path in args.files:  # read and parse everything first: a bad file reports nothing else
         try:
-            documents = load_documents(text)
+            loaded.append((path, load_documents(_read(path))))
         except ManifestError as exc:
             raise UserError(f"{path}: {exc.errors[0].reason}") from None
+    invalid = 0
+    for path, documents in loaded:
         if not documents:
             print(f"{path}: no documents")
             continue
