@@ -1,0 +1,110 @@
+"""The bind entry point: keep every claim's lifecycle true, handle interruptions, sweep orphans.
+
+Role: `handle_bind(cause, deps, *, dry_run=False) -> Outcome`. For an interruption warning or
+an instance that stops / terminates under a live claim: plan_interruption (cordon, drain,
+mark the claim). For every cause: plan_claim_lifecycle over all claims (bind ready nodes,
+adopt instances found by tag, launch / registration timeouts, deleting claims terminate
+their instance then release the finalizer). For the periodic Sweep: plan_orphan_sweep too.
+
+Must not: launch instances (launch does, under the pool lease) or decide itself.
+"""
+
+from __future__ import annotations
+
+from gpupool.core.decisions.claim_lifecycle import LifecyclePolicy, plan_claim_lifecycle
+from gpupool.core.decisions.interruption import plan_interruption
+from gpupool.core.decisions.orphan_sweep import plan_orphan_sweep
+from gpupool.core.intake.causes import (
+    ClaimDeleted,
+    Ignored,
+    InstanceInterruption,
+    InstanceStateChanged,
+    NodeChanged,
+    Sweep,
+)
+from gpupool.core.model.nodeclaim import GPUNodeClaim
+from gpupool.core.snapshot import ManagedInstance, node_claim
+from gpupool.service.deps import Deps
+from gpupool.service.errors import DomainError
+from gpupool.service.executor import Executor
+from gpupool.service.outcome import Outcome
+from gpupool.service.results import record_results
+
+__all__ = ["handle_bind"]
+
+_BIND_CAUSES = (InstanceStateChanged, InstanceInterruption, NodeChanged, ClaimDeleted, Sweep)
+_LOST_STATES = ("stopping", "stopped", "shutting-down", "terminated")
+
+
+def handle_bind(cause: object, deps: Deps, *, dry_run: bool = False) -> Outcome:
+    outcome = Outcome()
+    if isinstance(cause, Ignored):
+        outcome.note(f"ignored: {cause.reason}")
+        return outcome
+    if not isinstance(cause, _BIND_CAUSES):
+        outcome.note(f"bind does not act on {getattr(cause, 'kind', type(cause).__name__)}")
+        return outcome
+    executor = Executor(deps, event_id=cause.event_id, dry_run=dry_run)
+    try:
+        _bind(cause, deps, executor, outcome)
+    except DomainError as error:
+        outcome.errors.append(f"{type(error).__name__}: {error.message}")
+        outcome.retryable = outcome.retryable or error.retryable
+    return outcome
+
+
+def _claim_of_instance(instance_id: str, claims: list[GPUNodeClaim], deps: Deps) -> GPUNodeClaim | None:
+    for claim in claims:
+        if claim.status and claim.status.instance_id == instance_id:
+            return claim
+    described = deps.compute.describe([instance_id])
+    names = {i.claim_name for i in described if i.claim_name}
+    return next((c for c in claims if c.name in names), None)
+
+
+def _bind(
+    cause: InstanceStateChanged | InstanceInterruption | NodeChanged | ClaimDeleted | Sweep,
+    deps: Deps,
+    executor: Executor,
+    outcome: Outcome,
+) -> None:
+    cluster, compute, settings = deps.cluster, deps.compute, deps.settings
+    claims = cluster.list_claims()
+    nodes = cluster.list_nodes()
+    interrupted: str | None = None
+    if isinstance(cause, InstanceInterruption):
+        interrupted = cause.reason
+    elif isinstance(cause, InstanceStateChanged) and cause.state in _LOST_STATES:
+        interrupted = f"instance-{cause.state}"
+    if interrupted is not None and isinstance(cause, InstanceInterruption | InstanceStateChanged):
+        claim = _claim_of_instance(cause.instance_id, claims, deps)
+        node = next((n for n in nodes if claim is not None and node_claim(n) == claim.name), None)
+        plan = plan_interruption(
+            claim, node, instance_id=cause.instance_id, reason=interrupted, now=deps.clock.now()
+        )
+        record_results(outcome, plan, executor.apply(plan))
+        claims = cluster.list_claims()
+    live = compute.list_managed()
+    known = {i.instance_id for i in live}
+    missing = [
+        c.status.instance_id
+        for c in claims
+        if c.status and c.status.instance_id and c.status.instance_id not in known
+    ]
+    described: list[ManagedInstance] = compute.describe(missing) if missing else []
+    policy = LifecyclePolicy(
+        launch_timeout=settings.launch_timeout,
+        registration_timeout=settings.registration_timeout,
+        failed_claim_retention=settings.failed_claim_retention,
+    )
+    lifecycle = plan_claim_lifecycle(claims, nodes, [*live, *described], now=deps.clock.now(), policy=policy)
+    record_results(outcome, lifecycle, executor.apply(lifecycle))
+    if isinstance(cause, Sweep):
+        sweep = plan_orphan_sweep(
+            live,
+            {c.name for c in claims},
+            cluster=settings.cluster_name,
+            now=deps.clock.now(),
+            grace=settings.orphan_grace,
+        )
+        record_results(outcome, sweep, executor.apply(sweep))

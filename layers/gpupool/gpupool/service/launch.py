@@ -1,0 +1,136 @@
+"""The launch entry point: close every (or one) pool's capacity gap, claim first, instance second.
+
+Role: `handle_launch(cause, deps, *, dry_run=False) -> Outcome` for Reconcile causes. Keeps
+GPUPools in sync with TensorFusionCluster.spec.gpuPools, then per pool: takes the pool's
+provisioning Lease (so two invocations never fill one gap twice — the loser reports that the
+pool is busy; the next trigger re-decides), and in rounds: fresh snapshot → plan_launch →
+apply; launch failures become plan_launch_failure plans (capacity errors mark the offering
+unavailable in the pool, so the next round picks the next cheapest). Ends with the pool status.
+
+Must not: decide itself (decisions are pure core functions) or keep state between invocations.
+"""
+
+from __future__ import annotations
+
+from gpupool.core.decisions.launch import plan_launch, plan_launch_failure
+from gpupool.core.decisions.pool_status import plan_pool_status
+from gpupool.core.intake.causes import Ignored, Reconcile
+from gpupool.core.plan import LaunchInstance, Plan
+from gpupool.service.deps import Deps
+from gpupool.service.errors import CapacityUnavailable, DomainError, NotFound, PermanentError
+from gpupool.service.executor import ActionResult, Executor
+from gpupool.service.outcome import Outcome
+from gpupool.service.pools import ClusterReads, select_pools, snapshot_of, sync_cluster_pools
+from gpupool.service.results import record_results
+
+__all__ = ["handle_launch", "lease_name"]
+
+
+def lease_name(pool: str) -> str:
+    return f"gpupool-launch-{pool}"[:253]
+
+
+def _handled(result: ActionResult) -> bool:
+    """Launch failures the next decision handles (claim Failed, offering marked) are not errors."""
+    return isinstance(result.action, LaunchInstance) and isinstance(
+        result.error, CapacityUnavailable | PermanentError
+    )
+
+
+def _record(outcome: Outcome, plan: Plan, results: list[ActionResult]) -> None:
+    record_results(outcome, plan, results, handled=_handled)
+
+
+def handle_launch(cause: object, deps: Deps, *, dry_run: bool = False) -> Outcome:
+    """Reconcile one pool (`cause.pool`) or all; other causes are acknowledged with a reason."""
+    outcome = Outcome()
+    if isinstance(cause, Ignored):
+        outcome.note(f"ignored: {cause.reason}")
+        return outcome
+    if not isinstance(cause, Reconcile):
+        outcome.note(f"launch does not act on {getattr(cause, 'kind', type(cause).__name__)}")
+        return outcome
+    executor = Executor(deps, event_id=cause.event_id, dry_run=dry_run)
+    try:
+        _record(outcome, *sync_cluster_pools(deps, executor))
+        pools = select_pools(deps, cause.pool)
+    except DomainError as error:
+        outcome.errors.append(f"reading pools: {error.message}")
+        outcome.retryable = error.retryable
+        return outcome
+    if cause.pool and not pools:
+        outcome.note(f"pool {cause.pool} not found")
+    for pool in pools:
+        try:
+            _launch_pool(pool.name, deps, executor, outcome, dry_run=dry_run)
+        except DomainError as error:
+            outcome.errors.append(f"pool {pool.name}: {type(error).__name__}: {error.message}")
+            outcome.retryable = outcome.retryable or error.retryable
+    return outcome
+
+
+def _launch_pool(name: str, deps: Deps, executor: Executor, outcome: Outcome, *, dry_run: bool) -> None:
+    cluster, settings = deps.cluster, deps.settings
+    if not dry_run:
+        acquired = cluster.try_acquire_lease(
+            lease_name(name), holder=deps.holder, now=deps.clock.now(), duration=settings.lease_duration
+        )
+        if not acquired:
+            outcome.note(f"pool {name}: another invocation holds its provisioning lease; it closes the gap")
+            return
+    try:
+        for _ in range(settings.max_launch_rounds):
+            if not _launch_round(name, deps, executor, outcome):
+                break
+            if dry_run:
+                break
+        try:
+            snapshot = snapshot_of(deps, cluster.get_pool(name), ClusterReads.load(deps))
+        except NotFound:
+            return
+        status = plan_pool_status(snapshot, now=deps.clock.now())
+        _record(outcome, status, executor.apply(status))
+    finally:
+        if not dry_run:
+            cluster.release_lease(lease_name(name), holder=deps.holder)
+
+
+def _launch_round(name: str, deps: Deps, executor: Executor, outcome: Outcome) -> bool:
+    """One decide-and-apply round; True when a capacity error asks for another round."""
+    settings = deps.settings
+    try:
+        pool = deps.cluster.get_pool(name)
+    except NotFound:
+        outcome.note(f"pool {name} disappeared")
+        return False
+    snapshot = snapshot_of(deps, pool, ClusterReads.load(deps))
+    suffixes = [deps.new_suffix() for _ in range(settings.max_nodes_per_plan)]
+    plan = plan_launch(
+        snapshot,
+        deps.offerings,
+        now=deps.clock.now(),
+        suffixes=suffixes,
+        max_nodes=settings.max_nodes_per_plan,
+    )
+    results = executor.apply(plan)
+    _record(outcome, plan, results)
+    again = False
+    for result in results:
+        action, error = result.action, result.error
+        if not isinstance(action, LaunchInstance) or not isinstance(
+            error, CapacityUnavailable | PermanentError
+        ):
+            continue
+        capacity = isinstance(error, CapacityUnavailable)
+        failure = plan_launch_failure(
+            snapshot,
+            action.claim or "",
+            action.offering,
+            capacity=capacity,
+            message=error.message,
+            now=deps.clock.now(),
+            unavailable_for=settings.offering_unavailable_for,
+        )
+        _record(outcome, failure, executor.apply(failure))
+        again = again or capacity
+    return again
