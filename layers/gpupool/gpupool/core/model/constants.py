@@ -72,9 +72,19 @@ ANNOTATION_WORKLOAD_PROFILE: Final = f"{DOMAIN}/workload-profile"
 ANNOTATION_IS_LOCAL_GPU: Final = f"{DOMAIN}/is-local-gpu"
 ANNOTATION_DEDICATED_GPU: Final = f"{DOMAIN}/dedicated-gpu"
 ANNOTATION_GPU_INDICES: Final = f"{DOMAIN}/gpu-indices"
+ANNOTATION_GPU_IDS: Final = f"{DOMAIN}/gpu-ids"  # the GPUs the scheduler chose (not user-set)
+ANNOTATION_INDEX: Final = f"{DOMAIN}/index"  # pod index for the device plugin (1-512)
+ANNOTATION_EMBEDDED_WORKER: Final = f"{DOMAIN}/embedded-worker"
+ANNOTATION_DEDICATED_WORKER: Final = f"{DOMAIN}/dedicated-worker"
+ANNOTATION_EVICTION_PROTECTION: Final = f"{DOMAIN}/eviction-protection"
+ANNOTATION_IS_DEFAULT_POOL: Final = f"{DOMAIN}/is-default-pool"
+LABEL_WORKLOAD: Final = f"{DOMAIN}/workload"
+TAINT_USED_BY: Final = f"{DOMAIN}/used-by"  # PreferNoSchedule during progressive migration
 
 COMPONENT_WORKER: Final = "worker"
 COMPONENT_CLIENT: Final = "client"
+COMPONENT_HYPERVISOR: Final = "hypervisor"
+COMPONENT_NODE_DISCOVERY: Final = "node-discovery"
 QOS_LEVELS: Final = ("low", "medium", "high", "critical")
 ISOLATION_MODES: Final = ("shared", "soft", "hard", "partitioned")
 DEFAULT_ISOLATION: Final = "soft"
@@ -90,10 +100,15 @@ def index_resource(index: int) -> str:
     return f"{DOMAIN}/index_{index:x}"
 
 
-# ---- finalizer ---------------------------------------------------------------------------
+# ---- finalizer (on every object TensorFusion's controllers own) ---------------------------
 FINALIZER: Final = f"{DOMAIN}/finalizer"
+SYSTEM_NAMESPACE: Final = "tensor-fusion-sys"
 
 # ---- conditions, reasons, events ---------------------------------------------------------
+CONDITION_READY: Final = "Ready"
+CONDITION_NODE_PROVISIONED: Final = "NodeProvisioned"
+CONDITION_POOL_READY: Final = "PoolReady"
+CONDITION_GPU_POOL_READY: Final = "GPUPoolReady"
 CONDITION_CLOUD_VENDOR_CONNECTION_READY: Final = "CloudVendorConnectionReady"
 REASON_CLOUD_VENDOR_CONNECTION_OK: Final = "CloudVendorConnectionOK"
 REASON_CLOUD_VENDOR_CONNECTION_FAILED: Final = "CloudVendorConnectionFailed"
