@@ -14,6 +14,7 @@ from gpupool.core.model import (
     Pod,
     load_documents,
     load_manifests,
+    parse_as,
     parse_manifest,
 )
 from gpupool.core.model.registry import describe, is_shallow_kind, model_for
@@ -139,3 +140,12 @@ def test_shallow_kinds() -> None:
     assert is_shallow_kind("v1", "Pod")
     assert not is_shallow_kind("tensor-fusion.ai/v1", "GPUPool")
     assert not is_shallow_kind("example.com/v1", "Widget")
+
+
+def test_parse_as_returns_the_requested_kind_or_says_which_it_got() -> None:
+    manifest = {"apiVersion": "tensor-fusion.ai/v1", "kind": "GPUPool", "metadata": {"name": "p"}}
+    assert parse_as(GPUPool, manifest).name == "p"
+    with pytest.raises(ManifestError, match="kind: expected Node, got GPUPool"):
+        parse_as(Node, manifest)
+    with pytest.raises(ManifestError, match=r"spec\.colour: unknown field"):
+        parse_as(GPUPool, {**manifest, "spec": {"colour": "red"}})

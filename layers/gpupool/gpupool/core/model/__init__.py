@@ -68,6 +68,7 @@ from gpupool.core.model.registry import (
     ManifestError,
     load_documents,
     load_manifests,
+    parse_as,
     parse_manifest,
 )
 from gpupool.core.model.scheduling import (
@@ -141,5 +142,6 @@ __all__ = [
     "TopLevel",
     "load_documents",
     "load_manifests",
+    "parse_as",
     "parse_manifest",
 ]

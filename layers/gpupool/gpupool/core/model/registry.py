@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
 from pydantic import ValidationError
@@ -35,12 +35,16 @@ __all__ = [
     "FieldError",
     "ManifestError",
     "describe",
+    "field_errors",
     "is_shallow_kind",
     "load_documents",
     "load_manifests",
     "model_for",
+    "parse_as",
     "parse_manifest",
 ]
+
+ModelT = TypeVar("ModelT", bound=TopLevel)
 
 # The tensor-fusion.ai/v1 kinds gpupool models in depth (and generates CRDs for).
 TENSOR_FUSION_KINDS: tuple[type[TopLevel], ...] = (
@@ -178,6 +182,14 @@ def parse_manifest(obj: Mapping[str, Any]) -> TopLevel:
         return model.model_validate(dict(obj))
     except ValidationError as exc:
         raise ManifestError(what, field_errors(exc)) from None
+
+
+def parse_as(model: type[ModelT], obj: Mapping[str, Any]) -> ModelT:
+    """`obj` as exactly `model` (e.g. parse_as(GPUPool, d) -> GPUPool); ManifestError otherwise."""
+    parsed = parse_manifest(obj)
+    if not isinstance(parsed, model):
+        raise ManifestError(describe(obj), [FieldError("kind", f"expected {model.KIND}, got {parsed.KIND}")])
+    return parsed
 
 
 def load_documents(text: str) -> list[Any]:
