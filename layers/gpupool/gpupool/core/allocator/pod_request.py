@@ -119,22 +119,25 @@ def request_from_pod(pod: Pod, *, default_pool: str = "") -> GpuRequest:
     has_percent = c.ANNOTATION_COMPUTE_PERCENT_REQUEST in notes or c.ANNOTATION_COMPUTE_PERCENT_LIMIT in notes
     if has_tflops and has_percent:
         raise RequestError("set either tflops-request/limit or compute-percent-request/limit, not both")
+    # Limits are read first: when the webhook copied a bad limit into the request, the error
+    # should name the annotation the user wrote.
     t_limit_text = get(c.ANNOTATION_TFLOPS_LIMIT)
     t_request_text = get(c.ANNOTATION_TFLOPS_REQUEST, t_limit_text)
+    tflops_limit_read = parse_tflops(c.ANNOTATION_TFLOPS_LIMIT, t_limit_text) if t_limit_text else None
     tflops_request = parse_tflops(c.ANNOTATION_TFLOPS_REQUEST, t_request_text) if t_request_text else 0
-    tflops_limit = parse_tflops(c.ANNOTATION_TFLOPS_LIMIT, t_limit_text) if t_limit_text else tflops_request
+    tflops_limit = tflops_request if tflops_limit_read is None else tflops_limit_read
     v_limit_text = get(c.ANNOTATION_VRAM_LIMIT)
     v_request_text = get(c.ANNOTATION_VRAM_REQUEST, v_limit_text)
+    vram_limit_read = parse_vram(c.ANNOTATION_VRAM_LIMIT, v_limit_text) if v_limit_text else None
     vram_request = parse_vram(c.ANNOTATION_VRAM_REQUEST, v_request_text) if v_request_text else 0
-    vram_limit = parse_vram(c.ANNOTATION_VRAM_LIMIT, v_limit_text) if v_limit_text else vram_request
+    vram_limit = vram_request if vram_limit_read is None else vram_limit_read
     p_limit_text = get(c.ANNOTATION_COMPUTE_PERCENT_LIMIT)
     p_request_text = get(c.ANNOTATION_COMPUTE_PERCENT_REQUEST, p_limit_text)
+    percent_limit_read = _percent(c.ANNOTATION_COMPUTE_PERCENT_LIMIT, p_limit_text) if p_limit_text else None
     percent_request = (
         _percent(c.ANNOTATION_COMPUTE_PERCENT_REQUEST, p_request_text) if p_request_text else None
     )
-    percent_limit = (
-        _percent(c.ANNOTATION_COMPUTE_PERCENT_LIMIT, p_limit_text) if p_limit_text else percent_request
-    )
+    percent_limit = percent_request if percent_limit_read is None else percent_limit_read
     if tflops_limit < tflops_request:
         raise RequestError(f"tflops-limit {t_limit_text} is below tflops-request {t_request_text}")
     if vram_limit < vram_request:

@@ -1,0 +1,308 @@
+"""The pod mutating webhook's decision: which pods move to TensorFusion, with which defaults.
+
+Role: for a pod labelled `tensor-fusion.ai/enabled=true` (and within `enabled-replicas`), fill in
+the GPU annotations' defaults (request = limit when only the limit is set; GPUResourceQuota
+single defaults; qos high when request == limit, else the pool's defaultQoS, else medium; the
+default pool; isolation soft; gpu-count from nvidia.com/gpu), validate every value, enforce the
+namespace's GPUResourceQuota, set schedulerName, drop native nvidia.com/gpu and add the
+`tensor-fusion.ai/index_0` extended resource the scheduler extender is registered for. In the
+production guide's progressive-migration mode, pods that keep native nvidia.com/gpu are routed to
+tensor-fusion-scheduler too, so the extender keeps them off nodes TensorFusion already uses.
+
+Must not: read the cluster (the relay passes pools, quota, usage and replica counts in), or
+create anything: a denial changes nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import ValidationError
+
+from gpupool.core.admission.review import pointer
+from gpupool.core.allocator.build import quota_limits
+from gpupool.core.allocator.pod_request import RequestError, request_from_pod
+from gpupool.core.allocator.quota import QuotaUsage, quota_failure
+from gpupool.core.allocator.request import GpuRequest
+from gpupool.core.model import constants as c
+from gpupool.core.model.foreign import Pod
+from gpupool.core.model.quota import GPUResourceQuota
+
+__all__ = ["NATIVE_GPU_RESOURCE", "AdmissionContext", "Denial", "Mutation", "PoolInfo", "mutate_pod"]
+
+NATIVE_GPU_RESOURCE = "nvidia.com/gpu"
+SCHEDULER_RESOURCE = c.index_resource(0)
+DEFAULT_SCHEDULERS = (None, "", "default-scheduler")
+
+
+class Denial(Exception):
+    """The pod is rejected; the message says why and what to change."""
+
+
+@dataclass(frozen=True, slots=True)
+class PoolInfo:
+    name: str
+    default_qos: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AdmissionContext:
+    """What the relay knows about the cluster when the pod arrives."""
+
+    pools: Mapping[str, PoolInfo] = field(default_factory=dict)
+    default_pool: str | None = None
+    quota: GPUResourceQuota | None = None
+    quota_usage: QuotaUsage = field(default_factory=QuotaUsage)
+    progressive_migration: bool = False
+    migrated_replicas: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Mutation:
+    patch: list[dict[str, Any]]
+    notes: list[str]
+
+
+def _native_gpus(pod: Pod) -> int:
+    total = 0
+    for container in pod.spec.containers:
+        amount = container.resources.limits.get(NATIVE_GPU_RESOURCE) or container.resources.requests.get(
+            NATIVE_GPU_RESOURCE
+        )
+        if amount is not None:
+            total += int(amount.value)
+    return total
+
+
+def _route_native(raw: Mapping[str, Any], pod: Pod, ctx: AdmissionContext, notes: list[str]) -> Mutation:
+    """Pods that keep nvidia.com/gpu: untouched, or (progressive migration) sent to our scheduler."""
+    if (
+        not ctx.progressive_migration
+        or _native_gpus(pod) == 0
+        or pod.spec.scheduler_name not in DEFAULT_SCHEDULERS
+    ):
+        return Mutation([], notes)
+    patch = [{"op": "add", "path": "/spec/schedulerName", "value": c.SCHEDULER_NAME}]
+    patch += _index_resource_ops(raw)
+    notes.append("native nvidia.com/gpu pod routed to tensor-fusion-scheduler (progressive migration)")
+    return Mutation(patch, notes)
+
+
+def _index_resource_ops(raw: Mapping[str, Any]) -> list[dict[str, Any]]:
+    containers = (raw.get("spec") or {}).get("containers") or []
+    if not containers:
+        return []
+    resources = containers[0].get("resources")
+    if not isinstance(resources, Mapping):
+        return [
+            {
+                "op": "add",
+                "path": pointer("spec", "containers", 0, "resources"),
+                "value": {"limits": {SCHEDULER_RESOURCE: "1"}},
+            }
+        ]
+    if not isinstance(resources.get("limits"), Mapping):
+        return [
+            {
+                "op": "add",
+                "path": pointer("spec", "containers", 0, "resources", "limits"),
+                "value": {SCHEDULER_RESOURCE: "1"},
+            }
+        ]
+    return [
+        {
+            "op": "add",
+            "path": pointer("spec", "containers", 0, "resources", "limits", SCHEDULER_RESOURCE),
+            "value": "1",
+        }
+    ]
+
+
+def _drop_native_ops(raw: Mapping[str, Any]) -> list[dict[str, Any]]:
+    ops: list[dict[str, Any]] = []
+    for index, container in enumerate((raw.get("spec") or {}).get("containers") or []):
+        for section in ("limits", "requests"):
+            amounts = (container.get("resources") or {}).get(section) or {}
+            if NATIVE_GPU_RESOURCE in amounts:
+                ops.append(
+                    {
+                        "op": "remove",
+                        "path": pointer(
+                            "spec", "containers", index, "resources", section, NATIVE_GPU_RESOURCE
+                        ),
+                    }
+                )
+    return ops
+
+
+def _apply_quota_defaults(notes: dict[str, str], quota: GPUResourceQuota | None) -> None:
+    if quota is None:
+        return
+    single = quota.spec.single
+    for resource, request_key, limit_key in (
+        ("tflops", c.ANNOTATION_TFLOPS_REQUEST, c.ANNOTATION_TFLOPS_LIMIT),
+        ("vram", c.ANNOTATION_VRAM_REQUEST, c.ANNOTATION_VRAM_LIMIT),
+    ):
+        if request_key in notes or limit_key in notes:
+            continue
+        if resource == "tflops" and (
+            c.ANNOTATION_COMPUTE_PERCENT_REQUEST in notes or c.ANNOTATION_COMPUTE_PERCENT_LIMIT in notes
+        ):
+            continue
+        for source, key in ((single.default_requests, request_key), (single.default_limits, limit_key)):
+            value = getattr(source, resource) if source is not None else None
+            if value is not None:
+                notes[key] = str(value)
+
+
+def _default_request_to_limit(notes: dict[str, str]) -> None:
+    for request_key, limit_key in (
+        (c.ANNOTATION_TFLOPS_REQUEST, c.ANNOTATION_TFLOPS_LIMIT),
+        (c.ANNOTATION_VRAM_REQUEST, c.ANNOTATION_VRAM_LIMIT),
+        (c.ANNOTATION_COMPUTE_PERCENT_REQUEST, c.ANNOTATION_COMPUTE_PERCENT_LIMIT),
+    ):
+        if request_key not in notes and limit_key in notes:
+            notes[request_key] = notes[limit_key]
+        if limit_key not in notes and request_key in notes:
+            notes[limit_key] = notes[request_key]
+
+
+def _enabled_here(pod: Pod, ctx: AdmissionContext, notes: list[str]) -> bool:
+    if pod.metadata.labels.get(c.LABEL_ENABLED) != "true":
+        return False
+    text = pod.metadata.annotations.get(c.ANNOTATION_ENABLED_REPLICAS)
+    if text is None:
+        return True
+    try:
+        wanted = int(text.strip())
+    except ValueError:
+        raise Denial(f"annotation {c.ANNOTATION_ENABLED_REPLICAS}={text!r} is not a whole number") from None
+    if wanted < 0:
+        raise Denial(f"annotation {c.ANNOTATION_ENABLED_REPLICAS}={text!r} must not be negative")
+    if ctx.migrated_replicas >= wanted:
+        notes.append(
+            f"{ctx.migrated_replicas} of {wanted} enabled replicas already use TensorFusion; "
+            "this one keeps nvidia.com/gpu"
+        )
+        return False
+    return True
+
+
+def mutate_pod(raw: Mapping[str, Any], namespace: str, ctx: AdmissionContext) -> Mutation:
+    """The JSONPatch for one pod CREATE, or Denial with the reason."""
+    try:
+        pod = Pod.model_validate(raw)
+    except ValidationError as exc:
+        raise Denial(f"pod object is not readable: {exc.errors()[0].get('msg', exc)}") from None
+    notes_out: list[str] = []
+    if not _enabled_here(pod, ctx, notes_out):
+        return _route_native(raw, pod, ctx, notes_out)
+    notes = dict(pod.metadata.annotations)
+    _apply_quota_defaults(notes, ctx.quota)
+    _default_request_to_limit(notes)
+    native = _native_gpus(pod)
+    has_compute = any(k in notes for k in (c.ANNOTATION_TFLOPS_REQUEST, c.ANNOTATION_COMPUTE_PERCENT_REQUEST))
+    if not has_compute and c.ANNOTATION_VRAM_REQUEST not in notes:
+        if native == 0:
+            raise Denial(
+                "pod is labelled tensor-fusion.ai/enabled=true but asks for no GPU: set "
+                "tensor-fusion.ai/tflops-request|limit (or compute-percent-request|limit) "
+                "and vram-request|limit"
+            )
+        notes[c.ANNOTATION_COMPUTE_PERCENT_REQUEST] = notes[c.ANNOTATION_COMPUTE_PERCENT_LIMIT] = "100"
+        notes_out.append(f"no GPU annotations: {native} whole GPU(s) from nvidia.com/gpu")
+    if native and c.ANNOTATION_GPU_COUNT not in notes:
+        notes[c.ANNOTATION_GPU_COUNT] = str(native)
+    pool = notes.get(c.ANNOTATION_GPU_POOL) or ctx.default_pool
+    if not pool:
+        raise Denial(f"no {c.ANNOTATION_GPU_POOL} annotation and no default GPU pool in the cluster")
+    if ctx.pools and pool not in ctx.pools:
+        raise Denial(f"GPU pool {pool!r} does not exist (known pools: {', '.join(sorted(ctx.pools))})")
+    notes[c.ANNOTATION_GPU_POOL] = pool
+    notes.setdefault(c.ANNOTATION_ISOLATION, c.DEFAULT_ISOLATION)
+    if c.ANNOTATION_QOS not in notes:
+        balanced = all(
+            notes.get(request_key) == notes.get(limit_key)
+            for request_key, limit_key in (
+                (c.ANNOTATION_TFLOPS_REQUEST, c.ANNOTATION_TFLOPS_LIMIT),
+                (c.ANNOTATION_VRAM_REQUEST, c.ANNOTATION_VRAM_LIMIT),
+                (c.ANNOTATION_COMPUTE_PERCENT_REQUEST, c.ANNOTATION_COMPUTE_PERCENT_LIMIT),
+            )
+        )
+        pool_info = ctx.pools.get(pool)
+        notes[c.ANNOTATION_QOS] = "high" if balanced else (pool_info and pool_info.default_qos) or "medium"
+    candidate = pod.model_copy(
+        update={"metadata": pod.metadata.model_copy(update={"annotations": notes, "namespace": namespace})}
+    )
+    try:
+        request = request_from_pod(candidate, default_pool=pool)
+    except RequestError as exc:
+        raise Denial(str(exc)) from None
+    _check_quota(request.namespace, request, ctx)
+    return Mutation(_patch(raw, pod, notes, ctx), notes_out)
+
+
+def _check_quota(namespace: str, request: GpuRequest, ctx: AdmissionContext) -> None:
+    if ctx.quota is None:
+        return
+    single = ctx.quota.spec.single
+    count = request.gpu_count
+    if single.max_gpu_count is not None and count > single.max_gpu_count:
+        raise Denial(
+            f"GPUResourceQuota of namespace {namespace!r}: gpu-count {count} is above "
+            f"single.maxGPUCount {single.max_gpu_count}"
+        )
+    for label, bound, amount in (
+        (
+            "single.maxRequests.tflops",
+            single.max_requests.tflops if single.max_requests else None,
+            request.tflops_request,
+        ),
+        (
+            "single.maxLimits.tflops",
+            single.max_limits.tflops if single.max_limits else None,
+            request.tflops_limit,
+        ),
+        (
+            "single.maxRequests.vram",
+            single.max_requests.vram if single.max_requests else None,
+            request.vram_request,
+        ),
+        ("single.maxLimits.vram", single.max_limits.vram if single.max_limits else None, request.vram_limit),
+    ):
+        scale = 1000 if "tflops" in label else 1
+        if bound is not None and amount * count > bound.value * scale:
+            raise Denial(
+                f"GPUResourceQuota of namespace {namespace!r}: the pod asks for "
+                f"{label.split('.', 1)[1]} above {label} {bound}"
+            )
+    failure = quota_failure(
+        namespace,
+        quota_limits(ctx.quota),
+        ctx.quota_usage,
+        tflops_request=request.tflops_request * count,
+        tflops_limit=request.tflops_limit * count,
+        vram_request=request.vram_request * count,
+        vram_limit=request.vram_limit * count,
+    )
+    if failure is not None:
+        raise Denial(failure)
+
+
+def _patch(
+    raw: Mapping[str, Any], pod: Pod, notes: dict[str, str], ctx: AdmissionContext
+) -> list[dict[str, Any]]:
+    ops: list[dict[str, Any]] = []
+    existing = (raw.get("metadata") or {}).get("annotations")
+    if not isinstance(existing, Mapping):
+        ops.append({"op": "add", "path": "/metadata/annotations", "value": notes})
+    else:
+        for key, value in sorted(notes.items()):
+            if existing.get(key) != value:
+                ops.append({"op": "add", "path": pointer("metadata", "annotations", key), "value": value})
+    ops.append({"op": "add", "path": "/spec/schedulerName", "value": c.SCHEDULER_NAME})
+    ops += _drop_native_ops(raw)
+    ops += _index_resource_ops(raw)
+    return ops
