@@ -125,6 +125,10 @@ class KubeRequestHandler(BaseHTTPRequestHandler):
             return 200, b"ok"
         if path == "/version":
             return 200, discovery.VERSION_INFO
+        if path == "/openapi/v2" and "protobuf" in self.headers.get("Accept", ""):
+            # An empty protobuf message is a valid, empty OpenAPI document: kubectl then
+            # skips client-side schema validation instead of refusing `create -f`.
+            return 200, discovery.EMPTY_OPENAPI_V2
         target = parse(path)
         if isinstance(target, DiscoveryPath):
             return 200, self._discovery(target)

@@ -24,6 +24,7 @@ from gpupool.local.kubeapi.resources import ResourceType
 JsonObject = dict[str, Any]
 # Upstream's generateName alphabet: no vowels or look-alike digits, so no accidental words.
 _SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+_INITIAL_PHASE = {"pods": "Pending", "namespaces": "Active"}
 SERVER_OWNED = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation")
 
 
@@ -74,6 +75,11 @@ def prepare_create(rt: ResourceType, body: JsonObject, namespace: str | None, no
     meta["creationTimestamp"] = rfc3339(now)
     if rt.tracks_generation:
         meta["generation"] = 1
+    initial_phase = _INITIAL_PHASE.get(rt.plural) if rt.group == "" else None
+    if initial_phase is not None:
+        status = obj.setdefault("status", {})
+        if isinstance(status, dict):
+            status.setdefault("phase", initial_phase)
     if rt.has_status and not rt.builtin:
         # Custom resources with a status subresource drop status on create, as upstream does.
         obj.pop("status", None)

@@ -88,7 +88,7 @@ class EmbeddedKubeAPI:
             raise RuntimeError("the embedded API server is already running")
         self._server = KubeHTTPServer(self._address, self.cluster)
         self._thread = threading.Thread(
-            target=self._server.serve_forever, name="gpupool-kubeapi", daemon=True
+            target=self._server.serve_forever, args=(0.05,), name="gpupool-kubeapi", daemon=True
         )
         self._thread.start()
         self.write_kubeconfig(self.kubeconfig_path)
