@@ -174,7 +174,7 @@ def test_over_quota_is_denied_and_says_which_total() -> None:
         quota_usage=QuotaUsage(tflops_requests=100_000),
     )
     with pytest.raises(
-        Denial, match="total requests.tflops would be 200 TFLOPS, above the quota's 150 TFLOPS"
+        Denial, match=r"total requests\.tflops would be 200 TFLOPS, above the quota's 150 TFLOPS"
     ):
         mutate_pod(pod(BASE), "team", ctx)
     single = AdmissionContext(
