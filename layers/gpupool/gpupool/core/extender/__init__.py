@@ -1,0 +1,28 @@
+"""kube-scheduler extender (pure): exact wire shapes and filter / prioritize / bind decisions."""
+
+from gpupool.core.extender.handle import classify, handle_filter, handle_prioritize, reserve_for_bind
+from gpupool.core.extender.wire import (
+    BindingArgs,
+    ExtenderArgs,
+    WireError,
+    binding_result,
+    filter_result,
+    host_priority_list,
+    parse_binding_args,
+    parse_extender_args,
+)
+
+__all__ = [
+    "BindingArgs",
+    "ExtenderArgs",
+    "WireError",
+    "binding_result",
+    "classify",
+    "filter_result",
+    "handle_filter",
+    "handle_prioritize",
+    "host_priority_list",
+    "parse_binding_args",
+    "parse_extender_args",
+    "reserve_for_bind",
+]

@@ -1,0 +1,121 @@
+"""Extender decisions: filter, prioritize and the reservation half of bind, over the allocator.
+
+Role: classify the pod (a TensorFusion worker with GPU annotations; a pod keeping native
+nvidia.com/gpu under progressive migration; anything else), then answer in kube-scheduler's
+shapes. Bind here only reserves (or explains why it cannot); writing the GPU annotation and the
+Binding is the relay's job, which releases the reservation if either write fails.
+
+Must not: lock, call the API server, or log.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import ValidationError
+
+from gpupool.core.admission.mutate import NATIVE_GPU_RESOURCE
+from gpupool.core.allocator.allocator import AllocationError, Allocator
+from gpupool.core.allocator.pod_request import RequestError, request_from_pod
+from gpupool.core.allocator.records import Allocation
+from gpupool.core.allocator.request import GpuRequest
+from gpupool.core.extender.wire import ExtenderArgs, filter_result, host_priority_list
+from gpupool.core.model import constants as c
+from gpupool.core.model.foreign import Pod
+
+__all__ = ["classify", "handle_filter", "handle_prioritize", "reserve_for_bind"]
+
+_GPU_KEYS = (
+    c.ANNOTATION_TFLOPS_REQUEST,
+    c.ANNOTATION_TFLOPS_LIMIT,
+    c.ANNOTATION_VRAM_REQUEST,
+    c.ANNOTATION_VRAM_LIMIT,
+    c.ANNOTATION_COMPUTE_PERCENT_REQUEST,
+    c.ANNOTATION_COMPUTE_PERCENT_LIMIT,
+)
+
+
+def classify(raw: Mapping[str, Any], *, default_pool: str) -> GpuRequest | str | None:
+    """A GpuRequest for a TensorFusion pod, "native" for a native-GPU pod, None for others.
+
+    Raises RequestError for a TensorFusion pod whose annotations cannot be read.
+    """
+    try:
+        pod = Pod.model_validate(raw)
+    except ValidationError as exc:
+        raise RequestError(f"pod object is not readable: {exc.errors()[0].get('msg', exc)}") from None
+    if any(key in pod.metadata.annotations for key in _GPU_KEYS):
+        return request_from_pod(pod, default_pool=default_pool)
+    for container in pod.spec.containers:
+        if (
+            NATIVE_GPU_RESOURCE in container.resources.limits
+            or NATIVE_GPU_RESOURCE in container.resources.requests
+        ):
+            return "native"
+    return None
+
+
+def _native_filter(allocator: Allocator, nodes: list[str]) -> tuple[list[str], dict[str, str]]:
+    state = allocator.state
+    state.ensure_layout()
+    passed: list[str] = []
+    failed: dict[str, str] = {}
+    for node in nodes:
+        row = state.node_index.get(node)
+        workers = 0 if row is None else int(state.node_workers[row])
+        if workers:
+            failed[node] = (
+                f"nativeGpu: node runs {workers} TensorFusion worker(s); pods holding native nvidia.com/gpu "
+                "only go to nodes TensorFusion has not allocated (progressive migration)"
+            )
+        else:
+            passed.append(node)
+    return passed, failed
+
+
+def handle_filter(allocator: Allocator, args: ExtenderArgs, *, default_pool: str) -> dict[str, Any]:
+    """ExtenderFilterResult for one pod; a pod we cannot read fails every node with the reason."""
+    try:
+        kind = classify(args.pod, default_pool=default_pool)
+    except RequestError as exc:
+        reason = f"pod's GPU annotations are invalid: {exc}"
+        return filter_result(args, passed=[], failed={}, unresolvable=dict.fromkeys(args.node_names, reason))
+    if kind is None:
+        return filter_result(args, passed=args.node_names, failed={})
+    if kind == "native":
+        passed, failed = _native_filter(allocator, args.node_names)
+        return filter_result(args, passed=passed, failed=failed)
+    assert isinstance(kind, GpuRequest)
+    result = allocator.filter(kind, args.node_names)
+    return filter_result(args, passed=result.passed, failed=result.failed)
+
+
+def handle_prioritize(allocator: Allocator, args: ExtenderArgs, *, default_pool: str) -> list[dict[str, Any]]:
+    """HostPriorityList (0..10); neutral zeros for pods that are not TensorFusion workers."""
+    try:
+        kind = classify(args.pod, default_pool=default_pool)
+    except RequestError:
+        kind = None
+    if not isinstance(kind, GpuRequest):
+        return host_priority_list(dict.fromkeys(args.node_names, 0))
+    return host_priority_list(allocator.prioritize(kind, args.node_names))
+
+
+def reserve_for_bind(
+    allocator: Allocator, pod_raw: Mapping[str, Any], node: str, *, default_pool: str
+) -> Allocation | None:
+    """Hold GPUs on `node` for the pod (None when the pod needs no GPU reservation).
+
+    Raises AllocationError when another bind took the capacity, or RequestError for bad
+    annotations: the relay answers ExtenderBindingResult.Error and binds nothing.
+    """
+    kind = classify(pod_raw, default_pool=default_pool)
+    if not isinstance(kind, GpuRequest):
+        return None
+    held = allocator.state.allocations.get(kind.key)
+    if held is not None and held.node == node and (not kind.uid or held.uid == kind.uid):
+        return held
+    if held is not None:
+        raise AllocationError(f"pod {kind.key} already holds GPUs {', '.join(held.gpus)} on {held.node}")
+    return allocator.reserve(kind, node)
