@@ -39,9 +39,9 @@ PATCH_TYPES = {
 
 
 class Cluster:
-    def __init__(self, clock: Clock) -> None:
+    def __init__(self, clock: Clock, *, watch_history: int = 200_000) -> None:
         self.clock = clock
-        self.store = Store(clock)
+        self.store = Store(clock, history=watch_history)
         self.registry = Registry()
         self.store.removal_hooks.append(self._on_removed)
         namespaces = next(rt for rt in BUILTIN_TYPES if rt.plural == "namespaces")

@@ -65,7 +65,7 @@ class KubeRequestHandler(BaseHTTPRequestHandler):
             body = self._read_body()
             if query.get("dryRun"):
                 raise errors.bad_request("dryRun is not supported by the embedded API server")
-            answer = self._answer(method, url.path, query, body)
+            answer = self._answer(method, url.path.rstrip("/") or "/", query, body)
             if isinstance(answer, tuple):
                 self._send_json(*answer)
             else:

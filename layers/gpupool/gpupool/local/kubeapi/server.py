@@ -68,9 +68,11 @@ class EmbeddedKubeAPI:
         install_gpupool_crds: bool = True,
         install_karpenter_crds: bool = True,
         extra_crds: Iterable[JsonObject] = (),
+        watch_history: int = 200_000,
     ) -> None:
+        """`watch_history`: how many recent changes a watch may resume from (older → 410)."""
         self.clock: Clock = clock or SystemClock()
-        self.cluster = Cluster(self.clock)
+        self.cluster = Cluster(self.clock, watch_history=watch_history)
         self._address = (host, port)
         self._kubeconfig_path = Path(kubeconfig_path) if kubeconfig_path is not None else None
         self._tempdir: tempfile.TemporaryDirectory[str] | None = None

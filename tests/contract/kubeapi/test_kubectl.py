@@ -1,0 +1,67 @@
+"""Debian's kubectl (1.20) against the embedded API server: discovery, get, create (from a
+generator and from a file), delete. Skipped where kubectl is not installed."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from kubernetes import client
+
+from gpupool.local.kubeapi import EmbeddedKubeAPI
+
+KUBECTL = shutil.which("kubectl")
+pytestmark = pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed on this machine")
+
+
+def _kubectl(api: EmbeddedKubeAPI, home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    assert KUBECTL is not None
+    env = {"KUBECONFIG": str(api.kubeconfig_path), "HOME": str(home), "PATH": "/usr/bin:/bin"}
+    return subprocess.run([KUBECTL, *args], env=env, capture_output=True, text=True, timeout=60, check=False)
+
+
+def test_kubectl_get_create_delete(kube_api: EmbeddedKubeAPI, core: client.CoreV1Api, tmp_path: Path) -> None:
+    created = _kubectl(kube_api, tmp_path, "create", "namespace", "demo")
+    assert created.returncode == 0, created.stderr
+    manifest = tmp_path / "pod.yaml"
+    manifest.write_text(
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: web, namespace: demo, labels: {app: web}}\n"
+        "spec: {containers: [{name: main, image: busybox}]}\n"
+    )
+    from_file = _kubectl(kube_api, tmp_path, "create", "-f", str(manifest))
+    assert from_file.returncode == 0, from_file.stderr
+    assert core.read_namespaced_pod("web", "demo").metadata.labels == {"app": "web"}
+
+    table = _kubectl(kube_api, tmp_path, "get", "pods", "-n", "demo")
+    assert table.returncode == 0, table.stderr
+    assert table.stdout.split()[:3] == ["NAME", "STATUS", "AGE"] and "web" in table.stdout
+    name = _kubectl(
+        kube_api,
+        tmp_path,
+        "get",
+        "pods",
+        "-n",
+        "demo",
+        "-l",
+        "app=web",
+        "-o",
+        "jsonpath={.items[0].metadata.name}",
+    )
+    assert name.stdout == "web", name.stderr
+
+    deleted = _kubectl(kube_api, tmp_path, "delete", "pod", "web", "-n", "demo")
+    assert deleted.returncode == 0, deleted.stderr
+    assert core.list_namespaced_pod("demo").items == []
+    missing = _kubectl(kube_api, tmp_path, "get", "pod", "web", "-n", "demo")
+    assert missing.returncode != 0 and "NotFound" in missing.stderr
+
+
+def test_kubectl_sees_custom_resources(kube_api: EmbeddedKubeAPI, tmp_path: Path) -> None:
+    manifest = tmp_path / "nodepool.yaml"
+    manifest.write_text("apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: gpu}\nspec: {}\n")
+    assert _kubectl(kube_api, tmp_path, "create", "-f", str(manifest)).returncode == 0
+    listed = _kubectl(kube_api, tmp_path, "get", "nodepools.karpenter.sh", "-o", "name")
+    assert listed.stdout.strip() == "nodepool.karpenter.sh/gpu", listed.stderr
+    assert _kubectl(kube_api, tmp_path, "delete", "nodepool", "gpu").returncode == 0

@@ -1,0 +1,120 @@
+"""Watch through `kubernetes.watch.Watch`: initial ADDED events, MODIFIED and DELETED,
+resuming from a resourceVersion, timeoutSeconds, selector transitions, 410 Expired."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import pytest
+from kubeapi_builders import crd, node
+from kubernetes import client, config, watch
+from kubernetes.client.exceptions import ApiException
+
+from gpupool.local.kubeapi import EmbeddedKubeAPI
+
+
+def _events(stream: Any) -> list[tuple[str, str]]:
+    return [(event["type"], event["object"].metadata.name) for event in stream]
+
+
+def test_watch_without_resource_version_starts_with_current_objects(core: client.CoreV1Api) -> None:
+    core.create_node(node("n1"))
+    core.create_node(node("n2"))
+    assert _events(watch.Watch().stream(core.list_node, timeout_seconds=1)) == [
+        ("ADDED", "n1"),
+        ("ADDED", "n2"),
+    ]
+
+
+def test_watch_replays_changes_after_a_resource_version(core: client.CoreV1Api) -> None:
+    start = core.list_node().metadata.resource_version
+    core.create_node(node("n1"))
+    core.patch_node("n1", {"metadata": {"labels": {"a": "b"}}})
+    core.delete_node("n1")
+    seen = _events(watch.Watch().stream(core.list_node, resource_version=start, timeout_seconds=1))
+    assert seen == [("ADDED", "n1"), ("MODIFIED", "n1"), ("DELETED", "n1")]
+
+
+def test_watch_streams_live_events(core: client.CoreV1Api) -> None:
+    start = core.list_namespaced_config_map("default").metadata.resource_version
+    seen: list[tuple[str, str]] = []
+    watcher = watch.Watch()
+
+    def consume() -> None:
+        for event in watcher.stream(
+            core.list_namespaced_config_map, "default", resource_version=start, timeout_seconds=10
+        ):
+            seen.append((event["type"], event["object"].metadata.name))
+            if event["type"] == "DELETED":
+                watcher.stop()
+
+    thread = threading.Thread(target=consume)
+    thread.start()
+    time.sleep(0.2)
+    core.create_namespaced_config_map("default", {"metadata": {"name": "c"}})
+    core.patch_namespaced_config_map("c", "default", {"data": {"k": "v"}})
+    core.create_namespaced_config_map("kube-system", {"metadata": {"name": "elsewhere"}})
+    core.delete_namespaced_config_map("c", "default")
+    thread.join(timeout=10)
+    assert not thread.is_alive()
+    assert seen == [("ADDED", "c"), ("MODIFIED", "c"), ("DELETED", "c")]
+
+
+def test_watch_ends_after_timeout_seconds(core: client.CoreV1Api) -> None:
+    began = time.monotonic()
+    assert _events(watch.Watch().stream(core.list_node, resource_version="1", timeout_seconds=1)) == []
+    assert time.monotonic() - began < 5
+
+
+def test_label_selector_watch_reports_objects_entering_and_leaving(core: client.CoreV1Api) -> None:
+    start = core.list_node().metadata.resource_version
+    core.create_node(node("n1"))
+    core.patch_node("n1", {"metadata": {"labels": {"pool": "gpu"}}})
+    core.patch_node("n1", {"metadata": {"labels": {"pool": "gpu", "x": "y"}}})
+    core.patch_node("n1", {"metadata": {"labels": {"pool": "cpu"}}})
+    stream = watch.Watch().stream(
+        core.list_node, label_selector="pool=gpu", resource_version=start, timeout_seconds=1
+    )
+    assert _events(stream) == [("ADDED", "n1"), ("MODIFIED", "n1"), ("DELETED", "n1")]
+
+
+def test_watch_custom_objects(apiext: client.ApiextensionsV1Api, custom: client.CustomObjectsApi) -> None:
+    apiext.create_custom_resource_definition(crd(scope="Cluster", kind="Gadget", plural="gadgets"))
+    start = custom.list_cluster_custom_object("example.gpupool.dev", "v1", "gadgets")["metadata"][
+        "resourceVersion"
+    ]
+    custom.create_cluster_custom_object(
+        "example.gpupool.dev",
+        "v1",
+        "gadgets",
+        {"apiVersion": "example.gpupool.dev/v1", "kind": "Gadget", "metadata": {"name": "g"}},
+    )
+    custom.delete_cluster_custom_object("example.gpupool.dev", "v1", "gadgets", "g")
+    stream = watch.Watch().stream(
+        custom.list_cluster_custom_object,
+        "example.gpupool.dev",
+        "v1",
+        "gadgets",
+        resource_version=start,
+        timeout_seconds=1,
+    )
+    assert [(e["type"], e["object"]["metadata"]["name"]) for e in stream] == [
+        ("ADDED", "g"),
+        ("DELETED", "g"),
+    ]
+
+
+def test_too_old_resource_version_is_410() -> None:
+    with EmbeddedKubeAPI(watch_history=2) as api:
+        core = client.CoreV1Api(config.new_client_from_config(config_file=str(api.kubeconfig_path)))
+        for index in range(8):
+            core.create_node(node(f"n{index}"))
+        with pytest.raises(ApiException) as raised:
+            list(watch.Watch().stream(core.list_node, resource_version="1", timeout_seconds=1))
+        assert raised.value.status == 410
+        recent = core.list_node().metadata.resource_version
+        core.create_node(node("fresh"))
+        stream = watch.Watch().stream(core.list_node, resource_version=recent, timeout_seconds=1)
+        assert _events(stream) == [("ADDED", "fresh")]
