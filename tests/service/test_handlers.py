@@ -356,3 +356,91 @@ def test_the_services_stdlib_logs_come_out_as_json_with_the_event_keys(logs: io.
     assert len(plan) == 1
     assert plan[0]["node"] == "ip-10-0-1-23.ec2.internal"
     assert plan[0]["event_id"] == "relay-0004-node-joined"
+
+
+# ---- the real service entry points behind the handlers, on the in-memory fakes -----------------
+def _real(function: str, world: Any) -> Callable[[Any, Any], dict[str, Any]]:
+    handler: Callable[[Any, Any], dict[str, Any]] = APPS[function].make_handler(lambda: world.deps)
+    return handler
+
+
+def _relay(sample: str, **data: str) -> dict[str, Any]:
+    request = event(sample)
+    body = json.loads(request["body"])
+    body["data"].update(data)
+    request["body"] = json.dumps(body)
+    return request
+
+
+def test_one_schedule_delivered_ten_times_launches_only_what_the_gap_needs() -> None:
+    from tests.service.fakes import World, make_pool
+
+    world = World(make_pool(min_tflops="130", min_vram="32Gi"))
+    handler = _real("launch", world)
+    results = [handler(event("scheduled-event"), None) for _ in range(10)]
+    assert all(result["status"] == "handled" and not result["errors"] for result in results)
+    claims = world.claims()
+    instances = world.compute.list_managed()
+    assert len(claims) == len({claim.name for claim in claims}) == len(instances) > 0
+    assert sum(len(result["applied"]) for result in results[1:]) == 0
+
+
+def test_a_throttled_launch_raises_for_a_lambda_retry_and_the_retry_finishes_the_job() -> None:
+    from tests.service.fakes import World, make_pool
+
+    world = World(make_pool())
+    world.compute.fail_next("launch", Throttled("RequestLimitExceeded"))
+    handler = _real("launch", world)
+    with pytest.raises(APPS["launch"].RetryableFailure):
+        handler(event("scheduled-event"), None)
+    handler(event("scheduled-event"), None)
+    assert len(world.compute.list_managed()) == len(world.claims(live_only=True)) > 0
+
+
+def test_claim_deleted_webhook_terminates_its_instance() -> None:
+    from tests.service.fakes import World, make_pool
+
+    world = World(make_pool())
+    _real("launch", world)(event("scheduled-event"), None)
+    claim = world.claims()[0]
+    world.cluster.delete_claim(claim.name)
+    response = _real("bind", world)(_relay("function-url-claim-deleted", claim=claim.name), None)
+    assert response["statusCode"] == 200
+    assert claim.name not in {c.name for c in world.claims()}
+    assert claim.status is not None
+    assert claim.status.instance_id not in {i.instance_id for i in world.compute.list_managed()}
+
+
+def test_spot_warning_marks_the_claim_of_the_instance() -> None:
+    from tests.service.fakes import World, make_pool
+
+    world = World(make_pool())
+    _real("launch", world)(event("scheduled-event"), None)
+    instance = world.compute.list_managed()[0]
+    warning = event("ec2-spot-interruption-warning")
+    warning["detail"]["instance-id"] = instance.instance_id
+    result = _real("bind", world)(warning, None)
+    assert result["status"] == "handled"
+    marked = [row for row in result["applied"] if row["instance_id"] == instance.instance_id]
+    assert any(row["result"] == "applied" for row in marked)
+
+
+def test_bad_webhook_changes_nothing_in_the_cluster_or_the_cloud() -> None:
+    from tests.service.fakes import World, make_pool
+
+    world = World(make_pool())
+    calls = (len(world.cluster.calls), len(world.compute.calls))
+    for function in FUNCTIONS:
+        response = _real(function, world)({**event("function-url-node-ready"), "body": "{]"}, None)
+        assert response["statusCode"] == 400
+    assert (len(world.cluster.calls), len(world.compute.calls)) == calls
+
+
+def test_compact_tick_runs_the_real_service() -> None:
+    from tests.service.fakes import World, make_pool
+
+    world = World(make_pool())
+    result = _real("compact", world)(event("scheduler-without-input"), None)
+    assert result["status"] == "handled"
+    assert result["cause"]["kind"] == "compact"
+    assert not result["errors"]
