@@ -1,0 +1,95 @@
+"""plan_claim_lifecycle: one table row per claim situation, asserting the actions it yields."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from gpupool.core.decisions.claim_lifecycle import LifecyclePolicy, plan_claim_lifecycle
+from gpupool.core.snapshot import ManagedInstance
+from tests.unit.decisions.builders import NOW, claim, node
+
+POLICY = LifecyclePolicy()
+
+
+def inst(state: str = "running", claim_name: str = "pool-a-1", instance_id: str = "i-1") -> ManagedInstance:
+    return ManagedInstance(
+        instance_id=instance_id,
+        state=state,
+        claim_name=claim_name,
+        cluster="demo",  # type: ignore[arg-type]
+        launch_time=NOW - timedelta(minutes=1),
+    )
+
+
+CASES = [
+    (
+        "ready node binds",
+        claim(),
+        [node("n1", claim_name="pool-a-1")],
+        [inst()],
+        [("set-claim-phase", "Bound"), ("record-event", None)],
+    ),
+    ("not ready node waits", claim(), [node("n1", claim_name="pool-a-1", ready=False)], [inst()], []),
+    (
+        "registration timeout terminates and fails",
+        claim(age=timedelta(minutes=16)),
+        [],
+        [inst()],
+        [("terminate-instance", None), ("set-claim-phase", "Failed"), ("record-event", None)],
+    ),
+    ("within registration timeout waits", claim(age=timedelta(minutes=14)), [], [inst()], []),
+    (
+        "launch timeout fails a Pending claim",
+        claim(phase="Pending", instance_id=None, age=timedelta(minutes=6)),
+        [],
+        [],
+        [("set-claim-phase", "Failed"), ("record-event", None)],
+    ),
+    (
+        "Pending claim adopts its tagged instance",
+        claim(phase="Pending", instance_id=None),
+        [],
+        [inst()],
+        [("set-claim-phase", "Creating")],
+    ),
+    (
+        "instance gone fails a Bound claim",
+        claim(phase="Bound"),
+        [],
+        [inst("terminated")],
+        [("set-claim-phase", "Failed"), ("record-event", None)],
+    ),
+    (
+        "deleting claim terminates then releases",
+        claim(deleting=True),
+        [],
+        [inst()],
+        [("terminate-instance", None), ("release-claim", None)],
+    ),
+    ("deleting claim without instance releases", claim(deleting=True), [], [], [("release-claim", None)]),
+    (
+        "Failed claim with live instance terminates it",
+        claim(phase="Failed"),
+        [],
+        [inst()],
+        [("terminate-instance", None)],
+    ),
+    (
+        "old Failed claim is deleted",
+        claim(phase="Failed", phase_age=timedelta(minutes=11)),
+        [],
+        [],
+        [("delete-claim", None)],
+    ),
+    ("recent Failed claim stays", claim(phase="Failed", phase_age=timedelta(minutes=1)), [], [], []),
+]
+
+
+@pytest.mark.parametrize(
+    ("title", "the_claim", "nodes", "instances", "expected"), CASES, ids=[c[0] for c in CASES]
+)
+def test_lifecycle(title: str, the_claim, nodes, instances, expected) -> None:  # type: ignore[no-untyped-def]
+    plan = plan_claim_lifecycle([the_claim], nodes, instances, now=NOW, policy=POLICY)
+    assert [(a.kind, getattr(a, "phase", None)) for a in plan.actions] == expected
