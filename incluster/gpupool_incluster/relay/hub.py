@@ -1,0 +1,255 @@
+"""The relay's scheduling hub: one allocator, one lock, and what the webhook needs to know.
+
+Role: apply watched objects (GPUs, pods, GPUPools, GPUResourceQuotas, Nodes) to the allocator;
+answer extender filter / prioritize, webhook admission, simulate-schedule and the allocation
+dump; run bind as reserve (under the lock) → annotate pod → create Binding, releasing the
+reservation if a write fails, so a bind that loses a race leaves the state as it was.
+
+Must not: serve HTTP (see `app`) or hold a Kubernetes client (it gets a `ClusterWriter`).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from gpupool.core.admission import AdmissionContext, Mutation, PoolInfo, mutate_pod
+from gpupool.core.allocator import Allocation, AllocationError, Allocator, PlacementPolicy, Simulation
+from gpupool.core.allocator.build import gpu_info, oversubscription_of, quota_limits
+from gpupool.core.allocator.pod_request import (
+    ANNOTATION_GPU_IDS,
+    RequestError,
+    allocation_from_pod,
+    request_from_pod,
+)
+from gpupool.core.allocator.quota import QuotaUsage
+from gpupool.core.extender import ExtenderArgs, handle_filter, handle_prioritize, reserve_for_bind
+from gpupool.core.model import constants as c
+from gpupool.core.model.foreign import Pod
+from gpupool.core.model.node import GPU
+from gpupool.core.model.pool import GPUPool
+from gpupool.core.model.quota import GPUResourceQuota
+
+__all__ = ["DEFAULT_POOL_ANNOTATION", "BindFailed", "ClusterWriter", "HubSettings", "SchedulerHub"]
+
+# TensorFusion marks its default pool with this annotation ("true").
+DEFAULT_POOL_ANNOTATION = f"{c.DOMAIN}/is-default-pool"
+
+
+class ClusterWriter(Protocol):
+    """The two writes bind makes; each raises on failure (conflict, not found, …)."""
+
+    def annotate_pod(self, namespace: str, name: str, annotations: Mapping[str, str]) -> None: ...
+
+    def bind_pod(self, namespace: str, name: str, uid: str, node: str) -> None: ...
+
+    def read_pod(self, namespace: str, name: str) -> dict[str, Any]: ...
+
+
+class BindFailed(Exception):
+    """Bind did not happen; the message goes to ExtenderBindingResult.Error."""
+
+
+@dataclass(frozen=True, slots=True)
+class HubSettings:
+    policy: PlacementPolicy = field(default_factory=PlacementPolicy)
+    default_pool: str = ""
+    progressive_migration: bool = False
+
+
+class SchedulerHub:
+    """Thread-safe façade over the allocator for the relay's handlers and watchers."""
+
+    def __init__(self, writer: ClusterWriter, settings: HubSettings | None = None) -> None:
+        self.settings = settings or HubSettings()
+        self.writer = writer
+        self.lock = threading.RLock()
+        self.allocator = Allocator(self.settings.policy)
+        self.pools: dict[str, PoolInfo] = {}
+        self.default_pool_marked: str | None = None
+        self.quotas: dict[str, GPUResourceQuota] = {}
+        self.native_pods: dict[str, str] = {}
+        self.migrated_by_owner: dict[str, set[str]] = {}
+        self.synced = threading.Event()
+
+    # ---- watched objects ---------------------------------------------------------------------
+    @property
+    def default_pool(self) -> str:
+        return self.settings.default_pool or self.default_pool_marked or ""
+
+    def apply_gpu(self, raw: Mapping[str, Any], *, deleted: bool = False) -> None:
+        gpu = GPU.model_validate(raw)
+        with self.lock:
+            info = None if deleted else gpu_info(gpu)
+            if info is None:
+                self.allocator.state.remove_gpu(gpu.metadata.name or "")
+            else:
+                self.allocator.state.upsert_gpu(info)
+
+    def apply_pool(self, raw: Mapping[str, Any], *, deleted: bool = False) -> None:
+        pool = GPUPool.model_validate(raw)
+        name = pool.metadata.name or ""
+        with self.lock:
+            if deleted:
+                self.pools.pop(name, None)
+                self.allocator.state.set_oversubscription(name, None)
+                return
+            qos = pool.spec.qos_config.default_qos if pool.spec.qos_config else None
+            self.pools[name] = PoolInfo(name, default_qos=qos)
+            if pool.metadata.annotations.get(DEFAULT_POOL_ANNOTATION) == "true":
+                self.default_pool_marked = name
+            self.allocator.state.set_oversubscription(name, oversubscription_of(pool))
+
+    def apply_quota(self, raw: Mapping[str, Any], *, deleted: bool = False) -> None:
+        quota = GPUResourceQuota.model_validate(raw)
+        namespace = quota.metadata.namespace or "default"
+        with self.lock:
+            if deleted:
+                self.quotas.pop(namespace, None)
+                self.allocator.set_quota(namespace, None)
+            else:
+                self.quotas[namespace] = quota
+                self.allocator.set_quota(namespace, quota_limits(quota))
+
+    def apply_node(self, raw: Mapping[str, Any], *, deleted: bool = False) -> None:
+        metadata = raw.get("metadata") or {}
+        name = str(metadata.get("name") or "")
+        labels = dict(metadata.get("labels") or {})
+        with self.lock:
+            state = self.allocator.state
+            if not deleted and state.node_labels.get(name) != labels:
+                state.set_node(name, labels)
+
+    def apply_pod(self, raw: Mapping[str, Any], *, deleted: bool = False) -> None:
+        pod = Pod.model_validate(raw)
+        key = f"{pod.metadata.namespace or 'default'}/{pod.metadata.name}"
+        finished = deleted or pod.status.phase in ("Succeeded", "Failed")
+        with self.lock:
+            self._track_owner(pod, key, finished)
+            self._track_native(pod, key, finished)
+            if finished:
+                self.allocator.release(key)
+                return
+            if ANNOTATION_GPU_IDS not in pod.metadata.annotations:
+                return
+            try:
+                allocation = allocation_from_pod(
+                    pod, self.allocator.state.gpus, default_pool=self.default_pool
+                )
+            except RequestError:
+                return
+            if allocation is not None and self.allocator.state.allocations.get(key) != allocation:
+                self.allocator.add_allocation(allocation)
+
+    def _track_owner(self, pod: Pod, key: str, finished: bool) -> None:
+        owner = next((o.uid for o in pod.metadata.owner_references if o.controller), None)
+        if owner is None:
+            return
+        members = self.migrated_by_owner.setdefault(owner, set())
+        moved = (
+            pod.spec.scheduler_name == c.SCHEDULER_NAME and c.ANNOTATION_GPU_POOL in pod.metadata.annotations
+        )
+        if moved and not finished:
+            members.add(key)
+        else:
+            members.discard(key)
+
+    def _track_native(self, pod: Pod, key: str, finished: bool) -> None:
+        holds = any("nvidia.com/gpu" in ct.resources.limits for ct in pod.spec.containers)
+        node = pod.spec.node_name
+        previous = self.native_pods.pop(key, None)
+        if holds and node and not finished:
+            self.native_pods[key] = node
+        for changed in {previous, node} - {None}:
+            assert changed is not None
+            count = sum(1 for n in self.native_pods.values() if n == changed)
+            self.allocator.state.set_native_gpu_pods(changed, count)
+
+    # ---- requests ------------------------------------------------------------------------
+    def filter(self, args: ExtenderArgs) -> dict[str, Any]:
+        with self.lock:
+            return handle_filter(self.allocator, args, default_pool=self.default_pool)
+
+    def prioritize(self, args: ExtenderArgs) -> list[dict[str, Any]]:
+        with self.lock:
+            return handle_prioritize(self.allocator, args, default_pool=self.default_pool)
+
+    def bind(self, namespace: str, name: str, uid: str, node: str) -> Allocation | None:
+        """Reserve, annotate, bind; BindFailed (state unchanged) when any step fails."""
+        try:
+            pod = self.writer.read_pod(namespace, name)
+        except Exception as exc:
+            raise BindFailed(f"cannot read pod {namespace}/{name}: {exc}") from exc
+        if uid and (pod.get("metadata") or {}).get("uid") not in (None, "", uid):
+            raise BindFailed(f"pod {namespace}/{name} was replaced (uid {uid} is gone)")
+        with self.lock:
+            held_before = self.allocator.state.allocations.get(f"{namespace}/{name}")
+            try:
+                allocation = reserve_for_bind(self.allocator, pod, node, default_pool=self.default_pool)
+            except (AllocationError, RequestError) as exc:
+                raise BindFailed(str(exc)) from exc
+        fresh = allocation is not None and allocation is not held_before
+        try:
+            if allocation is not None:
+                self.writer.annotate_pod(namespace, name, {ANNOTATION_GPU_IDS: ",".join(allocation.gpus)})
+            self.writer.bind_pod(namespace, name, uid, node)
+        except Exception as exc:
+            if fresh and allocation is not None:
+                with self.lock:
+                    self.allocator.release(allocation.key)
+            raise BindFailed(f"binding {namespace}/{name} to {node} failed: {exc}") from exc
+        return allocation
+
+    def admission_context(self, pod: Mapping[str, Any], namespace: str) -> AdmissionContext:
+        with self.lock:
+            owners = ((pod.get("metadata") or {}).get("ownerReferences")) or []
+            owner = next((o.get("uid") for o in owners if o.get("controller")), None)
+            return AdmissionContext(
+                pools=dict(self.pools),
+                default_pool=self.default_pool or None,
+                quota=self.quotas.get(namespace),
+                quota_usage=_usage_copy(self.allocator, namespace),
+                progressive_migration=self.settings.progressive_migration,
+                migrated_replicas=len(self.migrated_by_owner.get(owner, ())) if owner else 0,
+            )
+
+    def admit(self, pod: Mapping[str, Any], namespace: str) -> Mutation:
+        """The webhook's mutation (Denial propagates to the caller)."""
+        return mutate_pod(pod, namespace, self.admission_context(pod, namespace))
+
+    def simulate(self, pod: Mapping[str, Any], namespace: str) -> tuple[Mutation, Simulation]:
+        """Mutate as the webhook would, then place without reserving; Denial / RequestError propagate."""
+        mutation = self.admit(pod, namespace)
+        patched = apply_annotation_patch(pod, mutation.patch, namespace=namespace)
+        request = request_from_pod(Pod.model_validate(patched), default_pool=self.default_pool)
+        with self.lock:
+            return mutation, self.allocator.simulate(request)
+
+
+def apply_annotation_patch(
+    pod: Mapping[str, Any], patch: list[dict[str, Any]], *, namespace: str
+) -> dict[str, Any]:
+    """The pod's metadata after the webhook's annotation operations (enough to simulate)."""
+    metadata = dict(pod.get("metadata") or {})
+    metadata.setdefault("namespace", namespace)
+    annotations = dict(metadata.get("annotations") or {})
+    prefix = "/metadata/annotations/"
+    for op in patch:
+        path = str(op.get("path", ""))
+        if path == "/metadata/annotations":
+            annotations = dict(op["value"])
+        elif path.startswith(prefix):
+            annotations[path[len(prefix) :].replace("~1", "/").replace("~0", "~")] = str(op["value"])
+    metadata["annotations"] = annotations
+    return {**pod, "metadata": metadata}
+
+
+def _usage_copy(allocator: Allocator, namespace: str) -> QuotaUsage:
+    found = allocator.usage.get(namespace)
+    if found is None:
+        return QuotaUsage()
+    return QuotaUsage(
+        found.tflops_requests, found.tflops_limits, found.vram_requests, found.vram_limits, found.workers
+    )
