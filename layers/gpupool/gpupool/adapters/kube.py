@@ -1,0 +1,285 @@
+"""`Cluster` on the official Kubernetes client: tensor-fusion.ai objects, nodes, pods, events, leases.
+
+Role: implements `gpupool.service.ports.Cluster`. Reads come back as gpupool's pydantic
+models (raw JSON, so no client model round trip); writes that carry a resourceVersion are
+optimistic (a stale one is `Conflict`); statuses go through the status subresource; merge
+patches are sent as `application/merge-patch+json` (the client's default is JSON patch).
+Every failure is translated by `kube_errors`. Leases and evictions live in `kube_coordination`.
+
+Must not: decide anything, retry, check dry-run, or build its own client (the wiring passes
+an `ApiClient` in, authenticated by `kube_auth`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any, TypeVar
+
+from kubernetes import client as k8s
+from pydantic import BaseModel, ValidationError
+
+from gpupool.adapters.kube_coordination import Coordination
+from gpupool.adapters.kube_errors import translated
+from gpupool.core.model.cluster import TensorFusionCluster
+from gpupool.core.model.constants import API_GROUP, COMPONENT_WORKER, LABEL_COMPONENT, LABEL_ENABLED
+from gpupool.core.model.foreign import Node, Pod
+from gpupool.core.model.node import GPU, GPUNode
+from gpupool.core.model.nodeclaim import GPUNodeClaim, GPUNodeClaimStatus
+from gpupool.core.model.nodeclass import GPUNodeClass
+from gpupool.core.model.pool import GPUPool, GPUPoolStatus
+from gpupool.service.errors import PermanentError
+from gpupool.service.ports import EventType
+
+__all__ = ["KubeCluster"]
+
+VERSION = "v1"
+MERGE_PATCH = "application/merge-patch+json"
+# Fields the API server owns; never sent on create or replace.
+_SERVER_FIELDS = ("uid", "creationTimestamp", "deletionTimestamp", "generation", "managedFields", "selfLink")
+
+Model = TypeVar("Model", bound=BaseModel)
+
+
+def _parse(model: type[Model], raw: Mapping[str, Any], what: str) -> Model:
+    try:
+        return model.model_validate(raw)
+    except ValidationError as error:
+        name = (raw.get("metadata") or {}).get("name", "?")
+        raise PermanentError(f"{what} {name} cannot be read: {error}") from error
+
+
+def _without_server_fields(manifest: dict[str, Any], *, resource_version: str | None) -> dict[str, Any]:
+    metadata = {k: v for k, v in manifest.get("metadata", {}).items() if k not in _SERVER_FIELDS}
+    metadata.pop("resourceVersion", None)
+    if resource_version is not None:
+        metadata["resourceVersion"] = resource_version
+    body = {**manifest, "metadata": metadata}
+    body.pop("status", None)
+    return body
+
+
+class KubeCluster:
+    """The Cluster port for one Kubernetes cluster.
+
+    `namespace` holds the Leases and the Events about cluster-scoped objects; `now` stamps
+    Events (the sandbox passes its simulated clock).
+    """
+
+    def __init__(
+        self,
+        api_client: Any,
+        *,
+        namespace: str = "default",
+        request_timeout_s: float = 10.0,
+        now: Callable[[], datetime] | None = None,
+    ) -> None:
+        self._custom: Any = k8s.CustomObjectsApi(api_client)
+        self._core: Any = k8s.CoreV1Api(api_client)
+        self._namespace = namespace
+        self._timeout = request_timeout_s
+        self._now = now or (lambda: datetime.now(UTC))
+        self._coordination = Coordination(
+            api_client, namespace=namespace, request_timeout_s=request_timeout_s
+        )
+
+    # ---- tensor-fusion.ai objects ------------------------------------------------------------
+    def _list(self, model: type[Model], plural: str, *, label_selector: str | None = None) -> list[Model]:
+        with translated(f"list {plural}"):
+            raw = self._custom.list_cluster_custom_object(
+                API_GROUP, VERSION, plural, label_selector=label_selector, _request_timeout=self._timeout
+            )
+        return [_parse(model, item, plural) for item in raw.get("items") or []]
+
+    def _get(self, model: type[Model], plural: str, name: str) -> Model:
+        with translated(f"get {plural}/{name}"):
+            raw = self._custom.get_cluster_custom_object(
+                API_GROUP, VERSION, plural, name, _request_timeout=self._timeout
+            )
+        return _parse(model, raw, plural)
+
+    def _merge_patch(self, model: type[Model], plural: str, name: str, patch: dict[str, Any]) -> Model:
+        with translated(f"patch {plural}/{name}"):
+            raw = self._custom.patch_cluster_custom_object(
+                API_GROUP,
+                VERSION,
+                plural,
+                name,
+                patch,
+                _content_type=MERGE_PATCH,
+                _request_timeout=self._timeout,
+            )
+        return _parse(model, raw, plural)
+
+    def _replace_status(
+        self, model: type[Model], plural: str, name: str, status: BaseModel, resource_version: str
+    ) -> Model:
+        body = {
+            "apiVersion": f"{API_GROUP}/{VERSION}",
+            "kind": getattr(model, "KIND", ""),
+            "metadata": {"name": name, "resourceVersion": resource_version},
+            "status": status.model_dump(by_alias=True, exclude_none=True, mode="json"),
+        }
+        with translated(f"replace {plural}/{name}/status"):
+            raw = self._custom.replace_cluster_custom_object_status(
+                API_GROUP, VERSION, plural, name, body, _request_timeout=self._timeout
+            )
+        return _parse(model, raw, plural)
+
+    def list_clusters(self) -> list[TensorFusionCluster]:
+        return self._list(TensorFusionCluster, TensorFusionCluster.PLURAL)
+
+    def list_pools(self) -> list[GPUPool]:
+        return self._list(GPUPool, GPUPool.PLURAL)
+
+    def get_pool(self, name: str) -> GPUPool:
+        return self._get(GPUPool, GPUPool.PLURAL, name)
+
+    def list_node_classes(self) -> list[GPUNodeClass]:
+        return self._list(GPUNodeClass, GPUNodeClass.PLURAL)
+
+    def list_claims(self) -> list[GPUNodeClaim]:
+        return self._list(GPUNodeClaim, GPUNodeClaim.PLURAL)
+
+    def get_claim(self, name: str) -> GPUNodeClaim:
+        return self._get(GPUNodeClaim, GPUNodeClaim.PLURAL, name)
+
+    def list_gpu_nodes(self) -> list[GPUNode]:
+        return self._list(GPUNode, GPUNode.PLURAL)
+
+    def list_gpus(self) -> list[GPU]:
+        return self._list(GPU, GPU.PLURAL)
+
+    # ---- nodes and pods (raw JSON: the client's models are not needed) -------------------------
+    def _raw_items(self, action: str, call: Callable[..., Any], **kwargs: Any) -> list[dict[str, Any]]:
+        with translated(action):
+            response = call(_preload_content=False, _request_timeout=self._timeout, **kwargs)
+            payload = json.loads(response.data)
+        items: list[dict[str, Any]] = payload.get("items") or []
+        return items
+
+    def list_nodes(self) -> list[Node]:
+        return [_parse(Node, item, "Node") for item in self._raw_items("list nodes", self._core.list_node)]
+
+    def list_pods(self, *, node_name: str | None = None, worker_only: bool = False) -> list[Pod]:
+        selectors: dict[str, Any] = {}
+        if node_name is not None:
+            selectors["field_selector"] = f"spec.nodeName={node_name}"
+        if worker_only:
+            selectors["label_selector"] = f"{LABEL_ENABLED}=true,{LABEL_COMPONENT}={COMPONENT_WORKER}"
+        items = self._raw_items("list pods", self._core.list_pod_for_all_namespaces, **selectors)
+        return [_parse(Pod, item, "Pod") for item in items]
+
+    # ---- pools ---------------------------------------------------------------------------------
+    def create_pool(self, pool: GPUPool) -> GPUPool:
+        body = _without_server_fields(pool.to_manifest(), resource_version=None)
+        with translated(f"create GPUPool {pool.name}"):
+            raw = self._custom.create_cluster_custom_object(
+                API_GROUP, VERSION, GPUPool.PLURAL, body, _request_timeout=self._timeout
+            )
+        return _parse(GPUPool, raw, "GPUPool")
+
+    def replace_pool_spec(self, pool: GPUPool, *, resource_version: str) -> GPUPool:
+        body = _without_server_fields(pool.to_manifest(), resource_version=resource_version)
+        with translated(f"replace GPUPool {pool.name}"):
+            raw = self._custom.replace_cluster_custom_object(
+                API_GROUP, VERSION, GPUPool.PLURAL, pool.name, body, _request_timeout=self._timeout
+            )
+        return _parse(GPUPool, raw, "GPUPool")
+
+    def patch_pool_annotations(
+        self, name: str, annotations: Mapping[str, str | None], *, resource_version: str
+    ) -> GPUPool:
+        patch = {"metadata": {"resourceVersion": resource_version, "annotations": dict(annotations)}}
+        return self._merge_patch(GPUPool, GPUPool.PLURAL, name, patch)
+
+    def update_pool_status(self, name: str, status: GPUPoolStatus, *, resource_version: str) -> GPUPool:
+        return self._replace_status(GPUPool, GPUPool.PLURAL, name, status, resource_version)
+
+    # ---- claims --------------------------------------------------------------------------------
+    def create_claim(self, claim: GPUNodeClaim) -> GPUNodeClaim:
+        body = _without_server_fields(claim.to_manifest(), resource_version=None)
+        with translated(f"create GPUNodeClaim {claim.name}"):
+            raw = self._custom.create_cluster_custom_object(
+                API_GROUP, VERSION, GPUNodeClaim.PLURAL, body, _request_timeout=self._timeout
+            )
+        return _parse(GPUNodeClaim, raw, "GPUNodeClaim")
+
+    def update_claim_status(
+        self, name: str, status: GPUNodeClaimStatus, *, resource_version: str
+    ) -> GPUNodeClaim:
+        return self._replace_status(GPUNodeClaim, GPUNodeClaim.PLURAL, name, status, resource_version)
+
+    def patch_claim_metadata(
+        self,
+        name: str,
+        *,
+        labels: Mapping[str, str | None] | None = None,
+        annotations: Mapping[str, str | None] | None = None,
+        finalizers: Sequence[str] | None = None,
+        resource_version: str,
+    ) -> GPUNodeClaim:
+        metadata: dict[str, Any] = {"resourceVersion": resource_version}
+        if labels is not None:
+            metadata["labels"] = dict(labels)
+        if annotations is not None:
+            metadata["annotations"] = dict(annotations)
+        if finalizers is not None:
+            metadata["finalizers"] = list(finalizers)
+        return self._merge_patch(GPUNodeClaim, GPUNodeClaim.PLURAL, name, {"metadata": metadata})
+
+    def delete_claim(self, name: str) -> None:
+        with translated(f"delete GPUNodeClaim {name}"):
+            self._custom.delete_cluster_custom_object(
+                API_GROUP, VERSION, GPUNodeClaim.PLURAL, name, _request_timeout=self._timeout
+            )
+
+    # ---- nodes, pods, events, leases -----------------------------------------------------------
+    def patch_node(
+        self,
+        name: str,
+        *,
+        labels: Mapping[str, str | None] | None = None,
+        unschedulable: bool | None = None,
+    ) -> None:
+        patch: dict[str, Any] = {}
+        if labels is not None:
+            patch["metadata"] = {"labels": dict(labels)}
+        if unschedulable is not None:
+            patch["spec"] = {"unschedulable": unschedulable}
+        if not patch:
+            return
+        with translated(f"patch Node {name}"):
+            self._core.patch_node(
+                name, patch, _content_type=MERGE_PATCH, _preload_content=False, _request_timeout=self._timeout
+            )
+
+    def evict_pod(self, namespace: str, name: str) -> None:
+        self._coordination.evict_pod(namespace, name)
+
+    def record_event(
+        self,
+        *,
+        kind: str,
+        name: str,
+        namespace: str | None,
+        event_type: EventType,
+        reason: str,
+        message: str,
+    ) -> None:
+        self._coordination.record_event(
+            kind=kind,
+            name=name,
+            namespace=namespace,
+            event_type=event_type,
+            reason=reason,
+            message=message,
+            now=self._now(),
+        )
+
+    def try_acquire_lease(self, name: str, *, holder: str, now: datetime, duration: timedelta) -> bool:
+        return self._coordination.try_acquire_lease(name, holder=holder, now=now, duration=duration)
+
+    def release_lease(self, name: str, *, holder: str) -> None:
+        self._coordination.release_lease(name, holder=holder)

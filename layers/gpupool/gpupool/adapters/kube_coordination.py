@@ -1,0 +1,215 @@
+"""Leases, evictions and events on the official Kubernetes client (part of `KubeCluster`).
+
+Role: the per-pool provisioning guard as a `coordination.k8s.io/v1` Lease taken with
+optimistic concurrency (create, or replace carrying the read resourceVersion: whoever loses
+the race gets 409 and is told "not taken"); pod eviction through `policy/v1` Eviction (a
+PodDisruptionBudget that blocks it is HTTP 429 → `Throttled`); core/v1 Events about any
+object (`involvedObject`), stamped with the time passed in.
+
+Must not: decide who should hold a lease, wait or retry, or read the wall clock.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from kubernetes import client as k8s
+
+from gpupool.adapters.kube_errors import translated
+from gpupool.core.model.constants import API_GROUP
+from gpupool.service.errors import Conflict, DomainError, NotFound, PermanentError
+from gpupool.service.ports import EventType
+
+__all__ = ["EVENT_SOURCE", "Coordination", "lease_expired", "micro_time"]
+
+EVENT_SOURCE = "gpupool"
+EVENT_MESSAGE_LIMIT = 1024
+CORE_KINDS = frozenset({"Node", "Pod", "Namespace", "Event"})
+
+log = logging.getLogger(__name__)
+
+
+def micro_time(moment: datetime) -> str:
+    """Kubernetes MicroTime text (RFC 3339, microseconds, UTC)."""
+    if moment.tzinfo is None:
+        raise ValueError("lease and event times must be timezone-aware")
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def lease_expired(spec: dict[str, Any], now: datetime) -> bool:
+    """True when the lease's last renewal plus its duration is not after `now` (or it has no holder)."""
+    if not spec.get("holderIdentity"):
+        return True
+    renewed = spec.get("renewTime") or spec.get("acquireTime")
+    seconds = spec.get("leaseDurationSeconds")
+    if not renewed or not seconds:
+        return True
+    renewed_at = datetime.fromisoformat(str(renewed).replace("Z", "+00:00"))
+    if renewed_at.tzinfo is None:
+        renewed_at = renewed_at.replace(tzinfo=UTC)
+    return renewed_at + timedelta(seconds=int(seconds)) <= now
+
+
+class Coordination:
+    """Leases (in `namespace`), evictions and events for one cluster."""
+
+    def __init__(self, api_client: Any, *, namespace: str, request_timeout_s: float) -> None:
+        self._core: Any = k8s.CoreV1Api(api_client)
+        self._leases: Any = k8s.CoordinationV1Api(api_client)
+        self._namespace = namespace
+        self._timeout = request_timeout_s
+
+    # ---- leases ------------------------------------------------------------------------------
+    def _read_lease(self, name: str) -> dict[str, Any]:
+        with translated(f"get Lease {self._namespace}/{name}"):
+            response = self._leases.read_namespaced_lease(
+                name, self._namespace, _preload_content=False, _request_timeout=self._timeout
+            )
+            lease: dict[str, Any] = json.loads(response.data)
+        return lease
+
+    def _lease_body(self, name: str, spec: dict[str, Any], resource_version: str | None) -> dict[str, Any]:
+        metadata: dict[str, Any] = {"name": name, "namespace": self._namespace}
+        if resource_version is not None:
+            metadata["resourceVersion"] = resource_version
+        return {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": metadata, "spec": spec}
+
+    def try_acquire_lease(self, name: str, *, holder: str, now: datetime, duration: timedelta) -> bool:
+        if not holder:
+            raise ValueError("a lease holder must be named")
+        seconds = max(1, math.ceil(duration.total_seconds()))
+        stamp = micro_time(now)
+        try:
+            current = self._read_lease(name)
+        except NotFound:
+            fresh: dict[str, Any] = {
+                "holderIdentity": holder,
+                "leaseDurationSeconds": seconds,
+                "acquireTime": stamp,
+                "renewTime": stamp,
+                "leaseTransitions": 0,
+            }
+            try:
+                with translated(f"create Lease {self._namespace}/{name}"):
+                    self._leases.create_namespaced_lease(
+                        self._namespace,
+                        self._lease_body(name, fresh, None),
+                        _preload_content=False,
+                        _request_timeout=self._timeout,
+                    )
+            except Conflict:  # AlreadyExists included: another invocation created it first
+                return False
+            return True
+        spec = dict(current.get("spec") or {})
+        previous = spec.get("holderIdentity")
+        if previous != holder and not lease_expired(spec, now):
+            return False
+        spec.update({"holderIdentity": holder, "leaseDurationSeconds": seconds, "renewTime": stamp})
+        if previous != holder:
+            spec["acquireTime"] = stamp
+            spec["leaseTransitions"] = int(spec.get("leaseTransitions") or 0) + 1
+        version = (current.get("metadata") or {}).get("resourceVersion")
+        try:
+            with translated(f"replace Lease {self._namespace}/{name}"):
+                self._leases.replace_namespaced_lease(
+                    name,
+                    self._namespace,
+                    self._lease_body(name, spec, version),
+                    _preload_content=False,
+                    _request_timeout=self._timeout,
+                )
+        except (Conflict, NotFound):  # a concurrent writer won the race
+            return False
+        return True
+
+    def release_lease(self, name: str, *, holder: str) -> None:
+        try:
+            current = self._read_lease(name)
+        except NotFound:
+            return
+        spec = dict(current.get("spec") or {})
+        if spec.get("holderIdentity") != holder:
+            return
+        spec.pop("holderIdentity", None)
+        version = (current.get("metadata") or {}).get("resourceVersion")
+        try:
+            with translated(f"release Lease {self._namespace}/{name}"):
+                self._leases.replace_namespaced_lease(
+                    name,
+                    self._namespace,
+                    self._lease_body(name, spec, version),
+                    _preload_content=False,
+                    _request_timeout=self._timeout,
+                )
+        except (Conflict, NotFound):  # someone else took it or removed it: nothing of ours to give back
+            return
+
+    # ---- evictions ---------------------------------------------------------------------------
+    def evict_pod(self, namespace: str, name: str) -> None:
+        body = {
+            "apiVersion": "policy/v1",
+            "kind": "Eviction",
+            "metadata": {"name": name, "namespace": namespace},
+        }
+        with translated(f"evict Pod {namespace}/{name}"):
+            self._core.create_namespaced_pod_eviction(
+                name, namespace, body, _preload_content=False, _request_timeout=self._timeout
+            )
+
+    # ---- events ------------------------------------------------------------------------------
+    def record_event(
+        self,
+        *,
+        kind: str,
+        name: str,
+        namespace: str | None,
+        event_type: EventType,
+        reason: str,
+        message: str,
+        now: datetime,
+    ) -> None:
+        if not kind or not name or not reason:
+            raise PermanentError(f"invalid event: kind={kind!r} name={name!r} reason={reason!r}")
+        if event_type not in ("Normal", "Warning"):
+            raise PermanentError(f"invalid event type {event_type!r} (Normal or Warning)")
+        event_namespace = namespace or self._namespace
+        involved: dict[str, Any] = {
+            "apiVersion": "v1" if kind in CORE_KINDS else f"{API_GROUP}/v1",
+            "kind": kind,
+            "name": name,
+        }
+        if namespace:
+            involved["namespace"] = namespace
+        stamp = micro_time(now)
+        body = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"generateName": f"{name}.", "namespace": event_namespace},
+            "involvedObject": involved,
+            "reason": reason,
+            "message": message[:EVENT_MESSAGE_LIMIT],
+            "type": event_type,
+            "source": {"component": EVENT_SOURCE},
+            "reportingComponent": EVENT_SOURCE,
+            "reportingInstance": EVENT_SOURCE,
+            "firstTimestamp": stamp,
+            "lastTimestamp": stamp,
+            "count": 1,
+        }
+        try:
+            with translated(f"create Event {reason} for {kind} {name}"):
+                self._core.create_namespaced_event(
+                    event_namespace, body, _preload_content=False, _request_timeout=self._timeout
+                )
+        except DomainError as error:
+            if error.retryable:
+                # Events are best effort (port contract): a busy API server must not fail the action.
+                log.warning("event %s for %s %s not recorded: %s", reason, kind, name, error.message)
+                return
+            if isinstance(error, PermanentError):
+                raise
+            raise PermanentError(error.message, code=error.code) from error

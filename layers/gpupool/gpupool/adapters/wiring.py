@@ -1,0 +1,307 @@
+"""Build the service's `Deps` for AWS from environment variables (Lambda, `gpupool invoke`).
+
+Role: `read_aws_environment(environ)` parses and checks every variable (pure; a bad value is
+a `ConfigError` naming the variable) and `build_aws_deps(environ)` turns the result into
+`Deps`: `Ec2Compute` on a boto3 EC2 client, `KubeCluster` on an `ApiClient` from `kube_auth`,
+a UTC clock, and the priced offerings of the region from the bundled catalog. boto3 and the
+kubernetes client are imported, and their clients built, on first use of each port — once per
+cold start, and never for an invocation that does not touch that port. `AWS_ENDPOINT_URL`
+(moto, the sandbox) and `KUBECONFIG` are honoured from `environ`, not from `os.environ`.
+
+Variables (defaults in brackets; durations as `90s`, `5m`, `1h30m` or plain seconds):
+  GPUPOOL_CLUSTER_NAME (required) — the TensorFusion cluster; the instances' cluster tag
+  AWS_REGION / AWS_DEFAULT_REGION (required)     AWS_ENDPOINT_URL, AWS_ENDPOINT_URL_EC2 [unset]
+  GPUPOOL_KUBE_ACCESS — incluster | kubeconfig | kubeconfig-secret | eks
+      [kubeconfig if KUBECONFIG or GPUPOOL_KUBECONFIG is set, else incluster if
+      KUBERNETES_SERVICE_HOST is set, else eks]
+  KUBECONFIG (a path; the first of a list), GPUPOOL_KUBECONFIG (content), GPUPOOL_KUBE_CONTEXT,
+  GPUPOOL_KUBECONFIG_SECRET (Secrets Manager id of the content, for kubeconfig-secret)
+  GPUPOOL_EKS_CLUSTER_NAME [GPUPOOL_CLUSTER_NAME], GPUPOOL_KUBE_ENDPOINT + GPUPOOL_KUBE_CA_DATA
+      [from eks:DescribeCluster]
+  GPUPOOL_KUBE_NAMESPACE [default] — Leases and Events about cluster-scoped objects
+  GPUPOOL_KUBE_TIMEOUT [10s], GPUPOOL_AWS_TIMEOUT [20s]
+  GPUPOOL_LAUNCH_TIMEOUT [5m], GPUPOOL_REGISTRATION_TIMEOUT [15m],
+  GPUPOOL_OFFERING_UNAVAILABLE_FOR [3m], GPUPOOL_ORPHAN_GRACE [10m],
+  GPUPOOL_FAILED_CLAIM_RETENTION [10m], GPUPOOL_NEW_NODE_PROTECTION [5m],
+  GPUPOOL_LEASE_DURATION [2m], GPUPOOL_MAX_NODES_PER_PLAN [100], GPUPOOL_MAX_LAUNCH_ROUNDS [8]
+
+Must not: import boto3, botocore or kubernetes at module level, decide anything, or read
+`os.environ` (the caller passes the mapping).
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, fields
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
+
+from gpupool.service.deps import Deps, Settings
+from gpupool.service.ports import Cluster, Compute
+
+if TYPE_CHECKING:
+    from gpupool.adapters.kube_auth import KubeAccess
+    from gpupool.core.plan import OfferingRef
+
+__all__ = ["AwsEnvironment", "ConfigError", "UtcClock", "build_aws_deps", "read_aws_environment"]
+
+_DURATION = re.compile(r"^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$")
+# Settings fields read from GPUPOOL_<FIELD NAME IN CAPITALS>.
+_DURATION_SETTINGS = (
+    "launch_timeout",
+    "registration_timeout",
+    "offering_unavailable_for",
+    "orphan_grace",
+    "failed_claim_retention",
+    "new_node_protection",
+    "lease_duration",
+)
+_INT_SETTINGS = ("max_nodes_per_plan", "max_launch_rounds")
+_ACCESS_ALIASES = {"kubeconfig-secret": "kubeconfig"}
+_SECRET_PLACEHOLDER = "<read from Secrets Manager on first use>"
+
+T = TypeVar("T")
+
+
+class ConfigError(ValueError):
+    """An environment variable is missing or malformed; the message names it."""
+
+
+class UtcClock:
+    """The Clock port on the system clock."""
+
+    def now(self) -> datetime:
+        return datetime.now(UTC)
+
+
+def parse_duration(name: str, text: str) -> timedelta:
+    """`90s`, `5m`, `1h30m` or plain seconds; ConfigError naming `name` otherwise."""
+    value = text.strip()
+    if value.isdigit():
+        return timedelta(seconds=int(value))
+    match = _DURATION.match(value)
+    if not value or match is None:
+        raise ConfigError(f"{name}={text!r} is not a duration (e.g. 90s, 5m, 1h30m)")
+    hours, minutes, seconds = (int(part or 0) for part in match.groups())
+    return timedelta(hours=hours, minutes=minutes, seconds=seconds)
+
+
+def _positive_int(name: str, text: str) -> int:
+    if not text.strip().isdigit() or int(text) < 1:
+        raise ConfigError(f"{name}={text!r} must be a whole number of at least 1")
+    return int(text)
+
+
+@dataclass(frozen=True, kw_only=True)
+class AwsEnvironment:
+    """Everything `build_aws_deps` needs, checked."""
+
+    settings: Settings
+    region: str
+    kube: KubeAccess
+    kubeconfig_secret: str | None
+    endpoint_url: str | None
+    credentials: dict[str, str]
+    kube_namespace: str
+    kube_timeout_s: float
+    aws_timeout_s: float
+
+
+def _settings(environ: Mapping[str, str], cluster: str, region: str) -> Settings:
+    values: dict[str, Any] = {"cluster_name": cluster, "region": region}
+    known = {field.name for field in fields(Settings)}
+    for name in _DURATION_SETTINGS + _INT_SETTINGS:
+        if name not in known:
+            continue
+        variable = f"GPUPOOL_{name.upper()}"
+        text = environ.get(variable)
+        if text is None or text == "":
+            continue
+        values[name] = (
+            parse_duration(variable, text) if name in _DURATION_SETTINGS else _positive_int(variable, text)
+        )
+    try:
+        return Settings(**values)
+    except ValueError as error:
+        raise ConfigError(str(error)) from error
+
+
+def _access_mode(environ: Mapping[str, str]) -> str:
+    chosen = environ.get("GPUPOOL_KUBE_ACCESS", "").strip()
+    if chosen:
+        return chosen
+    if environ.get("KUBECONFIG") or environ.get("GPUPOOL_KUBECONFIG"):
+        return "kubeconfig"
+    if environ.get("KUBERNETES_SERVICE_HOST"):
+        return "incluster"
+    return "eks"
+
+
+def read_aws_environment(environ: Mapping[str, str]) -> AwsEnvironment:
+    """Parse and check the variables listed in this module's docstring. Raises ConfigError."""
+    from gpupool.adapters.kube_auth import KUBE_ACCESS_MODES, KubeAccess, KubeAccessError
+
+    cluster = environ.get("GPUPOOL_CLUSTER_NAME", "").strip()
+    if not cluster:
+        raise ConfigError(
+            "GPUPOOL_CLUSTER_NAME is required (the TensorFusion cluster these functions manage)"
+        )
+    region = (environ.get("AWS_REGION") or environ.get("AWS_DEFAULT_REGION") or "").strip()
+    if not region:
+        raise ConfigError("AWS_REGION (or AWS_DEFAULT_REGION) is required")
+    raw_mode = _access_mode(environ)
+    mode = _ACCESS_ALIASES.get(raw_mode, raw_mode)
+    if mode not in KUBE_ACCESS_MODES:
+        allowed = ", ".join((*KUBE_ACCESS_MODES, *_ACCESS_ALIASES))
+        raise ConfigError(f"GPUPOOL_KUBE_ACCESS={raw_mode!r} is not one of: {allowed}")
+    secret_id = environ.get("GPUPOOL_KUBECONFIG_SECRET") or None
+    path = (environ.get("KUBECONFIG") or "").split(":")[0] or None
+    content = environ.get("GPUPOOL_KUBECONFIG") or None
+    # The secret is read only when asked for, or when it is the only kubeconfig source.
+    use_secret = raw_mode == "kubeconfig-secret" or (mode == "kubeconfig" and not (path or content))
+    if use_secret:
+        if not secret_id:
+            raise ConfigError(
+                f"GPUPOOL_KUBE_ACCESS={raw_mode} needs GPUPOOL_KUBECONFIG_SECRET "
+                "(or KUBECONFIG / GPUPOOL_KUBECONFIG for kubeconfig)"
+            )
+        path, content = None, _SECRET_PLACEHOLDER
+    try:
+        kube = KubeAccess(
+            mode=cast(Any, mode),
+            kubeconfig_path=path,
+            kubeconfig_content=content,
+            context=environ.get("GPUPOOL_KUBE_CONTEXT") or None,
+            eks_cluster_name=environ.get("GPUPOOL_EKS_CLUSTER_NAME") or cluster,
+            region=region,
+            endpoint=environ.get("GPUPOOL_KUBE_ENDPOINT") or None,
+            ca_data=environ.get("GPUPOOL_KUBE_CA_DATA") or None,
+        )
+    except KubeAccessError as error:
+        raise ConfigError(f"GPUPOOL_KUBE_ACCESS={raw_mode}: {error}") from error
+    credentials = {
+        key: environ[variable]
+        for key, variable in (
+            ("aws_access_key_id", "AWS_ACCESS_KEY_ID"),
+            ("aws_secret_access_key", "AWS_SECRET_ACCESS_KEY"),
+            ("aws_session_token", "AWS_SESSION_TOKEN"),
+        )
+        if environ.get(variable)
+    }
+    return AwsEnvironment(
+        settings=_settings(environ, cluster, region),
+        region=region,
+        kube=kube,
+        kubeconfig_secret=secret_id if use_secret else None,
+        endpoint_url=environ.get("AWS_ENDPOINT_URL_EC2") or environ.get("AWS_ENDPOINT_URL") or None,
+        credentials=credentials,
+        kube_namespace=environ.get("GPUPOOL_KUBE_NAMESPACE") or "default",
+        kube_timeout_s=parse_duration(
+            "GPUPOOL_KUBE_TIMEOUT", environ.get("GPUPOOL_KUBE_TIMEOUT") or "10s"
+        ).total_seconds(),
+        aws_timeout_s=parse_duration(
+            "GPUPOOL_AWS_TIMEOUT", environ.get("GPUPOOL_AWS_TIMEOUT") or "20s"
+        ).total_seconds(),
+    )
+
+
+class _Lazy(Generic[T]):
+    """Builds the real object on first attribute access (once, thread-safe) and forwards to it."""
+
+    def __init__(self, factory: Callable[[], T]) -> None:
+        self._factory = factory
+        self._target: T | None = None
+        self._lock = threading.Lock()
+
+    def resolve(self) -> T:
+        if self._target is None:
+            with self._lock:
+                if self._target is None:
+                    self._target = self._factory()
+        return self._target
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.resolve(), name)
+
+
+def catalog_offerings(region: str) -> tuple[OfferingRef, ...]:
+    """Every priced AWS offering of `region` from the bundled catalog, as the launch decision reads them."""
+    from gpupool.core.catalog import load_catalog
+    from gpupool.core.plan import OfferingRef
+    from gpupool.core.quantity import Quantity
+
+    return tuple(
+        OfferingRef(
+            instance_type=offering.instance_type.name,
+            region=offering.region,
+            zone=offering.zone,
+            capacity_type=offering.capacity_type,
+            tflops=Quantity.from_number(offering.instance_type.tflops),
+            vram=Quantity.parse(f"{offering.instance_type.vram_gib}Gi"),
+            gpu_count=offering.instance_type.gpu_count,
+            hourly_price=str(offering.hourly_price),
+        )
+        for offering in load_catalog("aws").offerings(region)
+    )
+
+
+def build_aws_deps(environ: Mapping[str, str]) -> Deps:
+    """Deps for AWS from `environ`. Raises ConfigError on a bad variable; clients are built on first use."""
+    env = read_aws_environment(environ)
+    session = _Lazy(lambda: _session(env))
+
+    def compute() -> Compute:
+        from botocore.config import Config
+
+        from gpupool.adapters.ec2 import Ec2Compute
+
+        config = Config(
+            retries={"total_max_attempts": 1},  # Ec2Compute's table is the one retry policy
+            connect_timeout=min(env.aws_timeout_s, 5.0),
+            read_timeout=env.aws_timeout_s,
+        )
+        client = session.resolve().client("ec2", endpoint_url=env.endpoint_url, config=config)
+        return Ec2Compute(client, cluster=env.settings.cluster_name)
+
+    def cluster() -> Cluster:
+        from gpupool.adapters.kube import KubeCluster
+        from gpupool.adapters.kube_auth import build_api_client
+
+        access = env.kube
+        if env.kubeconfig_secret:
+            access = _with_secret_kubeconfig(env, session.resolve())
+        api_client = build_api_client(access, aws_session=session.resolve() if access.mode == "eks" else None)
+        return KubeCluster(api_client, namespace=env.kube_namespace, request_timeout_s=env.kube_timeout_s)
+
+    return Deps(
+        compute=cast(Compute, _Lazy(compute)),
+        cluster=cast(Cluster, _Lazy(cluster)),
+        clock=UtcClock(),
+        settings=env.settings,
+        offerings=catalog_offerings(env.region),
+    )
+
+
+def _session(env: AwsEnvironment) -> Any:
+    import boto3
+
+    return boto3.session.Session(region_name=env.region, **env.credentials)
+
+
+def _with_secret_kubeconfig(env: AwsEnvironment, session: Any) -> KubeAccess:
+    from dataclasses import replace
+
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    try:
+        client = session.client("secretsmanager", endpoint_url=env.endpoint_url)
+        content = client.get_secret_value(SecretId=env.kubeconfig_secret).get("SecretString")
+    except (ClientError, BotoCoreError) as error:
+        raise ConfigError(
+            f"GPUPOOL_KUBECONFIG_SECRET={env.kubeconfig_secret}: cannot read it: {error}"
+        ) from error
+    if not content:
+        raise ConfigError(f"GPUPOOL_KUBECONFIG_SECRET={env.kubeconfig_secret} has no SecretString")
+    return replace(env.kube, kubeconfig_path=None, kubeconfig_content=str(content))
