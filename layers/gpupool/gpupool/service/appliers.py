@@ -1,0 +1,307 @@
+"""How each kind of action is applied through the ports (used only by the executor).
+
+Role: one `apply_*` function per action kind, each returning a short detail for the log or
+raising `Skip` when the object as it is now makes the action moot (already done, already
+gone, or a stale phase change), or a domain error from the ports. Writes re-read the object and
+carry its resourceVersion; a Conflict re-reads and retries a few times. A claim phase moves only
+forward (Pending → Creating → Bound) or to Failed, and Failed is final.
+
+Must not: decide what to do (decisions are in `gpupool.core.decisions`), log, or check dry-run.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import TypeVar
+
+from gpupool.core.model.base import Condition
+from gpupool.core.model.constants import FINALIZER
+from gpupool.core.model.nodeclaim import GPUNodeClaim, GPUNodeClaimStatus
+from gpupool.core.model.pool import GPUPoolStatus
+from gpupool.core.plan import (
+    Action,
+    ApplyPool,
+    CordonNode,
+    CreateClaim,
+    DeleteClaim,
+    DrainNode,
+    LabelNode,
+    LaunchInstance,
+    MarkClaimInterrupted,
+    MarkOfferingUnavailable,
+    PatchPoolStatus,
+    RecordEvent,
+    ReleaseClaim,
+    SetClaimPhase,
+    TerminateInstance,
+)
+from gpupool.core.snapshot import (
+    ANNOTATION_INTERRUPTED,
+    ANNOTATION_UNAVAILABLE_OFFERINGS,
+    unavailable_offerings,
+)
+from gpupool.service.deps import Deps
+from gpupool.service.errors import AlreadyExists, Conflict, DomainError, NotFound, PermanentError, Throttled
+
+__all__ = ["APPLIERS", "Skip"]
+
+_CONFLICT_RETRIES = 4
+_FORWARD = {"Pending": 0, "Creating": 1, "Bound": 2}
+T = TypeVar("T")
+
+
+class Skip(Exception):
+    """The action no longer applies to the object as it is now (not an error)."""
+
+
+def retry_conflicts(write: Callable[[], T]) -> T:
+    for _ in range(_CONFLICT_RETRIES - 1):
+        try:
+            return write()
+        except Conflict as conflict:
+            if isinstance(conflict, AlreadyExists):
+                raise
+    return write()
+
+
+def apply_pool(deps: Deps, action: ApplyPool) -> str:
+    cluster = deps.cluster
+    if action.create:
+        try:
+            cluster.create_pool(action.desired)
+        except AlreadyExists as exists:
+            raise Skip("pool already exists") from exists
+        return "created"
+    cluster.replace_pool_spec(action.desired, resource_version=action.desired.metadata.resource_version or "")
+    return "spec updated"
+
+
+def apply_mark_offering_unavailable(deps: Deps, action: MarkOfferingUnavailable) -> str:
+    cluster = deps.cluster
+    pool_name = action.pool or ""
+
+    def write() -> None:
+        pool = cluster.get_pool(pool_name)
+        memory = unavailable_offerings(pool, deps.clock.now())
+        memory[action.offering_key] = max(action.until, memory.get(action.offering_key, action.until))
+        text = json.dumps({k: v.isoformat() for k, v in sorted(memory.items())}, sort_keys=True)
+        cluster.patch_pool_annotations(
+            pool_name,
+            {ANNOTATION_UNAVAILABLE_OFFERINGS: text},
+            resource_version=pool.metadata.resource_version or "",
+        )
+
+    retry_conflicts(write)
+    return f"{action.offering_key} unavailable until {action.until.isoformat()}"
+
+
+def apply_patch_pool_status(deps: Deps, action: PatchPoolStatus) -> str:
+    cluster = deps.cluster
+    pool_name = action.pool or ""
+
+    def write() -> None:
+        pool = cluster.get_pool(pool_name)
+        current = pool.status or GPUPoolStatus()
+        changes = {f: getattr(action.status, f) for f in action.fields}
+        cluster.update_pool_status(
+            pool_name,
+            current.model_copy(update=changes),
+            resource_version=pool.metadata.resource_version or "",
+        )
+
+    retry_conflicts(write)
+    return "status updated"
+
+
+def apply_create_claim(deps: Deps, action: CreateClaim) -> str:
+    created = deps.cluster.create_claim(action.manifest)
+    if created.status is None or created.status.phase != "Pending" or not created.status.conditions:
+        status = GPUNodeClaimStatus(phase="Pending", conditions=[condition(deps, "Pending", "ClaimCreated")])
+        deps.cluster.update_claim_status(
+            created.name, status, resource_version=created.metadata.resource_version or ""
+        )
+    return "claim recorded"
+
+
+def condition(deps: Deps, phase: str, reason: str, message: str = "") -> Condition:
+    return Condition(
+        type=phase,
+        status="True",
+        reason=reason,
+        message=message or None,
+        last_transition_time=deps.clock.now(),
+    )
+
+
+def apply_launch_instance(deps: Deps, action: LaunchInstance) -> str:
+    cluster, compute = deps.cluster, deps.compute
+    name = action.claim or ""
+    claim = cluster.get_claim(name)
+    status = claim.status or GPUNodeClaimStatus()
+    if claim.metadata.deletion_timestamp is not None or status.phase != "Pending" or status.instance_id:
+        raise Skip(f"claim is {status.phase} with instance {status.instance_id}; nothing to launch")
+    node_class = next((c for c in cluster.list_node_classes() if c.name == action.node_class), None)
+    if node_class is None:
+        raise PermanentError(f"GPUNodeClass {action.node_class} not found")
+    found = compute.find_by_claim(name)
+    if found is not None:
+        instance_id, how = found.instance_id, "adopted"
+    else:
+        token = claim.metadata.uid or name
+        instance_id, how = (
+            compute.launch(claim, node_class, action.offering, client_token=token),
+            "launched",
+        )
+    set_phase(deps, name, "Creating", "InstanceLaunched", f"instance {instance_id} {how}", instance_id)
+    return f"{how} {instance_id}"
+
+
+def set_phase(
+    deps: Deps, name: str, phase: str, reason: str, message: str, instance_id: str | None
+) -> GPUNodeClaim:
+    cluster = deps.cluster
+
+    def write() -> GPUNodeClaim:
+        claim = cluster.get_claim(name)
+        current = claim.status or GPUNodeClaimStatus()
+        if current.phase == phase and (instance_id is None or current.instance_id == instance_id):
+            raise Skip(f"claim already {phase}")
+        if current.phase == "Failed" or (phase != "Failed" and _FORWARD[phase] < _FORWARD[current.phase]):
+            raise Skip(f"claim is {current.phase}; not moving it to {phase}")
+        conditions = [c for c in current.conditions if c.type != phase]
+        conditions.append(condition(deps, phase, reason, message))
+        status = current.model_copy(
+            update={
+                "phase": phase,
+                "reason": reason,
+                "message": message or None,
+                "instance_id": instance_id or current.instance_id,
+                "conditions": conditions,
+            }
+        )
+        return cluster.update_claim_status(
+            name, status, resource_version=claim.metadata.resource_version or ""
+        )
+
+    return retry_conflicts(write)
+
+
+def apply_set_claim_phase(deps: Deps, action: SetClaimPhase) -> str:
+    set_phase(deps, action.claim or "", action.phase, action.reason, action.message, action.instance_id)
+    return f"{action.phase} ({action.reason})"
+
+
+def apply_delete_claim(deps: Deps, action: DeleteClaim) -> str:
+    try:
+        deps.cluster.delete_claim(action.claim or "")
+    except NotFound as gone:
+        raise Skip("claim already gone") from gone
+    return "deletion requested"
+
+
+def apply_release_claim(deps: Deps, action: ReleaseClaim) -> str:
+    cluster = deps.cluster
+    name = action.claim or ""
+
+    def write() -> None:
+        claim = cluster.get_claim(name)
+        if FINALIZER not in claim.metadata.finalizers:
+            raise Skip("finalizer already removed")
+        finalizers = [f for f in claim.metadata.finalizers if f != FINALIZER]
+        cluster.patch_claim_metadata(
+            name, finalizers=finalizers, resource_version=claim.metadata.resource_version or ""
+        )
+
+    try:
+        retry_conflicts(write)
+    except NotFound as gone:
+        raise Skip("claim already gone") from gone
+    return "finalizer removed"
+
+
+def apply_mark_interrupted(deps: Deps, action: MarkClaimInterrupted) -> str:
+    cluster = deps.cluster
+    name = action.claim or ""
+
+    def write() -> None:
+        claim = cluster.get_claim(name)
+        value = f"{action.reason} {action.at.isoformat()}"
+        cluster.patch_claim_metadata(
+            name,
+            annotations={ANNOTATION_INTERRUPTED: value},
+            resource_version=claim.metadata.resource_version or "",
+        )
+
+    retry_conflicts(write)
+    return f"marked {action.reason}"
+
+
+def apply_terminate(deps: Deps, action: TerminateInstance) -> str:
+    deps.compute.terminate(action.instance_id or "")
+    return f"terminated ({action.reason})"
+
+
+def apply_cordon(deps: Deps, action: CordonNode) -> str:
+    deps.cluster.patch_node(action.node or "", unschedulable=True)
+    return "cordoned"
+
+
+def apply_label(deps: Deps, action: LabelNode) -> str:
+    deps.cluster.patch_node(action.node or "", labels=action.labels)
+    return "labelled"
+
+
+def apply_drain(deps: Deps, action: DrainNode) -> str:
+    cluster = deps.cluster
+    evicted, blocked = [], []
+    for pod in cluster.list_pods(node_name=action.node):
+        owners = {ref.kind for ref in pod.metadata.owner_references}
+        mirror = "kubernetes.io/config.mirror" in pod.metadata.annotations
+        finished = pod.status.phase in ("Succeeded", "Failed")
+        if "DaemonSet" in owners or mirror or finished or pod.metadata.deletion_timestamp is not None:
+            continue
+        namespace, pod_name = pod.metadata.namespace or "default", pod.name
+        try:
+            cluster.evict_pod(namespace, pod_name)
+            evicted.append(f"{namespace}/{pod_name}")
+        except NotFound:
+            continue
+        except Throttled:
+            blocked.append(f"{namespace}/{pod_name}")
+    if blocked:
+        raise Throttled(f"evicted {len(evicted)}; blocked by a disruption budget: {', '.join(blocked)}")
+    return f"evicted {len(evicted)} pod(s)"
+
+
+def apply_event(deps: Deps, action: RecordEvent) -> str:
+    try:
+        deps.cluster.record_event(
+            kind=action.object_kind,
+            name=action.object_name,
+            namespace=action.namespace,
+            event_type=action.event_type,
+            reason=action.reason,
+            message=action.message,
+        )
+    except DomainError as error:  # events are best effort: never fail the plan for one
+        raise Skip(f"event not recorded: {error.message}") from error
+    return f"{action.event_type} {action.reason}"
+
+
+APPLIERS: dict[type, Callable[[Deps, Action], str]] = {
+    ApplyPool: apply_pool,  # type: ignore[dict-item]
+    CreateClaim: apply_create_claim,  # type: ignore[dict-item]
+    LaunchInstance: apply_launch_instance,  # type: ignore[dict-item]
+    SetClaimPhase: apply_set_claim_phase,  # type: ignore[dict-item]
+    TerminateInstance: apply_terminate,  # type: ignore[dict-item]
+    DeleteClaim: apply_delete_claim,  # type: ignore[dict-item]
+    ReleaseClaim: apply_release_claim,  # type: ignore[dict-item]
+    CordonNode: apply_cordon,  # type: ignore[dict-item]
+    DrainNode: apply_drain,  # type: ignore[dict-item]
+    LabelNode: apply_label,  # type: ignore[dict-item]
+    MarkClaimInterrupted: apply_mark_interrupted,  # type: ignore[dict-item]
+    MarkOfferingUnavailable: apply_mark_offering_unavailable,  # type: ignore[dict-item]
+    PatchPoolStatus: apply_patch_pool_status,  # type: ignore[dict-item]
+    RecordEvent: apply_event,  # type: ignore[dict-item]
+}
