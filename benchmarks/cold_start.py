@@ -1,0 +1,253 @@
+"""Cold-start figures for the three Lambda handlers: prints them, asserts nothing.
+
+1. Module import time of each ``functions/<name>/app.py`` (what Lambda's init phase pays on
+   every cold start), each in a fresh interpreter, median of ``--repeats`` runs.
+2. First and second invocation of each handler in a fresh interpreter against a sandbox —
+   the embedded Kubernetes API server (gpupool.local.kubeapi) and moto's EC2 server — through
+   the real wiring (``build_aws_deps``), so the first invocation includes the lazy imports
+   (service, boto3, kubernetes), client construction and the real calls. Each repeat gets a
+   fresh sandbox with one Provisioned pool below its minimum, so ``launch`` launches every
+   time. Run:
+
+    .venv/bin/python benchmarks/cold_start.py [--repeats 5] [--no-sandbox]
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import os
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+FUNCTIONS = ("launch", "bind", "compact")
+EVENTS = {
+    "launch": ROOT / "events" / "aws" / "scheduled-event.json",
+    "bind": ROOT / "events" / "aws" / "scheduler-without-input.json",
+    "compact": ROOT / "events" / "aws" / "scheduler-without-input.json",
+}
+TARGET_IMPORT_S = 0.5
+
+_IMPORT_ONLY = """
+import sys, time
+sys.path.insert(0, sys.argv[1])
+began = time.perf_counter()
+import app
+print(time.perf_counter() - began)
+"""
+
+_INVOKE = """
+import json, sys, time
+sys.path.insert(0, sys.argv[1])
+event = json.loads(open(sys.argv[2]).read())
+began = time.perf_counter()
+import app
+imported = time.perf_counter()
+try:
+    result = app.handler(event, None)
+    status, errors = result.get("status"), result.get("errors", [])
+except Exception as error:  # a figure is still worth printing; say what failed
+    status, errors = "raised", [f"{type(error).__name__}: {error}"]
+first = time.perf_counter()
+try:
+    app.handler(event, None)
+except Exception:
+    pass
+second = time.perf_counter()
+print(json.dumps({"import_s": imported - began, "first_s": first - imported, "second_s": second - first,
+                  "status": status, "errors": errors[:3]}))
+"""
+
+
+def _python(code: str, *args: str, env: dict[str, str] | None = None) -> str:
+    result = subprocess.run(
+        [sys.executable, "-c", code, *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+        env=env,
+        cwd=ROOT,
+    )
+    if result.returncode != 0:
+        raise RuntimeError(result.stderr.strip().splitlines()[-1] if result.stderr.strip() else "failed")
+    return result.stdout.strip().splitlines()[-1]
+
+
+def import_times(repeats: int) -> None:
+    print(f"Module import time, fresh interpreter, median of {repeats} (target ≤ {TARGET_IMPORT_S} s):")
+    for name in FUNCTIONS:
+        samples = [float(_python(_IMPORT_ONLY, str(ROOT / "functions" / name))) for _ in range(repeats)]
+        median = statistics.median(samples)
+        verdict = "ok" if median <= TARGET_IMPORT_S else "OVER TARGET"
+        spread = f"min {min(samples) * 1000:.1f}, max {max(samples) * 1000:.1f}"
+        print(f"  {name:<8} {median * 1000:7.1f} ms  ({spread})  {verdict}")
+
+
+# ---- the sandbox ------------------------------------------------------------------------------
+def _kube_post(port: int, path: str, body: dict[str, Any]) -> None:
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    connection.request("POST", path, body=json.dumps(body), headers={"Content-Type": "application/json"})
+    response = connection.getresponse()
+    payload = response.read()
+    if response.status >= 300:
+        raise RuntimeError(f"POST {path}: HTTP {response.status}: {payload[:200]!r}")
+
+
+def _seed(kube_port: int, ec2: Any) -> None:
+    image = ec2.describe_images(Owners=["amazon"])["Images"][0]["ImageId"]
+    subnet = ec2.describe_subnets()["Subnets"][0]
+    group = ec2.describe_security_groups()["SecurityGroups"][0]["GroupId"]
+    base = "/apis/tensor-fusion.ai/v1"
+    _kube_post(
+        kube_port,
+        f"{base}/gpunodeclasses",
+        {
+            "apiVersion": "tensor-fusion.ai/v1",
+            "kind": "GPUNodeClass",
+            "metadata": {"name": "gpu-class"},
+            "spec": {
+                "osImageSelectorTerms": [{"id": image}],
+                "subnetSelectorTerms": [{"id": subnet["SubnetId"]}],
+                "securityGroupSelectorTerms": [{"id": group}],
+                "userData": "#!/bin/sh\necho __GPU_NODE_RESOURCE_NAME__\n",
+            },
+        },
+    )
+    _kube_post(
+        kube_port,
+        f"{base}/gpupools",
+        {
+            "apiVersion": "tensor-fusion.ai/v1",
+            "kind": "GPUPool",
+            "metadata": {"name": "pool-a"},
+            "spec": {
+                "capacityConfig": {"minResources": {"tflops": "130", "vram": "32Gi"}},
+                "nodeManagerConfig": {
+                    "provisioningMode": "Provisioned",
+                    "nodeProvisioner": {
+                        "nodeClass": "gpu-class",
+                        "gpuRequirements": [
+                            {
+                                "key": "topology.kubernetes.io/zone",
+                                "operator": "In",
+                                "values": [subnet["AvailabilityZone"]],
+                            }
+                        ],
+                    },
+                    "nodeCompaction": {"period": "5m"},
+                },
+            },
+        },
+    )
+
+
+def _sandbox_run() -> dict[str, dict[str, Any]]:
+    import logging
+
+    import boto3
+    from moto.server import ThreadedMotoServer
+
+    from gpupool.local.kubeapi import EmbeddedKubeAPI
+
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # moto's per-request access log
+    region = "us-east-1"
+    moto = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    moto.start()
+    try:
+        host, port = moto.get_host_and_port()
+        endpoint = f"http://{host}:{port}"
+        with EmbeddedKubeAPI() as kube:
+            ec2 = boto3.client(
+                "ec2",
+                region_name=region,
+                endpoint_url=endpoint,
+                aws_access_key_id="testing",
+                aws_secret_access_key="testing",
+            )
+            _seed(kube.port, ec2)
+            env = {
+                key: value
+                for key, value in os.environ.items()
+                if not key.startswith(("AWS_", "GPUPOOL_", "KUBECONFIG", "POWERTOOLS_"))
+            }
+            env.update(
+                {
+                    "AWS_REGION": region,
+                    "AWS_ENDPOINT_URL": endpoint,
+                    "AWS_ACCESS_KEY_ID": "testing",
+                    "AWS_SECRET_ACCESS_KEY": "testing",
+                    "KUBECONFIG": str(kube.kubeconfig_path),
+                    "GPUPOOL_KUBE_ACCESS": "kubeconfig",
+                    "GPUPOOL_CLUSTER_NAME": "bench",
+                    "POWERTOOLS_LOG_LEVEL": "ERROR",
+                    "POWERTOOLS_METRICS_DISABLED": "true",
+                }
+            )
+            results = {}
+            for name in FUNCTIONS:
+                line = _python(_INVOKE, str(ROOT / "functions" / name), str(EVENTS[name]), env=env)
+                results[name] = json.loads(line)
+            instances = sum(
+                len(reservation["Instances"]) for reservation in ec2.describe_instances()["Reservations"]
+            )
+            results["launch"]["instances_after"] = instances
+            return results
+    finally:
+        moto.stop()
+
+
+def sandbox_invocations(repeats: int) -> None:
+    try:
+        import moto  # noqa: F401
+
+        from gpupool.local.kubeapi import EmbeddedKubeAPI  # noqa: F401
+    except ImportError as error:
+        print(f"\nFirst invocation: no sandbox available ({error}); import times only.")
+        return
+    print(
+        f"\nInvocation against the sandbox (embedded API server + moto EC2), fresh interpreter, "
+        f"median of {repeats} fresh sandboxes:"
+    )
+    runs: list[dict[str, dict[str, Any]]] = []
+    for _ in range(repeats):
+        try:
+            runs.append(_sandbox_run())
+        except Exception as error:
+            print(f"  sandbox run failed: {type(error).__name__}: {error}")
+            return
+    for name in FUNCTIONS:
+        rows = [run[name] for run in runs]
+        first = statistics.median(row["first_s"] for row in rows)
+        second = statistics.median(row["second_s"] for row in rows)
+        imported = statistics.median(row["import_s"] for row in rows)
+        last = rows[-1]
+        extra = f", {last['instances_after']} instance(s) in moto after" if "instances_after" in last else ""
+        print(
+            f"  {name:<8} import {imported * 1000:6.1f} ms  first invocation {first * 1000:7.1f} ms  "
+            f"second {second * 1000:6.1f} ms  [{last['status']}{extra}]"
+        )
+        for error in last["errors"]:
+            print(f"           error: {error}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--no-sandbox", action="store_true", help="import times only")
+    args = parser.parse_args()
+    print(
+        f"Python {sys.version.split()[0]} on {os.cpu_count()} CPU(s); Lambda (python3.12, arm64) differs.\n"
+    )
+    import_times(args.repeats)
+    if not args.no_sandbox:
+        sandbox_invocations(max(1, min(args.repeats, 3)))
+
+
+if __name__ == "__main__":
+    main()
