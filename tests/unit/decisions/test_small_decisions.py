@@ -41,6 +41,14 @@ def test_interruption_cordons_drains_and_marks_once() -> None:
     )
     assert [a.kind for a in again.actions] == ["drain-node"]
     assert plan_interruption(None, None, instance_id="i-x", reason="spot-interruption", now=NOW).actions == ()
+    failed = plan_interruption(
+        claim(phase="Failed"),
+        node("n1", claim_name="pool-a-1"),
+        instance_id="i-1",
+        reason="instance-shutting-down",
+        now=NOW,
+    )
+    assert failed.actions == (), "our own termination of a Failed claim is not an interruption"
 
 
 def test_orphan_sweep_only_old_tagged_instances_of_this_cluster_without_claim() -> None:

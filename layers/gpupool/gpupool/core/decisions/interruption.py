@@ -16,7 +16,7 @@ from gpupool.core.model.constants import LABEL_MANAGED_BY
 from gpupool.core.model.foreign import Node
 from gpupool.core.model.nodeclaim import GPUNodeClaim
 from gpupool.core.plan import Action, CordonNode, DrainNode, MarkClaimInterrupted, Plan, RecordEvent
-from gpupool.core.snapshot import claim_interrupted
+from gpupool.core.snapshot import claim_interrupted, claim_phase
 
 __all__ = ["EVENT_NODE_INTERRUPTED", "plan_interruption"]
 
@@ -36,6 +36,10 @@ def plan_interruption(
         return Plan(reasons=(f"instance {instance_id} ({reason}) belongs to no claim: nothing to do",))
     if claim.metadata.deletion_timestamp is not None:
         return Plan(reasons=(f"claim {claim.name} is already being deleted: nothing to do for {reason}",))
+    if claim_phase(claim) == "Failed":
+        return Plan(
+            reasons=(f"claim {claim.name} already Failed (its instance is being terminated): {reason}",)
+        )
     pool = claim.metadata.labels.get(LABEL_MANAGED_BY)
     keys = {"pool": pool, "claim": claim.name, "instance_id": instance_id}
     actions: list[Action] = []
