@@ -6,7 +6,7 @@ from datetime import timedelta
 
 from gpupool.core.decisions.compaction import compaction_due, plan_compaction
 from gpupool.core.decisions.interruption import plan_interruption
-from gpupool.core.decisions.orphan_sweep import plan_orphan_sweep
+from gpupool.core.decisions.orphan_sweep import plan_orphan_nodes, plan_orphan_sweep
 from gpupool.core.decisions.pool_status import plan_pool_status
 from gpupool.core.decisions.pool_sync import plan_pool_sync
 from gpupool.core.model.cluster import TensorFusionCluster
@@ -147,3 +147,17 @@ def test_pool_sync_creates_and_updates_cluster_pools() -> None:
     drifted = create.desired.model_copy(update={"spec": pool(min_=("1", "1Gi")).spec})
     (update,) = plan_pool_sync([cluster], [drifted]).actions
     assert isinstance(update, ApplyPool) and not update.create and update.desired.spec == create.desired.spec
+
+
+def test_nodes_whose_claim_is_gone_are_labelled_orphan_and_cleared_when_it_returns() -> None:
+    nodes = [
+        node("n1", claim_name="gone"),
+        node("n2", claim_name="kept"),
+        node("n3", claim_name="kept", labels={"tensor-fusion.ai/orphan": "true"}),
+        node("n4", claim_name=None),
+    ]
+    plan = plan_orphan_nodes(nodes, {"kept"})
+    assert [(a.node, a.labels) for a in plan.actions] == [  # type: ignore[union-attr]
+        ("n1", {"tensor-fusion.ai/orphan": "true"}),
+        ("n3", {"tensor-fusion.ai/orphan": None}),
+    ]

@@ -4,7 +4,8 @@ Role: `handle_bind(cause, deps, *, dry_run=False) -> Outcome`. For an interrupti
 an instance that stops / terminates under a live claim: plan_interruption (cordon, drain,
 mark the claim). For every cause: plan_claim_lifecycle over all claims (bind ready nodes,
 adopt instances found by tag, launch / registration timeouts, deleting claims terminate
-their instance then release the finalizer). For the periodic Sweep: plan_orphan_sweep too.
+their instance then release the finalizer). For the periodic Sweep: plan_orphan_sweep and
+plan_orphan_nodes too.
 
 Must not: launch instances (launch does, under the pool lease) or decide itself.
 """
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 from gpupool.core.decisions.claim_lifecycle import LifecyclePolicy, plan_claim_lifecycle
 from gpupool.core.decisions.interruption import plan_interruption
-from gpupool.core.decisions.orphan_sweep import plan_orphan_sweep
+from gpupool.core.decisions.orphan_sweep import plan_orphan_nodes, plan_orphan_sweep
 from gpupool.core.intake.causes import (
     ClaimDeleted,
     Ignored,
@@ -108,3 +109,5 @@ def _bind(
             grace=settings.orphan_grace,
         )
         record_results(outcome, sweep, executor.apply(sweep))
+        orphans = plan_orphan_nodes(nodes, {c.name for c in cluster.list_claims()})
+        record_results(outcome, orphans, executor.apply(orphans))

@@ -5,6 +5,8 @@ gone (or that names no claim) is an orphan once it is older than the grace perio
 grace covers the moment between recording a claim and listing it. Untagged instances are
 never reported by the Compute port, and instances of another cluster are left alone here too.
 
+`plan_orphan_nodes` labels nodes whose claim is gone `tensor-fusion.ai/orphan=true`.
+
 Must not: perform I/O or read the clock.
 """
 
@@ -13,10 +15,12 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from datetime import datetime, timedelta
 
-from gpupool.core.plan import Action, Plan, TerminateInstance
-from gpupool.core.snapshot import ManagedInstance
+from gpupool.core.model.constants import LABEL_ORPHAN
+from gpupool.core.model.foreign import Node
+from gpupool.core.plan import Action, LabelNode, Plan, TerminateInstance
+from gpupool.core.snapshot import ManagedInstance, node_claim
 
-__all__ = ["plan_orphan_sweep"]
+__all__ = ["plan_orphan_nodes", "plan_orphan_sweep"]
 
 
 def plan_orphan_sweep(
@@ -44,4 +48,23 @@ def plan_orphan_sweep(
         reasons.append(
             f"instance {inst.instance_id} is tagged for missing claim {inst.claim_name}: terminate"
         )
+    return Plan(actions=tuple(actions), reasons=tuple(reasons))
+
+
+def plan_orphan_nodes(nodes: Sequence[Node], claim_names: Collection[str]) -> Plan:
+    """Label `tensor-fusion.ai/orphan=true` on nodes whose node-provisioner claim is gone (as
+    TensorFusion does), and clear it when the claim exists again. Nothing is deleted."""
+    actions: list[Action] = []
+    reasons: list[str] = []
+    for node in sorted(nodes, key=lambda n: n.name):
+        owner = node_claim(node)
+        if owner is None:
+            continue
+        marked = node.metadata.labels.get(LABEL_ORPHAN) == "true"
+        if owner not in claim_names and not marked:
+            actions.append(LabelNode(node=node.name, claim=owner, labels={LABEL_ORPHAN: "true"}))
+            reasons.append(f"node {node.name}: claim {owner} is gone: label it orphan")
+        elif owner in claim_names and marked:
+            actions.append(LabelNode(node=node.name, claim=owner, labels={LABEL_ORPHAN: None}))
+            reasons.append(f"node {node.name}: claim {owner} exists: clear the orphan label")
     return Plan(actions=tuple(actions), reasons=tuple(reasons))
