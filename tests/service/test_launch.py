@@ -224,3 +224,22 @@ def test_pools_declared_in_the_cluster_are_created_and_launched() -> None:
     assert pool is not None and pool.metadata.labels[LABEL_CLUSTER] == "demo"
     assert len(world.claims()) == 2
     assert pool.status is not None and pool.status.provisioning_phase == "Provisioning"
+
+
+def test_plan_is_logged_once_and_each_action_once_with_the_fixed_keys(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    import json
+
+    world = World(make_pool(min_tflops="65", min_vram="16Gi"))
+    with caplog.at_level("INFO", logger="gpupool.service"):
+        outcome = handle_launch(reconcile("evt-log"), world.deps)
+    entries = [json.loads(r.getMessage()) for r in caplog.records if r.name == "gpupool.service"]
+    assert all({"pool", "claim", "node", "instance_id", "action", "event_id"} <= e.keys() for e in entries)
+    assert all(e["event_id"] == "evt-log" for e in entries)
+    plans = [e for e in entries if e["message"] == "plan"]
+    actions = [e for e in entries if e["message"] != "plan"]
+    assert len(actions) == len(outcome.plan.actions)
+    assert sum(1 for p in plans if any(a["kind"] == "launch-instance" for a in p["actions"])) == 1
+    launch = next(e for e in actions if e["action"] == "launch-instance")
+    assert launch["pool"] == "pool-a" and launch["claim"] == world.claims()[0].name
