@@ -55,7 +55,7 @@ class KubeWriter:
             "target": {"apiVersion": "v1", "kind": "Node", "name": node},
         }
         # _preload_content=False: the client cannot deserialise the Status the server returns.
-        self.core.create_namespaced_binding(namespace, body, _preload_content=False)
+        self.core.create_namespaced_pod_binding(name, namespace, body, _preload_content=False)
 
 
 def _custom_lister(api: Any, plural: str) -> Callable[..., Any]:
