@@ -4,7 +4,8 @@ Covers: each sample reaches the right function's service entry point as the righ
 nothing else does); deps are built once, lazily, never for an ignored event; outcomes map to
 raise (retryable) / acknowledge (permanent) / HTTP 200 / 400 / 503 on the Function URL; logs
 carry the fixed keys; module import pulls in neither boto3 nor kubernetes; the three handler
-bodies stay identical; and the real service entry points run behind the handler on fakes.
+bodies stay identical; the real service entry points run behind the handler on fakes; and no
+arbitrary JSON payload makes a handler raise (hypothesis).
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gpupool.core.intake.causes import (
     ClaimDeleted,
@@ -444,3 +447,23 @@ def test_compact_tick_runs_the_real_service() -> None:
     assert result["status"] == "handled"
     assert result["cause"]["kind"] == "compact"
     assert not result["errors"]
+
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=20),
+    lambda children: (
+        st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=10), children, max_size=3)
+    ),
+    max_leaves=12,
+)
+_url_requests = _json.map(lambda body: {**event("function-url-node-ready"), "body": json.dumps(body)})
+
+
+@settings(max_examples=150, deadline=None)
+@given(payload=_json | _url_requests, function=st.sampled_from(FUNCTIONS))
+def test_no_payload_makes_a_handler_raise(payload: Any, function: str) -> None:
+    result = handler_for(function, StubService())(payload, None)
+    if isinstance(payload, dict) and "requestContext" in payload:
+        assert result["statusCode"] in (200, 400)
+    else:
+        assert result["status"] in ("handled", "ignored")
