@@ -36,7 +36,7 @@ import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, cast
 
 from gpupool.service.deps import Deps, Settings
 from gpupool.service.ports import Cluster, Compute
@@ -60,6 +60,12 @@ _DURATION_SETTINGS = (
 )
 _INT_SETTINGS = ("max_nodes_per_plan", "max_launch_rounds")
 _ACCESS_ALIASES = {"kubeconfig-secret": "kubeconfig"}
+# The catalog speaks Karpenter's capacity types; claims and offerings TensorFusion's.
+_CATALOG_CAPACITY_TYPES: dict[str, Literal["OnDemand", "Spot", "Reserved"]] = {
+    "on-demand": "OnDemand",
+    "spot": "Spot",
+    "reserved": "Reserved",
+}
 _SECRET_PLACEHOLDER = "<read from Secrets Manager on first use>"
 
 T = TypeVar("T")
@@ -237,7 +243,7 @@ def catalog_offerings(region: str) -> tuple[OfferingRef, ...]:
             instance_type=offering.instance_type.name,
             region=offering.region,
             zone=offering.zone,
-            capacity_type=offering.capacity_type,
+            capacity_type=_CATALOG_CAPACITY_TYPES[offering.capacity_type],
             tflops=Quantity.from_number(offering.instance_type.tflops),
             vram=Quantity.parse(f"{offering.instance_type.vram_gib}Gi"),
             gpu_count=offering.instance_type.gpu_count,
@@ -267,12 +273,17 @@ def build_aws_deps(environ: Mapping[str, str]) -> Deps:
 
     def cluster() -> Cluster:
         from gpupool.adapters.kube import KubeCluster
-        from gpupool.adapters.kube_auth import build_api_client
+        from gpupool.adapters.kube_auth import KubeAccessError, build_api_client
 
         access = env.kube
         if env.kubeconfig_secret:
             access = _with_secret_kubeconfig(env, session.resolve())
-        api_client = build_api_client(access, aws_session=session.resolve() if access.mode == "eks" else None)
+        try:
+            api_client = build_api_client(
+                access, aws_session=session.resolve() if access.mode == "eks" else None
+            )
+        except KubeAccessError as error:
+            raise ConfigError(f"Kubernetes access ({access.mode}): {error}") from error
         return KubeCluster(api_client, namespace=env.kube_namespace, request_timeout_s=env.kube_timeout_s)
 
     return Deps(
