@@ -186,3 +186,11 @@ def test_compute_percent_is_a_share_of_each_gpus_capacity() -> None:
     assert int(allocator.state.avail_t[allocator.state.slot_of["a-0"]]) == 70_000
     with pytest.raises(Exception, match="no node"):
         allocator.reserve(request(name="big", tflops_request=0, compute_percent_request=80.0))
+
+
+def test_affinity_masks_are_per_allocator() -> None:
+    small = allocator_with(gpu("a-0", "a", node_labels=(("zone", "z1"),)))
+    large = allocator_with(*(gpu(f"n{i}-0", f"n{i}", node_labels=(("zone", "z1"),)) for i in range(3)))
+    req = request(constraints=NodeConstraints(node_selector=(("zone", "z1"),)))
+    assert small.simulate(req).node == "a"
+    assert large.filter(req, ["n0", "n1", "n2"]).passed == ["n0", "n1", "n2"]

@@ -80,34 +80,28 @@ def per_gpu_tflops(state: AllocatorState, request: GpuRequest) -> tuple[I64, I64
     )
 
 
-class _AffinityCache:
-    """Node-affinity masks per distinct constraint, valid for one state generation."""
-
-    def __init__(self) -> None:
-        self.generation = -1
-        self.masks: dict[NodeConstraints, B] = {}
-
-    def mask(self, state: AllocatorState, constraints: NodeConstraints) -> B:
-        if self.generation != state.generation:
-            self.masks.clear()
-            self.generation = state.generation
-        found = self.masks.get(constraints)
-        if found is None:
-            found = np.fromiter(
-                (
-                    node_constraint_failure(constraints, node, state.labels_of(node)) is None
-                    for node in state.node_names
-                ),
-                dtype=np.bool_,
-                count=len(state.node_names),
-            )
-            if len(self.masks) > 256:
-                self.masks.clear()
-            self.masks[constraints] = found
-        return found
-
-
-AFFINITY_CACHE = _AffinityCache()
+def _affinity_mask(state: AllocatorState, constraints: NodeConstraints) -> B:
+    """Node-affinity mask per distinct constraint, cached on the state for its current generation."""
+    cache = state.affinity_masks
+    if cache.get("generation") != state.generation:
+        cache.clear()
+        cache["generation"] = state.generation
+    found = cache.get(constraints)
+    if found is None:
+        found = np.fromiter(
+            (
+                node_constraint_failure(constraints, node, state.labels_of(node)) is None
+                for node in state.node_names
+            ),
+            dtype=np.bool_,
+            count=len(state.node_names),
+        )
+        if len(cache) > 256:
+            cache.clear()
+            cache["generation"] = state.generation
+        cache[constraints] = found
+    assert isinstance(found, np.ndarray)
+    return found
 
 
 def run_filters(
@@ -155,7 +149,7 @@ def run_filters(
     if request.vendor:
         keep("vendor", shaped(state.vendor_code == state.codes.get(request.vendor, -1)))
     if not request.constraints.empty:
-        keep("nodeAffinity", AFFINITY_CACHE.mask(state, request.constraints)[:, None])
+        keep("nodeAffinity", _affinity_mask(state, request.constraints)[:, None])
     keep("nativeGpu", (state.node_native == 0)[:, None])
     if request.gpu_count > 1:
         keep("sameNode", (outcome.alive.sum(axis=1) >= request.gpu_count)[:, None])

@@ -55,6 +55,8 @@ class AllocatorState:
         self.slot_names: list[str] = []
         self.width = 1
         self.generation = 0
+        # Node-affinity masks per constraint for the current generation (see filters).
+        self.affinity_masks: dict[object, object] = {}
         self._empty_arrays()
         self._empty_placed()
         self.node_workers: I32 = np.zeros(0, dtype=np.int32)
