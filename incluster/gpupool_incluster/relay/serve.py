@@ -24,6 +24,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
+from kubernetes import client as _client
 from kubernetes import config as _config
 
 from gpupool_incluster.relay.app import create_app
@@ -33,12 +34,13 @@ from gpupool_incluster.relay.kube import KubeWriter, start_watches
 __all__ = ["RelayOptions", "self_signed_pair", "serve"]
 
 config: Any = _config
+client: Any = _client
 log = logging.getLogger("gpupool.relay")
 
 
 @dataclass(frozen=True, slots=True)
 class RelayOptions:
-    kubeconfig: str
+    kubeconfig: str | None
     host: str
     port: int
     insecure_http: bool = False
@@ -79,7 +81,11 @@ def self_signed_pair(host: str, directory: Path, *, now: dt.datetime) -> tuple[P
 
 def serve(options: RelayOptions) -> None:
     """Block serving the relay until interrupted."""
-    api = config.new_client_from_config(config_file=options.kubeconfig)
+    if options.kubeconfig is None:
+        config.load_incluster_config()
+        api = client.ApiClient()
+    else:
+        api = config.new_client_from_config(config_file=options.kubeconfig)
     hub = SchedulerHub(KubeWriter(api), options.settings)
     stop = threading.Event()
     start_watches(api, hub, stop)

@@ -19,7 +19,10 @@ MODES = ("CompactFirst", "LowLoadFirst", "NodeCompactGPULowLoad")
 def register(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="relay_command", metavar="SUBCOMMAND")
     serve = sub.add_parser("serve", help="serve HTTPS (or HTTP with --insecure-http) until interrupted")
-    serve.add_argument("--kubeconfig", required=True, help="kubeconfig of the cluster to watch")
+    serve.add_argument(
+        "--kubeconfig",
+        help="kubeconfig of the cluster to watch (default: the pod's in-cluster service account)",
+    )
     serve.add_argument("--listen", default="0.0.0.0:8443", help="HOST:PORT (default 0.0.0.0:8443)")
     serve.add_argument("--insecure-http", action="store_true", help="serve plain HTTP (tests, loopback only)")
     serve.add_argument("--tls-cert", help="PEM certificate (default: a generated self-signed one)")
@@ -45,9 +48,9 @@ def _listen(text: str) -> tuple[str, int]:
 
 def run(args: argparse.Namespace) -> int:
     if getattr(args, "relay_command", None) != "serve":
-        raise UserError("usage: gpupool relay serve --kubeconfig FILE --listen HOST:PORT [--insecure-http]")
+        raise UserError("usage: gpupool relay serve [--kubeconfig FILE] --listen HOST:PORT [--insecure-http]")
     host, port = _listen(args.listen)
-    if not Path(args.kubeconfig).is_file():
+    if args.kubeconfig is not None and not Path(args.kubeconfig).is_file():
         raise UserError(f"--kubeconfig {args.kubeconfig}: no such file")
     if bool(args.tls_cert) != bool(args.tls_key):
         raise UserError("--tls-cert and --tls-key go together")
