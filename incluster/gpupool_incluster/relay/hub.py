@@ -27,7 +27,7 @@ from gpupool.core.allocator.pod_request import (
 from gpupool.core.allocator.quota import QuotaUsage
 from gpupool.core.extender import ExtenderArgs, handle_filter, handle_prioritize, reserve_for_bind
 from gpupool.core.model import constants as c
-from gpupool.core.model.foreign import Pod
+from gpupool.core.model.foreign import Node, Pod
 from gpupool.core.model.node import GPU
 from gpupool.core.model.pool import GPUPool
 from gpupool.core.model.quota import GPUResourceQuota
@@ -114,13 +114,19 @@ class SchedulerHub:
                 self.allocator.set_quota(namespace, quota_limits(quota))
 
     def apply_node(self, raw: Mapping[str, Any], *, deleted: bool = False) -> None:
-        metadata = raw.get("metadata") or {}
-        name = str(metadata.get("name") or "")
-        labels = dict(metadata.get("labels") or {})
+        """Node labels (node affinity) and host memory / disk (VRAM expansion bounds)."""
+        node = Node.model_validate(raw)
+        name = node.metadata.name or ""
+        labels = dict(node.metadata.labels)
+        capacity = node.status.capacity
+        memory, disk = capacity.get("memory"), capacity.get("ephemeral-storage")
+        host = (int(memory.value) if memory else 0, int(disk.value) if disk else 0)
         with self.lock:
             state = self.allocator.state
-            if not deleted and state.node_labels.get(name) != labels:
-                state.set_node(name, labels)
+            if deleted:
+                return
+            if state.node_labels.get(name) != labels or state.node_host.get(name, (0, 0)) != host:
+                state.set_node(name, labels, host_memory=host[0], host_disk=host[1])
 
     def apply_pod(self, raw: Mapping[str, Any], *, deleted: bool = False) -> None:
         pod = Pod.model_validate(raw)

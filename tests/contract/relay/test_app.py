@@ -153,3 +153,35 @@ def test_simulate_impossible_pod_says_why_per_stage(http: TestClient) -> None:
     bad = http.post("/api/simulate-schedule", content=SIMULATE_YAML.replace('"16Gi"', '"lots"', 1))
     assert bad.status_code == 422 and "not a quantity" in bad.json()["diagnosis"]
     assert http.post("/api/simulate-schedule", content=b"- a list").status_code == 400
+
+
+def test_node_objects_feed_node_affinity_and_vram_expansion(hub: SchedulerHub, http: TestClient) -> None:
+    hub.apply_node(
+        {"metadata": {"name": "b", "labels": {"zone": "z9"}}, "status": {"capacity": {"memory": "64Gi"}}}
+    )
+    pod = tf_pod("p", tflops="1")
+    pod["spec"]["nodeSelector"] = {"zone": "z9"}
+    answer = http.post("/scheduler/filter", json={"Pod": pod, "NodeNames": ["a", "b"]}).json()
+    assert answer["NodeNames"] == ["b"] and "nodeSelector zone=z9" in answer["FailedNodes"]["a"]
+    assert hub.allocator.state.node_host["b"] == (64 << 30, 0)
+
+
+def test_enabled_replicas_counts_admitted_replicas_per_owner(hub: SchedulerHub) -> None:
+    owner = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs", "uid": "rs-1", "controller": True}
+    for i in range(2):
+        moved = tf_pod(f"m{i}")
+        moved["metadata"]["ownerReferences"] = [owner]
+        hub.apply_pod(moved)
+    newcomer = tf_pod("n")
+    newcomer["metadata"]["ownerReferences"] = [owner]
+    newcomer["metadata"]["annotations"] = {
+        T + "tflops-limit": "10",
+        T + "vram-limit": "1Gi",
+        T + "enabled-replicas": "2",
+    }
+    assert hub.admission_context(newcomer, "team").migrated_replicas == 2
+    assert hub.admit(newcomer, "team").patch == []
+    hub.apply_pod(
+        tf_pod("m0") | {"metadata": {**tf_pod("m0")["metadata"], "ownerReferences": [owner]}}, deleted=True
+    )
+    assert any(op["path"] == "/spec/schedulerName" for op in hub.admit(newcomer, "team").patch)
