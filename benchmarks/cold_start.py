@@ -64,6 +64,40 @@ print(json.dumps({"import_s": imported - began, "first_s": first - imported, "se
 """
 
 
+_LAZY = """
+import sys, time
+began = time.perf_counter()
+import importlib
+importlib.import_module(sys.argv[1])
+print(time.perf_counter() - began)
+"""
+# What a first invocation imports lazily, measured alone (each in a fresh interpreter).
+LAZY_MODULES = (
+    "gpupool.service.launch",
+    "gpupool.service.bind",
+    "gpupool.service.compact",
+    "gpupool.adapters.wiring",
+    "boto3",
+    "kubernetes.client",
+    "gpupool.adapters.kube",
+    "gpupool.adapters.ec2",
+)
+
+
+def lazy_import_times(repeats: int) -> None:
+    print(
+        "\nDeferred to the first invocation (each imported alone in a fresh interpreter,"
+        f" so figures overlap; median of {repeats}):"
+    )
+    for module in LAZY_MODULES:
+        try:
+            samples = [float(_python(_LAZY, module)) for _ in range(repeats)]
+        except RuntimeError as error:
+            print(f"  {module:<26} not importable: {error}")
+            continue
+        print(f"  {module:<26} {statistics.median(samples) * 1000:7.1f} ms")
+
+
 def _python(code: str, *args: str, env: dict[str, str] | None = None) -> str:
     result = subprocess.run(
         [sys.executable, "-c", code, *args],
@@ -162,6 +196,10 @@ def _sandbox_run() -> dict[str, dict[str, Any]]:
     try:
         host, port = moto.get_host_and_port()
         endpoint = f"http://{host}:{port}"
+        # moto keeps its backends per process, not per server: start each repeat empty.
+        reset = http.client.HTTPConnection(host, port, timeout=10)
+        reset.request("POST", "/moto-api/reset")
+        reset.getresponse().read()
         with EmbeddedKubeAPI() as kube:
             ec2 = boto3.client(
                 "ec2",
@@ -245,6 +283,7 @@ def main() -> None:
         f"Python {sys.version.split()[0]} on {os.cpu_count()} CPU(s); Lambda (python3.12, arm64) differs.\n"
     )
     import_times(args.repeats)
+    lazy_import_times(args.repeats)
     if not args.no_sandbox:
         sandbox_invocations(max(1, min(args.repeats, 3)))
 
