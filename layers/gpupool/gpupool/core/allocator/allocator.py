@@ -19,6 +19,7 @@ from gpupool.core.allocator.quota import QuotaUsage, quota_failure
 from gpupool.core.allocator.reasons import node_reasons, stage_reasons
 from gpupool.core.allocator.records import Allocation
 from gpupool.core.allocator.request import GpuRequest, PlacementMode, PlacementPolicy, QuotaLimits
+from gpupool.core.allocator.rows import row_any
 from gpupool.core.allocator.scoring import node_scores, select_gpus, select_node, to_extender_priority
 from gpupool.core.allocator.state import AllocatorState
 
@@ -149,7 +150,7 @@ class Allocator:
         outcome, unknown = self._filter(request, nodes, record=True)
         failed = dict.fromkeys(unknown, "no GPU managed by gpupool on this node")
         failed.update(node_reasons(self.state, request, outcome))
-        alive_rows = np.nonzero(outcome.alive.any(axis=1))[0]
+        alive_rows = np.nonzero(row_any(outcome.alive))[0]
         return FilterResult(passed=[self.state.node_names[r] for r in alive_rows.tolist()], failed=failed)
 
     def prioritize(self, request: GpuRequest, nodes: Iterable[str]) -> dict[str, int]:
@@ -186,8 +187,8 @@ class Allocator:
             name=request.name,
             node=self.state.node_names[row],
             gpus=tuple(self.state.slot_names[s] for s in slots),
-            tflops_requests=tuple(int(outcome.tflops_request[s]) for s in slots),
-            tflops_limits=tuple(int(outcome.tflops_limit[s]) for s in slots),
+            tflops_requests=tuple(outcome.request_at(s) for s in slots),
+            tflops_limits=tuple(outcome.limit_at(s) for s in slots),
             vram_request=request.vram_request,
             vram_limit=max(request.vram_limit, request.vram_request),
             uid=request.uid,

@@ -19,6 +19,7 @@ import numpy.typing as npt
 
 from gpupool.core.allocator.affinity import node_constraint_failure
 from gpupool.core.allocator.request import GpuRequest, NodeConstraints
+from gpupool.core.allocator.rows import row_count
 from gpupool.core.allocator.state import AllocatorState
 
 __all__ = ["STAGES", "FilterOutcome", "StageMasks", "per_gpu_tflops", "run_filters"]
@@ -53,13 +54,25 @@ class StageMasks:
 
 @dataclass(slots=True)
 class FilterOutcome:
-    """Slots that passed every stage, and — when asked for — each stage's masks."""
+    """Slots that passed every stage, and — when asked for — each stage's masks.
+
+    TFLOPS request / limit are one number for every GPU, or an array per slot when the pod
+    asks for a compute percentage (a share of each GPU's own capacity).
+    """
 
     alive: B
-    tflops_request: I64
-    tflops_limit: I64
+    tflops_request: I64 | int
+    tflops_limit: I64 | int
     stages: list[StageMasks] = field(default_factory=list)
     quota_failure: str | None = None
+
+    def request_at(self, slot: int) -> int:
+        value = self.tflops_request
+        return value if isinstance(value, int) else int(value[slot])
+
+    def limit_at(self, slot: int) -> int:
+        value = self.tflops_limit
+        return value if isinstance(value, int) else int(value[slot])
 
 
 def _ceil_percent(capacity: I64, percent: float) -> I64:
@@ -67,17 +80,13 @@ def _ceil_percent(capacity: I64, percent: float) -> I64:
     return np.ceil(capacity.astype(np.float64) * (percent / 100.0)).astype(np.int64)
 
 
-def per_gpu_tflops(state: AllocatorState, request: GpuRequest) -> tuple[I64, I64]:
-    """TFLOPS request and limit per slot: fixed, or a percentage of each GPU's capacity."""
-    size = state.cap_t.size
+def per_gpu_tflops(state: AllocatorState, request: GpuRequest) -> tuple[I64 | int, I64 | int]:
+    """TFLOPS request and limit: one number, or per slot for a percentage of each GPU's capacity."""
     if request.compute_percent_request is not None:
         wanted = _ceil_percent(state.cap_t, request.compute_percent_request)
         ceiling = _ceil_percent(state.cap_t, request.compute_percent_limit or request.compute_percent_request)
         return wanted, ceiling
-    return (
-        np.full(size, request.tflops_request, dtype=np.int64),
-        np.full(size, max(request.tflops_limit, request.tflops_request), dtype=np.int64),
-    )
+    return request.tflops_request, max(request.tflops_limit, request.tflops_request)
 
 
 def _affinity_mask(state: AllocatorState, constraints: NodeConstraints) -> B:
@@ -152,7 +161,7 @@ def run_filters(
         keep("nodeAffinity", _affinity_mask(state, request.constraints)[:, None])
     keep("nativeGpu", (state.node_native == 0)[:, None])
     if request.gpu_count > 1:
-        keep("sameNode", (outcome.alive.sum(axis=1) >= request.gpu_count)[:, None])
+        keep("sameNode", (row_count(outcome.alive) >= request.gpu_count)[:, None])
     keep("maxWorkerPerNode", (state.node_workers < max_worker_per_node)[:, None])
     if quota_failure is not None:
         outcome.quota_failure = quota_failure

@@ -14,6 +14,7 @@ import numpy as np
 from gpupool.core.allocator.affinity import node_constraint_failure
 from gpupool.core.allocator.filters import FilterOutcome, StageMasks
 from gpupool.core.allocator.request import GpuRequest
+from gpupool.core.allocator.rows import row_any
 from gpupool.core.allocator.state import AllocatorState
 
 __all__ = ["format_bytes", "format_tflops", "gpu_reason", "node_reasons", "stage_reasons"]
@@ -46,13 +47,13 @@ def gpu_reason(
     if stage == "resources":
         return (
             f"free {format_tflops(int(state.avail_t[slot]))} / {format_bytes(int(state.avail_v[slot]))} VRAM "
-            f"< requested {format_tflops(int(outcome.tflops_request[slot]))} / "
+            f"< requested {format_tflops(outcome.request_at(slot))} / "
             f"{format_bytes(request.vram_request)} VRAM"
         )
     if stage == "oversubscription":
         vram_limits = int(state.limits_v[slot]) + max(request.vram_limit, request.vram_request)
         return (
-            f"limits would reach {format_tflops(int(state.limits_t[slot] + outcome.tflops_limit[slot]))} / "
+            f"limits would reach {format_tflops(int(state.limits_t[slot]) + outcome.limit_at(slot))} / "
             f"{format_bytes(vram_limits)} VRAM, "
             f"the pool's oversubscription allows {format_tflops(int(state.limit_cap_t[slot]))} / "
             f"{format_bytes(int(state.limit_cap_v[slot]))}"
@@ -90,7 +91,7 @@ def stage_reasons(
 ) -> dict[str, str]:
     """`{candidate: reason}` for one stage: GPU names, or node names for node-level stages."""
     if stage.name in NODE_STAGES:
-        lost_rows = np.nonzero(stage.before.any(axis=1) & ~stage.after.any(axis=1))[0]
+        lost_rows = np.nonzero(row_any(stage.before) & ~row_any(stage.after))[0]
         return {
             state.node_names[r]: _node_reason(state, request, outcome, stage.name, int(r)) for r in lost_rows
         }
@@ -103,7 +104,7 @@ def node_reasons(state: AllocatorState, request: GpuRequest, outcome: FilterOutc
     result: dict[str, str] = {}
     width = state.width
     for stage in outcome.stages:
-        lost_rows = np.nonzero(stage.before.any(axis=1) & ~stage.after.any(axis=1))[0]
+        lost_rows = np.nonzero(row_any(stage.before) & ~row_any(stage.after))[0]
         for row in lost_rows.tolist():
             node = state.node_names[row]
             if stage.name in NODE_STAGES:

@@ -15,6 +15,7 @@ import numpy as np
 import numpy.typing as npt
 
 from gpupool.core.allocator.request import PlacementMode
+from gpupool.core.allocator.rows import row_any, row_count, row_sum
 from gpupool.core.allocator.state import AllocatorState
 
 __all__ = ["node_scores", "select_gpus", "select_node", "to_extender_priority"]
@@ -39,15 +40,15 @@ def node_scores(state: AllocatorState, alive: B, mode: PlacementMode) -> F64:
     """Mean GPU score per node over its surviving GPUs; NaN for nodes with none."""
     rows = alive.shape[0]
     scores = _node_score_source(state, mode).reshape(rows, -1)
-    counts = alive.sum(axis=1)
-    totals = np.where(alive, scores, 0.0).sum(axis=1)
+    counts = row_count(alive)
+    totals = row_sum(scores, alive)
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(counts > 0, totals / np.maximum(counts, 1), np.nan)
 
 
 def select_node(state: AllocatorState, alive: B, mode: PlacementMode) -> int | None:
     """Row of the best node, or None when no node survived."""
-    if not alive.any():
+    if not row_any(alive).any():
         return None
     scores = node_scores(state, alive, mode)
     return int(np.nanargmax(scores))

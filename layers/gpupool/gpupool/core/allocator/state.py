@@ -53,7 +53,7 @@ class AllocatorState:
         self.node_index: dict[str, int] = {}
         self.slot_of: dict[str, int] = {}
         self.slot_names: list[str] = []
-        self.width = 1
+        self.width = 8
         self.generation = 0
         # Node-affinity masks per constraint for the current generation (see filters).
         self.affinity_masks: dict[object, object] = {}
@@ -98,7 +98,9 @@ class AllocatorState:
             by_node.setdefault(gpu.node, []).append(gpu)
         self.node_names = sorted(by_node)
         self.node_index = {name: i for i, name in enumerate(self.node_names)}
-        self.width = max((len(v) for v in by_node.values()), default=1)
+        # Padded to a multiple of 8 slots so per-node reductions can use a byte view (see rows).
+        widest = max((len(v) for v in by_node.values()), default=1)
+        self.width = -(-widest // 8) * 8
         size = len(self.node_names) * self.width
         self._empty_arrays(size)
         self._empty_placed()

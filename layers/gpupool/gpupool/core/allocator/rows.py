@@ -1,0 +1,46 @@
+"""Fast per-node reductions over the (nodes × GPU slots) masks.
+
+Role: numpy's reductions along a short last axis pay a per-row overhead; these helpers use a
+byte view (any) and a BLAS product (count, sum) instead, which is an order of magnitude faster
+at thousands of nodes. The state pads its slot width to a multiple of 8 so the byte view works.
+
+Must not: know what the masks mean.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = ["row_any", "row_count", "row_sum"]
+
+B = npt.NDArray[np.bool_]
+F64 = npt.NDArray[np.float64]
+
+
+def row_any(mask: B) -> B:
+    """Per row: is any slot set?"""
+    rows, width = mask.shape
+    if width % 8 or width == 0:
+        result: B = np.asarray(mask.any(axis=1), dtype=np.bool_)
+        return result
+    words = np.ascontiguousarray(mask).view(np.uint64).reshape(rows, width // 8)
+    if width == 8:
+        result = np.asarray(words.ravel() != 0, dtype=np.bool_)
+    else:
+        result = np.asarray((words != 0).any(axis=1), dtype=np.bool_)
+    return result
+
+
+def row_count(mask: B) -> F64:
+    """Per row: how many slots are set (as floats, exact for any realistic width)."""
+    width = mask.shape[1]
+    counts = mask.astype(np.float32) @ np.ones(width, dtype=np.float32)
+    return np.asarray(counts, dtype=np.float64)
+
+
+def row_sum(values: F64, mask: B) -> F64:
+    """Per row: the sum of `values` over the set slots."""
+    width = mask.shape[1]
+    total: F64 = (values * mask) @ np.ones(width, dtype=np.float64)
+    return total
