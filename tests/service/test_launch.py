@@ -21,6 +21,7 @@ from gpupool.core.model.constants import (
     LABEL_NODE_CLASS,
     pool_label,
 )
+from gpupool.core.quantity import Quantity
 from gpupool.core.snapshot import ANNOTATION_UNAVAILABLE_OFFERINGS
 from gpupool.service.bind import handle_bind
 from gpupool.service.errors import PermanentError, Throttled
@@ -88,9 +89,7 @@ def test_eight_concurrent_invocations_never_pass_the_gap_or_max() -> None:
     # Whatever interleaving happened, later invocations see what earlier ones recorded.
     for index in range(3):
         handle_launch(reconcile(f"after-{index}"), world.with_holder(f"late-{index}"))
-    offered = sum(
-        (c.spec.tflops_offered for c in world.claims()), start=type(world.claims()[0].spec.tflops_offered)(0)
-    )
+    offered = sum((c.spec.tflops_offered for c in world.claims()), start=Quantity(0))
     assert len(world.claims()) == 4  # 4 × g4dn.xlarge = 260 TFLOPS / 64Gi exactly
     assert offered.value == 260
     assert len(world.compute.live()) == 4
@@ -243,3 +242,28 @@ def test_plan_is_logged_once_and_each_action_once_with_the_fixed_keys(
     assert sum(1 for p in plans if any(a["kind"] == "launch-instance" for a in p["actions"])) == 1
     launch = next(e for e in actions if e["action"] == "launch-instance")
     assert launch["pool"] == "pool-a" and launch["claim"] == world.claims()[0].name
+
+
+def test_pool_status_is_kept_true_as_nodes_join() -> None:
+    world = World(make_pool())
+    handle_launch(reconcile("e1"), world.deps)
+    status = world.pool().status
+    assert status is not None and status.phase == "Pending" and status.provisioning_phase == "Provisioning"
+    for claim in world.claims():
+        world.cluster.join_node(claim.name)
+    handle_bind(InstanceStateChanged(instance_id="i-unrelated", state="running", event_id="b1"), world.deps)
+    handle_launch(reconcile("e2"), world.deps)
+    status = world.pool().status
+    assert status is not None
+    assert (status.phase, status.provisioning_phase, status.total_nodes, status.ready_nodes) == (
+        "Running",
+        "Completed",
+        2,
+        2,
+    )
+    assert status.total_tflops == Quantity.parse("130") and status.available_vram == Quantity.parse("32Gi")
+    (condition,) = [c for c in status.conditions if c.type == "CapacitySatisfied"]
+    assert condition.status == "True"
+    version = world.pool().metadata.resource_version
+    handle_launch(reconcile("e3"), world.deps)
+    assert world.pool().metadata.resource_version == version, "nothing changed, nothing written"
