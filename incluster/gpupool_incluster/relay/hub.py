@@ -16,7 +16,14 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from gpupool.core.admission import AdmissionContext, Mutation, PoolInfo, mutate_pod
-from gpupool.core.allocator import Allocation, AllocationError, Allocator, PlacementPolicy, Simulation
+from gpupool.core.allocator import (
+    Allocation,
+    AllocationError,
+    Allocator,
+    PlacementMode,
+    PlacementPolicy,
+    Simulation,
+)
 from gpupool.core.allocator.build import gpu_info, oversubscription_of, quota_limits
 from gpupool.core.allocator.pod_request import (
     ANNOTATION_GPU_IDS,
@@ -31,6 +38,7 @@ from gpupool.core.model.foreign import Node, Pod
 from gpupool.core.model.node import GPU
 from gpupool.core.model.pool import GPUPool
 from gpupool.core.model.quota import GPUResourceQuota
+from gpupool.core.model.scheduling import SchedulingConfigTemplate
 
 __all__ = ["DEFAULT_POOL_ANNOTATION", "BindFailed", "ClusterWriter", "HubSettings", "SchedulerHub"]
 
@@ -71,6 +79,8 @@ class SchedulerHub:
         self.default_pool_marked: str | None = None
         self.quotas: dict[str, GPUResourceQuota] = {}
         self.native_pods: dict[str, str] = {}
+        self.template_modes: dict[str, PlacementMode] = {}
+        self.pool_templates: dict[str, str] = {}
         self.migrated_by_owner: dict[str, set[str]] = {}
         self.synced = threading.Event()
 
@@ -96,11 +106,34 @@ class SchedulerHub:
                 self.pools.pop(name, None)
                 self.allocator.state.set_oversubscription(name, None)
                 return
+            if pool.spec.scheduling_config_template:
+                self.pool_templates[name] = pool.spec.scheduling_config_template
+            else:
+                self.pool_templates.pop(name, None)
+            self._refresh_pool_modes()
             qos = pool.spec.qos_config.default_qos if pool.spec.qos_config else None
             self.pools[name] = PoolInfo(name, default_qos=qos)
             if pool.metadata.annotations.get(DEFAULT_POOL_ANNOTATION) == "true":
                 self.default_pool_marked = name
             self.allocator.state.set_oversubscription(name, oversubscription_of(pool))
+
+    def apply_template(self, raw: Mapping[str, Any], *, deleted: bool = False) -> None:
+        """A SchedulingConfigTemplate: its placement mode applies to the pools that name it."""
+        template = SchedulingConfigTemplate.model_validate(raw)
+        name = template.metadata.name or ""
+        with self.lock:
+            if deleted:
+                self.template_modes.pop(name, None)
+            else:
+                self.template_modes[name] = PlacementMode(template.spec.placement.mode)
+            self._refresh_pool_modes()
+
+    def _refresh_pool_modes(self) -> None:
+        self.allocator.pool_modes = {
+            pool: self.template_modes[template]
+            for pool, template in self.pool_templates.items()
+            if template in self.template_modes
+        }
 
     def apply_quota(self, raw: Mapping[str, Any], *, deleted: bool = False) -> None:
         quota = GPUResourceQuota.model_validate(raw)

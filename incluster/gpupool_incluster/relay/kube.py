@@ -2,9 +2,10 @@
 
 Role: `KubeWriter` reads a pod, merges the GPU annotation onto it and creates the pods/binding
 subresource (a conflict — the pod already bound — surfaces as an exception, so the hub releases
-its reservation). `start_watches` lists then watches GPUs, GPUPools, GPUResourceQuotas, Nodes
-and Pods with the official client, one daemon thread each, relisting after any error (a relist
-replaces what that kind knew, so nothing deleted while disconnected lingers).
+its reservation). `start_watches` lists then watches GPUs, GPUPools, SchedulingConfigTemplates,
+GPUResourceQuotas, Nodes and Pods with the official client, one daemon thread each, relisting
+after any error (a relist replaces what that kind knew, so nothing deleted while disconnected
+lingers).
 
 Must not: decide placement or admission.
 """
@@ -118,6 +119,7 @@ def start_watches(api: Any, hub: SchedulerHub, stop: threading.Event) -> list[th
     core = client.CoreV1Api(api)
     kinds: list[tuple[str, Callable[..., Any], Apply]] = [
         ("gpupools", _custom_lister(api, "gpupools"), hub.apply_pool),
+        ("schedulingconfigtemplates", _custom_lister(api, "schedulingconfigtemplates"), hub.apply_template),
         ("gpuresourcequotas", _custom_lister(api, "gpuresourcequotas"), hub.apply_quota),
         ("nodes", core.list_node, hub.apply_node),
         ("gpus", _custom_lister(api, "gpus"), hub.apply_gpu),

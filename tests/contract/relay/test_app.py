@@ -185,3 +185,19 @@ def test_enabled_replicas_counts_admitted_replicas_per_owner(hub: SchedulerHub) 
         tf_pod("m0") | {"metadata": {**tf_pod("m0")["metadata"], "ownerReferences": [owner]}}, deleted=True
     )
     assert any(op["path"] == "/spec/schedulerName" for op in hub.admit(newcomer, "team").patch)
+
+
+def test_pool_placement_mode_comes_from_its_scheduling_config_template(hub: SchedulerHub) -> None:
+    hub.apply_template(
+        {
+            "apiVersion": "tensor-fusion.ai/v1",
+            "kind": "SchedulingConfigTemplate",
+            "metadata": {"name": "spread"},
+            "spec": {"placement": {"mode": "LowLoadFirst"}},
+        }
+    )
+    pool = pool_object()
+    pool["spec"] = {"schedulingConfigTemplate": "spread"}
+    hub.apply_pool(pool)
+    assert str(hub.allocator.mode_for("shared")) == "LowLoadFirst"
+    assert str(hub.allocator.mode_for("other")) == "NodeCompactGPULowLoad"
