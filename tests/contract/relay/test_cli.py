@@ -1,0 +1,27 @@
+"""`gpupool relay serve` argument checks: bad input is one clear line and exit 2, nothing started."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gpupool.cli.main import main
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["relay"], "usage: gpupool relay serve"),
+        (["relay", "serve", "--listen", "nowhere"], "must be HOST:PORT"),
+        (["relay", "serve", "--listen", "127.0.0.1:70000"], "must be HOST:PORT"),
+        (["relay", "serve", "--kubeconfig", "/no/such/file", "--listen", "127.0.0.1:8443"], "no such file"),
+        (["relay", "serve", "--listen", "127.0.0.1:8443", "--tls-cert", "c.pem"], "go together"),
+        (["relay", "serve", "--listen", "127.0.0.1:8443", "--vram-weight", "0.9"], "must equal 1"),
+    ],
+)
+def test_bad_arguments(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    assert main(argv) == 2
+    assert message in capsys.readouterr().err
