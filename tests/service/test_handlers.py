@@ -3,8 +3,9 @@
 Covers: each sample reaches the right function's service entry point as the right cause (and
 nothing else does); deps are built once, lazily, never for an ignored event; outcomes map to
 raise (retryable) / acknowledge (permanent) / HTTP 200 / 400 / 503 on the Function URL; logs
-carry the fixed keys; module import pulls in neither boto3 nor kubernetes; the three handler
-bodies stay identical; the real service entry points run behind the handler on fakes; and no
+carry the fixed keys; module import pulls in neither boto3 nor kubernetes; each app binds the
+shared body (gpupool.handlers.aws_lambda) to its own function; the real service entry points
+run behind the handler on fakes; and no
 arbitrary JSON payload makes a handler raise (hypothesis).
 """
 
@@ -35,6 +36,7 @@ from gpupool.core.intake.causes import (
     Sweep,
 )
 from gpupool.core.plan import Plan
+from gpupool.handlers import aws_lambda
 from gpupool.service.errors import PermanentError, Throttled
 from gpupool.service.outcome import Outcome
 
@@ -226,7 +228,7 @@ def test_malformed_eventbridge_event_is_acknowledged_with_a_reason() -> None:
 def test_retryable_outcome_raises_so_lambda_retries() -> None:
     outcome = Outcome(errors=["launch claim pool-a-0001: throttled"], retryable=True)
     handler = handler_for("launch", StubService(outcome))
-    with pytest.raises(APPS["launch"].RetryableFailure, match="throttled"):
+    with pytest.raises(aws_lambda.RetryableFailure, match="throttled"):
         handler(event("scheduled-event"), None)
 
 
@@ -270,7 +272,7 @@ def test_permanent_errors_in_the_outcome_are_acknowledged() -> None:
 def logs() -> Iterator[io.StringIO]:
     """What the handlers' Powertools logger writes (its handler pointed at a buffer for the test)."""
     stream = io.StringIO()
-    handler = APPS["launch"].logger.registered_handler
+    handler = aws_lambda.logger.registered_handler
     previous = handler.setStream(stream)
     yield stream
     handler.setStream(previous)
@@ -313,13 +315,16 @@ def test_keys_of_one_event_do_not_leak_into_the_next(logs: io.StringIO) -> None:
     assert "instance_id" not in last
 
 
-def test_the_three_handler_bodies_are_identical() -> None:
-    marker = "# ---- end of configuration"
-    bodies = {
-        name: (ROOT / "functions" / name / "app.py").read_text().split(marker, 1)[1] for name in FUNCTIONS
-    }
-    assert bodies["bind"] == bodies["launch"]
-    assert bodies["compact"] == bodies["launch"]
+@pytest.mark.parametrize("function", FUNCTIONS)
+def test_each_app_binds_the_shared_body_to_its_own_function(function: str) -> None:
+    assert function == APPS[function].FUNCTION
+    assert APPS[function].make_handler.args == (function,)
+    assert callable(APPS[function].handler)
+
+
+def test_the_shared_body_refuses_an_unknown_function() -> None:
+    with pytest.raises(ValueError, match="unknown function 'resize'"):
+        aws_lambda.make_handler("resize")  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("function", FUNCTIONS)
@@ -341,7 +346,7 @@ def test_module_import_pulls_in_no_sdk(function: str) -> None:
 
 def test_the_default_service_is_the_real_entry_point() -> None:
     for function in FUNCTIONS:
-        entry = APPS[function].service_entry()
+        entry = aws_lambda.service_entry(function)()
         assert entry.__name__ == f"handle_{function}"
         assert entry.__module__ == f"gpupool.service.{function}"
 
@@ -394,7 +399,7 @@ def test_a_throttled_launch_raises_for_a_lambda_retry_and_the_retry_finishes_the
     world = World(make_pool())
     world.compute.fail_next("launch", Throttled("RequestLimitExceeded"))
     handler = _real("launch", world)
-    with pytest.raises(APPS["launch"].RetryableFailure):
+    with pytest.raises(aws_lambda.RetryableFailure):
         handler(event("scheduled-event"), None)
     handler(event("scheduled-event"), None)
     assert len(world.compute.list_managed()) == len(world.claims(live_only=True)) > 0

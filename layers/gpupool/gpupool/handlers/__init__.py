@@ -1,0 +1,1 @@
+"""Cloud function handler bodies (Lambda now; Function Compute later), shared by functions/*."""
