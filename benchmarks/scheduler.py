@@ -117,7 +117,7 @@ def in_process(nodes: int, pods: int) -> None:
 
 
 class _NoWrites:
-    def annotate_pod(self, namespace: str, name: str, annotations: Mapping[str, str]) -> None:
+    def annotate_pod(self, namespace: str, name: str, annotations: Mapping[str, str | None]) -> None:
         raise RuntimeError("benchmark does not bind")
 
     def bind_pod(self, namespace: str, name: str, uid: str, node: str) -> None:

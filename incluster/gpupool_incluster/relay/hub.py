@@ -49,7 +49,9 @@ DEFAULT_POOL_ANNOTATION = f"{c.DOMAIN}/is-default-pool"
 class ClusterWriter(Protocol):
     """The two writes bind makes; each raises on failure (conflict, not found, …)."""
 
-    def annotate_pod(self, namespace: str, name: str, annotations: Mapping[str, str]) -> None: ...
+    def annotate_pod(self, namespace: str, name: str, annotations: Mapping[str, str | None]) -> None:
+        """Merge annotations onto the pod; a None value removes that annotation."""
+        ...
 
     def bind_pod(self, namespace: str, name: str, uid: str, node: str) -> None: ...
 
@@ -171,7 +173,9 @@ class SchedulerHub:
             if finished:
                 self.allocator.release(key)
                 return
-            if ANNOTATION_GPU_IDS not in pod.metadata.annotations:
+            # Only bound pods hold GPUs here: an annotated but unbound pod is a bind in flight
+            # (its reservation is held by `bind`) or one that failed (and was released).
+            if ANNOTATION_GPU_IDS not in pod.metadata.annotations or not pod.spec.node_name:
                 return
             try:
                 allocation = allocation_from_pod(
@@ -230,16 +234,27 @@ class SchedulerHub:
             except (AllocationError, RequestError) as exc:
                 raise BindFailed(str(exc)) from exc
         fresh = allocation is not None and allocation is not held_before
+        annotated = False
         try:
             if allocation is not None:
                 self.writer.annotate_pod(namespace, name, {ANNOTATION_GPU_IDS: ",".join(allocation.gpus)})
+                annotated = True
             self.writer.bind_pod(namespace, name, uid, node)
         except Exception as exc:
             if fresh and allocation is not None:
                 with self.lock:
                     self.allocator.release(allocation.key)
+                if annotated:
+                    self._forget_annotation(namespace, name)
             raise BindFailed(f"binding {namespace}/{name} to {node} failed: {exc}") from exc
         return allocation
+
+    def _forget_annotation(self, namespace: str, name: str) -> None:
+        """Best effort: the GPUs named on a pod whose bind failed are no longer its own."""
+        try:
+            self.writer.annotate_pod(namespace, name, {ANNOTATION_GPU_IDS: None})
+        except Exception:  # the pod may be gone; unbound pods' annotations are ignored anyway
+            return
 
     def admission_context(self, pod: Mapping[str, Any], namespace: str) -> AdmissionContext:
         with self.lock:

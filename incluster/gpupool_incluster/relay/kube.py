@@ -45,7 +45,7 @@ class KubeWriter:
         result: dict[str, Any] = self.api.sanitize_for_serialization(pod)
         return result
 
-    def annotate_pod(self, namespace: str, name: str, annotations: Mapping[str, str]) -> None:
+    def annotate_pod(self, namespace: str, name: str, annotations: Mapping[str, str | None]) -> None:
         self.core.patch_namespaced_pod(name, namespace, {"metadata": {"annotations": dict(annotations)}})
 
     def bind_pod(self, namespace: str, name: str, uid: str, node: str) -> None:

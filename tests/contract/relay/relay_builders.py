@@ -87,9 +87,14 @@ class FakeWriter:
     def read_pod(self, namespace: str, name: str) -> dict[str, Any]:
         return self.pods[f"{namespace}/{name}"]
 
-    def annotate_pod(self, namespace: str, name: str, annotations: Mapping[str, str]) -> None:
+    def annotate_pod(self, namespace: str, name: str, annotations: Mapping[str, str | None]) -> None:
         with self.lock:
-            self.pods[f"{namespace}/{name}"]["metadata"]["annotations"].update(annotations)
+            current = self.pods[f"{namespace}/{name}"]["metadata"]["annotations"]
+            for key, value in annotations.items():
+                if value is None:
+                    current.pop(key, None)
+                else:
+                    current[key] = value
 
     def bind_pod(self, namespace: str, name: str, uid: str, node: str) -> None:
         with self.lock:

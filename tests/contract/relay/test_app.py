@@ -79,6 +79,11 @@ def test_bind_failure_releases_the_reservation(
     )
     assert "409 Conflict" in answer.json()["Error"]
     assert hub.allocator.state.allocations == {}
+    assert "tensor-fusion.ai/gpu-ids" not in writer.pods["team/p"]["metadata"]["annotations"]
+    # A late watch event for the annotated-but-unbound pod must not resurrect the reservation.
+    late = tf_pod("p", extra={"tensor-fusion.ai/gpu-ids": "a-0"})
+    hub.apply_pod(late)
+    assert hub.allocator.state.allocations == {}
     missing = http.post(
         "/scheduler/bind", json={"PodName": "ghost", "PodNamespace": "team", "Node": "a"}
     ).json()

@@ -108,6 +108,8 @@ def rebuild_allocator(
     for pod in pods:
         if pod.status.phase in ("Succeeded", "Failed") or pod.metadata.deletion_timestamp is not None:
             continue
+        if not pod.spec.node_name:  # annotated but never bound: a bind that did not finish
+            continue
         try:
             allocation = allocation_from_pod(pod, allocator.state.gpus, default_pool=default_pool)
         except RequestError as exc:
