@@ -1,0 +1,106 @@
+"""`gpupool demo`: the whole Provisioned-AWS story on embedded defaults, as a readable timeline.
+
+Role: start (in this process) the embedded Kubernetes API server on a simulated clock and an
+EC2 account in moto (`gpupool.local.simulation_world.SimWorld`); wire the real launch, bind
+and compact handlers (`functions/*/app.py`, found as `gpupool invoke` finds them) to the real
+service and adapters through `build_aws_deps(world.environ)`, with the world's clock and
+repeatable claim-name suffixes; run the scenario (`gpupool.local.simulation.Simulation`):
+a pool with a minimum → launch → instances boot and nodes join → bind → a workload spike
+raises capacity to keep the warm reserve → the spike ends → after the 5-minute protection,
+compaction trims back to the minimum. Prints the timeline (simulated time, who acted, what
+the functions did and why); `--json` prints it as JSON. Exit 0 when every invocation
+succeeded, 1 when one reported an error.
+
+Must not: decide anything or re-implement the service (it only wires and prints).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+NAME = "demo"
+HELP = "run the Provisioned-AWS story locally (embedded API server, moto, simulated clock) as a timeline"
+
+
+def register(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", action="store_true", help="print the timeline and final state as JSON")
+    parser.add_argument(
+        "-v", "--verbose", action="store_true", help="show every plan action of every invocation"
+    )
+    parser.add_argument("--functions-dir", type=Path, metavar="DIR", help="where <FUNCTION>/app.py lives")
+
+
+def _errors(result: Any) -> list[str]:
+    found: list[str] = []
+    for entry in result.timeline:
+        outcome: Mapping[str, Any] = entry.outcome or {}
+        found += [f"{entry.summary}: {error}" for error in outcome.get("errors") or []]
+        if entry.outcome is not None and outcome.get("status") not in ("handled", "ignored"):
+            found.append(f"{entry.summary}: status {outcome.get('status')}")
+    return found
+
+
+def _print_text(result: Any, *, verbose: bool) -> None:
+    from gpupool.local.simulation_report import render_timeline
+
+    print("gpupool demo — Provisioned mode on AWS (embedded API server + moto EC2, simulated clock)")
+    print(f"start {result.start.isoformat()}; times below are minutes:seconds after it")
+    print()
+    for line in render_timeline(result.timeline, start=result.start, verbose=verbose):
+        print(line)
+    final = result.final
+    print()
+    print(f"{result.quiet_ticks} schedule tick(s) found nothing to change and are not listed.")
+    print("final state:")
+    print(f"  pool tensor-fusion-elastic: {final.pool_phase}")
+    for name, phase in sorted(final.claims.items()):
+        history = " → ".join(result.claim_phases.get(name, [phase]))
+        print(f"  claim {name}: {history}")
+    for name, history in sorted(result.claim_phases.items()):
+        if name not in final.claims:
+            print(f"  claim {name}: {' → '.join(history)}")
+    for instance_id, info in sorted(final.instances.items()):
+        print(f"  instance {instance_id} ({info['type']}, claim {info['claim']}): {info['state']}")
+    for node, claim in sorted(final.nodes.items()):
+        print(f"  node {node} (claim {claim})")
+
+
+def run(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
+    from gpupool.adapters.wiring import build_aws_deps
+    from gpupool.cli.commands.invoke import (
+        FUNCTIONS,
+        call_handler,
+        load_function,
+        make_handler,
+        quiet_handler_output,
+    )
+    from gpupool.local.simulation import Simulation
+    from gpupool.local.simulation_world import SimWorld
+
+    modules = {name: load_function(name, args.functions_dir) for name in FUNCTIONS}
+    with SimWorld() as world:
+        deps = replace(build_aws_deps(world.environ), clock=world.clock, new_suffix=world.new_suffix)
+        handlers = {name: make_handler(module, lambda: deps) for name, module in modules.items()}
+
+        def invoke(function: str, event: Mapping[str, Any]) -> Mapping[str, Any]:
+            return call_handler(handlers[function], event)
+
+        with quiet_handler_output(verbose=False):
+            result = Simulation(world, invoke).run()
+    if args.json:
+        print(json.dumps(result.to_json(), indent=2, default=str))
+    else:
+        _print_text(result, verbose=args.verbose)
+    errors = _errors(result)
+    if errors and not args.json:
+        print()
+        print(f"{len(errors)} invocation(s) reported errors:")
+        for error in errors:
+            print(f"  {error}")
+    return 1 if errors else 0

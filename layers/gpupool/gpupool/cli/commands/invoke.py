@@ -1,0 +1,255 @@
+"""`gpupool invoke FUNCTION EVENT_FILE --cloud aws [--env D/env] [--dry-run] [--json]`.
+
+Role: run a function's real Lambda handler (`functions/<FUNCTION>/app.py`) in this process on
+one event file, against the endpoints of an env file written by `gpupool sandbox up` (or the
+process environment), and print the plan and what was applied. The handler gets its deps
+through its own `make_handler(deps_factory, dry_run=...)` seam, built by the same wiring a
+deployed function uses (`gpupool.adapters.wiring.build_aws_deps`). `--json` prints exactly
+`{"plan": {"actions": [...], "reasons": [...]}, "applied": [...], "errors": [...]}`.
+
+Where the handlers are found (first match): `--functions-dir DIR`, `$GPUPOOL_FUNCTIONS_DIR`,
+the source tree the package is installed from (`<repo>/functions`, for `pip install -e .`),
+then `./functions`.
+
+Exit: 0 when the event was handled or deliberately ignored; 1 when the invocation failed (the
+errors are printed); 2 for bad input (unknown function, unreadable or non-JSON event file,
+bad env file or environment), as one line, without a traceback.
+
+Must not: decide, check dry-run itself (the handler passes it to the service), or change the
+process environment.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib.util
+import json
+import os
+import sys
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from gpupool.cli.errors import UserError
+
+NAME = "invoke"
+HELP = "run a function's real handler (launch, bind, compact) in-process on one event file"
+FUNCTIONS = ("launch", "bind", "compact")
+FUNCTIONS_DIR_VARIABLE = "GPUPOOL_FUNCTIONS_DIR"
+
+Handler = Callable[[Any, Any], dict[str, Any]]
+
+
+def register(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("function", metavar="FUNCTION", help=f"one of: {', '.join(FUNCTIONS)}")
+    parser.add_argument(
+        "event_file", metavar="EVENT_FILE", type=Path, help="a JSON event, e.g. events/aws/*.json"
+    )
+    parser.add_argument("--cloud", choices=["aws"], default="aws", help="which handler flavour to run")
+    parser.add_argument("--env", type=Path, metavar="FILE", help="KEY=VALUE file (e.g. a sandbox's D/env)")
+    parser.add_argument("--dry-run", action="store_true", help="print the plan, apply nothing")
+    parser.add_argument("--json", action="store_true", help="print the outcome as JSON only")
+    parser.add_argument("--functions-dir", type=Path, metavar="DIR", help="where <FUNCTION>/app.py lives")
+    parser.add_argument("-v", "--verbose", action="store_true", help="also print the handler's logs (stderr)")
+
+
+# ---- finding and loading handlers (also used by `gpupool demo`) ------------------------------
+def functions_dir_candidates(explicit: Path | None = None) -> list[Path]:
+    import gpupool
+
+    candidates = [explicit] if explicit is not None else []
+    if os.environ.get(FUNCTIONS_DIR_VARIABLE):
+        candidates.append(Path(os.environ[FUNCTIONS_DIR_VARIABLE]))
+    # layers/gpupool/gpupool/__init__.py → the repository root is three folders up.
+    candidates.append(Path(gpupool.__file__).resolve().parents[3] / "functions")
+    candidates.append(Path.cwd() / "functions")
+    return candidates
+
+
+def load_function(function: str, functions_dir: Path | None = None) -> ModuleType:
+    """Import `functions/<function>/app.py` as a module (once per process and path)."""
+    if function not in FUNCTIONS:
+        raise UserError(f"unknown function {function!r} (one of: {', '.join(FUNCTIONS)})")
+    searched = functions_dir_candidates(functions_dir)
+    if functions_dir is not None:
+        searched = searched[:1]
+    path = next((d / function / "app.py" for d in searched if (d / function / "app.py").is_file()), None)
+    if path is None:
+        where = ", ".join(str(d) for d in searched)
+        raise UserError(
+            f"cannot find {function}/app.py (looked in {where}); pass --functions-dir "
+            f"or set {FUNCTIONS_DIR_VARIABLE}"
+        )
+    module_name = f"gpupool_function_{function}_{abs(hash(str(path.resolve())))}"
+    if module_name in sys.modules:
+        return sys.modules[module_name]
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    if spec is None or spec.loader is None:
+        raise UserError(f"{path}: cannot be imported")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    try:
+        spec.loader.exec_module(module)
+    except Exception as error:
+        del sys.modules[module_name]
+        raise UserError(f"{path}: import failed: {type(error).__name__}: {error}") from None
+    if not callable(getattr(module, "make_handler", None)):
+        raise UserError(f"{path}: has no make_handler(deps_factory, dry_run=...)")
+    return module
+
+
+@contextlib.contextmanager
+def quiet_handler_output(*, verbose: bool) -> Iterator[None]:
+    """Keep stdout for our own output: the handlers' logs (the Powertools logger "gpupool" and
+    its children) go to stderr with --verbose, else nowhere; metrics lines nowhere."""
+    import logging
+
+    handlers = [
+        handler
+        for name in ("gpupool", "gpupool.service")
+        for handler in logging.getLogger(name).handlers
+        if isinstance(handler, logging.StreamHandler)
+    ]
+    sink = sys.stderr if verbose else open(os.devnull, "w")  # noqa: SIM115
+    previous = [(handler, handler.setStream(sink)) for handler in handlers]
+    try:
+        with contextlib.redirect_stdout(sink):
+            yield
+    finally:
+        for handler, stream in previous:
+            if stream is not None:
+                handler.setStream(stream)
+        if sink is not sys.stderr:
+            sink.close()
+
+
+# ---- inputs --------------------------------------------------------------------------------
+def read_event(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UserError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise UserError(f"{path}: is a directory") from None
+    except UnicodeDecodeError:
+        raise UserError(f"{path}: not UTF-8 text") from None
+    except OSError as error:
+        raise UserError(f"{path}: cannot read: {error.strerror or error}") from None
+    try:
+        event = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise UserError(
+            f"{path}: not JSON: {error.msg} at line {error.lineno} column {error.colno}"
+        ) from None
+    if not isinstance(event, dict):
+        raise UserError(f"{path}: not an event: a JSON object is expected, not {type(event).__name__}")
+    return event
+
+
+def read_env_file(path: Path) -> dict[str, str]:
+    """`KEY=VALUE` lines (optionally `export KEY=VALUE`, values optionally quoted; # comments)."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as error:
+        raise UserError(f"{path}: cannot read the env file: {error.strerror or error}") from None
+    except UnicodeDecodeError:
+        raise UserError(f"{path}: not UTF-8 text") from None
+    values: dict[str, str] = {}
+    for number, raw in enumerate(lines, start=1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        line = line.removeprefix("export ").strip()
+        key, sep, value = line.partition("=")
+        if not sep or not key.strip().replace("_", "").isalnum():
+            raise UserError(f"{path}:{number}: expected KEY=VALUE, got {raw.strip()!r}")
+        value = value.strip()
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+            value = value[1:-1]
+        values[key.strip()] = value
+    return values
+
+
+# ---- running -------------------------------------------------------------------------------
+class _Context:
+    """The parts of a Lambda context object the handlers read."""
+
+    function_name = "gpupool-invoke"
+    aws_request_id = "gpupool-invoke"
+    memory_limit_in_mb = 512
+    invoked_function_arn = "arn:aws:lambda:local:000000000000:function:gpupool-invoke"
+
+
+def response_body(response: Mapping[str, Any]) -> dict[str, Any]:
+    """A handler's result, unwrapped from the Function URL HTTP response when it is one."""
+    if "statusCode" in response and isinstance(response.get("body"), str):
+        try:
+            body = json.loads(response["body"])
+        except json.JSONDecodeError:
+            return {"status": "failed", "errors": [f"HTTP {response['statusCode']}: {response['body']}"]}
+        return body if isinstance(body, dict) else {"status": "failed", "errors": ["unexpected body"]}
+    return dict(response)
+
+
+def outcome_json(body: Mapping[str, Any]) -> dict[str, Any]:
+    """Exactly `{"plan": {"actions", "reasons"}, "applied", "errors"}`, ignored events included."""
+    plan = body.get("plan") or {}
+    reasons = list(plan.get("reasons") or [])
+    if body.get("status") == "ignored":
+        reasons.append(f"ignored: {body.get('reason') or body.get('error') or 'unknown event'}")
+    return {
+        "plan": {"actions": list(plan.get("actions") or []), "reasons": reasons},
+        "applied": list(body.get("applied") or []),
+        "errors": list(body.get("errors") or []),
+    }
+
+
+def make_handler(module: ModuleType, deps_factory: Callable[[], Any], *, dry_run: bool = False) -> Handler:
+    """The function's handler with our deps (the handlers' own injection seam)."""
+    handler: Handler = module.make_handler(deps_factory, dry_run=dry_run)
+    return handler
+
+
+def call_handler(handler: Handler, event: Mapping[str, Any]) -> dict[str, Any]:
+    """Call a handler once; a retryable failure (raised for Lambda to retry) comes back as status "retry"."""
+    try:
+        return response_body(handler(dict(event), _Context()))
+    except Exception as error:  # the handler raises so Lambda retries; locally we report it
+        return {"status": "retry", "errors": [f"{type(error).__name__}: {error}"]}
+
+
+def print_outcome(
+    function: str, body: Mapping[str, Any], outcome: Mapping[str, Any], *, dry_run: bool
+) -> None:
+    from gpupool.local.simulation_report import outcome_lines
+
+    cause = body.get("cause") or {}
+    what = cause.get("kind") or "event"
+    status = str(body.get("status") or "failed")
+    print(f"{function} ← {what}: {status}{' (dry run)' if dry_run else ''}")
+    for line in outcome_lines(outcome, dry_run=dry_run and status == "handled"):
+        print(line)
+
+
+def run(args: argparse.Namespace) -> int:
+    module = load_function(args.function, args.functions_dir)
+    event = read_event(args.event_file)
+    environ = {**os.environ, **(read_env_file(args.env) if args.env else {})}
+    from gpupool.adapters.wiring import ConfigError, build_aws_deps, read_aws_environment
+
+    try:
+        read_aws_environment(environ)
+    except ConfigError as error:
+        where = f" (from {args.env})" if args.env else " (pass --env D/env from `gpupool sandbox up`)"
+        raise UserError(f"environment{where}: {error}") from None
+    with quiet_handler_output(verbose=args.verbose):
+        handler = make_handler(module, lambda: build_aws_deps(environ), dry_run=args.dry_run)
+        body = call_handler(handler, event)
+    outcome = outcome_json(body)
+    if args.json:
+        print(json.dumps(outcome, indent=2, sort_keys=False))
+    else:
+        print_outcome(args.function, body, outcome, dry_run=args.dry_run)
+    return 0 if body.get("status") in ("handled", "ignored") and not outcome["errors"] else 1
