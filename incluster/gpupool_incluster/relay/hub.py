@@ -31,7 +31,6 @@ from gpupool.core.allocator.pod_request import (
     allocation_from_pod,
     request_from_pod,
 )
-from gpupool.core.allocator.quota import QuotaUsage
 from gpupool.core.extender import ExtenderArgs, handle_filter, handle_prioritize, reserve_for_bind
 from gpupool.core.model import constants as c
 from gpupool.core.model.foreign import Node, Pod
@@ -39,6 +38,7 @@ from gpupool.core.model.node import GPU
 from gpupool.core.model.pool import GPUPool
 from gpupool.core.model.quota import GPUResourceQuota
 from gpupool.core.model.scheduling import SchedulingConfigTemplate
+from gpupool_incluster.relay.views import apply_annotation_patch, usage_copy
 
 __all__ = ["DEFAULT_POOL_ANNOTATION", "BindFailed", "ClusterWriter", "HubSettings", "SchedulerHub"]
 
@@ -82,6 +82,10 @@ class SchedulerHub:
         self.quotas: dict[str, GPUResourceQuota] = {}
         self.native_pods: dict[str, str] = {}
         self.template_modes: dict[str, PlacementMode] = {}
+        # Bound pods naming GPUs, by GPU name: a GPU that appears after its pods (watch order)
+        # re-reads them, so their share of it is counted.
+        self.holders: dict[str, set[str]] = {}
+        self.bound: dict[str, Pod] = {}
         self.pool_templates: dict[str, str] = {}
         self.migrated_by_owner: dict[str, set[str]] = {}
         self.synced = threading.Event()
@@ -95,10 +99,15 @@ class SchedulerHub:
         gpu = GPU.model_validate(raw)
         with self.lock:
             info = None if deleted else gpu_info(gpu)
+            name = gpu.metadata.name or ""
             if info is None:
-                self.allocator.state.remove_gpu(gpu.metadata.name or "")
-            else:
-                self.allocator.state.upsert_gpu(info)
+                self.allocator.state.remove_gpu(name)
+                return
+            new = name not in self.allocator.state.gpus
+            self.allocator.state.upsert_gpu(info)
+            if new:
+                for key in sorted(self.holders.get(name, ())):
+                    self._count_bound(key, self.bound[key])
 
     def apply_pool(self, raw: Mapping[str, Any], *, deleted: bool = False) -> None:
         pool = GPUPool.model_validate(raw)
@@ -170,6 +179,7 @@ class SchedulerHub:
         with self.lock:
             self._track_owner(pod, key, finished)
             self._track_native(pod, key, finished)
+            self._forget_bound(key)
             if finished:
                 self.allocator.release(key)
                 return
@@ -177,14 +187,29 @@ class SchedulerHub:
             # (its reservation is held by `bind`) or one that failed (and was released).
             if ANNOTATION_GPU_IDS not in pod.metadata.annotations or not pod.spec.node_name:
                 return
-            try:
-                allocation = allocation_from_pod(
-                    pod, self.allocator.state.gpus, default_pool=self.default_pool
-                )
-            except RequestError:
-                return
-            if allocation is not None and self.allocator.state.allocations.get(key) != allocation:
-                self.allocator.add_allocation(allocation)
+            self.bound[key] = pod
+            for name in pod.metadata.annotations[ANNOTATION_GPU_IDS].split(","):
+                self.holders.setdefault(name.strip(), set()).add(key)
+            self._count_bound(key, pod)
+
+    def _forget_bound(self, key: str) -> None:
+        previous = self.bound.pop(key, None)
+        if previous is None:
+            return
+        for name in previous.metadata.annotations.get(ANNOTATION_GPU_IDS, "").split(","):
+            holders = self.holders.get(name.strip())
+            if holders is not None:
+                holders.discard(key)
+                if not holders:
+                    del self.holders[name.strip()]
+
+    def _count_bound(self, key: str, pod: Pod) -> None:
+        try:
+            allocation = allocation_from_pod(pod, self.allocator.state.gpus, default_pool=self.default_pool)
+        except RequestError:
+            return
+        if allocation is not None and self.allocator.state.allocations.get(key) != allocation:
+            self.allocator.add_allocation(allocation)
 
     def _track_owner(self, pod: Pod, key: str, finished: bool) -> None:
         owner = next((o.uid for o in pod.metadata.owner_references if o.controller), None)
@@ -264,7 +289,7 @@ class SchedulerHub:
                 pools=dict(self.pools),
                 default_pool=self.default_pool or None,
                 quota=self.quotas.get(namespace),
-                quota_usage=_usage_copy(self.allocator, namespace),
+                quota_usage=usage_copy(self.allocator, namespace),
                 progressive_migration=self.settings.progressive_migration,
                 migrated_replicas=len(self.migrated_by_owner.get(owner, ())) if owner else 0,
             )
@@ -280,30 +305,3 @@ class SchedulerHub:
         request = request_from_pod(Pod.model_validate(patched), default_pool=self.default_pool)
         with self.lock:
             return mutation, self.allocator.simulate(request)
-
-
-def apply_annotation_patch(
-    pod: Mapping[str, Any], patch: list[dict[str, Any]], *, namespace: str
-) -> dict[str, Any]:
-    """The pod's metadata after the webhook's annotation operations (enough to simulate)."""
-    metadata = dict(pod.get("metadata") or {})
-    metadata.setdefault("namespace", namespace)
-    annotations = dict(metadata.get("annotations") or {})
-    prefix = "/metadata/annotations/"
-    for op in patch:
-        path = str(op.get("path", ""))
-        if path == "/metadata/annotations":
-            annotations = dict(op["value"])
-        elif path.startswith(prefix):
-            annotations[path[len(prefix) :].replace("~1", "/").replace("~0", "~")] = str(op["value"])
-    metadata["annotations"] = annotations
-    return {**pod, "metadata": metadata}
-
-
-def _usage_copy(allocator: Allocator, namespace: str) -> QuotaUsage:
-    found = allocator.usage.get(namespace)
-    if found is None:
-        return QuotaUsage()
-    return QuotaUsage(
-        found.tflops_requests, found.tflops_limits, found.vram_requests, found.vram_limits, found.workers
-    )

@@ -206,3 +206,17 @@ def test_pool_placement_mode_comes_from_its_scheduling_config_template(hub: Sche
     hub.apply_pool(pool)
     assert str(hub.allocator.mode_for("shared")) == "LowLoadFirst"
     assert str(hub.allocator.mode_for("other")) == "NodeCompactGPULowLoad"
+
+
+def test_pods_seen_before_their_gpus_are_counted_when_the_gpu_appears(hub: SchedulerHub) -> None:
+    pod = tf_pod("early", tflops="30", extra={"tensor-fusion.ai/gpu-ids": "c-0"})
+    pod["spec"]["nodeName"] = "c"
+    hub.apply_pod(pod)
+    assert hub.allocator.state.allocations.get("team/early") is None
+    hub.apply_gpu(gpu_object("c-0", "c"))
+    state = hub.allocator.state
+    state.ensure_layout()
+    assert state.allocations["team/early"].gpus == ("c-0",)
+    assert int(state.avail_t[state.slot_of["c-0"]]) == 70_000
+    hub.apply_pod(pod, deleted=True)
+    assert "team/early" not in state.allocations and hub.holders == {}
