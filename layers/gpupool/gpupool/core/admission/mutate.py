@@ -21,11 +21,11 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from gpupool.core.admission.errors import Denial
+from gpupool.core.admission.quota import check_quota
 from gpupool.core.admission.review import pointer
-from gpupool.core.allocator.build import quota_limits
 from gpupool.core.allocator.pod_request import RequestError, request_from_pod
-from gpupool.core.allocator.quota import QuotaUsage, quota_failure
-from gpupool.core.allocator.request import GpuRequest
+from gpupool.core.allocator.quota import QuotaUsage
 from gpupool.core.model import constants as c
 from gpupool.core.model.foreign import Pod
 from gpupool.core.model.quota import GPUResourceQuota
@@ -35,10 +35,6 @@ __all__ = ["NATIVE_GPU_RESOURCE", "AdmissionContext", "Denial", "Mutation", "Poo
 NATIVE_GPU_RESOURCE = "nvidia.com/gpu"
 SCHEDULER_RESOURCE = c.index_resource(0)
 DEFAULT_SCHEDULERS = (None, "", "default-scheduler")
-
-
-class Denial(Exception):
-    """The pod is rejected; the message says why and what to change."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -240,55 +236,8 @@ def mutate_pod(raw: Mapping[str, Any], namespace: str, ctx: AdmissionContext) ->
         request = request_from_pod(candidate, default_pool=pool)
     except RequestError as exc:
         raise Denial(str(exc)) from None
-    _check_quota(request.namespace, request, ctx)
+    check_quota(request, ctx.quota, ctx.quota_usage)
     return Mutation(_patch(raw, pod, notes, ctx), notes_out)
-
-
-def _check_quota(namespace: str, request: GpuRequest, ctx: AdmissionContext) -> None:
-    if ctx.quota is None:
-        return
-    single = ctx.quota.spec.single
-    count = request.gpu_count
-    if single.max_gpu_count is not None and count > single.max_gpu_count:
-        raise Denial(
-            f"GPUResourceQuota of namespace {namespace!r}: gpu-count {count} is above "
-            f"single.maxGPUCount {single.max_gpu_count}"
-        )
-    for label, bound, amount in (
-        (
-            "single.maxRequests.tflops",
-            single.max_requests.tflops if single.max_requests else None,
-            request.tflops_request,
-        ),
-        (
-            "single.maxLimits.tflops",
-            single.max_limits.tflops if single.max_limits else None,
-            request.tflops_limit,
-        ),
-        (
-            "single.maxRequests.vram",
-            single.max_requests.vram if single.max_requests else None,
-            request.vram_request,
-        ),
-        ("single.maxLimits.vram", single.max_limits.vram if single.max_limits else None, request.vram_limit),
-    ):
-        scale = 1000 if "tflops" in label else 1
-        if bound is not None and amount * count > bound.value * scale:
-            raise Denial(
-                f"GPUResourceQuota of namespace {namespace!r}: the pod asks for "
-                f"{label.split('.', 1)[1]} above {label} {bound}"
-            )
-    failure = quota_failure(
-        namespace,
-        quota_limits(ctx.quota),
-        ctx.quota_usage,
-        tflops_request=request.tflops_request * count,
-        tflops_limit=request.tflops_limit * count,
-        vram_request=request.vram_request * count,
-        vram_limit=request.vram_limit * count,
-    )
-    if failure is not None:
-        raise Denial(failure)
 
 
 def _patch(
