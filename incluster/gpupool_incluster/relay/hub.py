@@ -102,12 +102,19 @@ class SchedulerHub:
             name = gpu.metadata.name or ""
             if info is None:
                 self.allocator.state.remove_gpu(name)
+                self._relayout_now()
                 return
             new = name not in self.allocator.state.gpus
             self.allocator.state.upsert_gpu(info)
             if new:
                 for key in sorted(self.holders.get(name, ())):
                     self._count_bound(key, self.bound[key])
+            self._relayout_now()
+
+    def _relayout_now(self) -> None:
+        """After the first sync, rebuild the arrays here (watch thread), not in a filter call."""
+        if self.synced.is_set():
+            self.allocator.state.ensure_layout()
 
     def apply_pool(self, raw: Mapping[str, Any], *, deleted: bool = False) -> None:
         pool = GPUPool.model_validate(raw)
@@ -171,6 +178,7 @@ class SchedulerHub:
                 return
             if state.node_labels.get(name) != labels or state.node_host.get(name, (0, 0)) != host:
                 state.set_node(name, labels, host_memory=host[0], host_disk=host[1])
+                self._relayout_now()
 
     def apply_pod(self, raw: Mapping[str, Any], *, deleted: bool = False) -> None:
         pod = Pod.model_validate(raw)

@@ -194,3 +194,19 @@ def test_affinity_masks_are_per_allocator() -> None:
     req = request(constraints=NodeConstraints(node_selector=(("zone", "z1"),)))
     assert small.simulate(req).node == "a"
     assert large.filter(req, ["n0", "n1", "n2"]).passed == ["n0", "n1", "n2"]
+
+
+def test_vram_limits_may_expand_into_host_memory_when_the_pool_says_so() -> None:
+    allocator = allocator_with(gpu("a-0", "a", vram_capacity=40 * GI), gpu("a-1", "a", vram_capacity=40 * GI))
+    allocator.state.set_oversubscription("shared", Oversubscription(vram_expand_to_host_mem=50))
+    allocator.state.set_node("a", {}, host_memory=80 * GI)
+    allocator.state.ensure_layout()
+    # 40Gi physical + 50 % of 80Gi host memory shared by two GPUs = 60Gi of VRAM limits per GPU.
+    assert int(allocator.state.limit_cap_v[allocator.state.slot_of["a-0"]]) == 60 * GI
+    ok = request(vram_request=GI, vram_limit=60 * GI)
+    assert allocator.simulate(ok).node == "a"
+    too_much = request(vram_request=GI, vram_limit=61 * GI)
+    assert "oversubscription allows" in removed_by(allocator, too_much, "oversubscription")["a-0"]
+    strict = allocator_with(gpu("b-0", "b"))
+    strict.state.set_oversubscription("shared", Oversubscription())
+    assert strict.simulate(request(vram_request=GI, vram_limit=41 * GI)).node is None
