@@ -1,0 +1,145 @@
+"""The launch service on the real adapters: EC2 on a moto server, Kubernetes on the embedded API server.
+
+Covers issue 4's first acceptance point through the adapters the functions really use (built
+by `build_aws_deps` from environment variables): one schedule event delivered 10 times, and 8
+concurrent launch invocations on one pool, leave exactly the instances the gap needs — counted
+in moto — each adopted by exactly one claim in `Creating` with its instance id.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import urllib.request
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import boto3
+import pytest
+from moto.server import ThreadedMotoServer
+
+from gpupool.adapters.wiring import build_aws_deps
+from gpupool.core.intake.causes import Reconcile
+from gpupool.core.model.nodeclass import GPUNodeClass
+from gpupool.core.plan import OfferingRef
+from gpupool.core.quantity import Quantity
+from gpupool.local.kubeapi import EmbeddedKubeAPI
+from gpupool.service.deps import Deps
+from gpupool.service.launch import handle_launch
+from tests.service.fakes import make_pool
+
+OFFERINGS = (
+    OfferingRef(
+        instance_type="g4dn.xlarge",
+        zone="us-east-1a",
+        tflops=Quantity.parse("65"),
+        vram=Quantity.parse("16Gi"),
+        gpu_count=1,
+        hourly_price="0.526",
+    ),
+    OfferingRef(
+        instance_type="g5.xlarge",
+        zone="us-east-1a",
+        tflops=Quantity.parse("125"),
+        vram=Quantity.parse("24Gi"),
+        gpu_count=1,
+        hourly_price="1.006",
+    ),
+)
+MIN_TFLOPS, MIN_VRAM = Quantity.parse("130"), Quantity.parse("32Gi")
+CREDENTIALS = {"aws_access_key_id": "testing", "aws_secret_access_key": "testing"}
+
+
+@pytest.fixture
+def world(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Deps, Any]]:
+    for key in ("AWS_ENDPOINT_URL", "KUBECONFIG", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+        monkeypatch.delenv(key, raising=False)
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    url = f"http://{host}:{port}"
+    # moto's backends are process-wide: start from an empty account.
+    urllib.request.urlopen(urllib.request.Request(f"{url}/moto-api/reset", method="POST"), timeout=10).close()
+    try:
+        with EmbeddedKubeAPI() as api:
+            ec2 = boto3.client("ec2", region_name="us-east-1", endpoint_url=url, **CREDENTIALS)
+            image = ec2.describe_images(Owners=["amazon"])["Images"][0]["ImageId"]
+            deps = build_aws_deps(
+                {
+                    "GPUPOOL_CLUSTER_NAME": "demo",
+                    "AWS_REGION": "us-east-1",
+                    "AWS_ENDPOINT_URL": url,
+                    "AWS_ACCESS_KEY_ID": "testing",
+                    "AWS_SECRET_ACCESS_KEY": "testing",
+                    "KUBECONFIG": str(api.kubeconfig_path),
+                }
+            )
+            deps = dataclasses.replace(deps, offerings=OFFERINGS)
+            node_class = GPUNodeClass.model_validate(
+                {"metadata": {"name": "gpu-class"}, "spec": {"osImageSelectorTerms": [{"id": image}]}}
+            )
+            _create(api, node_class.to_manifest(), "gpunodeclasses")
+            deps.cluster.create_pool(make_pool(min_tflops="130", min_vram="32Gi"))
+            yield deps, ec2
+    finally:
+        server.stop()
+
+
+def _create(api: EmbeddedKubeAPI, body: dict[str, Any], plural: str) -> None:
+    from kubernetes import client as k8s
+    from kubernetes import config as kube_config
+
+    api_client = kube_config.new_client_from_config(config_file=str(api.kubeconfig_path))
+    k8s.CustomObjectsApi(api_client).create_cluster_custom_object("tensor-fusion.ai", "v1", plural, body)
+
+
+def _our_instances(ec2: Any) -> list[dict[str, Any]]:
+    filters = [
+        {"Name": "tag:tensor-fusion.ai/cluster", "Values": ["demo"]},
+        {"Name": "instance-state-name", "Values": ["pending", "running"]},
+    ]
+    reservations = ec2.describe_instances(Filters=filters)["Reservations"]
+    return [instance for reservation in reservations for instance in reservation["Instances"]]
+
+
+def _assert_one_instance_per_claim(deps: Deps, ec2: Any) -> None:
+    claims = [claim for claim in deps.cluster.list_claims() if claim.metadata.deletion_timestamp is None]
+    instances = _our_instances(ec2)
+    assert claims, "the pool's minimum needs capacity"
+    assert all(claim.status is not None and claim.status.phase == "Creating" for claim in claims)
+    by_claim = {
+        next(tag["Value"] for tag in instance["Tags"] if tag["Key"] == "tensor-fusion.ai/node-name"): instance
+        for instance in instances
+    }
+    assert len(by_claim) == len(instances) == len(claims)
+    for claim in claims:
+        assert claim.status is not None and by_claim[claim.name]["InstanceId"] == claim.status.instance_id
+    tflops = sum((claim.spec.tflops_offered for claim in claims), Quantity.parse("0"))
+    vram = sum((claim.spec.vram_offered for claim in claims), Quantity.parse("0"))
+    assert not tflops < MIN_TFLOPS and not vram < MIN_VRAM, "the minimum is met"
+    for claim in claims:  # and no claim is superfluous: without any one of them it is not
+        assert tflops - claim.spec.tflops_offered < MIN_TFLOPS or vram - claim.spec.vram_offered < MIN_VRAM
+
+
+def test_one_schedule_event_delivered_ten_times(world: tuple[Deps, Any]) -> None:
+    deps, ec2 = world
+    cause = Reconcile(pool=None, trigger="schedule", event_id="evt-1")
+    outcomes = [handle_launch(cause, deps) for _ in range(10)]
+    assert not outcomes[0].errors, outcomes[0].errors
+    _assert_one_instance_per_claim(deps, ec2)
+    assert all(not outcome.errors for outcome in outcomes)
+
+
+def test_eight_concurrent_invocations_never_overfill(world: tuple[Deps, Any]) -> None:
+    deps, ec2 = world
+
+    def invoke(index: int) -> Any:
+        holder = dataclasses.replace(deps, holder=f"invocation-{index}")
+        return handle_launch(Reconcile(pool="pool-a", trigger="schedule", event_id=f"evt-{index}"), holder)
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        outcomes = list(pool.map(invoke, range(8)))
+    handle_launch(Reconcile(pool="pool-a", trigger="schedule", event_id="evt-last"), deps)
+    _assert_one_instance_per_claim(deps, ec2)
+    busy = [outcome for outcome in outcomes if any("lease" in reason for reason in outcome.plan.reasons)]
+    assert busy, "with 8 at once, some invocations must find the pool's lease held"
