@@ -1,0 +1,68 @@
+"""`gpupool relay serve` as a process against the embedded API server: HTTPS by default, HTTP on request."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from gpupool.local.kubeapi import EmbeddedKubeAPI
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+    return port
+
+
+def _wait_healthy(url: str, process: subprocess.Popen[bytes]) -> dict[str, object]:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise AssertionError(f"relay exited with {process.returncode}")
+        try:
+            answer: dict[str, object] = httpx.get(url, verify=False, timeout=1).json()
+            if answer.get("synced"):
+                return answer
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.1)
+    raise AssertionError("relay did not become healthy and synced")
+
+
+@pytest.mark.parametrize("insecure", [False, True])
+def test_relay_serve_process(insecure: bool, tmp_path: Path) -> None:
+    with EmbeddedKubeAPI() as api:
+        port = _free_port()
+        command = [
+            sys.executable,
+            "-m",
+            "gpupool.cli.main",
+            "relay",
+            "serve",
+            "--kubeconfig",
+            str(api.kubeconfig_path),
+            "--listen",
+            f"127.0.0.1:{port}",
+        ]
+        if insecure:
+            command.append("--insecure-http")
+        process = subprocess.Popen(
+            command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=dict(os.environ)
+        )
+        try:
+            scheme = "http" if insecure else "https"
+            assert _wait_healthy(f"{scheme}://127.0.0.1:{port}/healthz", process)["status"] == "ok"
+            if not insecure:
+                with pytest.raises(httpx.HTTPError):
+                    httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2)
+        finally:
+            process.terminate()
+            process.wait(15)
