@@ -1,8 +1,9 @@
 """The launch service on the real adapters: EC2 on a moto server, Kubernetes on the embedded API server.
 
-Covers issue 4's first acceptance point through the adapters the functions really use (built
-by `build_aws_deps` from environment variables): one schedule event delivered 10 times, and 8
-concurrent launch invocations on one pool, leave exactly the instances the gap needs — counted
+Covers issue 4's first two acceptance points through the adapters the functions really use
+(built by `build_aws_deps` from environment variables): one schedule event delivered 10 times,
+8 concurrent launch invocations on one pool, and a function dying after claim creation, after
+RunInstances or after a status write, all leave exactly the instances the gap needs — counted
 in moto — each adopted by exactly one claim in `Creating` with its instance id.
 """
 
@@ -12,6 +13,7 @@ import dataclasses
 import urllib.request
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import boto3
@@ -26,7 +28,7 @@ from gpupool.core.quantity import Quantity
 from gpupool.local.kubeapi import EmbeddedKubeAPI
 from gpupool.service.deps import Deps
 from gpupool.service.launch import handle_launch
-from tests.service.fakes import make_pool
+from tests.service.fakes import Crash, FakeClock, make_pool
 
 OFFERINGS = (
     OfferingRef(
@@ -143,3 +145,47 @@ def test_eight_concurrent_invocations_never_overfill(world: tuple[Deps, Any]) ->
     _assert_one_instance_per_claim(deps, ec2)
     busy = [outcome for outcome in outcomes if any("lease" in reason for reason in outcome.plan.reasons)]
     assert busy, "with 8 at once, some invocations must find the pool's lease held"
+
+
+class _CrashAfter:
+    """Wraps a real port: the first call of `method` does its work, then the function 'dies'."""
+
+    def __init__(self, inner: Any, method: str) -> None:
+        self._inner = inner
+        self._method = method
+        self.crashed = False
+
+    def __getattr__(self, name: str) -> Any:
+        real = getattr(self._inner, name)
+        if name != self._method or self.crashed:
+            return real
+
+        def once(*args: Any, **kwargs: Any) -> Any:
+            real(*args, **kwargs)
+            self.crashed = True
+            raise Crash(f"died after {name}")
+
+        return once
+
+
+@pytest.mark.parametrize(
+    ("port", "method"),
+    [("compute", "launch"), ("cluster", "create_claim"), ("cluster", "update_claim_status")],
+)
+def test_a_crash_between_steps_is_finished_by_the_next_invocation(
+    world: tuple[Deps, Any], port: str, method: str
+) -> None:
+    deps, ec2 = world
+    crashing = _CrashAfter(getattr(deps, port), method)
+    with pytest.raises(Crash):
+        handle_launch(
+            Reconcile(pool="pool-a", trigger="schedule", event_id="e1"),
+            dataclasses.replace(deps, **{port: crashing}),
+        )
+    assert crashing.crashed
+    # The next invocation (another container: another lease holder, after the lease expired).
+    later = FakeClock(datetime.now(UTC) + timedelta(minutes=5))
+    fresh = dataclasses.replace(deps, holder="next-invocation", clock=later)
+    for attempt in range(3):
+        handle_launch(Reconcile(pool="pool-a", trigger="schedule", event_id=f"e{attempt + 2}"), fresh)
+    _assert_one_instance_per_claim(deps, ec2)
