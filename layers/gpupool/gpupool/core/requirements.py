@@ -1,0 +1,221 @@
+"""gpuRequirements (`key operator values`) applied to catalog offerings.
+
+Role: decide which offerings (instance type × zone × capacity type) a pool's
+`nodeProvisioner.gpuRequirements` allow. Operators: In, NotIn, Exists, DoesNotExist, Gt, Lt
+(Kubernetes node-selector semantics: Gt/Lt take one integer and match an integer label).
+
+Keys understood (each offering carries every one of them, so Exists always holds for them):
+- `node.kubernetes.io/instance-type`, `topology.kubernetes.io/zone`, `topology.kubernetes.io/region`
+- `karpenter.sh/capacity-type`: OnDemand / Spot / Reserved (TensorFusion) or on-demand / spot /
+  reserved (Karpenter), case-insensitive; any other value is an error
+- `kubernetes.io/arch` (amd64, arm64), `kubernetes.io/os` (linux)
+- GPU model: `tensor-fusion.ai/gpu-model` and `karpenter.k8s.aws/instance-gpu-name`, compared
+  case-insensitively (T4, A10G, L4, L40S, A100, H100, …)
+- `tensor-fusion.ai/gpu-vendor`, `karpenter.k8s.aws/instance-gpu-manufacturer` (nvidia, any case),
+  `tensor-fusion.ai/gpu-instance-family`, `karpenter.k8s.aws/instance-family`,
+  `tensor-fusion.ai/gpu-instance-size` (the part after the last dot)
+- integers for Gt/Lt: `karpenter.k8s.aws/instance-gpu-count`, `instance-gpu-memory` (MiB per GPU),
+  `instance-cpu`, `instance-memory` (MiB)
+Any other key is ignored for the choice and reported as a reason: TensorFusion passes the
+remaining gpuRequirements on to Karpenter's NodeClaim unchanged, so such keys are legitimate
+there, but the catalog cannot judge them. An unknown operator or a malformed value is an error.
+
+Must not: know about prices or choose among offerings; raise anything but RequirementError.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from gpupool.core.catalog.model import CapacityType, Offering
+
+__all__ = [
+    "CASE_INSENSITIVE_KEYS",
+    "KNOWN_KEYS",
+    "Matching",
+    "RequirementError",
+    "RequirementLike",
+    "normalize_capacity_type",
+    "offering_labels",
+    "select_matching",
+]
+
+KEY_CAPACITY_TYPE = "karpenter.sh/capacity-type"
+_AWS = "karpenter.k8s.aws"
+_CAPACITY_TYPE_SPELLINGS: dict[str, CapacityType] = {
+    "ondemand": "on-demand",
+    "on-demand": "on-demand",
+    "spot": "spot",
+    "reserved": "reserved",
+}
+CASE_INSENSITIVE_KEYS = frozenset(
+    {
+        "tensor-fusion.ai/gpu-model",
+        f"{_AWS}/instance-gpu-name",
+        "tensor-fusion.ai/gpu-vendor",
+        f"{_AWS}/instance-gpu-manufacturer",
+    }
+)
+_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
+
+
+class RequirementError(ValueError):
+    """A requirement that cannot be evaluated (bad operator, capacity type or Gt/Lt value)."""
+
+
+class RequirementLike(Protocol):
+    """What we read of TensorFusion's Requirement (gpupool.core.model.common.Requirement)."""
+
+    @property
+    def key(self) -> str: ...
+    @property
+    def operator(self) -> str: ...
+    @property
+    def values(self) -> Sequence[str]: ...
+
+
+def normalize_capacity_type(value: str) -> CapacityType:
+    """OnDemand/Spot/Reserved or on-demand/spot/reserved (any case) → Karpenter's spelling."""
+    found = _CAPACITY_TYPE_SPELLINGS.get(value.strip().lower())
+    if found is None:
+        raise RequirementError(
+            f"{KEY_CAPACITY_TYPE}: unknown capacity type {value!r} "
+            "(expected OnDemand, Spot, Reserved or on-demand, spot, reserved)"
+        )
+    return found
+
+
+def offering_labels(offering: Offering) -> dict[str, str]:
+    """The node labels an instance from this offering would carry, for requirement matching."""
+    it = offering.instance_type
+    size = it.name.rsplit(".", 1)[-1]
+    return {
+        "node.kubernetes.io/instance-type": it.name,
+        "topology.kubernetes.io/zone": offering.zone,
+        "topology.kubernetes.io/region": offering.region,
+        KEY_CAPACITY_TYPE: offering.capacity_type,
+        "kubernetes.io/arch": it.arch,
+        "kubernetes.io/os": it.os,
+        "tensor-fusion.ai/gpu-model": it.gpu_model,
+        f"{_AWS}/instance-gpu-name": it.gpu_model,
+        "tensor-fusion.ai/gpu-vendor": "nvidia",
+        f"{_AWS}/instance-gpu-manufacturer": "nvidia",
+        "tensor-fusion.ai/gpu-instance-family": it.family,
+        f"{_AWS}/instance-family": it.family,
+        "tensor-fusion.ai/gpu-instance-size": size,
+        f"{_AWS}/instance-gpu-count": str(it.gpu_count),
+        f"{_AWS}/instance-gpu-memory": str(it.vram_gib_per_gpu * 1024),
+        f"{_AWS}/instance-cpu": str(it.vcpu),
+        f"{_AWS}/instance-memory": str(it.memory_gib * 1024),
+    }
+
+
+KNOWN_KEYS = frozenset(
+    {
+        "node.kubernetes.io/instance-type",
+        "topology.kubernetes.io/zone",
+        "topology.kubernetes.io/region",
+        KEY_CAPACITY_TYPE,
+        "kubernetes.io/arch",
+        "kubernetes.io/os",
+        "tensor-fusion.ai/gpu-instance-family",
+        f"{_AWS}/instance-family",
+        "tensor-fusion.ai/gpu-instance-size",
+        f"{_AWS}/instance-gpu-count",
+        f"{_AWS}/instance-gpu-memory",
+        f"{_AWS}/instance-cpu",
+        f"{_AWS}/instance-memory",
+    }
+    | CASE_INSENSITIVE_KEYS
+)
+
+
+@dataclass(frozen=True)
+class _Check:
+    key: str
+    operator: str
+    values: frozenset[str]
+    bound: int | None
+
+
+def _integer(requirement: RequirementLike) -> int:
+    if len(requirement.values) != 1:
+        raise RequirementError(
+            f"{requirement.key} {requirement.operator} needs exactly one integer value, "
+            f"got {list(requirement.values)}"
+        )
+    try:
+        return int(requirement.values[0])
+    except ValueError:
+        raise RequirementError(
+            f"{requirement.key} {requirement.operator}: {requirement.values[0]!r} is not an integer"
+        ) from None
+
+
+def _compile(requirement: RequirementLike) -> _Check:
+    key, operator = requirement.key, requirement.operator
+    if operator not in _OPERATORS:
+        raise RequirementError(
+            f"{key}: unknown operator {operator!r} (expected one of {', '.join(_OPERATORS)})"
+        )
+    values = [str(v) for v in requirement.values]
+    if operator in ("In", "NotIn") and not values:
+        raise RequirementError(f"{key} {operator} needs at least one value")
+    if operator in ("Exists", "DoesNotExist") and values:
+        raise RequirementError(f"{key} {operator} takes no values")
+    if key == KEY_CAPACITY_TYPE:
+        values = [normalize_capacity_type(v) for v in values]
+    elif key in CASE_INSENSITIVE_KEYS:
+        values = [v.lower() for v in values]
+    bound = _integer(requirement) if operator in ("Gt", "Lt") else None
+    return _Check(key, operator, frozenset(values), bound)
+
+
+def _holds(check: _Check, labels: dict[str, str]) -> bool:
+    value = labels.get(check.key)
+    if value is not None and check.key in CASE_INSENSITIVE_KEYS:
+        value = value.lower()
+    if check.operator == "In":
+        return value in check.values
+    if check.operator == "NotIn":
+        return value not in check.values
+    if check.operator == "Exists":
+        return value is not None
+    if check.operator == "DoesNotExist":
+        return value is None
+    try:
+        number = int(value) if value is not None else None
+    except ValueError:
+        number = None
+    if number is None or check.bound is None:
+        return False
+    return number > check.bound if check.operator == "Gt" else number < check.bound
+
+
+def _all_hold(checks: Sequence[_Check], labels: dict[str, str]) -> bool:
+    return all(_holds(c, labels) for c in checks)
+
+
+@dataclass(frozen=True)
+class Matching:
+    """The offerings the requirements allow, and the keys we could not judge (with why)."""
+
+    offerings: tuple[Offering, ...]
+    ignored: tuple[str, ...]
+
+
+def select_matching(offerings: Iterable[Offering], requirements: Sequence[RequirementLike]) -> Matching:
+    """Offerings satisfying every understood requirement (a logical AND, like Karpenter)."""
+    checks = [_compile(r) for r in requirements if r.key in KNOWN_KEYS]
+    ignored = tuple(
+        f"ignored gpuRequirement {r.key} {r.operator}: not a catalog attribute (passed on to Karpenter as is)"
+        for r in requirements
+        if r.key not in KNOWN_KEYS
+    )
+    for r in requirements:
+        if r.key not in KNOWN_KEYS and r.operator not in _OPERATORS:
+            raise RequirementError(f"{r.key}: unknown operator {r.operator!r}")
+    kept = tuple(o for o in offerings if _all_hold(checks, offering_labels(o)))
+    return Matching(offerings=kept, ignored=ignored)
