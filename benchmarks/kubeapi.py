@@ -18,6 +18,7 @@ import statistics
 import threading
 import time
 from typing import Any
+from urllib.parse import quote
 
 from gpupool.local.kubeapi import EmbeddedKubeAPI
 
@@ -99,15 +100,13 @@ def main() -> None:
             ),
             (
                 "list pods, label app in (app-1,app-2),tier=gpu",
-                "/api/v1/pods?labelSelector=app%20in%20(app-1%2Capp-2)%2Ctier%3Dgpu",
+                "/api/v1/pods?labelSelector=" + quote("app in (app-1,app-2),tier=gpu"),
             ),
             ("list pods, label tier (matches all)", "/api/v1/namespaces/bench/pods?labelSelector=tier"),
             ("list pods, field spec.nodeName=node-7", "/api/v1/pods?fieldSelector=spec.nodeName%3Dnode-7"),
             ("list nodes, label pool=pool-1", "/api/v1/nodes?labelSelector=pool%3Dpool-1"),
         ]
-        print(
-            f"\nlist latency over {args.pods} pods / {args.nodes} nodes (median and max of 20, full body read):"
-        )
+        print(f"\nlist latency over {args.pods} pods / {args.nodes} nodes (median, max of 20; body read):")
         for label, path in cases:
             median, worst, items = _latency(conn, path, 20)
             print(f"  {label:<50} {items:>6} items  median {median:7.1f} ms  max {worst:7.1f} ms")
@@ -153,7 +152,8 @@ def main() -> None:
         watcher.join(timeout=60)
         elapsed = time.perf_counter() - began
         print(
-            f"{'watch events received':<46} {len(received):>6} in {elapsed:6.2f} s = {len(received) / elapsed:8.0f} events/s"
+            f"{'watch events received':<46} {len(received):>6} in {elapsed:6.2f} s = "
+            f"{len(received) / elapsed:8.0f} events/s"
         )
         _timed(
             "delete pods",
