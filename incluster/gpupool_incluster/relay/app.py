@@ -90,7 +90,7 @@ def create_app(hub: SchedulerHub) -> Starlette:
         if review.operation != "CREATE":
             return JSONResponse(allowed(review.uid))
         try:
-            mutation = hub.admit(review.pod, review.namespace)
+            mutation = hub.admit(review.pod, review.namespace, record=not review.dry_run)
         except Denial as exc:
             return JSONResponse(denied(review.uid, f"gpupool: {exc}"))
         return JSONResponse(allowed(review.uid, mutation.patch, mutation.notes))

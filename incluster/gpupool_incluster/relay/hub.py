@@ -38,6 +38,7 @@ from gpupool.core.model.node import GPU
 from gpupool.core.model.pool import GPUPool
 from gpupool.core.model.quota import GPUResourceQuota
 from gpupool.core.model.scheduling import SchedulingConfigTemplate
+from gpupool_incluster.relay.replicas import ReplicaLedger
 from gpupool_incluster.relay.views import apply_annotation_patch, usage_copy
 
 __all__ = ["DEFAULT_POOL_ANNOTATION", "BindFailed", "ClusterWriter", "HubSettings", "SchedulerHub"]
@@ -87,7 +88,7 @@ class SchedulerHub:
         self.holders: dict[str, set[str]] = {}
         self.bound: dict[str, Pod] = {}
         self.pool_templates: dict[str, str] = {}
-        self.migrated_by_owner: dict[str, set[str]] = {}
+        self.replicas = ReplicaLedger()
         self.synced = threading.Event()
 
     # ---- watched objects ---------------------------------------------------------------------
@@ -185,7 +186,7 @@ class SchedulerHub:
         key = f"{pod.metadata.namespace or 'default'}/{pod.metadata.name}"
         finished = deleted or pod.status.phase in ("Succeeded", "Failed")
         with self.lock:
-            self._track_owner(pod, key, finished)
+            self.replicas.observe(pod, key, finished=finished)
             self._track_native(pod, key, finished)
             self._forget_bound(key)
             if finished:
@@ -218,19 +219,6 @@ class SchedulerHub:
             return
         if allocation is not None and self.allocator.state.allocations.get(key) != allocation:
             self.allocator.add_allocation(allocation)
-
-    def _track_owner(self, pod: Pod, key: str, finished: bool) -> None:
-        owner = next((o.uid for o in pod.metadata.owner_references if o.controller), None)
-        if owner is None:
-            return
-        members = self.migrated_by_owner.setdefault(owner, set())
-        moved = (
-            pod.spec.scheduler_name == c.SCHEDULER_NAME and c.ANNOTATION_GPU_POOL in pod.metadata.annotations
-        )
-        if moved and not finished:
-            members.add(key)
-        else:
-            members.discard(key)
 
     def _track_native(self, pod: Pod, key: str, finished: bool) -> None:
         holds = any("nvidia.com/gpu" in ct.resources.limits for ct in pod.spec.containers)
@@ -291,25 +279,34 @@ class SchedulerHub:
 
     def admission_context(self, pod: Mapping[str, Any], namespace: str) -> AdmissionContext:
         with self.lock:
-            owners = ((pod.get("metadata") or {}).get("ownerReferences")) or []
-            owner = next((o.get("uid") for o in owners if o.get("controller")), None)
+            owner = _owner_of(pod)
             return AdmissionContext(
                 pools=dict(self.pools),
                 default_pool=self.default_pool or None,
                 quota=self.quotas.get(namespace),
                 quota_usage=usage_copy(self.allocator, namespace),
                 progressive_migration=self.settings.progressive_migration,
-                migrated_replicas=len(self.migrated_by_owner.get(owner, ())) if owner else 0,
+                migrated_replicas=self.replicas.migrated(owner),
             )
 
-    def admit(self, pod: Mapping[str, Any], namespace: str) -> Mutation:
-        """The webhook's mutation (Denial propagates to the caller)."""
-        return mutate_pod(pod, namespace, self.admission_context(pod, namespace))
+    def admit(self, pod: Mapping[str, Any], namespace: str, *, record: bool = True) -> Mutation:
+        """The webhook's mutation (Denial propagates); `record` counts a moved replica (not dry runs)."""
+        mutation = mutate_pod(pod, namespace, self.admission_context(pod, namespace))
+        owner = _owner_of(pod)
+        if record and mutation.migrated and owner is not None:
+            with self.lock:
+                self.replicas.admitted(owner)
+        return mutation
 
     def simulate(self, pod: Mapping[str, Any], namespace: str) -> tuple[Mutation, Simulation]:
         """Mutate as the webhook would, then place without reserving; Denial / RequestError propagate."""
-        mutation = self.admit(pod, namespace)
+        mutation = self.admit(pod, namespace, record=False)
         patched = apply_annotation_patch(pod, mutation.patch, namespace=namespace)
         request = request_from_pod(Pod.model_validate(patched), default_pool=self.default_pool)
         with self.lock:
             return mutation, self.allocator.simulate(request)
+
+
+def _owner_of(pod: Mapping[str, Any]) -> str | None:
+    owners = (pod.get("metadata") or {}).get("ownerReferences") or []
+    return next((str(o["uid"]) for o in owners if o.get("controller") and o.get("uid")), None)

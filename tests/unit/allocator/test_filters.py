@@ -210,3 +210,9 @@ def test_vram_limits_may_expand_into_host_memory_when_the_pool_says_so() -> None
     strict = allocator_with(gpu("b-0", "b"))
     strict.state.set_oversubscription("shared", Oversubscription())
     assert strict.simulate(request(vram_request=GI, vram_limit=41 * GI)).node is None
+
+
+def test_an_empty_cluster_explains_itself() -> None:
+    simulation = Allocator().simulate(request())
+    assert simulation.node is None and simulation.diagnosis == "no GPU in the cluster"
+    assert Allocator().filter(request(), ["a"]).failed == {"a": "no GPU managed by gpupool on this node"}

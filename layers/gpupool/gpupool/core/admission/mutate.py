@@ -59,6 +59,8 @@ class AdmissionContext:
 class Mutation:
     patch: list[dict[str, Any]]
     notes: list[str]
+    migrated: bool = False
+    """True when the pod now runs as a TensorFusion worker (counts toward enabled-replicas)."""
 
 
 def _native_gpus(pod: Pod) -> int:
@@ -237,7 +239,7 @@ def mutate_pod(raw: Mapping[str, Any], namespace: str, ctx: AdmissionContext) ->
     except RequestError as exc:
         raise Denial(str(exc)) from None
     check_quota(request, ctx.quota, ctx.quota_usage)
-    return Mutation(_patch(raw, pod, notes, ctx), notes_out)
+    return Mutation(_patch(raw, pod, notes, ctx), notes_out, migrated=True)
 
 
 def _patch(

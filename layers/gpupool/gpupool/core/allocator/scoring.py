@@ -39,7 +39,7 @@ def _gpu_score_source(state: AllocatorState, mode: PlacementMode) -> F64:
 def node_scores(state: AllocatorState, alive: B, mode: PlacementMode) -> F64:
     """Mean GPU score per node over its surviving GPUs; NaN for nodes with none."""
     rows = alive.shape[0]
-    scores = _node_score_source(state, mode).reshape(rows, -1)
+    scores = _node_score_source(state, mode).reshape(rows, alive.shape[1])
     counts = row_count(alive)
     totals = row_sum(scores, alive)
     with np.errstate(divide="ignore", invalid="ignore"):
