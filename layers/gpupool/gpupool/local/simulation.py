@@ -30,7 +30,7 @@ from gpupool.local.simulation_report import TimelineEntry
 from gpupool.local.simulation_workload import Workload, end_workload, start_workload
 from gpupool.local.simulation_world import SimWorld, demo_manifests
 
-__all__ = ["FinalState", "Invoke", "Scenario", "Simulation", "StoryResult"]
+__all__ = ["STORIES", "FinalState", "Invoke", "Scenario", "Simulation", "StoryResult"]
 
 Invoke = Callable[[str, Mapping[str, Any]], Mapping[str, Any]]
 _POOL = "tensor-fusion-elastic"
@@ -48,7 +48,25 @@ class Scenario:
     spike_at: timedelta = timedelta(minutes=3)
     spike_ends_at: timedelta = timedelta(minutes=6)
     spike_nodes: int = 2
-    never_join: tuple[str, ...] = ()  # claim names whose node never registers
+    never_join_first: int = 0  # the first N claims the functions create never get a node
+
+
+STORIES: dict[str, tuple[str, Scenario]] = {
+    "scale": (
+        "launch to the minimum, nodes join and bind, a spike raises capacity, compaction trims it back",
+        Scenario(),
+    ),
+    "never-join": (
+        "one node never registers: its claim fails at the 15-minute registration timeout, "
+        "its instance is terminated and the gap refilled",
+        Scenario(
+            duration=timedelta(minutes=20),
+            spike_at=timedelta(hours=1),
+            spike_ends_at=timedelta(hours=2),
+            never_join_first=1,
+        ),
+    ),
+}
 
 
 @dataclass(frozen=True)
@@ -116,8 +134,6 @@ class Simulation:
             clock=world.clock,
             boot_delay=self.scenario.boot_delay,
         )
-        for claim in self.scenario.never_join:
-            self.kubelet.never_join(claim)
         self.start = world.clock.now()
         self.timeline: list[TimelineEntry] = []
         self.claim_phases: dict[str, list[str]] = {}
@@ -245,7 +261,11 @@ class Simulation:
             phase = (claim.get("status") or {}).get("phase") or "Pending"
             if claim["metadata"].get("deletionTimestamp"):
                 phase = "Deleting"
-            history = self.claim_phases.setdefault(claim["metadata"]["name"], [])
+            name = claim["metadata"]["name"]
+            if name not in self.claim_phases and len(self.claim_phases) < self.scenario.never_join_first:
+                self.kubelet.never_join(name)
+                self._note("kubelet", f"(scenario) the node of claim {name} will never register")
+            history = self.claim_phases.setdefault(name, [])
             if not history or history[-1] != phase:
                 history.append(phase)
 

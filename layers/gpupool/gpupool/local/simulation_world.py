@@ -53,8 +53,12 @@ def demo_manifests() -> list[JsonObject]:
 class SimWorld:
     """`with SimWorld() as world:` — everything runs until the block ends."""
 
-    def __init__(self, *, start: datetime = DEMO_START, seed: int = 7) -> None:
+    def __init__(self, *, start: datetime = DEMO_START, seed: int = 7, serve_ec2: bool = False) -> None:
+        """`serve_ec2`: run moto as an HTTP server on 127.0.0.1 (its URL in `environ` as
+        AWS_ENDPOINT_URL) so that other processes — `gpupool invoke` — reach the same account."""
         self.clock = ManualClock(start)
+        self._serve_ec2 = serve_ec2
+        self._endpoint: str | None = None
         self.region = REGION
         self.cluster_name = CLUSTER_NAME
         self._seed = seed
@@ -84,13 +88,22 @@ class SimWorld:
         from moto.moto_api import _internal as moto_internal
 
         self._api.start()
-        # moto in this process: boto3 clients built while the mock runs (the functions' ones
-        # included) reach a fresh, empty account without any socket.
-        self._moto = mock_aws()
-        self._moto.start()
+        if self._serve_ec2:
+            self._moto = _start_moto_server()
+            host, port = self._moto.get_host_and_port()
+            self._endpoint = f"http://{host}:{port}"
+        else:
+            # moto in this process: boto3 clients built while the mock runs (the functions'
+            # ones included) reach a fresh, empty account without any socket.
+            self._moto = mock_aws()
+            self._moto.start()
         moto_internal.mock_random.seed(self._seed)
         self.ec2 = boto3.client(
-            "ec2", region_name=self.region, aws_access_key_id="testing", aws_secret_access_key="testing"
+            "ec2",
+            region_name=self.region,
+            endpoint_url=self._endpoint,
+            aws_access_key_id="testing",
+            aws_secret_access_key="testing",
         )
         self._network()
 
@@ -131,6 +144,7 @@ class SimWorld:
             "AWS_DEFAULT_REGION": self.region,
             "AWS_ACCESS_KEY_ID": "testing",
             "AWS_SECRET_ACCESS_KEY": "testing",
+            **({"AWS_ENDPOINT_URL": self._endpoint} if self._endpoint else {}),
             "KUBECONFIG": str(self._api.kubeconfig_path),
             "GPUPOOL_KUBE_ACCESS": "kubeconfig",
         }
@@ -161,3 +175,19 @@ class SimWorld:
             for reservation in page.get("Reservations") or []
             for instance in reservation.get("Instances") or []
         ]
+
+
+def _start_moto_server() -> Any:
+    """moto's EC2 as a threaded HTTP server on a free port, starting from an empty account."""
+    import logging
+    from urllib.request import Request, urlopen
+
+    from moto.server import ThreadedMotoServer
+
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    with urlopen(Request(f"http://{host}:{port}/moto-api/reset", method="POST"), timeout=10) as response:
+        response.read()
+    return server

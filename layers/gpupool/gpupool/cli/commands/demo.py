@@ -32,6 +32,12 @@ def register(parser: argparse.ArgumentParser) -> None:
         "-v", "--verbose", action="store_true", help="show every plan action of every invocation"
     )
     parser.add_argument("--functions-dir", type=Path, metavar="DIR", help="where <FUNCTION>/app.py lives")
+    parser.add_argument(
+        "--story",
+        choices=["scale", "never-join"],
+        default="scale",
+        help="scale (default): launch, bind, spike, compaction; never-join: the registration timeout",
+    )
 
 
 def _errors(result: Any) -> list[str]:
@@ -44,10 +50,12 @@ def _errors(result: Any) -> list[str]:
     return found
 
 
-def _print_text(result: Any, *, verbose: bool) -> None:
+def _print_text(result: Any, *, story: str, verbose: bool) -> None:
+    from gpupool.local.simulation import STORIES
     from gpupool.local.simulation_report import render_timeline
 
     print("gpupool demo — Provisioned mode on AWS (embedded API server + moto EC2, simulated clock)")
+    print(f"story {story}: {STORIES[story][0]}")
     print(f"start {result.start.isoformat()}; times below are minutes:seconds after it")
     print()
     for line in render_timeline(result.timeline, start=result.start, verbose=verbose):
@@ -80,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
         make_handler,
         quiet_handler_output,
     )
-    from gpupool.local.simulation import Simulation
+    from gpupool.local.simulation import STORIES, Simulation
     from gpupool.local.simulation_world import SimWorld
 
     modules = {name: load_function(name, args.functions_dir) for name in FUNCTIONS}
@@ -92,11 +100,11 @@ def run(args: argparse.Namespace) -> int:
             return call_handler(handlers[function], event)
 
         with quiet_handler_output(verbose=False):
-            result = Simulation(world, invoke).run()
+            result = Simulation(world, invoke, STORIES[args.story][1]).run()
     if args.json:
         print(json.dumps(result.to_json(), indent=2, default=str))
     else:
-        _print_text(result, verbose=args.verbose)
+        _print_text(result, story=args.story, verbose=args.verbose)
     errors = _errors(result)
     if errors and not args.json:
         print()

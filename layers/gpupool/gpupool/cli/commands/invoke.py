@@ -113,14 +113,15 @@ def quiet_handler_output(*, verbose: bool) -> Iterator[None]:
         if isinstance(handler, logging.StreamHandler)
     ]
     sink = sys.stderr if verbose else open(os.devnull, "w")  # noqa: SIM115
-    previous = [(handler, handler.setStream(sink)) for handler in handlers]
+    previous = [(handler, handler.stream) for handler in handlers]
+    for handler in handlers:  # swapped, not setStream(): the old stream may be closed already
+        handler.stream = sink
     try:
         with contextlib.redirect_stdout(sink):
             yield
     finally:
         for handler, stream in previous:
-            if stream is not None:
-                handler.setStream(stream)
+            handler.stream = stream
         if sink is not sys.stderr:
             sink.close()
 

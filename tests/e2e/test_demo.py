@@ -1,0 +1,126 @@
+"""`gpupool demo`: the Provisioned-AWS story end to end, through the real handlers and adapters.
+
+Runs the README's first Quick start command in-process (`gpupool demo --json`) and checks the
+story's end state from what it read back from Kubernetes and moto: every claim reached Bound;
+the spike raised capacity above the minimum (a third claim); compaction removed exactly the
+surplus, only after the 5-minute new-node protection, leaving the pool at its minimum; the
+removed claim's instance is terminated and every live instance belongs to a live claim (no
+orphan); nodes match claims. Also: the run is repeatable (same timeline twice), and a node
+that never joins is failed at the registration timeout, its instance terminated and the gap
+refilled (the simulated kubelet's never-join switch, with the real bind and launch handlers).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import replace
+from datetime import datetime, timedelta
+from typing import Any
+
+import pytest
+
+from gpupool.adapters.wiring import build_aws_deps
+from gpupool.cli.commands.invoke import FUNCTIONS, call_handler, load_function, make_handler
+from gpupool.cli.main import main
+from gpupool.local.simulation import STORIES, Simulation
+from gpupool.local.simulation_world import SimWorld
+
+PROTECTION = timedelta(minutes=5)
+
+
+def _run_demo(capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
+    capsys.readouterr()
+    code = main(["demo", "--json"])
+    out = capsys.readouterr().out
+    assert code == 0, out[-3000:]
+    result: dict[str, Any] = json.loads(out)
+    return result
+
+
+def _at(text: str) -> datetime:
+    return datetime.fromisoformat(text)
+
+
+def test_demo_story_ends_at_the_minimum_with_no_orphan(capsys: pytest.CaptureFixture[str]) -> None:
+    result = _run_demo(capsys)
+    final = result["final"]
+    phases: dict[str, list[str]] = result["claim_phases"]
+    # Launch, then the spike: three claims in all, every one of them bound to a node.
+    assert len(phases) == 3
+    assert all("Bound" in history for history in phases.values()), phases
+    # Compaction trimmed back to the minimum (2 × T4 worth): two Bound claims remain.
+    assert sorted(final["claims"].values()) == ["Bound", "Bound"]
+    removed = [name for name in phases if name not in final["claims"]]
+    assert len(removed) == 1
+    # Instances: the removed claim's one is terminated; each live one belongs to a live claim.
+    live = {i: info for i, info in final["instances"].items() if info["state"] == "running"}
+    dead = {i: info for i, info in final["instances"].items() if info["state"] == "terminated"}
+    assert sorted(info["claim"] for info in live.values()) == sorted(final["claims"])
+    assert [info["claim"] for info in dead.values()] == removed
+    assert len(final["instances"]) == 3
+    # Nodes: one per live claim, none left for the removed one.
+    assert sorted(final["nodes"].values()) == sorted(final["claims"])
+    assert final["pool_phase"] == "Running"
+
+
+def test_compaction_waits_for_the_protection_window(capsys: pytest.CaptureFixture[str]) -> None:
+    result = _run_demo(capsys)
+    timeline = result["timeline"]
+    joined: dict[str, datetime] = {}
+    for entry in timeline:
+        if entry["actor"] == "kubelet":
+            node = entry["summary"].split()[1]
+            joined[node] = _at(entry["at"])
+    deletions = [
+        (_at(entry["at"]), row["node"])
+        for entry in timeline
+        for row in (entry.get("outcome") or {}).get("applied") or []
+        if row.get("action") == "delete-claim" and row.get("result") == "applied"
+    ]
+    assert len(deletions) == 1
+    when, node = deletions[0]
+    assert when - joined[node] >= PROTECTION
+    # An earlier compaction run saw the young nodes and kept them for that reason.
+    reasons = [
+        reason
+        for entry in timeline
+        if _at(entry["at"]) < when
+        for reason in ((entry.get("outcome") or {}).get("plan") or {}).get("reasons") or []
+    ]
+    assert any("protection window" in reason for reason in reasons)
+
+
+def test_demo_is_repeatable(capsys: pytest.CaptureFixture[str]) -> None:
+    first, second = _run_demo(capsys), _run_demo(capsys)
+    summaries = [[(e["at"], e["actor"], e["summary"]) for e in run["timeline"]] for run in (first, second)]
+    assert summaries[0] == summaries[1]
+    assert first["final"] == second["final"]
+
+
+def test_a_node_that_never_joins_is_failed_terminated_and_replaced() -> None:
+    modules = {name: load_function(name) for name in FUNCTIONS}
+    with SimWorld() as world:
+        deps = replace(build_aws_deps(world.environ), clock=world.clock, new_suffix=world.new_suffix)
+        handlers = {name: make_handler(module, lambda: deps) for name, module in modules.items()}
+
+        def invoke(function: str, event: Mapping[str, Any]) -> Mapping[str, Any]:
+            return call_handler(handlers[function], event)
+
+        result = Simulation(world, invoke, STORIES["never-join"][1]).run()
+    doomed = next(iter(result.claim_phases))
+    history = result.claim_phases[doomed]
+    assert "Failed" in history and "Bound" not in history
+    doomed_instances = [i for i in result.final.instances.values() if i["claim"] == doomed]
+    assert doomed_instances and all(i["state"] == "terminated" for i in doomed_instances)
+    bound = [name for name, phase in result.final.claims.items() if phase == "Bound"]
+    assert len(bound) == 2 and doomed not in bound  # the gap was refilled by a new claim
+    failures = [
+        row
+        for entry in result.timeline
+        for row in (entry.outcome or {}).get("applied") or []
+        if row.get("action") == "set-claim-phase"
+        and row.get("claim") == doomed
+        and "Failed" in row.get("detail", "")
+    ]
+    assert failures
