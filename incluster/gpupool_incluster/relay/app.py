@@ -107,12 +107,13 @@ def create_app(hub: SchedulerHub) -> Starlette:
         try:
             mutation, simulation = hub.simulate(pod, namespace)
         except (Denial, RequestError) as exc:
+            verdict = "the webhook would reject this pod" if isinstance(exc, Denial) else "cannot simulate"
             return JSONResponse(
                 {
                     "node": None,
                     "gpus": [],
                     "filterStages": [],
-                    "diagnosis": f"the webhook would reject this pod: {exc}",
+                    "diagnosis": f"{verdict}: {exc}",
                 },
                 status_code=422,
             )

@@ -301,6 +301,9 @@ class SchedulerHub:
     def simulate(self, pod: Mapping[str, Any], namespace: str) -> tuple[Mutation, Simulation]:
         """Mutate as the webhook would, then place without reserving; Denial / RequestError propagate."""
         mutation = self.admit(pod, namespace, record=False)
+        if not mutation.migrated:
+            why = "; ".join(mutation.notes) or "it is not labelled tensor-fusion.ai/enabled=true"
+            raise RequestError(f"the webhook would leave this pod on nvidia.com/gpu: {why}")
         patched = apply_annotation_patch(pod, mutation.patch, namespace=namespace)
         request = request_from_pod(Pod.model_validate(patched), default_pool=self.default_pool)
         with self.lock:

@@ -158,6 +158,10 @@ def test_simulate_impossible_pod_says_why_per_stage(http: TestClient) -> None:
     bad = http.post("/api/simulate-schedule", content=SIMULATE_YAML.replace('"16Gi"', '"lots"', 1))
     assert bad.status_code == 422 and "not a quantity" in bad.json()["diagnosis"]
     assert http.post("/api/simulate-schedule", content=b"- a list").status_code == 400
+    plain = http.post(
+        "/api/simulate-schedule", content=SIMULATE_YAML.replace('enabled: "true"', 'enabled: "false"')
+    )
+    assert plain.status_code == 422 and "leave this pod on nvidia.com/gpu" in plain.json()["diagnosis"]
 
 
 def test_node_objects_feed_node_affinity_and_vram_expansion(hub: SchedulerHub, http: TestClient) -> None:
