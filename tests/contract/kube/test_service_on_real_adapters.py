@@ -4,7 +4,10 @@ Covers issue 4's first two acceptance points through the adapters the functions 
 (built by `build_aws_deps` from environment variables): one schedule event delivered 10 times,
 8 concurrent launch invocations on one pool, and a function dying after claim creation, after
 RunInstances or after a status write, all leave exactly the instances the gap needs — counted
-in moto — each adopted by exactly one claim in `Creating` with its instance id.
+in moto — each adopted by exactly one claim in `Creating` with its instance id. And the third:
+InsufficientInstanceCapacity from EC2 (injected into the boto3 client, moto never says it) on
+the cheapest offering launches the next one; with every offering exhausted the claims are
+Failed and a Warning event is recorded.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import boto3
 import pytest
 from moto.server import ThreadedMotoServer
 
+from gpupool.adapters.ec2 import Ec2Compute
 from gpupool.adapters.wiring import build_aws_deps
 from gpupool.core.intake.causes import Reconcile
 from gpupool.core.model.nodeclass import GPUNodeClass
@@ -53,7 +57,7 @@ CREDENTIALS = {"aws_access_key_id": "testing", "aws_secret_access_key": "testing
 
 
 @pytest.fixture
-def world(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Deps, Any]]:
+def world(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Deps, Any, EmbeddedKubeAPI]]:
     for key in ("AWS_ENDPOINT_URL", "KUBECONFIG", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
         monkeypatch.delenv(key, raising=False)
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
@@ -82,7 +86,7 @@ def world(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Deps, Any]]:
             )
             _create(api, node_class.to_manifest(), "gpunodeclasses")
             deps.cluster.create_pool(make_pool(min_tflops="130", min_vram="32Gi"))
-            yield deps, ec2
+            yield deps, ec2, api
     finally:
         server.stop()
 
@@ -123,8 +127,8 @@ def _assert_one_instance_per_claim(deps: Deps, ec2: Any) -> None:
         assert tflops - claim.spec.tflops_offered < MIN_TFLOPS or vram - claim.spec.vram_offered < MIN_VRAM
 
 
-def test_one_schedule_event_delivered_ten_times(world: tuple[Deps, Any]) -> None:
-    deps, ec2 = world
+def test_one_schedule_event_delivered_ten_times(world: tuple[Deps, Any, EmbeddedKubeAPI]) -> None:
+    deps, ec2, _api = world
     cause = Reconcile(pool=None, trigger="schedule", event_id="evt-1")
     outcomes = [handle_launch(cause, deps) for _ in range(10)]
     assert not outcomes[0].errors, outcomes[0].errors
@@ -132,8 +136,8 @@ def test_one_schedule_event_delivered_ten_times(world: tuple[Deps, Any]) -> None
     assert all(not outcome.errors for outcome in outcomes)
 
 
-def test_eight_concurrent_invocations_never_overfill(world: tuple[Deps, Any]) -> None:
-    deps, ec2 = world
+def test_eight_concurrent_invocations_never_overfill(world: tuple[Deps, Any, EmbeddedKubeAPI]) -> None:
+    deps, ec2, _api = world
 
     def invoke(index: int) -> Any:
         holder = dataclasses.replace(deps, holder=f"invocation-{index}")
@@ -173,9 +177,9 @@ class _CrashAfter:
     [("compute", "launch"), ("cluster", "create_claim"), ("cluster", "update_claim_status")],
 )
 def test_a_crash_between_steps_is_finished_by_the_next_invocation(
-    world: tuple[Deps, Any], port: str, method: str
+    world: tuple[Deps, Any, EmbeddedKubeAPI], port: str, method: str
 ) -> None:
-    deps, ec2 = world
+    deps, ec2, _api = world
     crashing = _CrashAfter(getattr(deps, port), method)
     with pytest.raises(Crash):
         handle_launch(
@@ -189,3 +193,65 @@ def test_a_crash_between_steps_is_finished_by_the_next_invocation(
     for attempt in range(3):
         handle_launch(Reconcile(pool="pool-a", trigger="schedule", event_id=f"e{attempt + 2}"), fresh)
     _assert_one_instance_per_claim(deps, ec2)
+
+
+def _without_capacity_for(client: Any, instance_types: set[str]) -> None:
+    """Make RunInstances answer InsufficientInstanceCapacity for these types (moto never does)."""
+
+    class _Http:
+        status_code = 500
+
+    def refuse(params: dict[str, Any], **_: Any) -> Any:
+        if params.get("body", {}).get("InstanceType") not in instance_types:
+            return None
+        error = {
+            "Code": "InsufficientInstanceCapacity",
+            "Message": "We currently do not have sufficient capacity.",
+        }
+        return _Http(), {"Error": error, "ResponseMetadata": {"HTTPStatusCode": 500}}
+
+    client.meta.events.register("before-call.ec2.RunInstances", refuse)
+
+
+def _events(api: EmbeddedKubeAPI) -> list[tuple[str, str]]:
+    from kubernetes import client as k8s
+    from kubernetes import config as kube_config
+
+    api_client = kube_config.new_client_from_config(config_file=str(api.kubeconfig_path))
+    items = k8s.CoreV1Api(api_client).list_event_for_all_namespaces().items
+    return [(item.type, item.reason) for item in items]
+
+
+def test_capacity_error_on_the_cheapest_offering_launches_the_next(
+    world: tuple[Deps, Any, EmbeddedKubeAPI],
+) -> None:
+    deps, ec2, _api = world
+    _without_capacity_for(ec2, {"g4dn.xlarge"})
+    compute = Ec2Compute(ec2, cluster="demo", sleep=lambda _: None)
+    outcome = handle_launch(
+        Reconcile(pool="pool-a", trigger="schedule", event_id="e1"),
+        dataclasses.replace(deps, compute=compute),
+    )
+    assert not outcome.errors, outcome.errors
+    instances = _our_instances(ec2)
+    assert instances and {instance["InstanceType"] for instance in instances} == {"g5.xlarge"}
+    failed = [
+        claim for claim in deps.cluster.list_claims() if claim.status and claim.status.phase == "Failed"
+    ]
+    assert failed and all(claim.spec.instance_type == "g4dn.xlarge" for claim in failed)
+
+
+def test_all_offerings_exhausted_fails_the_claims_with_a_warning(
+    world: tuple[Deps, Any, EmbeddedKubeAPI],
+) -> None:
+    deps, ec2, api = world
+    _without_capacity_for(ec2, {"g4dn.xlarge", "g5.xlarge"})
+    compute = Ec2Compute(ec2, cluster="demo", sleep=lambda _: None)
+    handle_launch(
+        Reconcile(pool="pool-a", trigger="schedule", event_id="e1"),
+        dataclasses.replace(deps, compute=compute),
+    )
+    assert _our_instances(ec2) == []
+    claims = deps.cluster.list_claims()
+    assert claims and all(claim.status is not None and claim.status.phase == "Failed" for claim in claims)
+    assert any(event_type == "Warning" for event_type, _ in _events(api))
