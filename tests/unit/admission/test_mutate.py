@@ -12,11 +12,13 @@ from gpupool.core.admission import (
     AdmissionContext,
     Denial,
     PoolInfo,
+    ReviewError,
     allowed,
     denied,
     mutate_pod,
     parse_review,
 )
+from gpupool.core.admission.review import pointer
 from gpupool.core.allocator.quota import QuotaUsage
 from gpupool.core.model.quota import GPUResourceQuota
 
@@ -226,3 +228,27 @@ def test_review_envelopes_round_trip() -> None:
     ]
     refusal = denied("u1", "why")["response"]
     assert refusal == {"uid": "u1", "allowed": False, "status": {"code": 403, "message": "why"}}
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ([], "not an AdmissionReview"),
+        ({"kind": "AdmissionReview"}, "no request.uid"),
+        ({"kind": "AdmissionReview", "request": {"uid": "u"}}, "has no object"),
+        (
+            {"kind": "AdmissionReview", "request": {"uid": "u", "object": {}, "kind": {"kind": "Node"}}},
+            "not Node",
+        ),
+    ],
+)
+def test_malformed_reviews_are_refused_with_the_reason(body: object, message: str) -> None:
+    with pytest.raises(ReviewError, match=message):
+        parse_review(body)
+
+
+def test_json_pointer_escapes_slash_and_tilde() -> None:
+    assert (
+        pointer("metadata", "annotations", "tensor-fusion.ai/a~b")
+        == "/metadata/annotations/tensor-fusion.ai~1a~0b"
+    )
