@@ -125,3 +125,14 @@ def test_bind_reserves_once_and_a_losing_concurrent_bind_fails_cleanly() -> None
         reserve_for_bind(built, pod("p2", TF), "a", default_pool="shared")
     assert list(built.state.allocations) == ["team/p1"]
     assert reserve_for_bind(built, pod("plain"), "a", default_pool="shared") is None
+
+
+def test_replicas_left_on_nvidia_gpu_are_native_even_with_annotations() -> None:
+    built = allocator()
+    built.reserve(GpuRequest(namespace="team", name="w", pool="shared", tflops_request=1_000), "a")
+    left_behind = pod("r", TF, gpus=1)
+    answer = handle_filter(
+        built, parse_extender_args({"Pod": left_behind, "NodeNames": ["a", "b"]}), default_pool=""
+    )
+    assert answer["NodeNames"] == ["b"]
+    assert reserve_for_bind(built, left_behind, "b", default_pool="shared") is None

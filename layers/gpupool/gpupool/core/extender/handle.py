@@ -39,20 +39,23 @@ _GPU_KEYS = (
 def classify(raw: Mapping[str, Any], *, default_pool: str) -> GpuRequest | str | None:
     """A GpuRequest for a TensorFusion pod, "native" for a native-GPU pod, None for others.
 
-    Raises RequestError for a TensorFusion pod whose annotations cannot be read.
+    A pod still holding nvidia.com/gpu is native even when it carries TensorFusion annotations:
+    the webhook removes nvidia.com/gpu from every pod it moves, and leaves replicas beyond
+    `enabled-replicas` as they were. Raises RequestError for a TensorFusion pod whose
+    annotations cannot be read.
     """
     try:
         pod = Pod.model_validate(raw)
     except ValidationError as exc:
         raise RequestError(f"pod object is not readable: {exc.errors()[0].get('msg', exc)}") from None
-    if any(key in pod.metadata.annotations for key in _GPU_KEYS):
-        return request_from_pod(pod, default_pool=default_pool)
     for container in pod.spec.containers:
         if (
             NATIVE_GPU_RESOURCE in container.resources.limits
             or NATIVE_GPU_RESOURCE in container.resources.requests
         ):
             return "native"
+    if any(key in pod.metadata.annotations for key in _GPU_KEYS):
+        return request_from_pod(pod, default_pool=default_pool)
     return None
 
 
