@@ -38,8 +38,11 @@ class ReplicaLedger:
         if owner is None:
             return
         members = self.members.setdefault(owner, set())
+        native = any("nvidia.com/gpu" in ct.resources.limits for ct in pod.spec.containers)
         moved = (
-            pod.spec.scheduler_name == c.SCHEDULER_NAME and c.ANNOTATION_GPU_POOL in pod.metadata.annotations
+            pod.spec.scheduler_name == c.SCHEDULER_NAME
+            and c.ANNOTATION_GPU_POOL in pod.metadata.annotations
+            and not native
         )
         if moved and not finished:
             if key not in members:

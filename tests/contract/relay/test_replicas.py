@@ -60,3 +60,8 @@ def test_seen_pods_replace_pending_admissions_and_stale_admissions_expire() -> N
     assert ledger.migrated("rs-1") == 1
     ledger.observe(Pod.model_validate(seen), "team/m0", finished=True)
     assert ledger.migrated("rs-1") == 0
+    routed_native = tf_pod("n0")
+    routed_native["metadata"]["ownerReferences"] = [OWNER]
+    routed_native["spec"]["containers"][0]["resources"] = {"limits": {"nvidia.com/gpu": "1"}}
+    ledger.observe(Pod.model_validate(routed_native), "team/n0", finished=False)
+    assert ledger.migrated("rs-1") == 0
