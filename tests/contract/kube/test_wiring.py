@@ -127,8 +127,12 @@ def test_settings_come_from_the_environment() -> None:
     assert env.settings.max_nodes_per_plan == 7
     assert env.settings.offering_unavailable_for == timedelta(minutes=3)  # default kept
     assert env.kube.mode == "kubeconfig" and env.kube.kubeconfig_path == "/k/config"
+    endpoints = read_aws_environment(
+        {**BASE, "AWS_ENDPOINT_URL": "http://all", "AWS_ENDPOINT_URL_EC2": "http://ec2", "KUBECONFIG": "/k"}
+    )
+    assert (endpoints.ec2_endpoint_url, endpoints.secrets_endpoint_url) == ("http://ec2", "http://all")
     assert env.kube_namespace == "tensor-fusion-sys" and env.kube_timeout_s == 3
-    assert env.endpoint_url is None and env.credentials == {}
+    assert env.ec2_endpoint_url is None and env.secrets_endpoint_url is None and env.credentials == {}
 
 
 @pytest.mark.parametrize(

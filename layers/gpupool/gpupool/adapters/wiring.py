@@ -10,7 +10,8 @@ cold start, and never for an invocation that does not touch that port. `AWS_ENDP
 
 Variables (defaults in brackets; durations as `90s`, `5m`, `1h30m` or plain seconds):
   GPUPOOL_CLUSTER_NAME (required) — the TensorFusion cluster; the instances' cluster tag
-  AWS_REGION / AWS_DEFAULT_REGION (required)     AWS_ENDPOINT_URL, AWS_ENDPOINT_URL_EC2 [unset]
+  AWS_REGION / AWS_DEFAULT_REGION (required); AWS_ENDPOINT_URL, AWS_ENDPOINT_URL_EC2,
+      AWS_ENDPOINT_URL_SECRETS_MANAGER [unset]; AWS_ACCESS_KEY_ID, … [the default chain]
   GPUPOOL_KUBE_ACCESS — incluster | kubeconfig | kubeconfig-secret | eks
       [kubeconfig if KUBECONFIG or GPUPOOL_KUBECONFIG is set, else incluster if
       KUBERNETES_SERVICE_HOST is set, else eks]
@@ -34,7 +35,7 @@ from __future__ import annotations
 import re
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, cast
 
@@ -108,7 +109,8 @@ class AwsEnvironment:
     region: str
     kube: KubeAccess
     kubeconfig_secret: str | None
-    endpoint_url: str | None
+    ec2_endpoint_url: str | None  # AWS_ENDPOINT_URL_EC2, else AWS_ENDPOINT_URL (moto, the sandbox)
+    secrets_endpoint_url: str | None  # AWS_ENDPOINT_URL_SECRETS_MANAGER, else AWS_ENDPOINT_URL
     credentials: dict[str, str]
     kube_namespace: str
     kube_timeout_s: float
@@ -117,10 +119,7 @@ class AwsEnvironment:
 
 def _settings(environ: Mapping[str, str], cluster: str, region: str) -> Settings:
     values: dict[str, Any] = {"cluster_name": cluster, "region": region}
-    known = {field.name for field in fields(Settings)}
     for name in _DURATION_SETTINGS + _INT_SETTINGS:
-        if name not in known:
-            continue
         variable = f"GPUPOOL_{name.upper()}"
         text = environ.get(variable)
         if text is None or text == "":
@@ -201,7 +200,10 @@ def read_aws_environment(environ: Mapping[str, str]) -> AwsEnvironment:
         region=region,
         kube=kube,
         kubeconfig_secret=secret_id if use_secret else None,
-        endpoint_url=environ.get("AWS_ENDPOINT_URL_EC2") or environ.get("AWS_ENDPOINT_URL") or None,
+        ec2_endpoint_url=environ.get("AWS_ENDPOINT_URL_EC2") or environ.get("AWS_ENDPOINT_URL") or None,
+        secrets_endpoint_url=environ.get("AWS_ENDPOINT_URL_SECRETS_MANAGER")
+        or environ.get("AWS_ENDPOINT_URL")
+        or None,
         credentials=credentials,
         kube_namespace=environ.get("GPUPOOL_KUBE_NAMESPACE") or "default",
         kube_timeout_s=parse_duration(
@@ -268,7 +270,7 @@ def build_aws_deps(environ: Mapping[str, str]) -> Deps:
             connect_timeout=min(env.aws_timeout_s, 5.0),
             read_timeout=env.aws_timeout_s,
         )
-        client = session.resolve().client("ec2", endpoint_url=env.endpoint_url, config=config)
+        client = session.resolve().client("ec2", endpoint_url=env.ec2_endpoint_url, config=config)
         return Ec2Compute(client, cluster=env.settings.cluster_name)
 
     def cluster() -> Cluster:
@@ -302,12 +304,10 @@ def _session(env: AwsEnvironment) -> Any:
 
 
 def _with_secret_kubeconfig(env: AwsEnvironment, session: Any) -> KubeAccess:
-    from dataclasses import replace
-
     from botocore.exceptions import BotoCoreError, ClientError
 
     try:
-        client = session.client("secretsmanager", endpoint_url=env.endpoint_url)
+        client = session.client("secretsmanager", endpoint_url=env.secrets_endpoint_url)
         content = client.get_secret_value(SecretId=env.kubeconfig_secret).get("SecretString")
     except (ClientError, BotoCoreError) as error:
         raise ConfigError(
