@@ -1,0 +1,74 @@
+"""`gpupool sandbox up|down|status`: a local Kubernetes API server and EC2 (moto) to try
+gpupool and run its tests without a cloud or a cluster.
+
+Must not: hold sandbox logic; it parses flags, calls `gpupool.local.sandbox`, and prints.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from gpupool.cli.errors import UserError
+
+NAME = "sandbox"
+HELP = "run a local Kubernetes API server and EC2 endpoint (moto) for trying gpupool"
+
+
+def register(parser: argparse.ArgumentParser) -> None:
+    actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+    up = actions.add_parser("up", help="start the sandbox (foreground until Ctrl-C, or --background)")
+    down = actions.add_parser("down", help="stop a background sandbox")
+    state = actions.add_parser("status", help="say whether a sandbox runs and where")
+    for sub in (up, down, state):
+        sub.add_argument("--dir", default=None, help="sandbox directory (default: .gpupool/sandbox)")
+    up.add_argument("--background", action="store_true", help="detach and return once the servers answer")
+
+
+def _usage(info: Any) -> str:
+    files = info.files
+    return "\n".join(
+        [
+            f"gpupool sandbox is up in {files.root} (pid {info.pid})",
+            f"  Kubernetes API  {info.kube_url}   kubeconfig: {files.kubeconfig}",
+            f"  EC2 (moto)      {info.aws_url}   region us-east-1, credentials testing/testing",
+            "Use it from a shell:",
+            f"  set -a; . {files.env}; set +a",
+            "  kubectl get gpupools",
+            f"Stop it with: gpupool sandbox down --dir {files.root}",
+        ]
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from gpupool.local import sandbox
+    from gpupool.local.sandbox_files import SandboxFiles
+
+    files = SandboxFiles.at(args.dir)
+    try:
+        if args.action == "up":
+            if args.background:
+                print(_usage(sandbox.start_background(files)))
+            else:
+                sandbox.run_foreground(
+                    files, announce=lambda info: print(_usage(info) + "  (or press Ctrl-C)", flush=True)
+                )
+                print("gpupool sandbox stopped")
+            return 0
+        if args.action == "down":
+            pid = sandbox.stop(files)
+            print(f"gpupool sandbox in {files.root} stopped (pid {pid})")
+            return 0
+        found = sandbox.status(files)
+        if found.running is not None:
+            print(_usage(found.running))
+            return 0
+        if found.stale_pid is not None:
+            print(
+                f"no sandbox runs in {files.root} (stale pid file names pid {found.stale_pid}, which is gone)"
+            )
+        else:
+            print(f"no sandbox runs in {files.root}")
+        return 1
+    except sandbox.SandboxError as error:
+        raise UserError(str(error)) from error

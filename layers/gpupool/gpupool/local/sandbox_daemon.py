@@ -1,0 +1,36 @@
+"""The sandbox's background process: `python -m gpupool.local.sandbox_daemon --dir D`.
+
+Started by `gpupool sandbox up --background` in its own session; serves until SIGTERM
+(`gpupool sandbox down`). Its output goes to D/sandbox.log.
+
+Must not: be started by hand in normal use; the CLI checks for a running sandbox first.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from gpupool.local.sandbox import SandboxError, SandboxInfo, run_foreground
+from gpupool.local.sandbox_files import SandboxFiles
+
+
+def _announce(info: SandboxInfo) -> None:
+    print(f"sandbox pid {info.pid}: Kubernetes API {info.kube_url}, EC2 {info.aws_url}", flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m gpupool.local.sandbox_daemon")
+    parser.add_argument("--dir", required=True)
+    args = parser.parse_args(argv)
+    try:
+        run_foreground(SandboxFiles.at(args.dir), announce=_announce)
+    except SandboxError as error:
+        print(f"sandbox: {error}", file=sys.stderr, flush=True)
+        return 1
+    print("sandbox stopped", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
