@@ -12,7 +12,7 @@ import subprocess
 import sys
 import urllib.request
 from collections.abc import Iterator
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import boto3
@@ -22,6 +22,7 @@ from moto.server import ThreadedMotoServer
 from gpupool.adapters.wiring import ConfigError, build_aws_deps, parse_duration, read_aws_environment
 from gpupool.core.plan import OfferingRef
 from gpupool.local.kubeapi import EmbeddedKubeAPI
+from tests.service.fakes import FakeClock
 
 from .conftest import make_pool
 
@@ -214,3 +215,18 @@ def test_unusable_kubeconfig_is_a_config_error_on_first_use() -> None:
     deps = build_aws_deps({**BASE, "KUBECONFIG": "/no/such/kubeconfig"})
     with pytest.raises(ConfigError, match="/no/such/kubeconfig"):
         deps.cluster.list_pools()
+
+
+def test_a_simulated_clock_stamps_events(kube_api: EmbeddedKubeAPI) -> None:
+    from kubernetes import client as k8s
+    from kubernetes import config as kube_config
+
+    simulated = FakeClock(datetime(2030, 1, 2, 3, 4, 5, tzinfo=UTC))
+    deps = build_aws_deps({**BASE, "KUBECONFIG": str(kube_api.kubeconfig_path)}, clock=simulated)
+    assert deps.clock is simulated
+    deps.cluster.record_event(
+        kind="GPUPool", name="pool-a", namespace=None, event_type="Normal", reason="Compaction", message="m"
+    )
+    api_client = kube_config.new_client_from_config(config_file=str(kube_api.kubeconfig_path))
+    events = k8s.CoreV1Api(api_client).list_event_for_all_namespaces().items
+    assert [event.last_timestamp.year for event in events] == [2030]

@@ -40,7 +40,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, cast
 
 from gpupool.service.deps import Deps, Settings
-from gpupool.service.ports import Cluster, Compute
+from gpupool.service.ports import Clock, Cluster, Compute
 
 if TYPE_CHECKING:
     from gpupool.adapters.kube_auth import KubeAccess
@@ -255,9 +255,14 @@ def catalog_offerings(region: str) -> tuple[OfferingRef, ...]:
     )
 
 
-def build_aws_deps(environ: Mapping[str, str]) -> Deps:
-    """Deps for AWS from `environ`. Raises ConfigError on a bad variable; clients are built on first use."""
+def build_aws_deps(environ: Mapping[str, str], *, clock: Clock | None = None) -> Deps:
+    """Deps for AWS from `environ`. Raises ConfigError on a bad variable; clients are built on first use.
+
+    `clock` (default: the system clock in UTC) also stamps Kubernetes Events, so a simulation
+    that passes its clock gets simulated event times.
+    """
     env = read_aws_environment(environ)
+    clock = clock or UtcClock()
     session = _Lazy(lambda: _session(env))
 
     def compute() -> Compute:
@@ -286,12 +291,14 @@ def build_aws_deps(environ: Mapping[str, str]) -> Deps:
             )
         except KubeAccessError as error:
             raise ConfigError(f"Kubernetes access ({access.mode}): {error}") from error
-        return KubeCluster(api_client, namespace=env.kube_namespace, request_timeout_s=env.kube_timeout_s)
+        return KubeCluster(
+            api_client, namespace=env.kube_namespace, request_timeout_s=env.kube_timeout_s, now=clock.now
+        )
 
     return Deps(
         compute=cast(Compute, _Lazy(compute)),
         cluster=cast(Cluster, _Lazy(cluster)),
-        clock=UtcClock(),
+        clock=clock,
         settings=env.settings,
         offerings=catalog_offerings(env.region),
     )
