@@ -103,7 +103,8 @@ class Cluster:
         return json.dumps({**entry.obj, "apiVersion": rt.api_version}, separators=(",", ":")).encode()
 
     def get(self, rt: ResourceType, namespace: str, name: str) -> JsonObject:
-        return self.store.get(rt, namespace, name)
+        found = self.store.get(rt, namespace, name)
+        return found if found.get("apiVersion") == rt.api_version else {**found, "apiVersion": rt.api_version}
 
     # ----- writes --------------------------------------------------------------------------
     def create(self, rt: ResourceType, namespace: str | None, body: Any) -> JsonObject:
