@@ -18,6 +18,7 @@ import pytest
 
 from gpupool.adapters.kube import KubeCluster
 from gpupool.adapters.kube_auth import KubeAccess, build_api_client
+from gpupool.core.model.base import OwnerReference
 from gpupool.core.model.constants import FINALIZER
 from gpupool.core.model.nodeclaim import GPUNodeClaimStatus
 from gpupool.core.model.pool import GPUPoolStatus
@@ -131,3 +132,28 @@ def test_lease_semantics(port: Any) -> None:
 def test_missing_pod_eviction_is_not_found(port: Any) -> None:
     with pytest.raises(NotFound):
         port.evict_pod("default", "absent")
+
+
+def test_replacing_a_pool_spec_keeps_finalizers_and_owners(port: Any) -> None:
+    owner = {"apiVersion": "tensor-fusion.ai/v1", "kind": "TensorFusionCluster", "name": "demo", "uid": "u-1"}
+    seeded = make_pool().model_copy(
+        update={
+            "metadata": make_pool().metadata.model_copy(
+                update={
+                    "labels": {"old": "1", "kept": "1"},
+                    "finalizers": ["tensor-fusion.ai/finalizer"],
+                    "owner_references": [OwnerReference.model_validate(owner)],
+                }
+            )
+        }
+    )
+    created = port.create_pool(seeded)
+    desired = make_pool(capacityConfig={"minResources": {"tflops": "10", "vram": "1Gi"}})
+    desired = desired.model_copy(
+        update={"metadata": desired.metadata.model_copy(update={"labels": {"kept": "2"}})}
+    )
+    replaced = port.replace_pool_spec(desired, resource_version=_version(created))
+    assert replaced.metadata.labels == {"kept": "2"}
+    assert replaced.metadata.finalizers == ["tensor-fusion.ai/finalizer"]
+    assert [ref.name for ref in replaced.metadata.owner_references] == ["demo"]
+    assert replaced.spec.capacity_config is not None

@@ -181,7 +181,20 @@ class KubeCluster:
         return _parse(GPUPool, raw, "GPUPool")
 
     def replace_pool_spec(self, pool: GPUPool, *, resource_version: str) -> GPUPool:
-        body = _without_server_fields(pool.to_manifest(), resource_version=resource_version)
+        # Only labels, annotations and spec change: the rest of the stored object (finalizers,
+        # owner references) is kept. The PUT carries the caller's resourceVersion, so a pool
+        # changed since the caller read it is a Conflict, whatever this GET saw.
+        with translated(f"get GPUPool {pool.name}"):
+            current = self._custom.get_cluster_custom_object(
+                API_GROUP, VERSION, GPUPool.PLURAL, pool.name, _request_timeout=self._timeout
+            )
+        desired = pool.to_manifest()
+        metadata = dict(current.get("metadata") or {})
+        metadata["labels"] = desired.get("metadata", {}).get("labels", {})
+        metadata["annotations"] = desired.get("metadata", {}).get("annotations", {})
+        metadata["resourceVersion"] = resource_version
+        body = {**current, "metadata": metadata, "spec": desired.get("spec", {})}
+        body.pop("status", None)
         with translated(f"replace GPUPool {pool.name}"):
             raw = self._custom.replace_cluster_custom_object(
                 API_GROUP, VERSION, GPUPool.PLURAL, pool.name, body, _request_timeout=self._timeout
