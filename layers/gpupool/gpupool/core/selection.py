@@ -202,13 +202,15 @@ def select_cheapest(
     cap_vram: int | None = None,
     max_nodes: int = DEFAULT_MAX_NODES,
     accelerate: bool = True,
+    pure_budget: int | None = None,
 ) -> Selection:
     """The exact best selection (see the module docstring for the order of objectives).
 
     A search that outgrows PURE_SEARCH_BUDGET nodes is finished by the HiGHS MILP in
     `selection_milp` when `accelerate` and highspy is installed, else by the pure search with
     UNACCELERATED_SEARCH_BUDGET nodes. If neither proves the optimum, the best plan found is
-    returned with `proven_optimal=False` (the planner reports it as a reason).
+    returned with `proven_optimal=False` (the planner reports it as a reason). `pure_budget`
+    overrides PURE_SEARCH_BUDGET (tests use 0 to exercise the MILP path).
     """
     need_t, need_v = max(need_tflops, 0), max(need_vram, 0)
     cap_t = _UNBOUNDED if cap_tflops is None else max(cap_tflops, 0)
@@ -219,7 +221,8 @@ def select_cheapest(
         return _selection([], [], need_t, need_v)
     items = sorted(_distinct_sizes(candidates), key=lambda c: (_alone_cost(c, need_t, need_v), c.name))
     use_milp = accelerate and milp_available()
-    search = _Search(items, (need_t, need_v), (cap_t, cap_v), max_nodes, PURE_SEARCH_BUDGET)
+    budget = PURE_SEARCH_BUDGET if pure_budget is None else pure_budget
+    search = _Search(items, (need_t, need_v), (cap_t, cap_v), max_nodes, budget)
     try:
         search.run(0, 0, 0, 0, 0)
         return _selection(items, search.best_counts, need_t, need_v)
@@ -231,6 +234,7 @@ def select_cheapest(
             return _selection(items, counts, need_t, need_v, proven=True)
     else:
         search.budget = UNACCELERATED_SEARCH_BUDGET
+        search.counts = [0] * len(items)  # the interrupted path left counts behind
         try:
             search.run(0, 0, 0, 0, 0)
             return _selection(items, search.best_counts, need_t, need_v)
