@@ -35,7 +35,10 @@ def action_line(action: Mapping[str, Any]) -> str:
     manifest = action.get("manifest")
     if kind == "create-claim" and isinstance(manifest, Mapping):
         spec = manifest.get("spec") or {}
-        parts.append(f"(offers {spec.get('tflopsOffered')} TFLOPS, {spec.get('vramOffered')})")
+        tflops = spec.get("tflopsOffered", spec.get("tflops_offered"))
+        vram = spec.get("vramOffered", spec.get("vram_offered"))
+        where = "/".join(str(spec[k]) for k in ("instance_type", "instanceType", "zone") if spec.get(k))
+        parts.append(f"({where}: {tflops} TFLOPS, {vram} VRAM)")
     if action.get("phase"):
         parts.append(f"→ {action['phase']}")
     for key in ("reason", "event_reason"):

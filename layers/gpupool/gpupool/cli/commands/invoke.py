@@ -227,9 +227,11 @@ def print_outcome(
     from gpupool.local.simulation_report import outcome_lines
 
     cause = body.get("cause") or {}
-    what = cause.get("kind") or "event"
     status = str(body.get("status") or "failed")
-    print(f"{function} ← {what}: {status}{' (dry run)' if dry_run else ''}")
+    if status == "ignored":
+        print(f"{function}: event ignored")
+    else:
+        print(f"{function} ← {cause.get('kind') or 'event'}: {status}{' (dry run)' if dry_run else ''}")
     for line in outcome_lines(outcome, dry_run=dry_run and status == "handled"):
         print(line)
 
