@@ -7,7 +7,9 @@ surplus, only after the 5-minute new-node protection, leaving the pool at its mi
 removed claim's instance is terminated and every live instance belongs to a live claim (no
 orphan); nodes match claims. Also: the run is repeatable (same timeline twice), and a node
 that never joins is failed at the registration timeout, its instance terminated and the gap
-refilled (the simulated kubelet's never-join switch, with the real bind and launch handlers).
+refilled (the simulated kubelet's never-join switch, with the real bind and launch handlers);
+and the simulated kubelet registers nodes as the functions expect them (claim label, GPU
+label, instance-type and zone labels, providerID, Ready, GPUNode capacity from the catalog).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import pytest
 from gpupool.adapters.wiring import build_aws_deps
 from gpupool.cli.commands.invoke import FUNCTIONS, call_handler, load_function, make_handler
 from gpupool.cli.main import main
-from gpupool.local.simulation import STORIES, Simulation
+from gpupool.local.simulation import STORIES, Scenario, Simulation
 from gpupool.local.simulation_world import SimWorld
 
 PROTECTION = timedelta(minutes=5)
@@ -124,3 +126,40 @@ def test_a_node_that_never_joins_is_failed_terminated_and_replaced() -> None:
         and "Failed" in row.get("detail", "")
     ]
     assert failures
+
+
+def test_the_simulated_kubelet_registers_what_a_real_node_and_its_agent_would() -> None:
+    modules = {name: load_function(name) for name in FUNCTIONS}
+    with SimWorld() as world:
+        deps = replace(build_aws_deps(world.environ), clock=world.clock, new_suffix=world.new_suffix)
+        handlers = {name: make_handler(module, lambda: deps) for name, module in modules.items()}
+
+        def invoke(function: str, event: Mapping[str, Any]) -> Mapping[str, Any]:
+            return call_handler(handlers[function], event)
+
+        short = Scenario(
+            duration=timedelta(minutes=2), spike_at=timedelta(hours=1), spike_ends_at=timedelta(hours=2)
+        )
+        result = Simulation(world, invoke, short).run()
+        nodes = world.objects.list("", "nodes")
+        gpu_nodes = {g["metadata"]["name"]: g for g in world.objects.list("tensor-fusion.ai", "gpunodes")}
+        gpus = world.objects.list("tensor-fusion.ai", "gpus")
+        instances = {i["InstanceId"]: i for i in world.managed_instances()}
+    assert len(nodes) == 2 and len(gpus) == 2
+    for node in nodes:
+        labels = node["metadata"]["labels"]
+        claim = labels["tensor-fusion.ai/node-provisioner"]
+        assert result.final.claims[claim] == "Bound"
+        assert labels["nvidia.com/gpu.present"] == "true"
+        zone, instance_id = node["spec"]["providerID"].removeprefix("aws:///").split("/")
+        instance = instances[instance_id]
+        assert labels["node.kubernetes.io/instance-type"] == instance["InstanceType"] == "g4dn.xlarge"
+        assert labels["topology.kubernetes.io/zone"] == zone == instance["Placement"]["AvailabilityZone"]
+        assert {"type": "Ready", "status": "True"}.items() <= node["status"]["conditions"][0].items()
+        status = gpu_nodes[node["metadata"]["name"]]["status"]
+        assert (status["totalTFlops"], status["totalVRAM"], status["totalGPUs"]) == (
+            "65",
+            "16Gi",
+            1,
+        )  # one T4
+        assert status["nodeInfo"]["instanceID"] == instance_id
