@@ -1,11 +1,10 @@
-"""In-memory object storage: one global resourceVersion, indexes, watch history, deletion.
+"""The API's write rules over `ObjectStorage`: create, update, patch, delete.
 
-Objects are stored per (group, plural) then namespace then name, so a namespaced list only
-touches its namespace. Every write takes the next global resourceVersion and appends exactly
-one watch event, so the history is indexed by resourceVersion. Deletion follows upstream:
-finalizers hold an object (deletionTimestamp set) until an update empties them; removing an
-object garbage-collects its dependents (ownerReferences, background by default, Orphan and
-Foreground honoured); a terminating namespace goes once it is empty.
+Creation stamps metadata and validates; updates enforce optimistic concurrency and the
+status-subresource split. Deletion follows upstream: finalizers hold an object
+(deletionTimestamp set) until an update empties them; removing an object garbage-collects
+its dependents (ownerReferences, background by default, Orphan and Foreground honoured); a
+terminating namespace goes once it is empty.
 
 Must not: parse HTTP or know about discovery; stored dicts are never mutated in place.
 """
@@ -13,109 +12,22 @@ Must not: parse HTTP or know about discovery; stored dicts are never mutated in 
 from __future__ import annotations
 
 import copy
-import json
-import threading
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from typing import Any
 
 from gpupool.local.kubeapi import errors
-from gpupool.local.kubeapi.clock import Clock, rfc3339
+from gpupool.local.kubeapi.clock import rfc3339
 from gpupool.local.kubeapi.objects import metadata, prepare_create, prepare_update, same_content
-from gpupool.local.kubeapi.resources import BUILTIN_TYPES, ResourceType
+from gpupool.local.kubeapi.resources import ResourceType
+from gpupool.local.kubeapi.storage import NAMESPACES, Entry, ObjectStorage, WatchEvent
 from gpupool.local.kubeapi.validation import validate
 
 JsonObject = dict[str, Any]
-StorageKey = tuple[str, str]
-NAMESPACES = next(rt for rt in BUILTIN_TYPES if rt.plural == "namespaces")
+__all__ = ["Entry", "Store", "WatchEvent"]
 
 
-class Entry:
-    """A stored object and its JSON encoding, computed once and reused by lists and watches."""
-
-    __slots__ = ("_encoded", "obj")
-
-    def __init__(self, obj: JsonObject) -> None:
-        self.obj = obj
-        self._encoded: bytes | None = None
-
-    @property
-    def encoded(self) -> bytes:
-        if self._encoded is None:
-            self._encoded = json.dumps(self.obj, separators=(",", ":")).encode()
-        return self._encoded
-
-
-@dataclass(frozen=True)
-class WatchEvent:
-    resource_version: int
-    type: str  # ADDED, MODIFIED, DELETED
-    key: StorageKey
-    namespace: str
-    entry: Entry
-    previous: JsonObject | None
-
-
-class Store:
-    """Thread-safe storage; `changed` is notified after every write (watchers wait on it)."""
-
-    def __init__(self, clock: Clock, *, history: int = 200_000) -> None:
-        self.clock = clock
-        self.lock = threading.RLock()
-        self.changed = threading.Condition(self.lock)
-        self.closed = False
-        self.removal_hooks: list[Callable[[ResourceType, JsonObject], None]] = []
-        self._history = history
-        self._rv = 0
-        self._objects: dict[StorageKey, dict[str, dict[str, Entry]]] = {}
-        self._types: dict[StorageKey, ResourceType] = {}
-        self._by_uid: dict[str, tuple[StorageKey, str, str]] = {}
-        self._dependents: dict[str, set[str]] = {}
-        self._events: list[WatchEvent] = []
-
-    # ----- reading -------------------------------------------------------------------------
-    @property
-    def resource_version(self) -> int:
-        with self.lock:
-            return self._rv
-
-    def get(self, rt: ResourceType, namespace: str, name: str) -> JsonObject:
-        with self.lock:
-            return self._entry(rt, namespace, name).obj
-
-    def _entry(self, rt: ResourceType, namespace: str, name: str) -> Entry:
-        entry = self._objects.get(rt.storage_key, {}).get(namespace, {}).get(name)
-        if entry is None:
-            raise errors.not_found(rt.group, rt.plural, name)
-        return entry
-
-    def entries(self, rt: ResourceType, namespace: str | None) -> tuple[list[Entry], int]:
-        """All entries of a resource (in one namespace, or all); the list's resourceVersion."""
-        with self.lock:
-            by_namespace = self._objects.get(rt.storage_key, {})
-            if namespace is not None:
-                return list(by_namespace.get(namespace, {}).values()), self._rv
-            found: list[Entry] = []
-            for namespace_key in sorted(by_namespace):
-                found.extend(by_namespace[namespace_key].values())
-            return found, self._rv
-
-    def events_after(self, resource_version: int) -> list[WatchEvent] | None:
-        """Events newer than `resource_version`, or None when history no longer reaches it."""
-        if not self._events:
-            return [] if resource_version >= self._rv else None
-        first = self._events[0].resource_version
-        if resource_version < first - 1:
-            return None
-        return self._events[resource_version - first + 1 :]
-
-    def exists(self, rt: ResourceType, namespace: str, name: str) -> bool:
-        with self.lock:
-            return name in self._objects.get(rt.storage_key, {}).get(namespace, {})
-
-    def namespace_exists(self, name: str) -> bool:
-        with self.lock:
-            return name in self._objects.get(NAMESPACES.storage_key, {}).get("", {})
+class Store(ObjectStorage):
+    """Storage plus the API's rules for writes and deletion."""
 
     # ----- writing -------------------------------------------------------------------------
     def create(self, rt: ResourceType, namespace: str | None, body: JsonObject) -> JsonObject:
@@ -210,37 +122,7 @@ class Store:
                 return self._mark_deleting(rt, namespace, current)
             return self._remove(rt, namespace, name)
 
-    def close(self) -> None:
-        with self.changed:
-            self.closed = True
-            self.changed.notify_all()
-
-    # ----- internals -----------------------------------------------------------------------
-    def _write(
-        self, rt: ResourceType, namespace: str, obj: JsonObject, kind: str, previous: JsonObject | None
-    ) -> Entry:
-        self._rv += 1
-        metadata(obj)["resourceVersion"] = str(self._rv)
-        entry = Entry(obj)
-        name = str(metadata(obj)["name"])
-        self._types.setdefault(rt.storage_key, rt)
-        self._objects.setdefault(rt.storage_key, {}).setdefault(namespace, {})[name] = entry
-        uid = str(metadata(obj)["uid"])
-        self._by_uid[uid] = (rt.storage_key, namespace, name)
-        old_owners = _owner_uids(previous) if previous is not None else set()
-        for owner in _owner_uids(obj) - old_owners:
-            self._dependents.setdefault(owner, set()).add(uid)
-        for owner in old_owners - _owner_uids(obj):
-            self._dependents.get(owner, set()).discard(uid)
-        self._record(WatchEvent(self._rv, kind, rt.storage_key, namespace, entry, previous))
-        return entry
-
-    def _record(self, event: WatchEvent) -> None:
-        self._events.append(event)
-        if len(self._events) > 2 * self._history:
-            del self._events[: self._history]
-        self.changed.notify_all()
-
+    # ----- deletion --------------------------------------------------------------------------
     def _mark_deleting(self, rt: ResourceType, namespace: str, current: JsonObject) -> JsonObject:
         if metadata(current).get("deletionTimestamp"):
             return current
@@ -249,32 +131,12 @@ class Store:
         metadata(marked)["deletionGracePeriodSeconds"] = 0
         return self._write(rt, namespace, marked, "MODIFIED", current).obj
 
-    def _remove(self, rt: ResourceType, namespace: str, name: str) -> JsonObject:
-        by_namespace = self._objects[rt.storage_key]
-        entry = by_namespace[namespace].pop(name)
-        if not by_namespace[namespace]:
-            del by_namespace[namespace]
-        self._rv += 1
-        gone = copy.deepcopy(entry.obj)
-        metadata(gone)["resourceVersion"] = str(self._rv)
-        uid = str(metadata(gone)["uid"])
-        self._by_uid.pop(uid, None)
-        for owner in _owner_uids(gone):
-            self._dependents.get(owner, set()).discard(uid)
-        self._record(WatchEvent(self._rv, "DELETED", rt.storage_key, namespace, Entry(gone), entry.obj))
+    def _after_remove(self, rt: ResourceType, namespace: str, gone: JsonObject) -> None:
         for hook in self.removal_hooks:
             hook(rt, gone)
-        self._collect_dependents(uid)
-        if namespace and namespace not in by_namespace:
+        self._collect_dependents(str(metadata(gone)["uid"]))
+        if namespace and namespace not in self._objects.get(rt.storage_key, {}):
             self._finish_namespace_if_empty(namespace)
-        return gone
-
-    def _located(self, uid: str) -> tuple[ResourceType, str, JsonObject] | None:
-        where = self._by_uid.get(uid)
-        if where is None:
-            return None
-        key, namespace, name = where
-        return self._types[key], namespace, self._objects[key][namespace][name].obj
 
     def _collect_dependents(self, owner_uid: str) -> None:
         """Background garbage collection: dependents with no owner left are deleted."""
@@ -345,8 +207,3 @@ class Store:
             for namespace, by_name in list(self._objects.get(rt.storage_key, {}).items()):
                 for name in list(by_name):
                     self._remove(rt, namespace, name)
-
-
-def _owner_uids(obj: JsonObject) -> set[str]:
-    refs = metadata(obj).get("ownerReferences") or []
-    return {str(ref["uid"]) for ref in refs if isinstance(ref, dict) and ref.get("uid")}
