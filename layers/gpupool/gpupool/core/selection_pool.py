@@ -24,7 +24,14 @@ from gpupool.core.catalog.model import CapacityType, Catalog, InstanceType, Offe
 from gpupool.core.requirements import RequirementLike, select_matching
 from gpupool.core.selection import DEFAULT_MAX_NODES, Candidate, select_cheapest
 
-__all__ = ["CapacityPlan", "PlannedNodes", "plan_pool_capacity", "solver_units"]
+__all__ = [
+    "CapacityPlan",
+    "PlannedNodes",
+    "candidate_for",
+    "offering_candidates",
+    "plan_pool_capacity",
+    "solver_units",
+]
 
 _MILLI = 1000
 _MIB = 2**20
@@ -80,6 +87,22 @@ def candidate_for(instance_type: InstanceType, capacity_type: str, price: Decima
     )
 
 
+def offering_candidates(
+    offerings: Sequence[Offering], excluded: frozenset[tuple[str, str, str]] = frozenset()
+) -> tuple[list[Candidate], dict[str, list[Offering]]]:
+    """One solver candidate per (instance type, capacity type), with the zones it stands for."""
+    groups: dict[str, list[Offering]] = {}
+    candidates: list[Candidate] = []
+    for offering in offerings:
+        if (offering.instance_type.name, offering.zone, offering.capacity_type) in excluded:
+            continue
+        candidate = candidate_for(offering.instance_type, offering.capacity_type, offering.hourly_price)
+        if candidate.name not in groups:
+            candidates.append(candidate)
+        groups.setdefault(candidate.name, []).append(offering)
+    return candidates, groups
+
+
 def _shortfall_reasons(gap: CapacityGap, reasons: list[str], nodes: int, max_nodes: int) -> list[str]:
     found: list[str] = []
     bounded = gap.headroom_tflops is not None or gap.headroom_vram is not None
@@ -112,19 +135,9 @@ def plan_pool_capacity(
         )
     matching = select_matching(catalog.offerings(region), requirements)
     reasons.extend(matching.ignored)
-    zones: dict[tuple[str, CapacityType], list[Offering]] = {}
-    for offering in matching.offerings:
-        if (offering.instance_type.name, offering.zone, offering.capacity_type) not in excluded:
-            zones.setdefault((offering.instance_type.name, offering.capacity_type), []).append(offering)
-    if not zones:
+    candidates, by_name = offering_candidates(matching.offerings, excluded)
+    if not candidates:
         return CapacityPlan(gap, (), (*reasons, "no priced offering matches the pool's gpuRequirements"))
-    by_name: dict[str, list[Offering]] = {}
-    candidates: list[Candidate] = []
-    for group in zones.values():
-        first = group[0]
-        candidate = candidate_for(first.instance_type, first.capacity_type, first.hourly_price)
-        by_name[candidate.name] = group
-        candidates.append(candidate)
     units = solver_units(gap)
     selection = select_cheapest(
         candidates,
