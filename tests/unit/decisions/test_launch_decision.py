@@ -49,8 +49,10 @@ def kinds(plan: object) -> list[str]:
             },
             ("65", "16Gi"),
         ),
-        # warm is not looked at while min is unmet
-        ({"min_": ("130", "32Gi"), "warm": ("500", "100Gi")}, {}, ("130", "32Gi")),
+        # both checks apply and the larger need wins (DESIGN §3)
+        ({"min_": ("130", "32Gi"), "warm": ("500", "100Gi")}, {}, ("500", "100Gi")),
+        # max clips the need
+        ({"min_": ("130", "32Gi"), "max_": ("65", "64Gi")}, {}, ("65", "32Gi")),
     ],
 )
 def test_capacity_gap(pool_kwargs: dict, parts: dict, expected: tuple[str, str]) -> None:  # type: ignore[type-arg]
@@ -148,3 +150,38 @@ def test_launch_failure_fails_the_claim_and_marks_capacity_errors(capacity: bool
     assert [m.until for m in marks] == ([NOW + timedelta(minutes=3)] if capacity else [])
     (phase,) = [a for a in plan.actions if isinstance(a, SetClaimPhase)]
     assert phase.phase == "Failed" and phase.message == "boom"
+
+
+def test_a_mix_of_types_is_chosen_when_cheaper_than_one_type() -> None:
+    # 186 TFLOPS / 40Gi: g6 + g4dn ($1.331) beats 3 × g4dn ($1.578) and 2 × g6 ($1.610).
+    plan = plan_launch(snapshot(pool(min_=("186", "40Gi"))), OFFERS, now=NOW, suffixes=SUFFIXES)
+    chosen = sorted(a.offering.instance_type for a in plan.actions if isinstance(a, LaunchInstance))
+    assert chosen == ["g4dn.xlarge", "g6.xlarge"]
+
+
+def test_max_allows_part_of_the_gap_fills_what_fits_and_warns() -> None:
+    plan = plan_launch(
+        snapshot(pool(min_=("260", "64Gi"), max_=("130", "32Gi"))), OFFERS, now=NOW, suffixes=SUFFIXES
+    )
+    launched = [a for a in plan.actions if isinstance(a, LaunchInstance)]
+    assert sum(a.offering.tflops.value for a in launched) <= 130
+    assert launched
+    assert [a.reason for a in plan.actions if isinstance(a, RecordEvent)] == ["MaxResourceConstraintReached"]
+
+
+def test_catalog_labels_let_every_requirement_key_be_judged() -> None:
+    gpu_model = [{"key": "tensor-fusion.ai/gpu-model", "operator": "In", "values": ["l4"]}]
+    labelled = tuple(
+        o.model_copy(update={"labels": {"tensor-fusion.ai/gpu-model": model}})
+        for o, model in zip(OFFERS, ("T4", "L4", "A10G"), strict=True)
+    )
+    plan = plan_launch(
+        snapshot(pool(min_=("65", "16Gi"), requirements=gpu_model)), labelled, now=NOW, suffixes=SUFFIXES
+    )
+    assert [a.offering.instance_type for a in plan.actions if isinstance(a, LaunchInstance)] == ["g6.xlarge"]
+
+
+def test_a_requirement_that_cannot_be_evaluated_warns_and_launches_nothing() -> None:
+    bad = [{"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["cheap"]}]
+    plan = plan_launch(snapshot(pool(requirements=bad)), OFFERS, now=NOW, suffixes=SUFFIXES)
+    assert kinds(plan) == ["record-event"] and "cheap" in plan.actions[0].message  # type: ignore[union-attr]

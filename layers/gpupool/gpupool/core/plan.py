@@ -62,6 +62,9 @@ class OfferingRef(_Frozen):
     vram: Qty
     gpu_count: int = Field(ge=0)
     hourly_price: str = Field(description="USD per hour, decimal text so it round-trips exactly")
+    # The node labels an instance of this offering would carry (`requirements.offering_labels`),
+    # so every gpuRequirements key can be judged; without them only type/zone/region/capacity type.
+    labels: dict[str, str] = Field(default_factory=dict, repr=False)
 
     @property
     def key(self) -> str:

@@ -37,6 +37,7 @@ __all__ = [
     "Matching",
     "RequirementError",
     "RequirementLike",
+    "labels_match",
     "normalize_capacity_type",
     "offering_labels",
     "select_matching",
@@ -219,3 +220,8 @@ def select_matching(offerings: Iterable[Offering], requirements: Sequence[Requir
             raise RequirementError(f"{r.key}: unknown operator {r.operator!r}")
     kept = tuple(o for o in offerings if _all_hold(checks, offering_labels(o)))
     return Matching(offerings=kept, ignored=ignored)
+
+
+def labels_match(labels: dict[str, str], requirements: Sequence[RequirementLike]) -> bool:
+    """Whether node `labels` satisfy every understood requirement (keys it cannot judge are ignored)."""
+    return _all_hold([_compile(r) for r in requirements if r.key in KNOWN_KEYS], labels)

@@ -38,6 +38,7 @@ from gpupool.core.plan import (
     RecordEvent,
     SetClaimPhase,
 )
+from gpupool.core.requirements import RequirementError
 from gpupool.core.snapshot import (
     PoolSnapshot,
     claim_counts,
@@ -169,17 +170,23 @@ def plan_launch(
         )
     actions, reasons = _resume_pending(snapshot, class_name)
     gap = capacity_gap(pool, pool_capacity(snapshot))
-    if gap.empty:
+    gap_text = f"gap {gap.tflops} TFLOPS / {gap.vram} VRAM"
+    if gap.empty and not gap.clipped:
         reasons.append(f"pool {pool.name}: no capacity gap")
         return Plan(actions=tuple(actions), reasons=tuple(reasons))
-    gap_text = f"gap {gap.tflops} TFLOPS / {gap.vram} VRAM"
-    if gap.max_reached:
-        message = f"{gap_text} but maxResources leaves no room"
+    if gap.empty or gap.max_reached:
+        message = "capacity is wanted but maxResources leaves no room"
         actions.append(_pool_event(snapshot, EVENT_MAX_RESOURCE_CONSTRAINT_REACHED, message))
         reasons.append(f"pool {pool.name}: {message}")
         return Plan(actions=tuple(actions), reasons=tuple(reasons))
     requirements = provisioner.gpu_requirements if provisioner else []
-    matching = [o for o in offerings if offering_matches(o, requirements)]
+    try:
+        matching = [o for o in offerings if offering_matches(o, requirements)]
+    except RequirementError as error:
+        message = f"gpuRequirements cannot be evaluated: {error}"
+        actions.append(_pool_event(snapshot, EVENT_NODE_LAUNCH_FAILED, message))
+        reasons.append(f"pool {pool.name}: {message}")
+        return Plan(actions=tuple(actions), reasons=tuple(reasons))
     blocked = unavailable_offerings(pool, now)
     candidates = [o for o in matching if o.key not in blocked]
     selection = select_offerings(gap, candidates, max_nodes=min(max_nodes, len(suffixes)))
@@ -198,10 +205,10 @@ def plan_launch(
         actions.append(LaunchInstance(pool=pool.name, claim=name, node_class=class_name, offering=offering))
     chosen = ", ".join(sorted({o.key for o in selection.offerings}))
     reasons.append(f"pool {pool.name}: {gap_text} → {len(selection.offerings)} node(s) of {chosen}")
-    if not selection.covers_gap:
+    if gap.clipped or not selection.covers_gap:
         message = f"{gap_text}: maxResources allows only {len(selection.offerings)} node(s)"
         actions.append(_pool_event(snapshot, EVENT_MAX_RESOURCE_CONSTRAINT_REACHED, message))
-        reasons.extend(selection.reasons)
+        reasons.extend((*gap.reasons, *selection.reasons))
     return Plan(actions=tuple(actions), reasons=tuple(reasons))
 
 

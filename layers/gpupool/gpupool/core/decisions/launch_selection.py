@@ -1,10 +1,11 @@
 """The one seam between plan_launch and the capacity math / offering selection.
 
 Role: `capacity_gap` (how much TFLOPS and VRAM the pool still needs, and how much room max
-leaves) and `select_offerings` (which offerings to launch for it). plan_launch calls only
-these two, so rewiring them to `gpupool.core.capacity` / `gpupool.core.selection` changes
-nothing else. Until those modules are wired in, the fallback below follows TensorFusion's
-rule (one instance type × N, cheapest total) clipped at max, so launch works end to end.
+leaves, counting in-flight claims — the math is `gpupool.core.capacity`'s) and
+`select_offerings` (which offerings to launch for it: the exact cheapest mix from
+`gpupool.core.selection`, in integer milli-TFLOPS, MiB and micro-dollars — sizes rounded down,
+needs rounded up, so a chosen mix always covers the gap).
+plan_launch calls only these two.
 
 Must not: read the clock, know about claims' lifecycles, or perform I/O.
 """
@@ -17,22 +18,31 @@ from fractions import Fraction
 
 from pydantic import BaseModel, ConfigDict
 
+from gpupool.core.capacity import (
+    MAX_RESOURCE_CONSTRAINT_REACHED,
+    CapacityGap,
+    CurrentCapacity,
+    Resources,
+    gap_from_config,
+)
 from gpupool.core.model.common import Requirement
 from gpupool.core.model.constants import KEY_CAPACITY_TYPE, KEY_INSTANCE_TYPE, KEY_REGION, KEY_ZONE
-from gpupool.core.model.pool import GPUPool, ResourceAmount
+from gpupool.core.model.pool import GPUPool
 from gpupool.core.plan import OfferingRef
 from gpupool.core.quantity import Quantity
+from gpupool.core.requirements import labels_match, normalize_capacity_type
+from gpupool.core.selection import Candidate, select_cheapest
+from gpupool.core.selection_pool import solver_units
 from gpupool.core.snapshot import PoolCapacity
 
 __all__ = ["Gap", "Selection", "capacity_gap", "offering_matches", "select_offerings"]
 
 ZERO = Quantity(0)
-# Karpenter's capacity-type values ↔ TensorFusion's.
-_CAPACITY_TYPE_VALUES = {"on-demand": "OnDemand", "spot": "Spot", "reserved": "Reserved"}
 
 
 class Gap(BaseModel):
-    """What to add (`tflops`, `vram`) and the most that may be added (`room_*`, None = no max)."""
+    """What to add (`tflops`, `vram`, already clipped at max) and the most that may be added
+    (`room_*`, None = no max); `clipped` when max cut the need (MaxResourceConstraintReached)."""
 
     model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
 
@@ -40,6 +50,9 @@ class Gap(BaseModel):
     vram: Quantity
     room_tflops: Quantity | None
     room_vram: Quantity | None
+    clipped: bool = False
+    reasons: tuple[str, ...] = ()
+    solver: CapacityGap
 
     @property
     def empty(self) -> bool:
@@ -59,106 +72,89 @@ class Selection(BaseModel):
     reasons: tuple[str, ...] = ()
 
 
-def _amount(resource: ResourceAmount | None, field: str) -> Quantity:
-    value = getattr(resource, field, None) if resource else None
-    return value if isinstance(value, Quantity) else ZERO
+def _resources(tflops: Quantity, vram: Quantity) -> Resources:
+    return Resources(tflops.value, vram.value)
 
 
 def capacity_gap(pool: GPUPool, capacity: PoolCapacity) -> Gap:
-    """gap = max(min − (total + in-flight), warm − (available + in-flight)) per dimension;
-    the warm check applies only once min is met (TensorFusion's order)."""
-    config = pool.spec.capacity_config
-    min_r = config.min_resources if config else None
-    warm_r = config.warm_resources if config else None
-    max_r = config.max_resources if config else None
-    gaps: dict[str, Quantity] = {}
-    rooms: dict[str, Quantity | None] = {}
-    for dim in ("tflops", "vram"):
-        total = getattr(capacity, f"total_{dim}") + getattr(capacity, f"in_flight_{dim}")
-        available = getattr(capacity, f"available_{dim}") + getattr(capacity, f"in_flight_{dim}")
-        need = max(_amount(min_r, dim) - total, ZERO)
-        gaps[dim] = need
-        max_value = getattr(max_r, dim, None) if max_r else None
-        rooms[dim] = max_value - total if isinstance(max_value, Quantity) else None
-    if gaps["tflops"] <= ZERO and gaps["vram"] <= ZERO:
-        for dim in ("tflops", "vram"):
-            available = getattr(capacity, f"available_{dim}") + getattr(capacity, f"in_flight_{dim}")
-            gaps[dim] = max(_amount(warm_r, dim) - available, ZERO)
-    return Gap(tflops=gaps["tflops"], vram=gaps["vram"], room_tflops=rooms["tflops"], room_vram=rooms["vram"])
+    """The pool's gap from `gpupool.core.capacity` (min, warm and max against current plus
+    in-flight capacity), with gpupool's accounting of what counts (see `pool_capacity`)."""
+    current = CurrentCapacity(
+        total=_resources(capacity.total_tflops, capacity.total_vram),
+        available=_resources(capacity.available_tflops, capacity.available_vram),
+        in_flight=_resources(capacity.in_flight_tflops, capacity.in_flight_vram),
+        in_flight_claims=capacity.in_flight_claims,
+    )
+    gap = gap_from_config(pool.spec.capacity_config, current)
+    return Gap(
+        tflops=Quantity(gap.need.tflops),
+        vram=Quantity.from_number(gap.need.vram, binary=True),
+        room_tflops=None if gap.headroom_tflops is None else Quantity(gap.headroom_tflops),
+        room_vram=None if gap.headroom_vram is None else Quantity.from_number(gap.headroom_vram, binary=True),
+        clipped=any(r.startswith(MAX_RESOURCE_CONSTRAINT_REACHED) for r in gap.reasons),
+        reasons=gap.reasons,
+        solver=gap,
+    )
 
 
-def _value_of(offering: OfferingRef, key: str) -> str | None:
-    if key == KEY_INSTANCE_TYPE:
-        return offering.instance_type
-    if key == KEY_ZONE:
-        return offering.zone
-    if key == KEY_REGION:
-        return offering.region
-    if key == KEY_CAPACITY_TYPE:
-        return offering.capacity_type
-    return None
+_BASIC_KEYS = (KEY_INSTANCE_TYPE, KEY_ZONE, KEY_REGION, KEY_CAPACITY_TYPE)
 
 
 def offering_matches(offering: OfferingRef, requirements: Sequence[Requirement]) -> bool:
-    """Instance type, zone, region and capacity type requirements (In/NotIn/Exists/DoesNotExist);
-    other keys are left to the full requirements module."""
-    for req in requirements:
-        if req.key not in (KEY_INSTANCE_TYPE, KEY_ZONE, KEY_REGION, KEY_CAPACITY_TYPE):
-            continue
-        value = _value_of(offering, req.key)
-        values = {_CAPACITY_TYPE_VALUES.get(v, v) for v in req.values}
-        if req.operator == "In" and value not in values:
-            return False
-        if req.operator == "NotIn" and value in values:
-            return False
-        if req.operator == "Exists" and value is None:
-            return False
-        if req.operator == "DoesNotExist" and value is not None:
-            return False
-    return True
+    """Whether the pool's gpuRequirements allow `offering` (`gpupool.core.requirements` semantics).
+
+    With the offering's labels every catalog key is judged; without them only instance type,
+    zone, region and capacity type are. Raises RequirementError on a malformed requirement."""
+    labels = {KEY_INSTANCE_TYPE: offering.instance_type, KEY_CAPACITY_TYPE: offering.capacity_type}
+    if offering.zone:
+        labels[KEY_ZONE] = offering.zone
+    if offering.region:
+        labels[KEY_REGION] = offering.region
+    labels[KEY_CAPACITY_TYPE] = normalize_capacity_type(labels[KEY_CAPACITY_TYPE])
+    labels.update(offering.labels)
+    judged = list(requirements)
+    if not offering.labels:
+        judged = [r for r in judged if r.key in _BASIC_KEYS and r.key in labels]
+    return labels_match(labels, judged)
 
 
-def _ceil_div(need: Quantity, per_node: Quantity) -> int:
-    if need <= ZERO:
-        return 0
-    if per_node <= ZERO:
-        return 10**9
-    ratio: Fraction = need.value / per_node.value
-    return -((-ratio.numerator) // ratio.denominator)
+_MILLI = Fraction(1000)  # TFLOPS → integer milli-TFLOPS
+_MIB = Fraction(1, 2**20)  # bytes → integer MiB
+_MICRO_USD = Decimal(10**6)
 
 
-def _fits(offering: OfferingRef, count: int, gap: Gap) -> int:
-    """How many of `count` nodes fit under max."""
-    for room, per_node in ((gap.room_tflops, offering.tflops), (gap.room_vram, offering.vram)):
-        if room is None or per_node <= ZERO:
-            continue
-        count = min(count, int(room.value // per_node.value) if room > ZERO else 0)
-    return count
+def _units(value: Quantity, scale: Fraction) -> int:
+    """An offering's size in solver units, rounded down (so a chosen mix never falls short)."""
+    scaled = value.value * scale
+    return scaled.numerator // scaled.denominator
 
 
 def select_offerings(gap: Gap, candidates: Sequence[OfferingRef], *, max_nodes: int) -> Selection:
-    """Offerings whose sum covers the gap at the least hourly cost without passing max."""
-    best: tuple[Decimal, int, str, OfferingRef, int] | None = None
-    partial: tuple[Decimal, int, str, OfferingRef, int] | None = None
+    """The cheapest mix of offerings covering the gap without passing max (exact: see
+    `gpupool.core.selection.select_cheapest`); when max forbids a full cover, what max allows."""
+    by_name: dict[str, OfferingRef] = {}
+    solver_input: list[Candidate] = []
     for offering in candidates:
-        wanted = max(_ceil_div(gap.tflops, offering.tflops), _ceil_div(gap.vram, offering.vram))
-        if wanted <= 0:
+        tflops = _units(offering.tflops, _MILLI)
+        vram = _units(offering.vram, _MIB)
+        price = int(Decimal(offering.hourly_price) * _MICRO_USD)
+        if offering.key in by_name or tflops <= 0 or vram <= 0 or price <= 0:
             continue
-        allowed = min(_fits(offering, wanted, gap), max_nodes)
-        if allowed <= 0:
-            continue
-        row = (Decimal(offering.hourly_price) * allowed, allowed, offering.key, offering, allowed)
-        if allowed == wanted:
-            best = row if best is None or row[:3] < best[:3] else best
-        else:
-            more = partial is None or (allowed, -row[0]) > (partial[1], -partial[0])
-            partial = row if more else partial
-    if best is not None:
-        return Selection(offerings=(best[3],) * best[4], covers_gap=True)
-    if partial is not None:
-        return Selection(
-            offerings=(partial[3],) * partial[4],
-            covers_gap=False,
-            reasons=(f"MaxResourceConstraintReached: only {partial[4]} node(s) fit under maxResources",),
-        )
-    return Selection(offerings=(), covers_gap=False)
+        by_name[offering.key] = offering
+        solver_input.append(Candidate(name=offering.key, tflops=tflops, vram=vram, price=price))
+    units = solver_units(gap.solver)
+    result = select_cheapest(
+        solver_input,
+        need_tflops=units["need_tflops"] or 0,
+        need_vram=units["need_vram"] or 0,
+        cap_tflops=units["cap_tflops"],
+        cap_vram=units["cap_vram"],
+        max_nodes=max_nodes,
+    )
+    chosen = tuple(by_name[c.name] for c, count in result.counts for _ in range(count))
+    if not chosen:
+        return Selection(offerings=(), covers_gap=False)
+    reasons: tuple[str, ...] = ()
+    if not result.covers_need:
+        reasons = (f"MaxResourceConstraintReached: only {len(chosen)} node(s) fit under maxResources",)
+    return Selection(offerings=chosen, covers_gap=result.covers_need, reasons=reasons)
