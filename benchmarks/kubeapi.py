@@ -157,8 +157,11 @@ def main() -> None:
         )
         _timed(
             "delete pods",
-            1000,
-            lambda: [conn.call("DELETE", f"/api/v1/namespaces/bench/pods/pod-{i}") for i in range(1000)],
+            min(1000, args.pods),
+            lambda: [
+                conn.call("DELETE", f"/api/v1/namespaces/bench/pods/pod-{i}")
+                for i in range(min(1000, args.pods))
+            ],
         )
 
 

@@ -65,3 +65,22 @@ def test_kubectl_sees_custom_resources(kube_api: EmbeddedKubeAPI, tmp_path: Path
     listed = _kubectl(kube_api, tmp_path, "get", "nodepools.karpenter.sh", "-o", "name")
     assert listed.stdout.strip() == "nodepool.karpenter.sh/gpu", listed.stderr
     assert _kubectl(kube_api, tmp_path, "delete", "nodepool", "gpu").returncode == 0
+
+
+def test_kubectl_prints_a_crds_printer_columns(
+    kube_api: EmbeddedKubeAPI, custom: client.CustomObjectsApi, tmp_path: Path
+) -> None:
+    pool = {
+        "apiVersion": "tensor-fusion.ai/v1",
+        "kind": "GPUPool",
+        "metadata": {"name": "pool-a"},
+        "spec": {},
+    }
+    custom.create_cluster_custom_object("tensor-fusion.ai", "v1", "gpupools", pool)
+    custom.patch_cluster_custom_object_status(
+        "tensor-fusion.ai", "v1", "gpupools", "pool-a", {"status": {"phase": "Running"}}
+    )
+    printed = _kubectl(kube_api, tmp_path, "get", "gpupools")
+    header, row = printed.stdout.splitlines()[:2]
+    assert header.split()[:2] == ["NAME", "PHASE"], printed.stderr
+    assert row.split()[:2] == ["pool-a", "Running"]

@@ -92,6 +92,15 @@ def resource_types(crd: JsonObject) -> list[ResourceType]:
                 categories=tuple(names.get("categories") or ()),
                 field_paths=COMMON_FIELDS,
                 list_kind=str(names.get("listKind") or ""),
+                printer_columns=tuple(
+                    (
+                        str(column.get("name")),
+                        str(column.get("type") or "string"),
+                        str(column.get("jsonPath") or ""),
+                    )
+                    for column in version.get("additionalPrinterColumns") or []
+                    if isinstance(column, dict)
+                ),
             )
         )
     return found

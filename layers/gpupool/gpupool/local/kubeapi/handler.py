@@ -176,7 +176,7 @@ class KubeRequestHandler(BaseHTTPRequestHandler):
                 meta = obj.get("metadata", {})
                 return 200, tables.table(
                     [obj],
-                    kind=rt.kind,
+                    rt=rt,
                     resource_version=meta.get("resourceVersion", ""),
                     now=cluster.clock.now(),
                 )
@@ -222,7 +222,7 @@ class KubeRequestHandler(BaseHTTPRequestHandler):
             if tables.wants_table(self.headers.get("Accept", "")):
                 entries, rv = cluster.matching_entries(rt, namespace, labels, fields)
                 return 200, tables.table(
-                    [e.obj for e in entries], kind=rt.kind, resource_version=str(rv), now=cluster.clock.now()
+                    [e.obj for e in entries], rt=rt, resource_version=str(rv), now=cluster.clock.now()
                 )
             limit = int(query.get("limit") or 0)
             return 200, cluster.list_body(

@@ -33,6 +33,8 @@ class ResourceType:
     list_kind: str = ""
     # Kinds whose spec changes bump metadata.generation (upstream: CRs, and built-ins with a spec).
     tracks_generation: bool = True
+    # A CRD's additionalPrinterColumns: (name, type, jsonPath) for kubectl's tables.
+    printer_columns: tuple[tuple[str, str, str], ...] = ()
 
     @property
     def api_version(self) -> str:

@@ -12,6 +12,8 @@ from datetime import datetime
 from typing import Any
 
 from gpupool.local.kubeapi.objects import metadata
+from gpupool.local.kubeapi.resources import ResourceType
+from gpupool.local.kubeapi.selectors import field_value
 
 JsonObject = dict[str, Any]
 
@@ -31,23 +33,38 @@ def _age(created: str | None, now: datetime) -> str:
     return f"{seconds}s"
 
 
-def table(objects: list[JsonObject], *, kind: str, resource_version: str, now: datetime) -> JsonObject:
-    with_status = kind in ("Pod", "Namespace")
-    columns: list[JsonObject] = [
-        {"name": "Name", "type": "string", "format": "name", "description": "Name", "priority": 0}
+def _column(name: str, fmt: str = "") -> JsonObject:
+    return {"name": name, "type": "string", "format": fmt, "description": name, "priority": 0}
+
+
+def _printed(value: str) -> str:
+    return value if value else "<none>"
+
+
+def table(objects: list[JsonObject], *, rt: ResourceType, resource_version: str, now: datetime) -> JsonObject:
+    """Name, then a CRD's printer columns (or Status for pods and namespaces), then Age."""
+    with_status = rt.builtin and rt.kind in ("Pod", "Namespace")
+    extra = [
+        (name, kind, path.lstrip(".")) for name, kind, path in rt.printer_columns if path.startswith(".")
     ]
+    own_age = not any(name == "Age" for name, _kind, _path in extra)
+    columns = [_column("Name", fmt="name")]
+    columns += [_column(name) for name, _kind, _path in extra]
     if with_status:
-        columns.append(
-            {"name": "Status", "type": "string", "format": "", "description": "Phase", "priority": 0}
-        )
-    columns.append({"name": "Age", "type": "string", "format": "", "description": "Age", "priority": 0})
+        columns.append(_column("Status"))
+    if own_age:
+        columns.append(_column("Age"))
     rows = []
     for obj in objects:
         meta = metadata(obj)
         cells: list[Any] = [meta.get("name")]
+        for _name, kind, path in extra:
+            value = field_value(obj, path)
+            cells.append(_age(value, now) if kind == "date" and value else _printed(value))
         if with_status:
             cells.append((obj.get("status") or {}).get("phase", ""))
-        cells.append(_age(meta.get("creationTimestamp"), now))
+        if own_age:
+            cells.append(_age(meta.get("creationTimestamp"), now))
         rows.append(
             {
                 "cells": cells,
