@@ -218,3 +218,26 @@ def test_spot_price_limit_and_reserved_and_profile_arn() -> None:
     on_demand = _request()
     assert "InstanceMarketOptions" not in on_demand and on_demand["MinCount"] == on_demand["MaxCount"] == 1
     assert on_demand["ClientToken"] == "tok"
+
+
+class _CountingClient:
+    """Records the instance ids of each describe_instances filter; knows no instance."""
+
+    def __init__(self) -> None:
+        self.chunks: list[list[str]] = []
+
+    def describe_instances(self, **kwargs: Any) -> dict[str, Any]:
+        ids = next(item["Values"] for item in kwargs["Filters"] if item["Name"] == "instance-id")
+        self.chunks.append(ids)
+        return {"Reservations": []}
+
+
+def test_describe_splits_long_id_lists_and_skips_empty_ones() -> None:
+    client = _CountingClient()
+    ids = [f"i-{index:017x}" for index in range(250)]
+    assert _compute(client, []).describe([*ids, ids[0]]) == []
+    assert [len(chunk) for chunk in client.chunks] == [100, 100, 50]
+    assert sorted(item for chunk in client.chunks for item in chunk) == sorted(ids)
+    client.chunks.clear()
+    assert _compute(client, []).describe([]) == []
+    assert client.chunks == []

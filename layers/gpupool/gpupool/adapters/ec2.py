@@ -38,6 +38,7 @@ from gpupool.service.errors import CapacityUnavailable, NotFound, PermanentError
 __all__ = ["Ec2Compute", "RetryPolicy"]
 
 LIVE_STATES = ("pending", "running", "stopping", "stopped")
+FILTER_VALUES_LIMIT = 100
 
 
 @dataclass(frozen=True)
@@ -161,11 +162,15 @@ class Ec2Compute:
         return min(found, key=lambda item: (item.launch_time is None, item.launch_time, item.instance_id))
 
     def describe(self, instance_ids: Sequence[str]) -> list[ManagedInstance]:
-        if not instance_ids:
-            return []
-        # A filter (not InstanceIds) so unknown ids are simply absent instead of an error.
-        filters = [{"Name": "instance-id", "Values": list(instance_ids)}, *_tag_filters(self._ours())]
-        return [_to_managed(instance) for instance in self._instances(Filters=filters)]
+        found: list[ManagedInstance] = []
+        unique = list(dict.fromkeys(instance_ids))
+        # A filter (not InstanceIds) so unknown ids are simply absent instead of an error;
+        # in chunks, as EC2 caps the values of one filter.
+        for start in range(0, len(unique), FILTER_VALUES_LIMIT):
+            chunk = unique[start : start + FILTER_VALUES_LIMIT]
+            filters = [{"Name": "instance-id", "Values": chunk}, *_tag_filters(self._ours())]
+            found += [_to_managed(instance) for instance in self._instances(Filters=filters)]
+        return found
 
     def terminate(self, instance_id: str) -> None:
         try:
