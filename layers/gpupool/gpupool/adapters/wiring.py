@@ -239,6 +239,7 @@ def catalog_offerings(region: str) -> tuple[OfferingRef, ...]:
     from gpupool.core.catalog import load_catalog
     from gpupool.core.plan import OfferingRef
     from gpupool.core.quantity import Quantity
+    from gpupool.core.requirements import offering_labels
 
     return tuple(
         OfferingRef(
@@ -250,6 +251,7 @@ def catalog_offerings(region: str) -> tuple[OfferingRef, ...]:
             vram=Quantity.parse(f"{offering.instance_type.vram_gib}Gi"),
             gpu_count=offering.instance_type.gpu_count,
             hourly_price=str(offering.hourly_price),
+            labels=offering_labels(offering),
         )
         for offering in load_catalog("aws").offerings(region)
     )
