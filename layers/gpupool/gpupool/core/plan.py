@@ -64,7 +64,8 @@ class OfferingRef(_Frozen):
     hourly_price: str = Field(description="USD per hour, decimal text so it round-trips exactly")
     # The node labels an instance of this offering would carry (`requirements.offering_labels`),
     # so every gpuRequirements key can be judged; without them only type/zone/region/capacity type.
-    labels: dict[str, str] = Field(default_factory=dict, repr=False)
+    # Left out of dumps: derived from the catalog, and they would drown the printed plan.
+    labels: dict[str, str] = Field(default_factory=dict, repr=False, exclude=True)
 
     @property
     def key(self) -> str:
