@@ -13,7 +13,7 @@ from typing import Any
 
 import boto3
 import pytest
-from botocore.exceptions import EndpointConnectionError
+from botocore.exceptions import EndpointConnectionError, ParamValidationError
 from botocore.stub import Stubber
 
 from gpupool.adapters.ec2 import Ec2Compute, RetryPolicy
@@ -241,3 +241,22 @@ def test_describe_splits_long_id_lists_and_skips_empty_ones() -> None:
     client.chunks.clear()
     assert _compute(client, []).describe([]) == []
     assert client.chunks == []
+
+
+class _RejectingClient:
+    """botocore refuses the request before sending it (a parameter of the wrong shape)."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def run_instances(self, **_: Any) -> dict[str, Any]:
+        self.calls += 1
+        raise ParamValidationError(report="Invalid type for parameter MinCount")
+
+
+def test_a_request_botocore_rejects_is_permanent_not_retried() -> None:
+    client = _RejectingClient()
+    sleeps: list[float] = []
+    with pytest.raises(PermanentError, match="invalid"):
+        _launch(_compute(client, sleeps))
+    assert client.calls == 1 and sleeps == []

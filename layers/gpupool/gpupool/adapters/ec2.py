@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from botocore.exceptions import BotoCoreError, ClientError
+from botocore.exceptions import BotoCoreError, ClientError, ParamValidationError
 
 from gpupool.adapters.ec2_errors import ErrorKind, classify, error_code, translate
 from gpupool.adapters.ec2_request import ResolvedNetwork, run_instances_request
@@ -112,6 +112,8 @@ class Ec2Compute:
                 kind = classify(error_code(error), _status(error))
                 if kind is not ErrorKind.THROTTLED or last:
                     raise translate(error, operation=operation, offering=offering) from error
+            except ParamValidationError as error:  # the request itself is malformed: never retry
+                raise PermanentError(f"EC2 {operation} request is invalid: {error}") from error
             except BotoCoreError as error:  # connection errors and timeouts: transient
                 if last:
                     raise Throttled(f"EC2 {operation} failed: {error}") from error
