@@ -118,3 +118,21 @@ def test_too_old_resource_version_is_410() -> None:
         core.create_node(node("fresh"))
         stream = watch.Watch().stream(core.list_node, resource_version=recent, timeout_seconds=1)
         assert _events(stream) == [("ADDED", "fresh")]
+
+
+def test_bookmark_carries_the_latest_resource_version(core: client.CoreV1Api) -> None:
+    start = core.list_node().metadata.resource_version
+    core.create_namespaced_config_map("default", {"metadata": {"name": "unrelated"}})
+    watcher = watch.Watch()
+    events = list(
+        watcher.stream(core.list_node, resource_version=start, timeout_seconds=1, allow_watch_bookmarks=True)
+    )
+    assert [event["type"] for event in events] == ["BOOKMARK"]
+    latest = core.list_node().metadata.resource_version
+    assert watcher.resource_version == latest
+
+
+def test_bad_timeout_is_400(core: client.CoreV1Api) -> None:
+    with pytest.raises(ApiException) as raised:
+        core.list_node(watch=True, timeout_seconds=-1, _preload_content=False)
+    assert raised.value.status == 400

@@ -208,7 +208,7 @@ class KubeRequestHandler(BaseHTTPRequestHandler):
         labels = parse_label_selector(query.get("labelSelector", ""))
         fields = parse_field_selector(query.get("fieldSelector", ""), rt.field_paths, rt.kind)
         if method == "GET" and query.get("watch") in ("true", "1"):
-            timeout = float(query.get("timeoutSeconds") or DEFAULT_WATCH_SECONDS)
+            timeout = _number(query, "timeoutSeconds") or DEFAULT_WATCH_SECONDS
             return watch_lines(
                 cluster,
                 rt,
@@ -217,6 +217,7 @@ class KubeRequestHandler(BaseHTTPRequestHandler):
                 fields,
                 resource_version=query.get("resourceVersion", ""),
                 timeout_seconds=timeout,
+                bookmarks=query.get("allowWatchBookmarks") in ("true", "1"),
             )
         if method == "GET":
             if tables.wants_table(self.headers.get("Accept", "")):
@@ -224,7 +225,7 @@ class KubeRequestHandler(BaseHTTPRequestHandler):
                 return 200, tables.table(
                     [e.obj for e in entries], rt=rt, resource_version=str(rv), now=cluster.clock.now()
                 )
-            limit = int(query.get("limit") or 0)
+            limit = int(_number(query, "limit"))
             return 200, cluster.list_body(
                 rt, namespace, labels, fields, limit=limit, continue_token=query.get("continue", "")
             )
@@ -242,3 +243,15 @@ class KubeRequestHandler(BaseHTTPRequestHandler):
                 "items": removed,
             }
         raise errors.method_not_allowed(f"{method} is not supported on a collection")
+
+
+def _number(query: dict[str, str], name: str) -> float:
+    """A non-negative numeric query parameter (0 when absent); anything else is a 400."""
+    raw = query.get(name) or "0"
+    try:
+        value = float(raw)
+    except ValueError as exc:
+        raise errors.bad_request(f"{name} must be a number, not {raw!r}") from exc
+    if value < 0:
+        raise errors.bad_request(f"{name} must not be negative")
+    return value

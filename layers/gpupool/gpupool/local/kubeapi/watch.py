@@ -35,6 +35,15 @@ def _expired(resource_version: int) -> bytes:
     return _line("ERROR", json.dumps(error.status_body()).encode())
 
 
+def _bookmark(rt: ResourceType, resource_version: int) -> bytes:
+    marker = {
+        "kind": rt.kind,
+        "apiVersion": rt.api_version,
+        "metadata": {"resourceVersion": str(resource_version)},
+    }
+    return _line("BOOKMARK", json.dumps(marker).encode())
+
+
 class _Filter:
     def __init__(
         self, rt: ResourceType, namespace: str | None, labels: LabelSelector, fields: FieldSelector
@@ -75,6 +84,7 @@ def watch_lines(
     *,
     resource_version: str,
     timeout_seconds: float,
+    bookmarks: bool = False,
 ) -> Iterator[bytes]:
     """Check the request now (bad input raises before any byte is sent), then stream lazily."""
     chosen = _Filter(rt, namespace, labels, fields)
@@ -87,13 +97,17 @@ def watch_lines(
         except ValueError as exc:
             raise errors.bad_request(f"invalid resourceVersion {resource_version!r}") from exc
         initial = []
-    return _follow(cluster, chosen, initial, cursor, time.monotonic() + timeout_seconds)
+    return _follow(cluster, chosen, initial, cursor, time.monotonic() + timeout_seconds, bookmarks)
 
 
 def _follow(
-    cluster: Cluster, chosen: _Filter, initial: list[bytes], cursor: int, deadline: float
+    cluster: Cluster, chosen: _Filter, initial: list[bytes], cursor: int, deadline: float, bookmarks: bool
 ) -> Iterator[bytes]:
-    """Yield event lines until the deadline passes or the server closes."""
+    """Yield event lines until the deadline passes or the server closes.
+
+    With `bookmarks`, a stream that times out ends with a BOOKMARK carrying the latest
+    resourceVersion, so the client resumes from there even if nothing it watches changed.
+    """
     store = cluster.store
     yield from initial
     while True:
@@ -109,6 +123,8 @@ def _follow(
             if events is None:
                 lines = [_expired(cursor)]
             elif not events:
+                if bookmarks:
+                    yield _bookmark(chosen.rt, cursor)
                 return
             else:
                 cursor = events[-1].resource_version
