@@ -14,6 +14,8 @@ label, instance-type and zone labels, providerID, Ready, GPUNode capacity from t
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 from collections.abc import Mapping
 from dataclasses import replace
@@ -31,21 +33,27 @@ from gpupool.local.simulation_world import SimWorld
 PROTECTION = timedelta(minutes=5)
 
 
-def _run_demo(capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
-    capsys.readouterr()
-    code = main(["demo", "--json"])
-    out = capsys.readouterr().out
-    assert code == 0, out[-3000:]
-    result: dict[str, Any] = json.loads(out)
+def _run_demo() -> dict[str, Any]:
+    """`gpupool demo --json`, in this process; its stdout parsed."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = main(["demo", "--json"])
+    assert code == 0, out.getvalue()[-3000:]
+    result: dict[str, Any] = json.loads(out.getvalue())
     return result
+
+
+@pytest.fixture(scope="module")
+def demo() -> dict[str, Any]:
+    return _run_demo()
 
 
 def _at(text: str) -> datetime:
     return datetime.fromisoformat(text)
 
 
-def test_demo_story_ends_at_the_minimum_with_no_orphan(capsys: pytest.CaptureFixture[str]) -> None:
-    result = _run_demo(capsys)
+def test_demo_story_ends_at_the_minimum_with_no_orphan(demo: dict[str, Any]) -> None:
+    result = demo
     final = result["final"]
     phases: dict[str, list[str]] = result["claim_phases"]
     # Launch, then the spike: three claims in all, every one of them bound to a node.
@@ -66,8 +74,8 @@ def test_demo_story_ends_at_the_minimum_with_no_orphan(capsys: pytest.CaptureFix
     assert final["pool_phase"] == "Running"
 
 
-def test_compaction_waits_for_the_protection_window(capsys: pytest.CaptureFixture[str]) -> None:
-    result = _run_demo(capsys)
+def test_compaction_waits_for_the_protection_window(demo: dict[str, Any]) -> None:
+    result = demo
     timeline = result["timeline"]
     joined: dict[str, datetime] = {}
     for entry in timeline:
@@ -93,8 +101,8 @@ def test_compaction_waits_for_the_protection_window(capsys: pytest.CaptureFixtur
     assert any("protection window" in reason for reason in reasons)
 
 
-def test_demo_is_repeatable(capsys: pytest.CaptureFixture[str]) -> None:
-    first, second = _run_demo(capsys), _run_demo(capsys)
+def test_demo_is_repeatable(demo: dict[str, Any]) -> None:
+    first, second = demo, _run_demo()
     summaries = [[(e["at"], e["actor"], e["summary"]) for e in run["timeline"]] for run in (first, second)]
     assert summaries[0] == summaries[1]
     assert first["final"] == second["final"]

@@ -97,7 +97,6 @@ class SimWorld:
             # ones included) reach a fresh, empty account without any socket.
             self._moto = mock_aws()
             self._moto.start()
-        moto_internal.mock_random.seed(self._seed)
         self.ec2 = boto3.client(
             "ec2",
             region_name=self.region,
@@ -106,6 +105,9 @@ class SimWorld:
             aws_secret_access_key="testing",
         )
         self._network()
+        # Seeded after moto built its backend and our network (how much randomness those use
+        # depends on what this process did before), so instance ids and addresses repeat.
+        moto_internal.mock_random.seed(self._seed)
 
     def close(self) -> None:
         if self._moto is not None:
