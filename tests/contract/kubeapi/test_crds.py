@@ -146,3 +146,32 @@ def test_karpenter_nodeclaim_round_trip(custom: client.CustomObjectsApi) -> None
     )
     assert patched["status"] == {"providerID": "aws:///us-east-1a/i-1"}
     assert patched["spec"] == claim["spec"]
+
+
+def test_crd_scope_is_immutable(apiext: client.ApiextensionsV1Api) -> None:
+    apiext.create_custom_resource_definition(crd())
+    with pytest.raises(ApiException) as raised:
+        apiext.patch_custom_resource_definition(f"widgets.{GROUP}", {"spec": {"scope": "Cluster"}})
+    assert raised.value.status == 422
+    assert "spec.scope" in [cause["field"] for cause in status_body(raised.value)["details"]["causes"]]
+
+
+def test_crd_update_can_add_a_served_version(
+    apiext: client.ApiextensionsV1Api, custom: client.CustomObjectsApi
+) -> None:
+    apiext.create_custom_resource_definition(crd())
+    custom.create_namespaced_custom_object(
+        GROUP,
+        "v1",
+        "default",
+        "widgets",
+        {"apiVersion": f"{GROUP}/v1", "kind": "Widget", "metadata": {"name": "w"}},
+    )
+    current = apiext.read_custom_resource_definition(f"widgets.{GROUP}")
+    beta = client.V1CustomResourceDefinitionVersion(
+        name="v1beta1", served=True, storage=False, schema=current.spec.versions[0].schema
+    )
+    current.spec.versions.append(beta)
+    apiext.replace_custom_resource_definition(f"widgets.{GROUP}", current)
+    served = custom.get_namespaced_custom_object(GROUP, "v1beta1", "default", "widgets", "w")
+    assert served["apiVersion"] == f"{GROUP}/v1beta1"

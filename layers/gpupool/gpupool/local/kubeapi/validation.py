@@ -2,8 +2,8 @@
 
 Checks names (DNS-1123 subdomain, or label for namespaces), label keys and values, the few
 per-kind rules that matter to gpupool (a pod needs containers with name and image; a pod's
-spec is immutable except images, added tolerations and activeDeadlineSeconds; a lease's
-holder fields are typed), and the rule that a deleting object may not gain finalizers.
+spec is immutable except images, added tolerations and activeDeadlineSeconds; a CRD's group,
+plural and scope are immutable), and the rule that a deleting object may not gain finalizers.
 
 Must not: mutate objects or reach storage.
 """
@@ -109,6 +109,21 @@ def _pod_update_problems(old: JsonObject, new: JsonObject) -> list[tuple[str, st
     return []
 
 
+def _crd_identity(crd: JsonObject) -> dict[str, Any]:
+    spec = crd.get("spec") or {}
+    return {
+        "spec.group": spec.get("group"),
+        "spec.scope": spec.get("scope"),
+        "spec.names.plural": (spec.get("names") or {}).get("plural"),
+    }
+
+
+def _crd_update_problems(old: JsonObject, new: JsonObject) -> list[tuple[str, str]]:
+    """A CRD's group, plural and scope decide where its objects live: upstream freezes them."""
+    before, after = _crd_identity(old), _crd_identity(new)
+    return [(field, "Invalid value: field is immutable") for field in before if before[field] != after[field]]
+
+
 def validate(rt: ResourceType, obj: JsonObject, old: JsonObject | None = None) -> None:
     """Raise 422 Invalid listing every problem, or return when `obj` may be stored."""
     meta = metadata(obj)
@@ -122,6 +137,8 @@ def validate(rt: ResourceType, obj: JsonObject, old: JsonObject | None = None) -
         problems += _pod_problems(obj)
         if old is not None:
             problems += _pod_update_problems(old, obj)
+    if rt.group == "apiextensions.k8s.io" and old is not None:
+        problems += _crd_update_problems(old, obj)
     if old is not None and metadata(old).get("deletionTimestamp"):
         added = set(meta.get("finalizers") or []) - set(metadata(old).get("finalizers") or [])
         if added:
