@@ -30,7 +30,7 @@ __all__ = [
 ]
 
 # TensorFusion's annotation for the GPUs a worker was given (comma-separated GPU names).
-ANNOTATION_GPU_IDS: Final = f"{c.DOMAIN}/gpu-ids"
+ANNOTATION_GPU_IDS: Final = c.ANNOTATION_GPU_IDS
 
 
 class RequestError(ValueError):
