@@ -67,7 +67,8 @@ def test_one_event_delivered_ten_times_launches_exactly_what_the_gap_needs() -> 
     assert sorted(i.claim_name or "" for i in world.compute.live()) == sorted(c.name for c in world.claims())
 
 
-def test_eight_concurrent_invocations_never_pass_the_gap_or_max() -> None:
+@pytest.mark.parametrize("shared_deps", [False, True], ids=["own-deps", "one-shared-deps"])
+def test_eight_concurrent_invocations_never_pass_the_gap_or_max(shared_deps: bool) -> None:
     world = World(make_pool(min_tflops="260", min_vram="64Gi", max_tflops="260", max_vram="64Gi"))
     world.cluster.read_delay = 0.02  # every invocation reads claims while the others do
     barrier = threading.Barrier(8)
@@ -76,7 +77,8 @@ def test_eight_concurrent_invocations_never_pass_the_gap_or_max() -> None:
     def invoke(index: int) -> None:
         try:
             barrier.wait()
-            handle_launch(reconcile(f"evt-{index}"), world.with_holder(f"holder-{index}"))
+            deps = world.deps if shared_deps else world.with_holder(f"holder-{index}")
+            handle_launch(reconcile(f"evt-{index}"), deps)
         except BaseException as error:  # pragma: no cover - surfaced below
             errors.append(error)
 

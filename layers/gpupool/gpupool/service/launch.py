@@ -12,6 +12,8 @@ Must not: decide itself (decisions are pure core functions) or keep state betwee
 
 from __future__ import annotations
 
+import uuid
+
 from gpupool.core.decisions.launch import plan_launch, plan_launch_failure
 from gpupool.core.decisions.pool_status import plan_pool_status
 from gpupool.core.intake.causes import Ignored, Reconcile
@@ -71,19 +73,25 @@ def handle_launch(cause: object, deps: Deps, *, dry_run: bool = False) -> Outcom
 
 def _launch_pool(name: str, deps: Deps, executor: Executor, outcome: Outcome, *, dry_run: bool) -> None:
     cluster, settings = deps.cluster, deps.settings
-    if not dry_run:
-        acquired = cluster.try_acquire_lease(
-            lease_name(name), holder=deps.holder, now=deps.clock.now(), duration=settings.lease_duration
+    # One holder per invocation: two invocations sharing one Deps (threads, a warm sandbox)
+    # must not both pass as "the same holder renewing".
+    holder = f"{deps.holder}-{uuid.uuid4().hex[:8]}"
+
+    def hold() -> bool:
+        return dry_run or cluster.try_acquire_lease(
+            lease_name(name), holder=holder, now=deps.clock.now(), duration=settings.lease_duration
         )
-        if not acquired:
-            outcome.note(f"pool {name}: another invocation holds its provisioning lease; it closes the gap")
-            return
+
+    if not hold():
+        outcome.note(f"pool {name}: another invocation holds its provisioning lease; it closes the gap")
+        return
     try:
         for _ in range(settings.max_launch_rounds):
-            if not _launch_round(name, deps, executor, outcome):
+            if not _launch_round(name, deps, executor, outcome) or dry_run:
                 break
-            if dry_run:
-                break
+            if not hold():  # renew before the next round; lost it → someone else continues
+                outcome.note(f"pool {name}: provisioning lease lost; another invocation continues")
+                return
         try:
             snapshot = snapshot_of(deps, cluster.get_pool(name), ClusterReads.load(deps))
         except NotFound:
@@ -92,7 +100,7 @@ def _launch_pool(name: str, deps: Deps, executor: Executor, outcome: Outcome, *,
         _record(outcome, status, executor.apply(status))
     finally:
         if not dry_run:
-            cluster.release_lease(lease_name(name), holder=deps.holder)
+            cluster.release_lease(lease_name(name), holder=holder)
 
 
 def _launch_round(name: str, deps: Deps, executor: Executor, outcome: Outcome) -> bool:
