@@ -169,3 +169,16 @@ def test_an_unknown_claim_deletion_changes_nothing() -> None:
     outcome = handle_bind(ClaimDeleted(claim="nope", event_id="d3"), world.deps)
     assert outcome.errors == []
     assert [c.metadata.resource_version for c in world.claims()] == before
+
+
+def test_binding_brings_the_pool_status_up_to_date() -> None:
+    world = one_claim_world()
+    claim = only_claim(world)
+    world.cluster.join_node(claim.name)
+    handle_bind(NodeChanged(node=f"node-{claim.name}", change="ready", event_id="n1"), world.deps)
+    status = world.pool().status
+    assert status is not None and (status.phase, status.ready_nodes, status.provisioning_phase) == (
+        "Running",
+        1,
+        "Completed",
+    )

@@ -5,7 +5,7 @@ an instance that stops / terminates under a live claim: plan_interruption (cordo
 mark the claim). For every cause: plan_claim_lifecycle over all claims (bind ready nodes,
 adopt instances found by tag, launch / registration timeouts, deleting claims terminate
 their instance then release the finalizer). For the periodic Sweep: plan_orphan_sweep and
-plan_orphan_nodes too.
+plan_orphan_nodes too. Then the status of every pool whose claims changed is brought up to date.
 
 Must not: launch instances (launch does, under the pool lease) or decide itself.
 """
@@ -15,6 +15,7 @@ from __future__ import annotations
 from gpupool.core.decisions.claim_lifecycle import LifecyclePolicy, plan_claim_lifecycle
 from gpupool.core.decisions.interruption import plan_interruption
 from gpupool.core.decisions.orphan_sweep import plan_orphan_nodes, plan_orphan_sweep
+from gpupool.core.decisions.pool_status import plan_pool_status
 from gpupool.core.intake.causes import (
     ClaimDeleted,
     Ignored,
@@ -29,6 +30,7 @@ from gpupool.service.deps import Deps
 from gpupool.service.errors import DomainError
 from gpupool.service.executor import Executor
 from gpupool.service.outcome import Outcome
+from gpupool.service.pools import ClusterReads, select_pools, snapshot_of
 from gpupool.service.results import record_results
 
 __all__ = ["handle_bind"]
@@ -111,3 +113,16 @@ def _bind(
         record_results(outcome, sweep, executor.apply(sweep))
         orphans = plan_orphan_nodes(nodes, {c.name for c in cluster.list_claims()})
         record_results(outcome, orphans, executor.apply(orphans))
+    touched = {a.pool for a in outcome.plan.actions if a.pool}
+    _refresh_pool_status(deps, executor, outcome, touched)
+
+
+def _refresh_pool_status(deps: Deps, executor: Executor, outcome: Outcome, pools: set[str]) -> None:
+    """Keep the status of the pools whose claims changed true (bound, failed, interrupted)."""
+    if not pools or executor.dry_run:
+        return
+    reads = ClusterReads.load(deps)
+    for pool in select_pools(deps, None):
+        if pool.name in pools:
+            status = plan_pool_status(snapshot_of(deps, pool, reads), now=deps.clock.now())
+            record_results(outcome, status, executor.apply(status))
