@@ -8,12 +8,13 @@ headroom (what maxResources still allows), pick counts minimising, in this order
 Offered capacity never exceeds the headroom and the node count never exceeds `max_nodes`.
 
 Method: depth-first branch and bound over candidates ordered by how cheaply each covers the need
-alone. Bounds: coverage still reachable (headroom and node limit), and a Lagrangian lower bound on
-the cost of covering what remains — for a fixed set of directions w, any cover costs at least
-min_i price_i / (w·size_i) × (w·remaining), precomputed per suffix. Candidates of identical size
-keep only the cheapest (then first-named), which cannot change the optimum under any tie-break.
-Pure Python so the Lambda layer stays small; `selection_reference` holds the brute-force and
-MILP checks the tests and the benchmark compare against.
+alone. Bounds: coverage still reachable (headroom and node limit), and the exact LP value of
+covering what remains with the candidates not yet branched on (`selection_bound`). Candidates of
+identical size keep only the cheapest (then first-named), which cannot change the optimum under
+any tie-break. Pure Python, so the Lambda layer stays small. Large mixes (50–100 nodes of many
+near-equal small types) can outgrow PURE_SEARCH_BUDGET; then the HiGHS MILP in `selection_milp`
+finishes the job when highspy is installed (the better of both plans by exact integers is kept).
+`selection_reference` holds the brute-force and MILP checks the tests and the benchmark use.
 
 Must not: know about pools, catalogs or clouds (see `selection_pool`), read the clock, or log.
 """
@@ -23,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from gpupool.core.selection_bound import suffix_facets
 from gpupool.core.selection_milp import milp_available, solve_by_milp
 
 __all__ = ["Candidate", "Selection", "select_cheapest", "select_single_type"]
@@ -30,10 +32,9 @@ __all__ = ["Candidate", "Selection", "select_cheapest", "select_single_type"]
 DEFAULT_MAX_NODES = 100
 # Nodes the pure search may visit before the MILP accelerator takes over (when installed), and
 # before it gives up without one, returning its best plan marked not proven optimal.
-PURE_SEARCH_BUDGET = 20_000
+PURE_SEARCH_BUDGET = 5_000
 UNACCELERATED_SEARCH_BUDGET = 2_000_000
 _UNBOUNDED = 1 << 62
-_DIRECTIONS = tuple(i / 10 for i in range(11))
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +61,7 @@ class Selection:
     cost: int
     nodes: int
     covers_need: bool
+    need: tuple[int, int] = (0, 0)
     proven_optimal: bool = True
 
     def names(self) -> tuple[str, ...]:
@@ -87,8 +89,15 @@ def _selection(
         cost=sum(c.price * n for c, n in chosen),
         nodes=sum(n for _, n in chosen),
         covers_need=tflops >= need_t and vram >= need_v,
+        need=(need_t, need_v),
         proven_optimal=proven,
     )
+
+
+def _order(selection: Selection) -> tuple[int, int, int, tuple[str, ...]]:
+    """The selection's order of objectives as one exact key (smaller is better)."""
+    coverage = _coverage(selection.tflops, selection.vram, *selection.need)
+    return (-coverage, selection.cost, selection.nodes, selection.names())
 
 
 def _distinct_sizes(candidates: Sequence[Candidate]) -> list[Candidate]:
@@ -128,17 +137,10 @@ class _Search:
         n = len(items)
         self.max_t = [0] * (n + 1)
         self.max_v = [0] * (n + 1)
-        self.ratio = [[float("inf")] * len(_DIRECTIONS) for _ in range(n + 1)]
-        st, sv = float(max(need_t, 1)), float(max(need_v, 1))
         for k in range(n - 1, -1, -1):
-            c = items[k]
-            self.max_t[k] = max(self.max_t[k + 1], c.tflops)
-            self.max_v[k] = max(self.max_v[k + 1], c.vram)
-            t, v = c.tflops / st, c.vram / sv
-            self.ratio[k] = [
-                min(prev, c.price / (a * t + (1 - a) * v))
-                for prev, a in zip(self.ratio[k + 1], _DIRECTIONS, strict=True)
-            ]
+            self.max_t[k] = max(self.max_t[k + 1], items[k].tflops)
+            self.max_v[k] = max(self.max_v[k + 1], items[k].vram)
+        self.facets = suffix_facets([(c.tflops, c.vram, c.price) for c in items])
         self.counts = [0] * n
         self.budget = budget
         self.best_key: tuple[int, int, int] = (1, 0, 0)  # (-coverage, cost, nodes); 1 = nothing yet
@@ -154,12 +156,9 @@ class _Search:
             self.best_key, self.best_counts, self.best_names = key, list(self.counts), names
 
     def _cost_bound(self, k: int, rem_t: int, rem_v: int) -> float:
-        if rem_t <= 0 and rem_v <= 0:
-            return 0.0
-        rt = max(rem_t, 0) / max(self.need_t, 1)
-        rv = max(rem_v, 0) / max(self.need_v, 1)
-        ratios = self.ratio[k]
-        return max(ratios[i] * (a * rt + (1 - a) * rv) for i, a in enumerate(_DIRECTIONS))
+        """The exact LP value of covering what remains with candidates k… (selection_bound)."""
+        rt, rv = max(rem_t, 0), max(rem_v, 0)
+        return max(nt * rt + nv * rv for nt, nv in self.facets[k])
 
     def run(self, k: int, tflops: int, vram: int, cost: int, nodes: int) -> None:
         if self.budget is not None:
@@ -231,7 +230,9 @@ def select_cheapest(
     if use_milp:
         counts = solve_by_milp(items, need=(need_t, need_v), cap=(cap_t, cap_v), max_nodes=max_nodes)
         if counts is not None:
-            return _selection(items, counts, need_t, need_v, proven=True)
+            milp = _selection(items, counts, need_t, need_v, proven=True)
+            found = search.best_counts or [0] * len(items)
+            return min(milp, _selection(items, found, need_t, need_v), key=_order)
     else:
         search.budget = UNACCELERATED_SEARCH_BUDGET
         search.counts = [0] * len(items)  # the interrupted path left counts behind
@@ -240,7 +241,7 @@ def select_cheapest(
             return _selection(items, search.best_counts, need_t, need_v)
         except _BudgetSpent:
             pass
-    return _selection(items, search.best_counts, need_t, need_v, proven=False)
+    return _selection(items, search.best_counts or [0] * len(items), need_t, need_v, proven=False)
 
 
 def select_single_type(

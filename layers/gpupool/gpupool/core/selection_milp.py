@@ -1,14 +1,15 @@
 """Optional accelerator for `selection`: the same choice solved as a MILP by HiGHS (`highspy`).
 
-Role: when the pure branch and bound outgrows its node budget (many near-equal mixes of small
-types, typically 50–100 nodes), solve the same problem lexicographically with HiGHS: (1) cover the
-need if any plan can, else maximise coverage; (2) minimise cost; (3) minimise nodes at that cost;
-(4) among those, prefer earlier-named candidates (a weighted objective: exact for the pure
-search's name order on two-way ties, an approximation of it on wider ties). Stages 1–3 are exact:
-sizes and prices are integers and the MIP gaps are set to prove optimality.
+Role: when the pure branch and bound outgrows its node budget (typically 50–100 nodes mixed from
+many near-equal small types), solve the same problem with HiGHS: (1) cover the need at the least
+cost, then fewest nodes — one objective, price·(max_nodes+1) + 1 per node, exact for integers —
+or, when no cover fits under max, first the most coverage; (2) among those, prefer earlier-named
+candidates (a weighted objective: it approximates the pure search's name order on wide ties).
+HiGHS works in floating point: its optimum is proven within its tolerances (about 1e-9 relative),
+so the caller keeps whichever of the MILP's and its own best plans is better by exact integers.
 
 `highspy` is imported lazily; without it `milp_available()` is False and the pure search simply
-runs to the end. Must not: be required by the Lambda layer, log, or read anything.
+runs longer. Must not: be required by the Lambda layer, log, or read anything.
 """
 
 from __future__ import annotations
@@ -23,8 +24,9 @@ if TYPE_CHECKING:
 
 __all__ = ["MILP_STAGE_SECONDS", "milp_available", "solve_by_milp"]
 
-# Wall-clock limit per HiGHS stage; a stage that runs out is treated as "not proven".
+# Wall-clock limit per HiGHS solve; a stage that runs out is treated as "not proven".
 MILP_STAGE_SECONDS = 1.0
+_INFINITY = 1e30
 
 
 @cache
@@ -33,95 +35,96 @@ def milp_available() -> bool:
 
 
 class _Model:
-    """One HiGHS model of the selection constraints (caps, node limit) over integer counts."""
+    """Integer counts x_i (plus optional coverage variables) with dense rows, built in bulk."""
 
     def __init__(self, items: Sequence[Candidate], cap: tuple[int, int], max_nodes: int) -> None:
         import highspy
+        import numpy as np
 
+        self.np, self.hs = np, highspy
+        self.n = len(items)
         self.h: Any = highspy.Highs()  # type: ignore[no-untyped-call]
         self.h.silent()
-        self.h.setOptionValue("mip_rel_gap", 0.0)
-        self.h.setOptionValue("mip_abs_gap", 0.5)  # integer objectives: a gap under 1 proves optimality
-        self.h.setOptionValue("time_limit", MILP_STAGE_SECONDS)
-        self.x = [self.h.addIntegral(lb=0, ub=max_nodes) for _ in items]
-        self.tflops = self._sum(c.tflops for c in items)
-        self.vram = self._sum(c.vram for c in items)
-        self.cost = self._sum(c.price for c in items)
-        self.nodes = self._sum(1 for _ in items)
-        self.h.addConstr(self.nodes <= max_nodes)
-        self.h.addConstr(self.tflops <= cap[0])
-        self.h.addConstr(self.vram <= cap[1])
+        for option, value in (("mip_rel_gap", 0.0), ("mip_abs_gap", 0.5), ("time_limit", MILP_STAGE_SECONDS)):
+            self.h.setOptionValue(option, value)
+        zeros = np.zeros(self.n)
+        self.h.addCols(self.n, zeros, zeros, np.full(self.n, float(max_nodes)), 0, [], [], [])
+        self.h.changeColsIntegrality(
+            self.n, np.arange(self.n, dtype=np.int32), np.full(self.n, 1, dtype=np.uint8)
+        )
+        self.tflops = np.array([c.tflops for c in items], dtype=float)
+        self.vram = np.array([c.vram for c in items], dtype=float)
+        self.price = np.array([c.price for c in items], dtype=float)
+        self.row(np.ones(self.n), upper=max_nodes)
+        if cap[0] < 1 << 60:
+            self.row(self.tflops, upper=cap[0])
+        if cap[1] < 1 << 60:
+            self.row(self.vram, upper=cap[1])
 
-    def _sum(self, weights: Any) -> Any:
-        terms = [w * x for w, x in zip(weights, self.x, strict=True)]
-        total = terms[0]
-        for term in terms[1:]:
-            total = total + term
-        return total
+    def row(self, coefficients: Any, *, lower: float = -_INFINITY, upper: float = _INFINITY) -> None:
+        width = len(coefficients)
+        self.h.addRow(lower, upper, width, self.np.arange(width, dtype=self.np.int32), coefficients)
 
-    def solve(self, objective: Any, *, maximize: bool = False) -> list[int] | None:
-        import highspy
+    def add_continuous(self, lower: float, upper: float) -> int:
+        self.h.addCol(0.0, lower, upper, 0, [], [])
+        return int(self.h.getNumCol()) - 1
 
-        if maximize:
-            self.h.maximize(objective)
-        else:
-            self.h.minimize(objective)
-        if self.h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+    def solve(self, costs: Any, *, maximize: bool = False) -> list[int] | None:
+        np = self.np
+        width = len(costs)
+        self.h.changeColsCost(width, np.arange(width, dtype=np.int32), np.asarray(costs, dtype=float))
+        sense = self.hs.ObjSense.kMaximize if maximize else self.hs.ObjSense.kMinimize
+        self.h.changeObjectiveSense(sense)
+        self.h.run()
+        if self.h.getModelStatus() != self.hs.HighsModelStatus.kOptimal:
             return None
-        return [round(v) for v in self.h.vals(self.x)]
+        values = self.h.getSolution().col_value
+        return [round(v) for v in values[: self.n]]
+
+    def infeasible(self) -> bool:
+        return bool(self.h.getModelStatus() == self.hs.HighsModelStatus.kInfeasible)
+
+
+def _dot(items: Sequence[Candidate], counts: Sequence[int], attribute: str) -> int:
+    return sum(int(getattr(c, attribute)) * n for c, n in zip(items, counts, strict=True))
 
 
 def solve_by_milp(
     items: Sequence[Candidate], *, need: tuple[int, int], cap: tuple[int, int], max_nodes: int
 ) -> list[int] | None:
-    """Counts per item (same order as `items`) optimal by the selection's order of objectives.
-
-    None when HiGHS could not prove stages 1–2 within MILP_STAGE_SECONDS each.
-    """
+    """Counts per item (in `items` order) by the selection's order of objectives; None when HiGHS
+    could not prove the coverage / cost / node stages within MILP_STAGE_SECONDS."""
     need_t, need_v = need
+    cost_and_nodes = [c.price * (max_nodes + 1) + 1 for c in items]
     model = _Model(items, cap, max_nodes)
-    model.h.addConstr(model.tflops >= need_t)
-    model.h.addConstr(model.vram >= need_v)
-    counts = model.solve(model.cost)
-    if counts is None and model.h.getModelStatus() != _infeasible():
+    model.row(model.tflops, lower=need_t)
+    model.row(model.vram, lower=need_v)
+    counts = model.solve(cost_and_nodes)
+    if counts is None and not model.infeasible():
         return None
-    if counts is None:
+    if counts is None:  # no cover fits under max: most coverage first
         model = _Model(items, cap, max_nodes)
-        y_t = model.h.addVariable(lb=0, ub=need_t)
-        y_v = model.h.addVariable(lb=0, ub=need_v)
-        model.h.addConstr(y_t - model.tflops <= 0)
-        model.h.addConstr(y_v - model.vram <= 0)
-        coverage = y_t * max(need_v, 1) + y_v * max(need_t, 1)
-        best = model.solve(coverage, maximize=True)
+        y_t, y_v = model.add_continuous(0, need_t), model.add_continuous(0, need_v)
+        model.row([*(-model.tflops), *([0.0] * (y_t - model.n)), 1.0], upper=0)
+        model.row([*(-model.vram), *([0.0] * (y_v - model.n)), 1.0], upper=0)
+        weights = [0.0] * model.n + [float(max(need_v, 1)), float(max(need_t, 1))]
+        best = model.solve(weights, maximize=True)
         if best is None:
             return None
         reached = min(_dot(items, best, "tflops"), need_t) * max(need_v, 1) + min(
             _dot(items, best, "vram"), need_v
         ) * max(need_t, 1)
-        model.h.addConstr(coverage >= reached)
-        counts = model.solve(model.cost)
+        model.row(weights, lower=reached)
+        counts = model.solve([*cost_and_nodes, 0.0, 0.0])
         if counts is None:
             return None
-    cost = _dot(items, counts, "price")
-    model.h.addConstr(model.cost <= cost)
-    fewer = model.solve(model.nodes)
-    if fewer is not None and _dot(items, fewer, "price") <= cost:
-        counts = fewer
-    nodes = sum(counts)
-    model.h.addConstr(model.nodes <= nodes)
+    value = sum(w * n for w, n in zip(cost_and_nodes, counts, strict=True))
+    model.row([float(w) for w in cost_and_nodes], upper=value)
     rank = sorted(range(len(items)), key=lambda i: items[i].name)
-    weight = {i: len(items) - r for r, i in enumerate(rank)}
-    named = model.solve(model._sum(weight[i] for i in range(len(items))), maximize=True)
-    if named is not None and _dot(items, named, "price") <= cost and sum(named) <= nodes:
+    weight = [0.0] * len(items)
+    for position, index in enumerate(rank):
+        weight[index] = float(len(items) - position)
+    named = model.solve(weight, maximize=True)
+    if named is not None and sum(w * n for w, n in zip(cost_and_nodes, named, strict=True)) <= value:
         counts = named
     return counts
-
-
-def _infeasible() -> Any:
-    import highspy
-
-    return highspy.HighsModelStatus.kInfeasible
-
-
-def _dot(items: Sequence[Candidate], counts: Sequence[int], attribute: str) -> int:
-    return sum(int(getattr(c, attribute)) * n for c, n in zip(items, counts, strict=True))
