@@ -95,8 +95,8 @@ def run_foreground(
             "aws_url": info.aws_url,
             "started_at": info.started_at,
         }
-        files.state.write_text(json.dumps(state, indent=2) + "\n")
         files.pid.write_text(f"{info.pid}\n")
+        files.state.write_text(json.dumps(state, indent=2) + "\n")  # written last: the "ready" mark
         try:
             announce(info)
             while not stop.wait(0.5):
@@ -192,13 +192,15 @@ def stop(files: SandboxFiles, *, timeout: float = 15.0) -> int:
 @dataclass(frozen=True)
 class SandboxStatus:
     running: SandboxInfo | None
-    stale_pid: int | None
+    stale_pid: int | None = None
+    starting_pid: int | None = None  # alive, but has not written its state yet
 
 
 def status(files: SandboxFiles) -> SandboxStatus:
     pid = files.read_pid()
     if pid is None:
-        return SandboxStatus(None, None)
+        return SandboxStatus(None)
     if not is_sandbox_process(pid):
-        return SandboxStatus(None, pid)
-    return SandboxStatus(_info(files), None)
+        return SandboxStatus(None, stale_pid=pid)
+    info = _info(files)
+    return SandboxStatus(info) if info is not None else SandboxStatus(None, starting_pid=pid)

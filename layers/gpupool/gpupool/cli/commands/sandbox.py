@@ -63,7 +63,9 @@ def run(args: argparse.Namespace) -> int:
         if found.running is not None:
             print(_usage(found.running))
             return 0
-        if found.stale_pid is not None:
+        if found.starting_pid is not None:
+            print(f"a sandbox is starting in {files.root} (pid {found.starting_pid})")
+        elif found.stale_pid is not None:
             print(
                 f"no sandbox runs in {files.root} (stale pid file names pid {found.stale_pid}, which is gone)"
             )
