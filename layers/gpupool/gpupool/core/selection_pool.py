@@ -122,9 +122,11 @@ def plan_pool_capacity(
     requirements: Sequence[RequirementLike] = (),
     excluded: frozenset[tuple[str, str, str]] = frozenset(),
     max_nodes: int = DEFAULT_MAX_NODES,
+    accelerate: bool = True,
 ) -> CapacityPlan:
     """Nodes to add for `gap` in `region`; `excluded` holds (instance type, zone, capacity type)
-    offerings known to be unavailable right now (insufficient capacity)."""
+    offerings known to be unavailable right now (insufficient capacity); `accelerate=False`
+    keeps the selection in pure Python even when highspy is installed."""
     reasons = list(gap.reasons)
     if gap.empty:
         return CapacityPlan(gap, (), (*reasons, "no capacity gap: nothing to add"))
@@ -146,6 +148,7 @@ def plan_pool_capacity(
         cap_tflops=units["cap_tflops"],
         cap_vram=units["cap_vram"],
         max_nodes=max_nodes,
+        accelerate=accelerate,
     )
     all_zones = set(region_prices.zones)
     nodes = []

@@ -55,9 +55,9 @@ def select_by_enumeration(
 
 
 class MilpResult:
-    """The MILP's optimum: coverage (as in `selection._coverage`) and cost."""
+    """The MILP's optimum: coverage (as in `selection._coverage`, exact) and cost."""
 
-    def __init__(self, coverage: float, cost: int) -> None:
+    def __init__(self, coverage: int, cost: int) -> None:
         self.coverage, self.cost = coverage, cost
 
 
@@ -108,4 +108,4 @@ def select_by_milp(
     values = h.vals(xs)
     counts = [round(v) for v in values]
     chosen = _selection(list(candidates), counts, need_t, need_v)
-    return MilpResult(coverage=best_coverage, cost=chosen.cost)
+    return MilpResult(coverage=_coverage(chosen.tflops, chosen.vram, need_t, need_v), cost=chosen.cost)
