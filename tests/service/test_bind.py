@@ -182,3 +182,23 @@ def test_binding_brings_the_pool_status_up_to_date() -> None:
         1,
         "Completed",
     )
+
+
+def test_ignored_and_foreign_causes_change_nothing_in_any_entry_point() -> None:
+    from gpupool.core.intake.causes import Compact, Ignored
+    from gpupool.service.compact import handle_compact
+
+    world = one_claim_world()
+    calls_before = len(world.cluster.calls) + len(world.compute.calls)
+    causes = [Ignored(reason="unknown detail-type", event_id="x"), Compact(event_id="c"), Sweep(event_id="s")]
+    outcomes = [
+        handle_launch(causes[0], world.deps),
+        handle_bind(causes[0], world.deps),
+        handle_compact(causes[0], world.deps),
+        handle_launch(causes[1], world.deps),
+        handle_bind(causes[1], world.deps),
+        handle_compact(causes[2], world.deps),
+    ]
+    assert len(world.cluster.calls) + len(world.compute.calls) == calls_before
+    assert all(o.errors == [] and o.plan.actions == () and o.plan.reasons for o in outcomes)
+    assert outcomes[0].to_json()["plan"]["reasons"] == ["ignored: unknown detail-type"]
