@@ -1,13 +1,13 @@
-"""`gpupool invoke`: the real launch handler, in-process, against a sandbox given by an env file.
+"""`gpupool invoke`: the real launch handler, in-process, against a running `gpupool sandbox`.
 
-The sandbox here is the demo's world served over HTTP (embedded API server + moto's EC2
-server on 127.0.0.1, the demo's TensorFusionCluster and GPUNodeClass installed), described by
-an env file exactly like the one `gpupool sandbox up` writes (KUBECONFIG, AWS_ENDPOINT_URL,
-region, credentials, GPUPOOL_CLUSTER_NAME). Covers: one schedule event delivered 10 times →
-exactly the instances the first plan launched, counted in moto, and one claim each;
+The sandbox is the real one (`gpupool.local.sandbox.run_foreground`, what `gpupool sandbox up`
+runs, here on a thread of the test process; it writes `D/env`), prepared with
+`gpupool demo --prepare-sandbox D/env` (the demo's tagged network in moto, its
+TensorFusionCluster and GPUNodeClass in the API server). Covers: one schedule event delivered
+10 times → exactly the instances the first plan launched, counted in moto, one claim each;
 `--dry-run` plans and changes nothing; a JSON object that is no event → exit 0 with the
-ignore reason, nothing changed; missing / non-JSON / non-object event files and unknown
-functions → exit 2 with one line and no traceback.
+ignore reason, nothing changed; missing / non-JSON / non-object event files, unknown
+functions and bad env files → exit 2 with one line and no traceback.
 """
 
 from __future__ import annotations
@@ -15,29 +15,80 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.request import Request, urlopen
 
+import boto3
 import pytest
+from kubernetes import client, config
 
+from gpupool.cli.commands.invoke import read_env_file
 from gpupool.cli.main import main
 from gpupool.core.model.constants import TAG_NODE_NAME
-from gpupool.local.simulation_world import SimWorld, demo_manifests
+from gpupool.local.sandbox import SandboxInfo, run_foreground
+from gpupool.local.sandbox_files import SandboxFiles
 
 REPO = Path(__file__).resolve().parents[2]
 SCHEDULE_EVENT = REPO / "events" / "aws" / "scheduled-event.json"
-POOL = "tensor-fusion-elastic"
+
+
+@dataclass
+class Sandbox:
+    env: Path
+    ec2: Any
+    custom: Any
+
+    def instances(self) -> list[dict[str, Any]]:
+        pages = self.ec2.get_paginator("describe_instances").paginate(
+            Filters=[{"Name": "tag:managed-by", "Values": ["tensor-fusion.ai"]}]
+        )
+        return [i for page in pages for r in page["Reservations"] for i in r["Instances"]]
+
+    def live_instances(self) -> list[dict[str, Any]]:
+        return [i for i in self.instances() if i["State"]["Name"] not in ("shutting-down", "terminated")]
+
+    def names(self, plural: str) -> list[str]:
+        listed = self.custom.list_cluster_custom_object("tensor-fusion.ai", "v1", plural)
+        return sorted(item["metadata"]["name"] for item in listed["items"])
 
 
 @pytest.fixture
-def sandbox(tmp_path: Path) -> Iterator[tuple[SimWorld, Path]]:
-    with SimWorld(start=datetime.now(UTC), serve_ec2=True) as world:
-        world.install(demo_manifests())
-        env_file = tmp_path / "env"
-        env_file.write_text("".join(f"export {k}={v}\n" for k, v in world.environ.items()))
-        yield world, env_file
+def sandbox(tmp_path: Path) -> Iterator[Sandbox]:
+    files = SandboxFiles.at(tmp_path / "sandbox")
+    stop, ready = threading.Event(), threading.Event()
+    started: list[SandboxInfo] = []
+
+    def announce(info: SandboxInfo) -> None:
+        started.append(info)
+        ready.set()
+
+    thread = threading.Thread(
+        target=run_foreground, args=(files,), kwargs={"announce": announce, "stop": stop}
+    )
+    thread.start()
+    try:
+        assert ready.wait(60), "the sandbox did not start"
+        # moto keeps its accounts per process: start from an empty one.
+        with urlopen(Request(f"{started[0].aws_url}/moto-api/reset", method="POST"), timeout=10) as answer:
+            answer.read()
+        assert main(["demo", "--prepare-sandbox", str(files.env)]) == 0
+        env = read_env_file(files.env)
+        ec2 = boto3.client(
+            "ec2",
+            region_name=env["AWS_REGION"],
+            endpoint_url=env["AWS_ENDPOINT_URL"],
+            aws_access_key_id="testing",
+            aws_secret_access_key="testing",
+        )
+        api = config.new_client_from_config(config_file=env["KUBECONFIG"])
+        yield Sandbox(files.env, ec2, client.CustomObjectsApi(api))
+    finally:
+        stop.set()
+        thread.join(timeout=30)
 
 
 def _invoke(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
@@ -47,23 +98,29 @@ def _invoke(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, s
     return code, out, err
 
 
-def _live_instances(world: SimWorld) -> list[dict[str, Any]]:
-    return [i for i in world.managed_instances() if i["State"]["Name"] not in ("shutting-down", "terminated")]
-
-
-def _claims(world: SimWorld) -> list[str]:
-    return [c["metadata"]["name"] for c in world.objects.list("tensor-fusion.ai", "gpunodeclaims")]
+def _launch(
+    capsys: pytest.CaptureFixture[str], sandbox: Sandbox, event: Path, *extra: str
+) -> tuple[int, str, str]:
+    return _invoke(
+        capsys,
+        "launch",
+        str(event),
+        "--cloud",
+        "aws",
+        "--env",
+        str(sandbox.env),
+        "--cluster",
+        "tensor-fusion",
+        *extra,
+    )
 
 
 def test_ten_deliveries_of_one_schedule_event_launch_exactly_what_the_plan_needs(
-    sandbox: tuple[SimWorld, Path], capsys: pytest.CaptureFixture[str]
+    sandbox: Sandbox, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    world, env = sandbox
     outcomes = []
     for _ in range(10):
-        code, out, _ = _invoke(
-            capsys, "launch", str(SCHEDULE_EVENT), "--cloud", "aws", "--env", str(env), "--json"
-        )
+        code, out, _ = _launch(capsys, sandbox, SCHEDULE_EVENT, "--json")
         assert code == 0, out
         outcomes.append(json.loads(out))
     assert all(set(o) == {"plan", "applied", "errors"} for o in outcomes)
@@ -75,46 +132,44 @@ def test_ten_deliveries_of_one_schedule_event_launch_exactly_what_the_plan_needs
     for later in outcomes[1:]:
         assert not [a for a in later["plan"]["actions"] if a["kind"] in ("create-claim", "launch-instance")]
         assert later["errors"] == []
-    instances = _live_instances(world)
-    assert len(instances) == len(launched)
-    claims = _claims(world)
+    instances = sandbox.live_instances()
+    assert len(instances) == len(launched) == len(sandbox.instances())
+    claims = sandbox.names("gpunodeclaims")
     assert len(claims) == len(launched)
     tagged = sorted({t["Value"] for i in instances for t in i["Tags"] if t["Key"] == TAG_NODE_NAME})
     assert tagged == sorted(claims)
 
 
 def test_dry_run_prints_the_plan_and_changes_nothing(
-    sandbox: tuple[SimWorld, Path], capsys: pytest.CaptureFixture[str]
+    sandbox: Sandbox, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    world, env = sandbox
-    code, out, _ = _invoke(capsys, "launch", str(SCHEDULE_EVENT), "--env", str(env), "--dry-run", "--json")
+    code, out, _ = _launch(capsys, sandbox, SCHEDULE_EVENT, "--dry-run", "--json")
     assert code == 0, out
     outcome = json.loads(out)
     kinds = [a["kind"] for a in outcome["plan"]["actions"]]
     assert "apply-pool" in kinds  # the pool does not exist yet: the plan would create it
     assert all(row["result"] == "dry-run" for row in outcome["applied"])
-    assert world.managed_instances() == []
-    assert _claims(world) == []
-    assert world.objects.list("tensor-fusion.ai", "gpupools") == []
+    assert sandbox.instances() == []
+    assert sandbox.names("gpunodeclaims") == []
+    assert sandbox.names("gpupools") == []
 
-    code, out, _ = _invoke(capsys, "launch", str(SCHEDULE_EVENT), "--env", str(env), "--dry-run")
+    code, out, _ = _launch(capsys, sandbox, SCHEDULE_EVENT, "--dry-run")
     assert code == 0
     assert "plan:" in out and "dry run: nothing applied" in out
-    assert world.managed_instances() == []
+    assert sandbox.instances() == [] and sandbox.names("gpupools") == []
 
 
 def test_an_object_that_is_no_event_is_ignored_with_its_reason(
-    sandbox: tuple[SimWorld, Path], capsys: pytest.CaptureFixture[str], tmp_path: Path
+    sandbox: Sandbox, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    world, env = sandbox
     event = tmp_path / "odd.json"
     event.write_text(json.dumps({"detail-type": "Something Else", "source": "aws.ec2", "id": "x-1"}))
-    code, out, _ = _invoke(capsys, "launch", str(event), "--env", str(env), "--json")
+    code, out, _ = _launch(capsys, sandbox, event, "--json")
     assert code == 0
     outcome = json.loads(out)
     assert outcome["plan"]["actions"] == [] and outcome["applied"] == [] and outcome["errors"] == []
     assert any(reason.startswith("ignored: ") for reason in outcome["plan"]["reasons"])
-    assert world.managed_instances() == [] and _claims(world) == []
+    assert sandbox.instances() == [] and sandbox.names("gpunodeclaims") == []
 
 
 @pytest.mark.parametrize(
@@ -138,7 +193,7 @@ def test_an_unreadable_event_file_is_one_line_and_exit_2(
 
 
 def test_unknown_function_and_a_bad_env_file_are_clear_errors(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     code, _, err = _invoke(capsys, "resize", str(SCHEDULE_EVENT))
     assert code == 2 and "unknown function 'resize'" in err and "launch, bind, compact" in err
@@ -146,6 +201,11 @@ def test_unknown_function_and_a_bad_env_file_are_clear_errors(
     env.write_text("this is not an env file\n")
     code, _, err = _invoke(capsys, "launch", str(SCHEDULE_EVENT), "--env", str(env))
     assert code == 2 and "expected KEY=VALUE" in err
+    env.write_text("AWS_REGION=us-east-1\nKUBECONFIG=/nowhere/kubeconfig\n")
+    monkeypatch.delenv("GPUPOOL_CLUSTER_NAME", raising=False)
+    code, _, err = _invoke(capsys, "launch", str(SCHEDULE_EVENT), "--env", str(env))
+    assert code == 2 and "GPUPOOL_CLUSTER_NAME is required" in err and "--cluster" in err
+    assert len(err.strip().splitlines()) == 1
 
 
 def test_the_installed_command_reports_a_missing_file_without_a_traceback(tmp_path: Path) -> None:

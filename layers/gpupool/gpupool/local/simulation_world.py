@@ -26,14 +26,14 @@ import yaml
 from gpupool.local.kubeapi import EmbeddedKubeAPI, ManualClock
 from gpupool.local.simulation_kube import JsonObject, KubeObjects
 
-__all__ = ["DEMO_START", "SimWorld", "demo_manifests"]
+__all__ = ["CLUSTER_NAME", "DEMO_KINDS", "DEMO_START", "SimWorld", "create_demo_network", "demo_manifests"]
 
 DEMO_START = datetime(2026, 1, 5, 9, 0, 0, tzinfo=UTC)
 REGION = "us-east-1"
 ZONES = ("us-east-1a", "us-east-1b")
 CLUSTER_NAME = "tensor-fusion"
 DEMO_TAG = {"Key": "gpupool-demo", "Value": "true"}
-_PLURALS = {
+DEMO_KINDS = {
     "TensorFusionCluster": "tensorfusionclusters",
     "GPUPool": "gpupools",
     "GPUNodeClass": "gpunodeclasses",
@@ -50,15 +50,38 @@ def demo_manifests() -> list[JsonObject]:
     return documents
 
 
+def create_demo_network(ec2: Any) -> bool:
+    """A VPC, one subnet per zone and a security group tagged `gpupool-demo=true` (what the demo
+    GPUNodeClass selects) in the account `ec2` (a boto3 client) reaches; False when they exist."""
+    existing = ec2.describe_security_groups(Filters=[{"Name": "tag:gpupool-demo", "Values": ["true"]}])
+    if existing.get("SecurityGroups"):
+        return False
+
+    def tagged(kind: str) -> list[dict[str, Any]]:
+        return [{"ResourceType": kind, "Tags": [DEMO_TAG]}]
+
+    vpc = ec2.create_vpc(CidrBlock="10.0.0.0/16", TagSpecifications=tagged("vpc"))["Vpc"]["VpcId"]
+    for index, zone in enumerate(ZONES):
+        ec2.create_subnet(
+            VpcId=vpc,
+            CidrBlock=f"10.0.{index}.0/24",
+            AvailabilityZone=zone,
+            TagSpecifications=tagged("subnet"),
+        )
+    ec2.create_security_group(
+        GroupName="gpupool-demo-nodes",
+        Description="gpupool demo GPU nodes",
+        VpcId=vpc,
+        TagSpecifications=tagged("security-group"),
+    )
+    return True
+
+
 class SimWorld:
     """`with SimWorld() as world:` — everything runs until the block ends."""
 
-    def __init__(self, *, start: datetime = DEMO_START, seed: int = 7, serve_ec2: bool = False) -> None:
-        """`serve_ec2`: run moto as an HTTP server on 127.0.0.1 (its URL in `environ` as
-        AWS_ENDPOINT_URL) so that other processes — `gpupool invoke` — reach the same account."""
+    def __init__(self, *, start: datetime = DEMO_START, seed: int = 7) -> None:
         self.clock = ManualClock(start)
-        self._serve_ec2 = serve_ec2
-        self._endpoint: str | None = None
         self.region = REGION
         self.cluster_name = CLUSTER_NAME
         self._seed = seed
@@ -88,23 +111,17 @@ class SimWorld:
         from moto.moto_api import _internal as moto_internal
 
         self._api.start()
-        if self._serve_ec2:
-            self._moto = _start_moto_server()
-            host, port = self._moto.get_host_and_port()
-            self._endpoint = f"http://{host}:{port}"
-        else:
-            # moto in this process: boto3 clients built while the mock runs (the functions'
-            # ones included) reach a fresh, empty account without any socket.
-            self._moto = mock_aws()
-            self._moto.start()
+        # moto in this process: boto3 clients built while the mock runs (the functions' ones
+        # included) reach a fresh, empty account without any socket.
+        self._moto = mock_aws()
+        self._moto.start()
         self.ec2 = boto3.client(
             "ec2",
             region_name=self.region,
-            endpoint_url=self._endpoint,
             aws_access_key_id="testing",
             aws_secret_access_key="testing",
         )
-        self._network()
+        create_demo_network(self.ec2)
         # Seeded after moto built its backend and our network (how much randomness those use
         # depends on what this process did before), so instance ids and addresses repeat.
         moto_internal.mock_random.seed(self._seed)
@@ -114,27 +131,6 @@ class SimWorld:
             self._moto.stop()
             self._moto = None
         self._api.stop()
-
-    def _network(self) -> None:
-        tags = [{"ResourceType": "", "Tags": [DEMO_TAG]}]
-
-        def tagged(kind: str) -> list[dict[str, Any]]:
-            return [{**tags[0], "ResourceType": kind}]
-
-        vpc = self.ec2.create_vpc(CidrBlock="10.0.0.0/16", TagSpecifications=tagged("vpc"))["Vpc"]["VpcId"]
-        for index, zone in enumerate(ZONES):
-            self.ec2.create_subnet(
-                VpcId=vpc,
-                CidrBlock=f"10.0.{index}.0/24",
-                AvailabilityZone=zone,
-                TagSpecifications=tagged("subnet"),
-            )
-        self.ec2.create_security_group(
-            GroupName="gpupool-demo-nodes",
-            Description="gpupool demo GPU nodes",
-            VpcId=vpc,
-            TagSpecifications=tagged("security-group"),
-        )
 
     # ---- what the functions and the simulated members use --------------------------------
     @property
@@ -146,7 +142,6 @@ class SimWorld:
             "AWS_DEFAULT_REGION": self.region,
             "AWS_ACCESS_KEY_ID": "testing",
             "AWS_SECRET_ACCESS_KEY": "testing",
-            **({"AWS_ENDPOINT_URL": self._endpoint} if self._endpoint else {}),
             "KUBECONFIG": str(self._api.kubeconfig_path),
             "GPUPOOL_KUBE_ACCESS": "kubeconfig",
         }
@@ -160,9 +155,9 @@ class SimWorld:
         done: list[str] = []
         for manifest in manifests:
             kind = str(manifest.get("kind"))
-            plural = _PLURALS.get(kind)
+            plural = DEMO_KINDS.get(kind)
             if plural is None:
-                raise ValueError(f"the demo installs only {', '.join(_PLURALS)}, not {kind}")
+                raise ValueError(f"the demo installs only {', '.join(DEMO_KINDS)}, not {kind}")
             self.objects.create("tensor-fusion.ai", plural, manifest)
             done.append(f"{kind}/{manifest['metadata']['name']}")
         return done
@@ -177,19 +172,3 @@ class SimWorld:
             for reservation in page.get("Reservations") or []
             for instance in reservation.get("Instances") or []
         ]
-
-
-def _start_moto_server() -> Any:
-    """moto's EC2 as a threaded HTTP server on a free port, starting from an empty account."""
-    import logging
-    from urllib.request import Request, urlopen
-
-    from moto.server import ThreadedMotoServer
-
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    with urlopen(Request(f"http://{host}:{port}/moto-api/reset", method="POST"), timeout=10) as response:
-        response.read()
-    return server

@@ -22,6 +22,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from gpupool.cli.errors import UserError
+
 NAME = "demo"
 HELP = "run the Provisioned-AWS story locally (embedded API server, moto, simulated clock) as a timeline"
 
@@ -32,6 +34,13 @@ def register(parser: argparse.ArgumentParser) -> None:
         "-v", "--verbose", action="store_true", help="show every plan action of every invocation"
     )
     parser.add_argument("--functions-dir", type=Path, metavar="DIR", help="where <FUNCTION>/app.py lives")
+    parser.add_argument(
+        "--prepare-sandbox",
+        type=Path,
+        metavar="ENV_FILE",
+        help="instead of the story: give a running `gpupool sandbox` (its D/env) the demo's network "
+        "and manifests, ready for `gpupool invoke`",
+    )
     parser.add_argument(
         "--story",
         choices=["scale", "never-join"],
@@ -77,8 +86,65 @@ def _print_text(result: Any, *, story: str, verbose: bool) -> None:
         print(f"  node {node} (claim {claim})")
 
 
+def prepare_sandbox(env_file: Path) -> list[str]:
+    """Create the demo network in the sandbox's EC2 and the demo manifests in its API server."""
+    import boto3
+    from botocore.exceptions import BotoCoreError, ClientError
+    from kubernetes import client, config
+    from kubernetes.client.exceptions import ApiException
+    from urllib3.exceptions import HTTPError
+
+    from gpupool.cli.commands.invoke import read_env_file
+    from gpupool.local.simulation_world import DEMO_KINDS, create_demo_network, demo_manifests
+
+    env = read_env_file(env_file)
+    endpoint, kubeconfig = env.get("AWS_ENDPOINT_URL"), env.get("KUBECONFIG")
+    if not endpoint or not kubeconfig:
+        raise UserError(
+            f"{env_file}: needs AWS_ENDPOINT_URL and KUBECONFIG (the env file `gpupool sandbox up` writes)"
+        )
+    ec2 = boto3.client(
+        "ec2",
+        region_name=env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or "us-east-1",
+        endpoint_url=endpoint,
+        aws_access_key_id=env.get("AWS_ACCESS_KEY_ID", "testing"),
+        aws_secret_access_key=env.get("AWS_SECRET_ACCESS_KEY", "testing"),
+    )
+    try:
+        created = create_demo_network(ec2)
+    except (BotoCoreError, ClientError) as error:
+        raise UserError(f"cannot prepare the sandbox's EC2 at {endpoint}: {error}") from None
+    done = ["EC2: demo VPC, subnets and security group " + ("created" if created else "already there")]
+    try:
+        api_client = config.new_client_from_config(config_file=kubeconfig)  # type: ignore[no-untyped-call]
+        custom = client.CustomObjectsApi(api_client)
+        for manifest in demo_manifests():
+            what = f"{manifest['kind']}/{manifest['metadata']['name']}"
+            try:
+                custom.create_cluster_custom_object(
+                    "tensor-fusion.ai", "v1", DEMO_KINDS[manifest["kind"]], manifest
+                )
+                done.append(f"Kubernetes: {what} created")
+            except ApiException as error:
+                if error.status != 409:
+                    raise UserError(f"cannot create {what}: {error.status} {error.reason}") from None
+                done.append(f"Kubernetes: {what} already there")
+    except (HTTPError, OSError, config.ConfigException) as error:
+        raise UserError(f"cannot reach the sandbox's API server ({kubeconfig}): {error}") from None
+    return done
+
+
 def run(args: argparse.Namespace) -> int:
     from dataclasses import replace
+
+    if args.prepare_sandbox is not None:
+        for line in prepare_sandbox(args.prepare_sandbox):
+            print(line)
+        print(
+            "next: gpupool invoke launch events/aws/scheduled-event.json --cloud aws "
+            f"--env {args.prepare_sandbox} --cluster tensor-fusion"
+        )
+        return 0
 
     from gpupool.adapters.wiring import build_aws_deps
     from gpupool.cli.commands.invoke import (

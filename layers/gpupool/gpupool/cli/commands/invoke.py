@@ -49,6 +49,9 @@ def register(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--cloud", choices=["aws"], default="aws", help="which handler flavour to run")
     parser.add_argument("--env", type=Path, metavar="FILE", help="KEY=VALUE file (e.g. a sandbox's D/env)")
+    parser.add_argument(
+        "--cluster", metavar="NAME", help="the TensorFusion cluster (sets GPUPOOL_CLUSTER_NAME)"
+    )
     parser.add_argument("--dry-run", action="store_true", help="print the plan, apply nothing")
     parser.add_argument("--json", action="store_true", help="print the outcome as JSON only")
     parser.add_argument("--functions-dir", type=Path, metavar="DIR", help="where <FUNCTION>/app.py lives")
@@ -240,13 +243,16 @@ def run(args: argparse.Namespace) -> int:
     module = load_function(args.function, args.functions_dir)
     event = read_event(args.event_file)
     environ = {**os.environ, **(read_env_file(args.env) if args.env else {})}
+    if args.cluster:
+        environ["GPUPOOL_CLUSTER_NAME"] = args.cluster
     from gpupool.adapters.wiring import ConfigError, build_aws_deps, read_aws_environment
 
     try:
         read_aws_environment(environ)
     except ConfigError as error:
         where = f" (from {args.env})" if args.env else " (pass --env D/env from `gpupool sandbox up`)"
-        raise UserError(f"environment{where}: {error}") from None
+        hint = "; pass --cluster NAME" if "GPUPOOL_CLUSTER_NAME" in str(error) else ""
+        raise UserError(f"environment{where}: {error}{hint}") from None
     with quiet_handler_output(verbose=args.verbose):
         handler = make_handler(module, lambda: build_aws_deps(environ), dry_run=args.dry_run)
         body = call_handler(handler, event)
