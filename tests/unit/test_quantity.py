@@ -50,6 +50,12 @@ def test_arithmetic_is_exact() -> None:
     assert parse_quantity("1Gi") > parse_quantity("1G")
 
 
+def test_a_sum_from_zero_takes_the_format_of_what_is_added() -> None:
+    total = sum((parse_quantity("16Gi"), parse_quantity("32Gi")), Quantity(0))
+    assert total.canonical() == "48Gi"
+    assert (parse_quantity("1") + parse_quantity("1Ki")).canonical() == "1025"
+
+
 def test_numbers_parse() -> None:
     assert Quantity.parse(3).canonical() == "3"
     assert Quantity.parse(0.25).canonical() == "250m"

@@ -106,11 +106,16 @@ class Quantity:
     def __float__(self) -> float:
         return float(self._value)
 
+    def _result_format(self, other: Quantity) -> _Format:
+        # Like apimachinery's Add on a zero Quantity{}: a sum that starts from zero takes the
+        # format of what is added, so summed VRAM prints as "48Gi", not as plain bytes.
+        return other._format if self._value == 0 else self._format
+
     def __add__(self, other: Quantity) -> Quantity:
-        return Quantity(self._value + other._value, self._format)
+        return Quantity(self._value + other._value, self._result_format(other))
 
     def __sub__(self, other: Quantity) -> Quantity:
-        return Quantity(self._value - other._value, self._format)
+        return Quantity(self._value - other._value, self._result_format(other))
 
     def __mul__(self, factor: int | Fraction) -> Quantity:
         return Quantity(self._value * factor, self._format)
