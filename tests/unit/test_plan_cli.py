@@ -156,3 +156,31 @@ def test_missing_file_and_bad_state(tmp_path: Path, capsys: pytest.CaptureFixtur
     state = _write(tmp_path, "s.yaml", POOL.replace("TFLOPS", "65").replace("MAX", "1000"))
     assert main(["plan", "--pool", pool, "--state", state]) == 2
     assert "unsupported kind GPUPool" in capsys.readouterr().err
+
+
+BIG_POOL = """\
+apiVersion: tensor-fusion.ai/v1
+kind: GPUPool
+metadata: {name: big}
+spec:
+  capacityConfig:
+    minResources: {tflops: "13587", vram: 3008Gi}
+"""
+
+
+def test_json_stays_clean_when_the_solver_needs_highs(tmp_path: Path) -> None:
+    """A ~100-node mix goes to HiGHS, whose banner is printed on file descriptor 1, not sys.stdout."""
+    import subprocess
+    import sys
+
+    path = _write(tmp_path, "big.yaml", BIG_POOL)
+    done = subprocess.run(
+        [sys.executable, "-m", "gpupool.cli.main", "plan", "--pool", path, "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert sum(n["count"] for n in result["nodes"]) <= 100 and result["gap"]["tflops"] == 13587.0
