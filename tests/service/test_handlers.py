@@ -429,7 +429,7 @@ def test_spot_warning_marks_the_claim_of_the_instance() -> None:
     warning["detail"]["instance-id"] = instance.instance_id
     result = _real("bind", world)(warning, None)
     assert result["status"] == "handled"
-    marked = [row for row in result["applied"] if row["instance_id"] == instance.instance_id]
+    marked = [row for row in result["applied"] if row.get("instance_id") == instance.instance_id]
     assert any(row["result"] == "applied" for row in marked)
 
 
