@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from gpupool.core.selection_pool import CapacityPlan
 
 NAME = "plan"
-HELP = "show the cheapest nodes that close a pool's capacity gap (exact, within maxResources)"
+HELP = "show the cheapest mix of nodes that closes a pool's capacity gap (exact, never past maxResources)"
 _GIB = 2**30
 
 
@@ -41,16 +41,23 @@ def register(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--pool-name", metavar="N", help="which pool, when FILE declares several")
     parser.add_argument(
-        "--cloud", choices=sorted(DEFAULT_REGIONS), help="catalog to plan with (default: from FILE)"
+        "--cloud",
+        choices=sorted(DEFAULT_REGIONS),
+        help="catalog to plan with (default: computingVendor.type in FILE, else aws)",
     )
     parser.add_argument(
-        "--region", metavar="R", help="region (default: defaultRegion in FILE, else the cloud's)"
+        "--region",
+        metavar="R",
+        help="region (default: defaultRegion in FILE, else us-east-1 on aws, cn-hangzhou on alibaba)",
     )
     parser.add_argument(
-        "--state", type=Path, metavar="FILE", help="existing GPUNode / GPUNodeClaim objects (YAML)"
+        "--state",
+        type=Path,
+        metavar="FILE",
+        help="the pool's GPUNode / GPUNodeClaim objects (YAML list or documents)",
     )
     parser.add_argument(
-        "--max-nodes", type=int, default=100, metavar="N", help="most nodes per plan (default 100)"
+        "--max-nodes", type=int, default=100, metavar="N", help="most nodes in one plan (default 100)"
     )
     parser.add_argument("--json", action="store_true", help="print a JSON object instead of a table")
 
