@@ -141,3 +141,11 @@ def test_delete_collection_by_label(core: client.CoreV1Api) -> None:
         core.create_node(node(f"n{index}", labels={"pool": "a" if index < 2 else "b"}))
     core.delete_collection_node(label_selector="pool=a")
     assert [n.metadata.name for n in core.list_node().items] == ["n2"]
+
+
+@pytest.mark.parametrize("name", ["default", "kube-system", "kube-public"])
+def test_system_namespaces_may_not_be_deleted(core: client.CoreV1Api, name: str) -> None:
+    with pytest.raises(ApiException) as raised:
+        core.delete_namespace(name)
+    assert raised.value.status == 403
+    assert core.read_namespace(name).status.phase == "Active"

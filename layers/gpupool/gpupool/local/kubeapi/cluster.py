@@ -2,8 +2,7 @@
 
 `Cluster` owns the store and the registry. Creating, updating or deleting a
 CustomResourceDefinition installs or removes the resources it serves (and their objects);
-`pods/binding` assigns a node; `pods/eviction` deletes a pod unless a PodDisruptionBudget
-in its namespace forbids it (429 TooManyRequests, as upstream).
+the pod subresources are delegated to `pods`. The system namespaces cannot be deleted.
 
 Must not: parse HTTP; the handler turns requests into these calls.
 """
@@ -11,26 +10,24 @@ Must not: parse HTTP; the handler turns requests into these calls.
 from __future__ import annotations
 
 import base64
-import copy
 import json
 from collections.abc import Callable
 from typing import Any
 
-from gpupool.local.kubeapi import errors
+from gpupool.local.kubeapi import errors, pods
 from gpupool.local.kubeapi.clock import Clock, rfc3339
 from gpupool.local.kubeapi.crd import established_status, resource_types, validate_crd
 from gpupool.local.kubeapi.objects import check_type, metadata
 from gpupool.local.kubeapi.patch import json_patch, merge_patch, strategic_merge_patch
 from gpupool.local.kubeapi.registry import Registry
 from gpupool.local.kubeapi.resources import BUILTIN_TYPES, ResourceType
-from gpupool.local.kubeapi.selectors import FieldSelector, LabelSelector, selector_from_object
+from gpupool.local.kubeapi.selectors import FieldSelector, LabelSelector
 from gpupool.local.kubeapi.store import Entry, Store
 
 JsonObject = dict[str, Any]
 CRDS = next(rt for rt in BUILTIN_TYPES if rt.plural == "customresourcedefinitions")
-PDBS = next(rt for rt in BUILTIN_TYPES if rt.plural == "poddisruptionbudgets")
-PODS = next(rt for rt in BUILTIN_TYPES if rt.plural == "pods")
 INITIAL_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+PROTECTED_NAMESPACES = frozenset({"default", "kube-system", "kube-public"})  # upstream's NamespaceLifecycle
 PATCH_TYPES = {
     "application/merge-patch+json": "merge",
     "application/json-patch+json": "json",
@@ -168,6 +165,10 @@ class Cluster:
         self, rt: ResourceType, namespace: str, name: str, options: JsonObject
     ) -> tuple[JsonObject, bool]:
         """Delete; returns the last state and whether the object is gone already."""
+        if rt.group == "" and rt.plural == "namespaces" and name in PROTECTED_NAMESPACES:
+            raise errors.ApiError(
+                403, "Forbidden", f'namespaces "{name}" is forbidden: this namespace may not be deleted'
+            )
         propagation = str(options.get("propagationPolicy") or "Background")
         if propagation not in ("Background", "Foreground", "Orphan"):
             raise errors.bad_request(f"unsupported propagationPolicy {propagation!r}")
@@ -202,93 +203,16 @@ class Cluster:
 
     # ----- pod subresources ----------------------------------------------------------------
     def bind(self, namespace: str, name: str, body: Any) -> JsonObject:
-        if not isinstance(body, dict):
-            raise errors.bad_request("a Binding must be a JSON object")
-        target = body.get("target") or {}
-        node = target.get("name")
-        if not node or target.get("kind", "Node") != "Node":
-            raise errors.invalid("Binding", "", name, [("target", "Invalid value: must name a Node")])
-        with self.store.lock:
-            pod = self.store.get(PODS, namespace, name)
-            assigned = (pod.get("spec") or {}).get("nodeName")
-            if assigned:
-                raise errors.ApiError(409, "Conflict", f'pod {name} is already assigned to node "{assigned}"')
-            self.store.mutate(
-                PODS, namespace, name, lambda p: _with_node(p, str(node)), status_only=False, trusted=True
-            )
-            now = rfc3339(self.clock.now())
-            self.store.mutate(PODS, namespace, name, lambda p: _scheduled(p, now), status_only=True)
-        return {
-            "apiVersion": "v1",
-            "kind": "Binding",
-            "metadata": {"name": name, "namespace": namespace},
-            "target": target,
-        }
+        return pods.bind(self.store, self.clock, namespace, name, body)
 
     def evict(self, namespace: str, name: str) -> JsonObject:
-        with self.store.lock:
-            pod = self.store.get(PODS, namespace, name)
-            labels = metadata(pod).get("labels") or {}
-            if _healthy(pod):
-                for pdb_entry in self.store.entries(PDBS, namespace)[0]:
-                    selector = selector_from_object((pdb_entry.obj.get("spec") or {}).get("selector") or {})
-                    if selector.requirements and selector.matches(labels):
-                        self._check_budget(namespace, pdb_entry.obj, selector)
-            self.store.delete(PODS, namespace, name)
-        return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success"}
-
-    def _check_budget(self, namespace: str, pdb: JsonObject, selector: LabelSelector) -> None:
-        pods = [
-            e.obj
-            for e in self.store.entries(PODS, namespace)[0]
-            if selector.matches(metadata(e.obj).get("labels") or {})
-            and not metadata(e.obj).get("deletionTimestamp")
-        ]
-        expected, healthy = len(pods), sum(1 for pod in pods if _healthy(pod))
-        spec = pdb.get("spec") or {}
-        if spec.get("minAvailable") is not None:
-            allowed = healthy - _scaled(spec["minAvailable"], expected)
-        elif spec.get("maxUnavailable") is not None:
-            allowed = _scaled(spec["maxUnavailable"], expected) - (expected - healthy)
-        else:
-            return
-        if allowed < 1:
-            raise errors.too_many_requests(
-                f"Cannot evict pod as it would violate the pod's disruption budget ({metadata(pdb)['name']})."
-            )
+        return pods.evict(self.store, namespace, name)
 
 
 def _as_object(value: Any) -> JsonObject:
     if not isinstance(value, dict):
         raise errors.ApiError(422, "Invalid", "the patched object is not a JSON object")
     return value
-
-
-def _with_node(pod: JsonObject, node: str) -> JsonObject:
-    updated = copy.deepcopy(pod)
-    updated.setdefault("spec", {})["nodeName"] = node
-    return updated
-
-
-def _scheduled(pod: JsonObject, now: str) -> JsonObject:
-    updated = copy.deepcopy(pod)
-    status = updated.setdefault("status", {})
-    conditions = [c for c in status.get("conditions") or [] if c.get("type") != "PodScheduled"]
-    conditions.append({"type": "PodScheduled", "status": "True", "lastTransitionTime": now})
-    status["conditions"] = conditions
-    return updated
-
-
-def _healthy(pod: JsonObject) -> bool:
-    return (pod.get("status") or {}).get("phase") == "Running"
-
-
-def _scaled(value: Any, total: int) -> int:
-    """An IntOrString budget: `3`, or `"50%"` of `total` rounded up, as upstream."""
-    text = str(value)
-    if text.endswith("%"):
-        return -(-int(text[:-1]) * total // 100)
-    return int(text)
 
 
 def _decode_continue(token: str) -> tuple[str, str]:
