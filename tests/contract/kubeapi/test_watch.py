@@ -136,3 +136,15 @@ def test_bad_timeout_is_400(core: client.CoreV1Api) -> None:
     with pytest.raises(ApiException) as raised:
         core.list_node(watch=True, timeout_seconds=-1, _preload_content=False)
     assert raised.value.status == 400
+
+
+def test_deleted_event_after_finalizer_removal_carries_the_final_state(core: client.CoreV1Api) -> None:
+    start = core.list_node().metadata.resource_version
+    core.create_node({"metadata": {"name": "n1", "finalizers": ["gpupool.dev/drain"]}})
+    core.delete_node("n1")
+    core.patch_node("n1", {"metadata": {"finalizers": None}}, _content_type="application/merge-patch+json")
+    events = list(watch.Watch().stream(core.list_node, resource_version=start, timeout_seconds=1))
+    assert [e["type"] for e in events] == ["ADDED", "MODIFIED", "DELETED"]
+    final = events[-1]["object"]
+    assert final.metadata.deletion_timestamp is not None and not final.metadata.finalizers
+    assert int(final.metadata.resource_version) > int(events[1]["object"].metadata.resource_version)

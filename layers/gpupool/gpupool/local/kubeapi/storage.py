@@ -146,13 +146,16 @@ class ObjectStorage:
             del self._events[: self._history]
         self.changed.notify_all()
 
-    def _remove(self, rt: ResourceType, namespace: str, name: str) -> JsonObject:
+    def _remove(
+        self, rt: ResourceType, namespace: str, name: str, final: JsonObject | None = None
+    ) -> JsonObject:
+        """Remove an object; `final` is its last state when an update is what removes it."""
         by_namespace = self._objects[rt.storage_key]
         entry = by_namespace[namespace].pop(name)
         if not by_namespace[namespace]:
             del by_namespace[namespace]
         self._rv += 1
-        gone = copy.deepcopy(entry.obj)
+        gone = copy.deepcopy(final if final is not None else entry.obj)
         metadata(gone)["resourceVersion"] = str(self._rv)
         uid = str(metadata(gone)["uid"])
         self._by_uid.pop(uid, None)

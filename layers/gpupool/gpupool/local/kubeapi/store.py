@@ -91,8 +91,7 @@ class Store(ObjectStorage):
             validate(rt, updated, None if trusted else current)
             updated_meta = metadata(updated)
             if updated_meta.get("deletionTimestamp") and not updated_meta.get("finalizers"):
-                self._remove(rt, namespace, name)
-                return updated
+                return self._remove(rt, namespace, name, final=updated)
             if same_content(updated, current):
                 return current
             return self._write(rt, namespace, updated, "MODIFIED", current).obj
