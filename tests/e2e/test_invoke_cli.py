@@ -1,13 +1,16 @@
-"""`gpupool invoke`: the real launch handler, in-process, against a running `gpupool sandbox`.
+"""`gpupool invoke`: the real handlers, in-process, against a running `gpupool sandbox`.
 
 The sandbox is the real one (`gpupool.local.sandbox.run_foreground`, what `gpupool sandbox up`
 runs, here on a thread of the test process; it writes `D/env`), prepared with
 `gpupool demo --prepare-sandbox D/env` (the demo's tagged network in moto, its
-TensorFusionCluster and GPUNodeClass in the API server). Covers: one schedule event delivered
-10 times → exactly the instances the first plan launched, counted in moto, one claim each;
-`--dry-run` plans and changes nothing; a JSON object that is no event → exit 0 with the
-ignore reason, nothing changed; missing / non-JSON / non-object event files, unknown
-functions and bad env files → exit 2 with one line and no traceback.
+TensorFusionCluster and GPUNodeClass in the API server).
+
+Covers: one schedule event delivered 10 times → exactly the instances the first plan
+launched, counted in moto, one claim each; the simulated kubelet (`gpupool demo --join-nodes D/env`)
+registers their nodes and `bind` binds every claim; `--dry-run` plans and changes nothing; a
+JSON object that is no event → exit 0 with the ignore reason, nothing changed; missing /
+non-JSON / non-object event files, unknown functions and bad env files → exit 2 with one
+line and no traceback.
 """
 
 from __future__ import annotations
@@ -138,6 +141,26 @@ def test_ten_deliveries_of_one_schedule_event_launch_exactly_what_the_plan_needs
     assert len(claims) == len(launched)
     tagged = sorted({t["Value"] for i in instances for t in i["Tags"] if t["Key"] == TAG_NODE_NAME})
     assert tagged == sorted(claims)
+
+
+def test_nodes_the_simulated_kubelet_registers_get_bound_by_the_bind_function(
+    sandbox: Sandbox, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, _ = _launch(capsys, sandbox, SCHEDULE_EVENT)
+    assert code == 0
+    claims = sandbox.names("gpunodeclaims")
+    capsys.readouterr()
+    assert main(["demo", "--join-nodes", str(sandbox.env)]) == 0
+    joined = capsys.readouterr().out
+    assert all(f"claim {claim}" in joined for claim in claims)
+    code, out, _ = _invoke(
+        capsys, "bind", str(SCHEDULE_EVENT), "--env", str(sandbox.env), "--cluster", "tensor-fusion", "--json"
+    )
+    assert code == 0, out
+    bound = {a["claim"] for a in json.loads(out)["plan"]["actions"] if a.get("phase") == "Bound"}
+    assert bound == set(claims)
+    listed = sandbox.custom.list_cluster_custom_object("tensor-fusion.ai", "v1", "gpunodeclaims")["items"]
+    assert {item["status"]["phase"] for item in listed} == {"Bound"}
 
 
 def test_dry_run_prints_the_plan_and_changes_nothing(

@@ -35,7 +35,7 @@ from gpupool.core.model.constants import (
     pool_label,
 )
 from gpupool.local.kubeapi import Clock
-from gpupool.local.simulation_kube import JsonObject, KubeObjects
+from gpupool.local.simulation_kube import JsonObject, ObjectStore
 
 __all__ = ["KubeletChange", "KubeletSim", "SimInstance", "ec2_instances"]
 
@@ -94,7 +94,7 @@ class KubeletSim:
 
     def __init__(
         self,
-        objects: KubeObjects,
+        objects: ObjectStore,
         *,
         instances: Callable[[], Sequence[SimInstance]],
         clock: Clock,

@@ -27,7 +27,7 @@ from gpupool.core.model.constants import (
     LABEL_WORKLOAD,
 )
 from gpupool.core.quantity import Quantity
-from gpupool.local.simulation_kube import JsonObject, KubeObjects
+from gpupool.local.simulation_kube import JsonObject, ObjectStore
 
 __all__ = ["Workload", "end_workload", "start_workload"]
 
@@ -42,7 +42,7 @@ class Workload:
     pods: tuple[tuple[str, str], ...]  # (pod name, node name)
 
 
-def _gpus_on(objects: KubeObjects, node: str) -> list[JsonObject]:
+def _gpus_on(objects: ObjectStore, node: str) -> list[JsonObject]:
     return [
         g
         for g in objects.list(API_GROUP, "gpus")
@@ -50,7 +50,7 @@ def _gpus_on(objects: KubeObjects, node: str) -> list[JsonObject]:
     ]
 
 
-def _set_available(objects: KubeObjects, node: str, *, used: bool) -> None:
+def _set_available(objects: ObjectStore, node: str, *, used: bool) -> None:
     """The node agent's view: a used GPU has nothing available; a free one has its capacity."""
     gpus = _gpus_on(objects, node)
     for gpu in gpus:
@@ -69,7 +69,7 @@ def _set_available(objects: KubeObjects, node: str, *, used: bool) -> None:
     objects.patch_status(API_GROUP, "gpunodes", node, patch)
 
 
-def start_workload(objects: KubeObjects, name: str, nodes: Sequence[str], *, pool: str) -> Workload:
+def start_workload(objects: ObjectStore, name: str, nodes: Sequence[str], *, pool: str) -> Workload:
     """One worker pod per node, each using all of the node's GPUs."""
     pods: list[tuple[str, str]] = []
     for index, node in enumerate(nodes):
@@ -105,7 +105,7 @@ def start_workload(objects: KubeObjects, name: str, nodes: Sequence[str], *, poo
     return Workload(name=name, pods=tuple(pods))
 
 
-def end_workload(objects: KubeObjects, workload: Workload) -> None:
+def end_workload(objects: ObjectStore, workload: Workload) -> None:
     """Delete the workload's pods and give their GPUs back."""
     for pod_name, node in workload.pods:
         objects.delete("", "pods", pod_name, namespace=NAMESPACE)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Mapping
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +41,13 @@ def register(parser: argparse.ArgumentParser) -> None:
         metavar="ENV_FILE",
         help="instead of the story: give a running `gpupool sandbox` (its D/env) the demo's network "
         "and manifests, ready for `gpupool invoke`",
+    )
+    parser.add_argument(
+        "--join-nodes",
+        type=Path,
+        metavar="ENV_FILE",
+        help="instead of the story: one step of the simulated kubelet against a running sandbox: a node "
+        "(GPUNode, GPUs) for each running claim instance, none for a terminated one",
     )
     parser.add_argument(
         "--story",
@@ -86,16 +94,12 @@ def _print_text(result: Any, *, story: str, verbose: bool) -> None:
         print(f"  node {node} (claim {claim})")
 
 
-def prepare_sandbox(env_file: Path) -> list[str]:
-    """Create the demo network in the sandbox's EC2 and the demo manifests in its API server."""
+def _sandbox_clients(env_file: Path) -> tuple[dict[str, str], Any, Any]:
+    """The env file's values, a boto3 EC2 client and a Kubernetes ApiClient for that sandbox."""
     import boto3
-    from botocore.exceptions import BotoCoreError, ClientError
-    from kubernetes import client, config
-    from kubernetes.client.exceptions import ApiException
-    from urllib3.exceptions import HTTPError
+    from kubernetes import config
 
     from gpupool.cli.commands.invoke import read_env_file
-    from gpupool.local.simulation_world import DEMO_KINDS, create_demo_network, demo_manifests
 
     env = read_env_file(env_file)
     endpoint, kubeconfig = env.get("AWS_ENDPOINT_URL"), env.get("KUBECONFIG")
@@ -103,20 +107,65 @@ def prepare_sandbox(env_file: Path) -> list[str]:
         raise UserError(
             f"{env_file}: needs AWS_ENDPOINT_URL and KUBECONFIG (the env file `gpupool sandbox up` writes)"
         )
+    env.setdefault("AWS_REGION", env.get("AWS_DEFAULT_REGION") or "us-east-1")
     ec2 = boto3.client(
         "ec2",
-        region_name=env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or "us-east-1",
+        region_name=env["AWS_REGION"],
         endpoint_url=endpoint,
         aws_access_key_id=env.get("AWS_ACCESS_KEY_ID", "testing"),
         aws_secret_access_key=env.get("AWS_SECRET_ACCESS_KEY", "testing"),
     )
+    try:
+        api_client = config.new_client_from_config(config_file=kubeconfig)  # type: ignore[no-untyped-call]
+    except (OSError, config.ConfigException) as error:
+        raise UserError(f"{kubeconfig}: not a usable kubeconfig: {error}") from None
+    return env, ec2, api_client
+
+
+def join_nodes(env_file: Path) -> list[str]:
+    """One simulated-kubelet step (no boot delay) against a running sandbox."""
+    from botocore.exceptions import BotoCoreError, ClientError
+    from urllib3.exceptions import HTTPError
+
+    from gpupool.local.kubeapi import SystemClock
+    from gpupool.local.kubelet_sim import KubeletSim, ec2_instances
+    from gpupool.local.simulation_kube import ClientObjects, ClientObjectsError
+
+    env, ec2, api_client = _sandbox_clients(env_file)
+    kubelet = KubeletSim(
+        ClientObjects(api_client),
+        instances=lambda: ec2_instances(ec2, region=env["AWS_REGION"]),
+        clock=SystemClock(),
+        boot_delay=timedelta(0),
+    )
+    try:
+        changes = kubelet.step()
+    except (BotoCoreError, ClientError, ClientObjectsError, HTTPError, OSError) as error:
+        raise UserError(f"cannot simulate the kubelet against {env_file}: {error}") from None
+    return [
+        f"node {c.node} {'joined for' if c.change == 'joined' else 'left with'} claim {c.claim} "
+        f"(instance {c.instance_id})"
+        for c in changes
+    ] or ["no node to register or remove"]
+
+
+def prepare_sandbox(env_file: Path) -> list[str]:
+    """Create the demo network in the sandbox's EC2 and the demo manifests in its API server."""
+    from botocore.exceptions import BotoCoreError, ClientError
+    from kubernetes import client
+    from kubernetes.client.exceptions import ApiException
+    from urllib3.exceptions import HTTPError
+
+    from gpupool.local.simulation_world import DEMO_KINDS, create_demo_network, demo_manifests
+
+    env, ec2, api_client = _sandbox_clients(env_file)
+    endpoint = env["AWS_ENDPOINT_URL"]
     try:
         created = create_demo_network(ec2)
     except (BotoCoreError, ClientError) as error:
         raise UserError(f"cannot prepare the sandbox's EC2 at {endpoint}: {error}") from None
     done = ["EC2: demo VPC, subnets and security group " + ("created" if created else "already there")]
     try:
-        api_client = config.new_client_from_config(config_file=kubeconfig)  # type: ignore[no-untyped-call]
         custom = client.CustomObjectsApi(api_client)
         for manifest in demo_manifests():
             what = f"{manifest['kind']}/{manifest['metadata']['name']}"
@@ -129,14 +178,18 @@ def prepare_sandbox(env_file: Path) -> list[str]:
                 if error.status != 409:
                     raise UserError(f"cannot create {what}: {error.status} {error.reason}") from None
                 done.append(f"Kubernetes: {what} already there")
-    except (HTTPError, OSError, config.ConfigException) as error:
-        raise UserError(f"cannot reach the sandbox's API server ({kubeconfig}): {error}") from None
+    except (HTTPError, OSError) as error:
+        raise UserError(f"cannot reach the sandbox's API server ({env['KUBECONFIG']}): {error}") from None
     return done
 
 
 def run(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
+    if args.join_nodes is not None:
+        for line in join_nodes(args.join_nodes):
+            print(line)
+        return 0
     if args.prepare_sandbox is not None:
         for line in prepare_sandbox(args.prepare_sandbox):
             print(line)
