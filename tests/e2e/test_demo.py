@@ -5,11 +5,12 @@ story's end state from what it read back from Kubernetes and moto: every claim r
 the spike raised capacity above the minimum (a third claim); compaction removed exactly the
 surplus, only after the 5-minute new-node protection, leaving the pool at its minimum; the
 removed claim's instance is terminated and every live instance belongs to a live claim (no
-orphan); nodes match claims. Also: the run is repeatable (same timeline twice), and a node
-that never joins is failed at the registration timeout, its instance terminated and the gap
-refilled (the simulated kubelet's never-join switch, with the real bind and launch handlers);
-and the simulated kubelet registers nodes as the functions expect them (claim label, GPU
-label, instance-type and zone labels, providerID, Ready, GPUNode capacity from the catalog).
+orphan); nodes match claims. Also: the run is repeatable (same timeline twice); a node that
+never joins is failed at the registration timeout, its instance terminated and the gap
+refilled (the simulated kubelet's never-join switch, with the real bind and launch handlers),
+with the caller's AWS_* variables kept out of the world; and the simulated kubelet registers
+nodes as the functions expect them (claim label, GPU label, instance-type and zone labels,
+providerID, Ready, GPUNode capacity from the catalog).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import os
 from collections.abc import Mapping
 from dataclasses import replace
 from datetime import datetime, timedelta
@@ -108,7 +110,9 @@ def test_demo_is_repeatable(demo: dict[str, Any]) -> None:
     assert first["final"] == second["final"]
 
 
-def test_a_node_that_never_joins_is_failed_terminated_and_replaced() -> None:
+def test_a_node_that_never_joins_is_failed_terminated_and_replaced(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The caller's AWS settings (here: a sandbox's endpoint that is down) stay out of the world.
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9")
     modules = {name: load_function(name) for name in FUNCTIONS}
     with SimWorld() as world:
         deps = replace(build_aws_deps(world.environ), clock=world.clock, new_suffix=world.new_suffix)
@@ -118,6 +122,7 @@ def test_a_node_that_never_joins_is_failed_terminated_and_replaced() -> None:
             return call_handler(handlers[function], event)
 
         result = Simulation(world, invoke, STORIES["never-join"][1]).run()
+    assert os.environ["AWS_ENDPOINT_URL"] == "http://127.0.0.1:9"
     doomed = next(iter(result.claim_phases))
     history = result.claim_phases[doomed]
     assert "Failed" in history and "Bound" not in history

@@ -14,6 +14,7 @@ Must not: make any decision or call the service; the demo wires the real handler
 
 from __future__ import annotations
 
+import os
 import random
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
@@ -87,6 +88,7 @@ class SimWorld:
         self._seed = seed
         self._api = EmbeddedKubeAPI(clock=self.clock)
         self._moto: Any = None
+        self._saved_aws: dict[str, str] | None = None
         self.ec2: Any = None
         self.objects = KubeObjects(self._api.cluster)
         self._suffixes = random.Random(seed)
@@ -110,6 +112,11 @@ class SimWorld:
         from moto import mock_aws
         from moto.moto_api import _internal as moto_internal
 
+        # The world is its own AWS account: the caller's AWS_* settings (a profile, an endpoint
+        # such as a sandbox's) must not leak into the clients built while it runs; restored on close.
+        self._saved_aws = {k: v for k, v in os.environ.items() if k.startswith("AWS_")}
+        for key in self._saved_aws:
+            del os.environ[key]
         self._api.start()
         # moto in this process: boto3 clients built while the mock runs (the functions' ones
         # included) reach a fresh, empty account without any socket.
@@ -131,6 +138,11 @@ class SimWorld:
             self._moto.stop()
             self._moto = None
         self._api.stop()
+        if self._saved_aws is not None:
+            for key in [k for k in os.environ if k.startswith("AWS_")]:
+                del os.environ[key]
+            os.environ.update(self._saved_aws)
+            self._saved_aws = None
 
     # ---- what the functions and the simulated members use --------------------------------
     @property
