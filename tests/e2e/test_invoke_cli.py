@@ -37,6 +37,7 @@ from gpupool.local.sandbox_files import SandboxFiles
 
 REPO = Path(__file__).resolve().parents[2]
 SCHEDULE_EVENT = REPO / "events" / "aws" / "scheduled-event.json"
+NODE_JOINED_EVENT = REPO / "events" / "aws" / "function-url-node-joined.json"
 
 
 @dataclass
@@ -153,8 +154,16 @@ def test_nodes_the_simulated_kubelet_registers_get_bound_by_the_bind_function(
     assert main(["demo", "--join-nodes", str(sandbox.env)]) == 0
     joined = capsys.readouterr().out
     assert all(f"claim {claim}" in joined for claim in claims)
+    # The relay's node.joined CloudEvent on the Function URL (an HTTP response comes back).
     code, out, _ = _invoke(
-        capsys, "bind", str(SCHEDULE_EVENT), "--env", str(sandbox.env), "--cluster", "tensor-fusion", "--json"
+        capsys,
+        "bind",
+        str(NODE_JOINED_EVENT),
+        "--env",
+        str(sandbox.env),
+        "--cluster",
+        "tensor-fusion",
+        "--json",
     )
     assert code == 0, out
     bound = {a["claim"] for a in json.loads(out)["plan"]["actions"] if a.get("phase") == "Bound"}
@@ -193,6 +202,19 @@ def test_an_object_that_is_no_event_is_ignored_with_its_reason(
     assert outcome["plan"]["actions"] == [] and outcome["applied"] == [] and outcome["errors"] == []
     assert any(reason.startswith("ignored: ") for reason in outcome["plan"]["reasons"])
     assert sandbox.instances() == [] and sandbox.names("gpunodeclaims") == []
+    # A relay event sent to the wrong function: the Function URL answers 400, invoke exits 0.
+    code, out, _ = _invoke(
+        capsys,
+        "compact",
+        str(NODE_JOINED_EVENT),
+        "--env",
+        str(sandbox.env),
+        "--cluster",
+        "tensor-fusion",
+        "--json",
+    )
+    assert code == 0
+    assert any("bind function" in reason for reason in json.loads(out)["plan"]["reasons"])
 
 
 @pytest.mark.parametrize(
