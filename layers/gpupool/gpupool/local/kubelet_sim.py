@@ -243,13 +243,14 @@ class KubeletSim:
         changes: list[KubeletChange] = []
         for node in self._objects.list("", "nodes"):
             provider = str(node.get("spec", {}).get("providerID") or "")
-            if not provider.startswith("aws:///"):
-                continue
+            labels = node["metadata"].get("labels") or {}
+            if not provider.startswith("aws:///") or LABEL_NODE_PROVISIONER not in labels:
+                continue  # only nodes provisioned for claims are ours to remove
             instance_id = provider.rsplit("/", 1)[-1]
             if instance_id in live:
                 continue
             name = node["metadata"]["name"]
-            claim = (node["metadata"].get("labels") or {}).get(LABEL_NODE_PROVISIONER)
+            claim = labels.get(LABEL_NODE_PROVISIONER)
             for gpu in self._objects.list(API_GROUP, "gpus"):
                 if (gpu["metadata"].get("labels") or {}).get("kubernetes.io/hostname") == name:
                     self._objects.delete(API_GROUP, "gpus", gpu["metadata"]["name"])
