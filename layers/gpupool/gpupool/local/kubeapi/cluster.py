@@ -36,9 +36,10 @@ PATCH_TYPES = {
 
 
 class Cluster:
-    def __init__(self, clock: Clock, *, watch_history: int = 200_000) -> None:
+    def __init__(self, clock: Clock, *, watch_history: int = 200_000, enforce_schemas: bool = True) -> None:
         self.clock = clock
         self.store = Store(clock, history=watch_history)
+        self.store.enforce_schemas = enforce_schemas
         self.registry = Registry()
         self.store.removal_hooks.append(self._on_removed)
         namespaces = next(rt for rt in BUILTIN_TYPES if rt.plural == "namespaces")

@@ -1,8 +1,8 @@
 """CustomResourceDefinitions: validate one, and turn it into the resource types it serves.
 
 A CRD named `<plural>.<group>` serves each version with `served: true`, cluster- or
-namespace-scoped, with a status subresource where the version declares one. Schemas are kept
-on the CRD for clients but not enforced on custom objects (no pruning, no defaulting).
+namespace-scoped, with a status subresource where the version declares one. Each version's
+schema travels with its type; `schema.conform` prunes and validates objects against it.
 
 Must not: store objects or register types itself; `cluster` wires CRDs to the registry.
 """
@@ -92,6 +92,7 @@ def resource_types(crd: JsonObject) -> list[ResourceType]:
                 categories=tuple(names.get("categories") or ()),
                 field_paths=COMMON_FIELDS,
                 list_kind=str(names.get("listKind") or ""),
+                schema=(version.get("schema") or {}).get("openAPIV3Schema"),
                 printer_columns=tuple(
                     (
                         str(column.get("name")),

@@ -10,7 +10,9 @@ Must not: hold objects; storage lives in `store`.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 COMMON_FIELDS = frozenset({"metadata.name", "metadata.namespace"})
 VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
@@ -35,6 +37,8 @@ class ResourceType:
     tracks_generation: bool = True
     # A CRD's additionalPrinterColumns: (name, type, jsonPath) for kubectl's tables.
     printer_columns: tuple[tuple[str, str, str], ...] = ()
+    # A CRD version's openAPIV3Schema (custom resources only), enforced when the server says so.
+    schema: Mapping[str, Any] | None = field(default=None, compare=False, hash=False)
 
     @property
     def api_version(self) -> str:

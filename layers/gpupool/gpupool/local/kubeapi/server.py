@@ -69,10 +69,12 @@ class EmbeddedKubeAPI:
         install_karpenter_crds: bool = True,
         extra_crds: Iterable[JsonObject] = (),
         watch_history: int = 200_000,
+        enforce_schemas: bool = True,
     ) -> None:
-        """`watch_history`: how many recent changes a watch may resume from (older → 410)."""
+        """`watch_history`: how many recent changes a watch may resume from (older → 410).
+        `enforce_schemas`: prune and validate custom resources against their CRD schemas."""
         self.clock: Clock = clock or SystemClock()
-        self.cluster = Cluster(self.clock, watch_history=watch_history)
+        self.cluster = Cluster(self.clock, watch_history=watch_history, enforce_schemas=enforce_schemas)
         self._address = (host, port)
         self._kubeconfig_path = Path(kubeconfig_path) if kubeconfig_path is not None else None
         self._tempdir: tempfile.TemporaryDirectory[str] | None = None

@@ -62,6 +62,7 @@ class ObjectStorage:
         self.lock = threading.RLock()
         self.changed = threading.Condition(self.lock)
         self.closed = False
+        self.enforce_schemas = True
         self.removal_hooks: list[Callable[[ResourceType, JsonObject], None]] = []
         self._history = history
         self._rv = 0

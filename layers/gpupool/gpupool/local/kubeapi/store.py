@@ -19,6 +19,7 @@ from gpupool.local.kubeapi import errors
 from gpupool.local.kubeapi.clock import rfc3339
 from gpupool.local.kubeapi.objects import metadata, prepare_create, prepare_update, same_content
 from gpupool.local.kubeapi.resources import ResourceType
+from gpupool.local.kubeapi.schema import conform
 from gpupool.local.kubeapi.storage import NAMESPACES, Entry, ObjectStorage, WatchEvent
 from gpupool.local.kubeapi.validation import validate
 
@@ -35,13 +36,22 @@ class Store(ObjectStorage):
             if rt.namespaced:
                 assert namespace is not None
                 self._check_namespace_accepts(namespace)
-            obj = prepare_create(rt, body, namespace, self.clock.now())
+            obj = self._conform(rt, prepare_create(rt, body, namespace, self.clock.now()))
             validate(rt, obj)
             meta = metadata(obj)
             ns = str(meta.get("namespace") or "")
             if meta["name"] in self._objects.get(rt.storage_key, {}).get(ns, {}):
                 raise errors.already_exists(rt.group, rt.plural, meta["name"])
             return self._write(rt, ns, obj, "ADDED", None).obj
+
+    def _conform(self, rt: ResourceType, obj: JsonObject) -> JsonObject:
+        """Prune and validate a custom resource against its CRD schema (when enforced)."""
+        if not self.enforce_schemas or rt.schema is None:
+            return obj
+        pruned, problems = conform(rt.schema, obj)
+        if problems:
+            raise errors.invalid(rt.kind, rt.group, str(metadata(obj).get("name") or ""), problems)
+        return pruned
 
     def _check_namespace_accepts(self, namespace: str) -> None:
         found = self._objects.get(NAMESPACES.storage_key, {}).get("", {}).get(namespace)
@@ -87,7 +97,7 @@ class Store(ObjectStorage):
             wanted_rv = metadata(candidate).get("resourceVersion")
             if wanted_rv not in (None, "") and str(wanted_rv) != metadata(current)["resourceVersion"]:
                 raise errors.conflict(rt.group, rt.plural, name)
-            updated = prepare_update(rt, current, candidate, status_only=status_only)
+            updated = self._conform(rt, prepare_update(rt, current, candidate, status_only=status_only))
             validate(rt, updated, None if trusted else current)
             updated_meta = metadata(updated)
             if updated_meta.get("deletionTimestamp") and not updated_meta.get("finalizers"):
