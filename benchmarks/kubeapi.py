@@ -111,6 +111,19 @@ def main() -> None:
             median, worst, items = _latency(conn, path, 20)
             print(f"  {label:<50} {items:>6} items  median {median:7.1f} ms  max {worst:7.1f} ms")
 
+        from kubernetes import client, config  # the official client: what gpupool's adapters use
+
+        core = client.CoreV1Api(config.new_client_from_config(config_file=str(api.kubeconfig_path)))
+        samples = []
+        for _ in range(5):
+            began = time.perf_counter()
+            found = core.list_namespaced_pod("bench", label_selector="app=app-3")
+            samples.append((time.perf_counter() - began) * 1000)
+        print(
+            f"  {'official client, app=app-3, deserialized':<50} {len(found.items):>6} items  "
+            f"median {statistics.median(samples):7.1f} ms  max {max(samples):7.1f} ms"
+        )
+
         received: list[bytes] = []
         ready = threading.Event()
         rv = json.loads(conn.call("GET", "/api/v1/namespaces/bench/pods?limit=1")[1])["metadata"][
