@@ -33,6 +33,8 @@ DEFAULT_MAX_NODES = 100
 # Nodes the pure search may visit before the MILP accelerator takes over (when installed), and
 # before it gives up without one, returning its best plan marked not proven optimal.
 PURE_SEARCH_BUDGET = 5_000
+# Nodes of the first pass, whose best plan lets reduced-cost fixing drop candidates.
+FIRST_PASS_BUDGET = 300
 UNACCELERATED_SEARCH_BUDGET = 2_000_000
 _UNBOUNDED = 1 << 62
 
@@ -155,17 +157,65 @@ class _Search:
         if key < self.best_key or self.best_key[0] == 1 or names < self.best_names:
             self.best_key, self.best_counts, self.best_names = key, list(self.counts), names
 
+    def possibly_optimal(self) -> list[int]:
+        """Indices of candidates that can appear in a plan no dearer than the best found
+        (reduced-cost fixing: each LP facet n is dual-feasible, so a plan costs at least
+        n·need + Σ (price_i − n·size_i)·x_i; a candidate whose reduced price alone exceeds
+        best − n·need cannot be used). Only for full covers; otherwise every index."""
+        if not self.best_counts or -self.best_key[0] != self.full:
+            return list(range(len(self.items)))
+        best = self.best_key[1]
+        tolerance = 1.0 + best * 1e-9
+        kept = []
+        for i, c in enumerate(self.items):
+            if all(
+                c.price - (nt * c.tflops + nv * c.vram)
+                <= best - (nt * self.need_t + nv * self.need_v) + tolerance
+                for nt, nv in self.facets[0]
+            ):
+                kept.append(i)
+        return kept
+
+    def finish(self) -> bool:
+        """Run the search from the root; False when the budget ran out first."""
+        self.counts = [0] * len(self.items)
+        try:
+            self.run(0, 0, 0, 0, 0)
+        except _BudgetSpent:
+            return False
+        return True
+
+    def result(self, *, proven: bool = True) -> Selection:
+        counts = self.best_counts or [0] * len(self.items)
+        return _selection(self.items, counts, self.need_t, self.need_v, proven=proven)
+
+    def narrowed(self, budget: int) -> _Search:
+        """A search over `possibly_optimal` candidates that starts from this one's best plan."""
+        kept = self.possibly_optimal()
+        narrow = _Search(
+            [self.items[i] for i in kept],
+            (self.need_t, self.need_v),
+            (self.cap_t, self.cap_v),
+            self.max_nodes,
+            budget,
+        )
+        if self.best_counts:
+            narrow.best_key, narrow.best_names = self.best_key, self.best_names
+            narrow.best_counts = [self.best_counts[i] for i in kept]
+        return narrow
+
     def _cost_bound(self, k: int, rem_t: int, rem_v: int) -> float:
         """The exact LP value of covering what remains with candidates k… (selection_bound)."""
         rt, rv = max(rem_t, 0), max(rem_v, 0)
         return max(nt * rt + nv * rv for nt, nv in self.facets[k])
 
-    def run(self, k: int, tflops: int, vram: int, cost: int, nodes: int) -> None:
+    def run(self, k: int, tflops: int, vram: int, cost: int, nodes: int, fresh: bool = True) -> None:
         if self.budget is not None:
             self.budget -= 1
             if self.budget < 0:
                 raise _BudgetSpent
-        self._offer(tflops, vram, cost, nodes)
+        if fresh:  # a zero count repeats the parent's plan, already offered
+            self._offer(tflops, vram, cost, nodes)
         rem_t, rem_v = self.need_t - tflops, self.need_v - vram
         if k == len(self.items) or (rem_t <= 0 and rem_v <= 0):
             return  # nothing left to choose, or covered: more nodes only cost more
@@ -187,7 +237,12 @@ class _Search:
         for count in range(upper, -1, -1):
             self.counts[k] = count
             self.run(
-                k + 1, tflops + count * c.tflops, vram + count * c.vram, cost + count * c.price, nodes + count
+                k + 1,
+                tflops + count * c.tflops,
+                vram + count * c.vram,
+                cost + count * c.price,
+                nodes + count,
+                count > 0,
             )
         self.counts[k] = 0
 
@@ -219,29 +274,24 @@ def select_cheapest(
     if (need_t == 0 and need_v == 0) or not candidates:
         return _selection([], [], need_t, need_v)
     items = sorted(_distinct_sizes(candidates), key=lambda c: (_alone_cost(c, need_t, need_v), c.name))
-    use_milp = accelerate and milp_available()
     budget = PURE_SEARCH_BUDGET if pure_budget is None else pure_budget
-    search = _Search(items, (need_t, need_v), (cap_t, cap_v), max_nodes, budget)
-    try:
-        search.run(0, 0, 0, 0, 0)
-        return _selection(items, search.best_counts, need_t, need_v)
-    except _BudgetSpent:
-        pass
-    if use_milp:
-        counts = solve_by_milp(items, need=(need_t, need_v), cap=(cap_t, cap_v), max_nodes=max_nodes)
+    search = _Search(items, (need_t, need_v), (cap_t, cap_v), max_nodes, min(budget, FIRST_PASS_BUDGET))
+    if search.finish():
+        return search.result()
+    # Drop candidates that cannot beat the plan found so far, then search again from that plan.
+    search = search.narrowed(max(budget - FIRST_PASS_BUDGET, 0))
+    if search.finish():
+        return search.result()
+    if accelerate and milp_available():
+        counts = solve_by_milp(search.items, need=(need_t, need_v), cap=(cap_t, cap_v), max_nodes=max_nodes)
         if counts is not None:
-            milp = _selection(items, counts, need_t, need_v, proven=True)
-            found = search.best_counts or [0] * len(items)
-            return min(milp, _selection(items, found, need_t, need_v), key=_order)
+            milp = _selection(search.items, counts, need_t, need_v, proven=True)
+            return min(milp, search.result(), key=_order)
     else:
         search.budget = UNACCELERATED_SEARCH_BUDGET
-        search.counts = [0] * len(items)  # the interrupted path left counts behind
-        try:
-            search.run(0, 0, 0, 0, 0)
-            return _selection(items, search.best_counts, need_t, need_v)
-        except _BudgetSpent:
-            pass
-    return _selection(items, search.best_counts or [0] * len(items), need_t, need_v, proven=False)
+        if search.finish():
+            return search.result()
+    return search.result(proven=False)
 
 
 def select_single_type(
