@@ -18,6 +18,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from gpupool.local.kubeapi import discovery, errors, tables
 from gpupool.local.kubeapi.cluster import Cluster
+from gpupool.local.kubeapi.resources import ResourceType
 from gpupool.local.kubeapi.routes import DiscoveryPath, ResourcePath, parse
 from gpupool.local.kubeapi.selectors import parse_field_selector, parse_label_selector
 from gpupool.local.kubeapi.watch import watch_lines
@@ -134,7 +135,7 @@ class KubeRequestHandler(BaseHTTPRequestHandler):
         if isinstance(target, DiscoveryPath):
             return 200, self._discovery(target)
         if target is None:
-            raise errors.ApiError(404, "NotFound", "the server could not find the requested resource")
+            raise _no_such_path()
         return self._resource(cluster, method, target, query, body)
 
     def _discovery(self, target: DiscoveryPath) -> JsonObject:
@@ -150,7 +151,7 @@ class KubeRequestHandler(BaseHTTPRequestHandler):
         else:
             found = discovery.resource_list(registry, target.group, target.version)
         if found is None:
-            raise errors.ApiError(404, "NotFound", "the server could not find the requested resource")
+            raise _no_such_path()
         return found
 
     def _resource(
@@ -158,18 +159,18 @@ class KubeRequestHandler(BaseHTTPRequestHandler):
     ) -> tuple[int, JsonObject | bytes] | Iterator[bytes]:
         rt = cluster.resolve(target.group, target.version, target.plural)
         if rt.namespaced is False and target.namespace is not None:
-            raise errors.ApiError(404, "NotFound", "the server could not find the requested resource")
+            raise _no_such_path()
         namespace = target.namespace if rt.namespaced else ""
         sub = target.subresource
         if sub is not None and not (sub == "status" and rt.has_status) and sub not in rt.subresources:
-            raise errors.ApiError(404, "NotFound", "the server could not find the requested resource")
+            raise _no_such_path()
         if target.name is None:
             return self._collection(
                 cluster, method, rt, target.namespace if rt.namespaced else None, query, body
             )
         assert namespace is not None
         if rt.namespaced and target.namespace is None:
-            raise errors.ApiError(404, "NotFound", "the server could not find the requested resource")
+            raise _no_such_path()
         if method == "GET" and sub in (None, "status"):
             obj = cluster.get(rt, namespace, target.name)
             if tables.wants_table(self.headers.get("Accept", "")):
@@ -199,7 +200,13 @@ class KubeRequestHandler(BaseHTTPRequestHandler):
         raise errors.method_not_allowed(f"{method} is not supported on this path")
 
     def _collection(
-        self, cluster: Cluster, method: str, rt: Any, namespace: str | None, query: dict[str, str], body: Any
+        self,
+        cluster: Cluster,
+        method: str,
+        rt: ResourceType,
+        namespace: str | None,
+        query: dict[str, str],
+        body: Any,
     ) -> tuple[int, JsonObject | bytes] | Iterator[bytes]:
         if method == "POST":
             if rt.namespaced and namespace is None:
@@ -255,3 +262,7 @@ def _number(query: dict[str, str], name: str) -> float:
     if value < 0:
         raise errors.bad_request(f"{name} must not be negative")
     return value
+
+
+def _no_such_path() -> errors.ApiError:
+    return errors.ApiError(404, "NotFound", "the server could not find the requested resource")
