@@ -223,6 +223,14 @@ def test_bad_states_have_clear_messages(tmp_path: Path) -> None:
     assert not (tmp_path / "sandbox.pid").exists()
 
 
+def test_dir_that_is_a_file_is_refused(tmp_path: Path) -> None:
+    not_a_dir = tmp_path / "file"
+    not_a_dir.write_text("x")
+    refused = gpupool_cli("up", "--background", "--dir", str(not_a_dir))
+    assert refused.returncode == 2
+    assert "is not a directory" in refused.stderr and "Traceback" not in refused.stderr
+
+
 def test_stale_pid_file_does_not_block_up(tmp_path: Path) -> None:
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()

@@ -45,6 +45,8 @@ def run(args: argparse.Namespace) -> int:
     from gpupool.local.sandbox_files import SandboxFiles
 
     files = SandboxFiles.at(args.dir)
+    if files.root.exists() and not files.root.is_dir():
+        raise UserError(f"--dir {files.root} exists and is not a directory")
     try:
         if args.action == "up":
             if args.background:
@@ -74,3 +76,5 @@ def run(args: argparse.Namespace) -> int:
         return 1
     except sandbox.SandboxError as error:
         raise UserError(str(error)) from error
+    except OSError as error:  # unwritable directory, no free port, ...
+        raise UserError(f"sandbox in {files.root}: {error.strerror or error}") from error
