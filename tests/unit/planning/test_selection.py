@@ -10,9 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpupool.core.selection import Candidate, Selection, select_cheapest, select_single_type
+from gpupool.core.selection import Candidate, Selection, select_cheapest
 from gpupool.core.selection_milp import milp_available
 from gpupool.core.selection_reference import select_by_enumeration
+from gpupool.core.selection_single import select_single_type
 
 
 def _case(rng: random.Random) -> tuple[list[Candidate], dict[str, int | None], int]:

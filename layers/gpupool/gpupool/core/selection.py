@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from gpupool.core.selection_bound import suffix_facets
 from gpupool.core.selection_milp import milp_available, solve_by_milp
 
-__all__ = ["Candidate", "Selection", "select_cheapest", "select_single_type"]
+__all__ = ["DEFAULT_MAX_NODES", "Candidate", "Selection", "select_cheapest"]
 
 DEFAULT_MAX_NODES = 100
 # Nodes the pure search may visit before the MILP accelerator takes over (when installed), and
@@ -292,28 +292,3 @@ def select_cheapest(
         if search.finish():
             return search.result()
     return search.result(proven=False)
-
-
-def select_single_type(
-    candidates: Sequence[Candidate],
-    *,
-    need_tflops: int,
-    need_vram: int,
-    cap_tflops: int | None = None,
-    cap_vram: int | None = None,
-    max_nodes: int = DEFAULT_MAX_NODES,
-) -> Selection | None:
-    """TensorFusion's rule: one candidate × N covering the need, cheapest total; None if none fits."""
-    need_t, need_v = max(need_tflops, 0), max(need_vram, 0)
-    best: tuple[int, int, str] | None = None
-    chosen: Selection | None = None
-    for c in candidates:
-        count = max(_ceil_div(need_t, c.tflops), _ceil_div(need_v, c.vram))
-        fits_t = cap_tflops is None or count * c.tflops <= cap_tflops
-        fits_v = cap_vram is None or count * c.vram <= cap_vram
-        if count > max_nodes or not (fits_t and fits_v):
-            continue
-        key = (count * c.price, count, c.name)
-        if best is None or key < best:
-            best, chosen = key, _selection([c], [count], need_t, need_v)
-    return chosen
