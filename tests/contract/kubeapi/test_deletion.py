@@ -3,6 +3,8 @@ ownerReferences cascade (background, orphan, foreground), preconditions, namespa
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from kubeapi_builders import node, pod
 from kubernetes import client
@@ -149,3 +151,32 @@ def test_system_namespaces_may_not_be_deleted(core: client.CoreV1Api, name: str)
         core.delete_namespace(name)
     assert raised.value.status == 403
     assert core.read_namespace(name).status.phase == "Active"
+
+
+@pytest.mark.parametrize(
+    ("refs", "field"),
+    [
+        ([{"apiVersion": "v1", "kind": "Node", "name": "n1"}], "metadata.ownerReferences[0].uid"),
+        ([{"apiVersion": "v1", "kind": "Node", "uid": "u"}], "metadata.ownerReferences[0].name"),
+        (
+            [
+                {"apiVersion": "v1", "kind": "Node", "name": "a", "uid": "1", "controller": True},
+                {"apiVersion": "v1", "kind": "Node", "name": "b", "uid": "2", "controller": True},
+            ],
+            "metadata.ownerReferences",
+        ),
+    ],
+)
+def test_malformed_owner_references_are_422(
+    custom: client.CustomObjectsApi, refs: list[dict[str, object]], field: str
+) -> None:
+    # CustomObjectsApi sends dicts as they are (CoreV1Api's models refuse such references client-side).
+    pool = {
+        "apiVersion": "karpenter.sh/v1",
+        "kind": "NodePool",
+        "metadata": {"name": "p", "ownerReferences": refs},
+    }
+    with pytest.raises(ApiException) as raised:
+        custom.create_cluster_custom_object("karpenter.sh", "v1", "nodepools", pool)
+    assert raised.value.status == 422
+    assert field in [cause["field"] for cause in json.loads(raised.value.body)["details"]["causes"]]

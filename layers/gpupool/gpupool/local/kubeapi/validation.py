@@ -57,6 +57,25 @@ def _label_problems(labels: Any) -> list[tuple[str, str]]:
     return problems
 
 
+def _owner_problems(refs: Any) -> list[tuple[str, str]]:
+    """Upstream: apiVersion, kind, name and uid are required, and at most one controller."""
+    if refs is None:
+        return []
+    if not isinstance(refs, list) or not all(isinstance(ref, dict) for ref in refs):
+        return [("metadata.ownerReferences", "Invalid value: must be a list of objects")]
+    problems = [
+        (f"metadata.ownerReferences[{index}].{key}", "Required value")
+        for index, ref in enumerate(refs)
+        for key in ("apiVersion", "kind", "name", "uid")
+        if not ref.get(key)
+    ]
+    if sum(1 for ref in refs if ref.get("controller")) > 1:
+        problems.append(
+            ("metadata.ownerReferences", "Invalid value: Only one reference can have Controller set to true")
+        )
+    return problems
+
+
 def _pod_problems(pod: JsonObject) -> list[tuple[str, str]]:
     spec = pod.get("spec")
     containers = spec.get("containers") if isinstance(spec, dict) else None
@@ -128,6 +147,7 @@ def validate(rt: ResourceType, obj: JsonObject, old: JsonObject | None = None) -
     """Raise 422 Invalid listing every problem, or return when `obj` may be stored."""
     meta = metadata(obj)
     problems = _name_problems(rt, meta.get("name")) + _label_problems(meta.get("labels"))
+    problems += _owner_problems(meta.get("ownerReferences"))
     finalizers = meta.get("finalizers")
     if finalizers is not None and not (
         isinstance(finalizers, list) and all(isinstance(f, str) for f in finalizers)
