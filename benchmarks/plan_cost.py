@@ -227,6 +227,10 @@ def report(name: str, rows: list[dict[str, Any]]) -> bool:
     unproven = sum(not r["proven"] for r in rows)
     if unproven:
         print(f"not proven optimal within the effort limit: {unproven}")
+        for r in rows:
+            if not r["proven"]:
+                kind = "covers the gap" if r["covers"] else "fills under max"
+                print(f"  {r['label']}: {r['nodes']} nodes, {kind}, {r['offerings']} offerings")
     bad_exact = [r for r in rows if not r["exact_ok"]]
     bad_single = [r for r in rows if r["worse_than_single"]]
     for r in bad_exact:
