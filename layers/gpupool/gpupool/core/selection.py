@@ -32,7 +32,7 @@ __all__ = ["DEFAULT_MAX_NODES", "Candidate", "Selection", "select_cheapest"]
 DEFAULT_MAX_NODES = 100
 # Nodes the pure search may visit before the MILP accelerator takes over (when installed), and
 # before it gives up without one, returning its best plan marked not proven optimal.
-PURE_SEARCH_BUDGET = 5_000
+PURE_SEARCH_BUDGET = 2_000
 # Nodes of the first pass, whose best plan lets reduced-cost fixing drop candidates.
 FIRST_PASS_BUDGET = 300
 UNACCELERATED_SEARCH_BUDGET = 2_000_000
@@ -204,10 +204,11 @@ class _Search:
             narrow.best_counts = [self.best_counts[i] for i in kept]
         return narrow
 
-    def _cost_bound(self, k: int, rem_t: int, rem_v: int) -> float:
-        """The exact LP value of covering what remains with candidates k… (selection_bound)."""
+    def _cost_bound(self, k: int, rem_t: int, rem_v: int) -> tuple[float, float, float]:
+        """The exact LP value of covering what remains with candidates k… (selection_bound),
+        and the facet (dual solution) that attains it."""
         rt, rv = max(rem_t, 0), max(rem_v, 0)
-        return max(nt * rt + nv * rv for nt, nv in self.facets[k])
+        return max((nt * rt + nv * rv, nt, nv) for nt, nv in self.facets[k])
 
     def run(self, k: int, tflops: int, vram: int, cost: int, nodes: int, fresh: bool = True) -> None:
         if self.budget is not None:
@@ -227,13 +228,20 @@ class _Search:
         reachable = _coverage(reach_t, reach_v, self.need_t, self.need_v)
         if reachable < best_cov:
             return
-        if best_cov == self.full and cost + self._cost_bound(k, rem_t, rem_v) > best_cost + 0.5:
-            return
-        if reachable == best_cov and best_cov != self.full and cost > best_cost:
-            return
         c = self.items[k]
         upper = min(left, room_t // c.tflops, room_v // c.vram)
         upper = min(upper, max(_ceil_div(max(rem_t, 0), c.tflops), _ceil_div(max(rem_v, 0), c.vram)))
+        if best_cov == self.full:
+            bound, nt, nv = self._cost_bound(k, rem_t, rem_v)
+            slack = best_cost + 0.5 - cost - bound
+            if slack < 0:
+                return
+            # Each unit of this candidate adds at least its reduced price to the bound.
+            reduced = c.price - (nt * c.tflops + nv * c.vram)
+            if reduced > 0:
+                upper = min(upper, int(slack / reduced))
+        elif reachable == best_cov and cost > best_cost:
+            return
         for count in range(upper, -1, -1):
             self.counts[k] = count
             self.run(
