@@ -137,3 +137,32 @@ def test_nothing_to_do() -> None:
 def test_candidates_need_positive_size_and_price() -> None:
     with pytest.raises(ValueError, match="positive"):
         Candidate("free", 65, 16, 0)
+
+
+SCRIPT = """
+import highspy
+from gpupool.core.selection import Candidate, select_cheapest
+other = highspy.Highs()
+other.silent()
+other.setOptionValue("threads", 2)
+x = other.addIntegral(lb=0, ub=5)
+other.minimize(x)
+items = [Candidate("a", 10, 10, 5), Candidate("b", 7, 3, 2), Candidate("c", 4, 9, 3)]
+found = select_cheapest(items, need_tflops=30, need_vram=20, pure_budget=0)
+print(found.cost, found.proven_optimal)
+"""
+
+
+@pytest.mark.skipif(not milp_available(), reason="highspy not installed")
+def test_milp_path_works_after_another_highs_model_set_up_the_thread_pool() -> None:
+    """HiGHS refuses a thread count that differs from the process's pool; the accelerator adapts."""
+    import subprocess
+    import sys
+
+    items = [Candidate("a", 10, 10, 5), Candidate("b", 7, 3, 2), Candidate("c", 4, 9, 3)]
+    expected = select_by_enumeration(items, need_tflops=30, need_vram=20, max_nodes=8)
+    done = subprocess.run(
+        [sys.executable, "-c", SCRIPT], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split()[-2:] == [str(expected.cost), "True"]

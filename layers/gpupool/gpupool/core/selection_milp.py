@@ -45,7 +45,14 @@ class _Model:
         self.n = len(items)
         self.h: Any = highspy.Highs()  # type: ignore[no-untyped-call]
         self.h.silent()
-        for option, value in (("mip_rel_gap", 0.0), ("mip_abs_gap", 0.5), ("time_limit", MILP_STAGE_SECONDS)):
+        # Presolve and worker threads cost more than they save on models this small.
+        for option, value in (
+            ("mip_rel_gap", 0.0),
+            ("mip_abs_gap", 0.5),
+            ("time_limit", MILP_STAGE_SECONDS),
+            ("presolve", "off"),
+            ("threads", 1),
+        ):
             self.h.setOptionValue(option, value)
         zeros = np.zeros(self.n)
         self.h.addCols(self.n, zeros, zeros, np.full(self.n, float(max_nodes)), 0, [], [], [])
@@ -76,6 +83,10 @@ class _Model:
         sense = self.hs.ObjSense.kMaximize if maximize else self.hs.ObjSense.kMinimize
         self.h.changeObjectiveSense(sense)
         self.h.run()
+        if self.h.getModelStatus() == self.hs.HighsModelStatus.kNotset:
+            # HiGHS ran earlier in this process with another thread count: use its thread pool.
+            self.h.setOptionValue("threads", 0)
+            self.h.run()
         if self.h.getModelStatus() != self.hs.HighsModelStatus.kOptimal:
             return None
         values = self.h.getSolution().col_value

@@ -81,6 +81,7 @@ def select_by_milp(
         h.silent()
         h.setOptionValue("mip_rel_gap", 0.0)
         h.setOptionValue("mip_abs_gap", 1e-9)
+        h.setOptionValue("threads", 1)  # as selection_milp: one thread pool per process
         xs = [h.addIntegral(lb=0, ub=max_nodes) for _ in candidates]
         tflops = sum((c.tflops * x for c, x in zip(candidates, xs, strict=True)), start=0 * xs[0])
         vram = sum((c.vram * x for c, x in zip(candidates, xs, strict=True)), start=0 * xs[0])
