@@ -1,7 +1,8 @@
 """Benchmark: cost of gpupool's exact plans against the exact optimum and TensorFusion's single-type rule.
 
 Runs ≥ 200 seeded scenarios over the bundled catalogs (cloud, region, gpuRequirements, gap, and a
-maxResources clip in some), plus scenarios on 100 distinct synthetic offerings. For each it
+maxResources clip in some), scenarios on 100 distinct synthetic offerings, and small cases (≤ 4
+offerings, ≤ 5 nodes) checked against every possible plan. For each it
 plans with `plan_pool_capacity` / `select_cheapest` (timed), then compares:
 - the exact optimum: brute-force enumeration when the case is small, else the HiGHS MILP in
   `selection_reference` (a separate formulation from the planner's search);
@@ -144,6 +145,27 @@ def catalog_scenarios(rng: random.Random, count: int, *, accelerate: bool = True
     return rows
 
 
+def small_scenarios(rng: random.Random, count: int, *, accelerate: bool = True) -> list[dict[str, Any]]:
+    """Up to 4 catalog offerings and at most 5 nodes: small enough to enumerate every plan."""
+    rows: list[dict[str, Any]] = []
+    catalog = load_catalog("aws")
+    offerings = catalog.offerings("us-east-1")
+    pool, _ = offering_candidates(offerings)
+    for _ in range(count):
+        candidates = rng.sample(pool, rng.randint(1, 4))
+        units: dict[str, Any] = {
+            "need_tflops": rng.randint(0, 1500) * 1000,
+            "need_vram": rng.randint(0, 300) * 1024,
+            "cap_tflops": rng.choice([None, rng.randint(100, 2000) * 1000]),
+            "cap_vram": rng.choice([None, rng.randint(16, 400) * 1024]),
+        }
+        start, cpu = time.perf_counter(), time.process_time()
+        found = select_cheapest(candidates, **units, max_nodes=5, accelerate=accelerate)
+        seconds = (time.perf_counter() - start, time.process_time() - cpu)
+        _record(rows, "small", found, seconds, candidates, units, 5)
+    return rows
+
+
 def synthetic_scenarios(
     rng: random.Random, count: int, offerings: int = 100, *, accelerate: bool = True
 ) -> list[dict[str, Any]]:
@@ -244,6 +266,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scenarios", type=int, default=240, help="catalog scenarios (default 240)")
     parser.add_argument("--synthetic", type=int, default=40, help="100-offering scenarios (default 40)")
+    parser.add_argument("--small", type=int, default=60, help="enumerable scenarios (default 60)")
     parser.add_argument("--seed", type=int, default=20251129)
     parser.add_argument("--pure", action="store_true", help="time the pure-Python search only (no HiGHS)")
     args = parser.parse_args()
@@ -254,6 +277,8 @@ def main() -> int:
     ok = report(f"bundled catalogs{mode}", catalog_scenarios(rng, args.scenarios, accelerate=accelerate))
     synthetic = synthetic_scenarios(rng, args.synthetic, accelerate=accelerate)
     ok = report(f"100 distinct offerings{mode}", synthetic) and ok
+    small = small_scenarios(rng, args.small, accelerate=accelerate)
+    ok = report(f"small cases, checked by enumeration{mode}", small) and ok
     print("\nresult:", "OK" if ok else "FAILED")
     return 0 if ok else 1
 
