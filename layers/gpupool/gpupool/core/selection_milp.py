@@ -5,8 +5,8 @@ many near-equal small types), solve the same problem with HiGHS: (1) cover the n
 cost, then fewest nodes — one objective, price·(max_nodes+1) + 1 per node, exact for integers —
 or, when no cover fits under max, first the most coverage; (2) among those, prefer earlier-named
 candidates (a weighted objective: it approximates the pure search's name order on wide ties).
-HiGHS works in floating point: its optimum is proven within its tolerances (about 1e-9 relative),
-so the caller keeps whichever of the MILP's and its own best plans is better by exact integers.
+HiGHS works in floating point: its optimum is proven within its tolerances, not exactly, so
+the caller keeps whichever of the MILP's and its own best plans is better by exact integers.
 
 `highspy` is imported lazily; without it `milp_available()` is False and the pure search simply
 runs longer. Must not: be required by the Lambda layer, log, or read anything.
