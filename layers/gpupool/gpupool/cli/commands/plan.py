@@ -1,7 +1,9 @@
 """`gpupool plan --pool FILE [...]`: the nodes gpupool would add to a pool, and what they cost.
 
 Role: read a GPUPool or TensorFusionCluster manifest (and optionally a `--state` file listing the
-pool's existing GPUNode / GPUNodeClaim objects, as a YAML list or multi-document YAML), compute the
+pool's existing GPUNode / GPUNodeClaim objects, as a YAML list or multi-document YAML; objects
+labelled for another pool — `tensor-fusion.ai/gpupool` on GPUNodes, `tensor-fusion.ai/managed-by`
+on claims — are skipped, unlabelled ones count), compute the
 capacity gap and the cheapest mix of catalog offerings the pool's gpuRequirements allow, and print
 it (a table, or with `--json` an object: gap {tflops, vramGiB}, nodes [{instanceType, zone,
 capacityType, count, hourlyPrice}], hourlyCost, reasons). Cloud: `--cloud`, else the cluster's
