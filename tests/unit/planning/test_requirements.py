@@ -142,3 +142,19 @@ def test_unknown_key_is_ignored_with_a_reason() -> None:
 def test_malformed_requirements_are_errors(requirement: Req, message: str) -> None:
     with pytest.raises(RequirementError, match=message):
         select_matching(OFFERINGS, [requirement])
+
+
+def test_labels_match_agrees_with_offering_selection() -> None:
+    """`labels_match` (used by launch on offerings that carry catalog labels) judges like select_matching."""
+    from gpupool.core.requirements import labels_match, offering_labels
+
+    requirements = [
+        Req("tensor-fusion.ai/gpu-model", "In", ["t4", "L4"]),
+        Req("karpenter.sh/capacity-type", "NotIn", ["OnDemand"]),
+        Req("karpenter.k8s.aws/instance-gpu-count", "Lt", ["4"]),
+        Req("example.com/unknown", "In", ["x"]),  # ignored, as in select_matching
+    ]
+    kept = set(select_matching(OFFERINGS, requirements).offerings)
+    assert kept and kept != set(OFFERINGS)
+    for offering in OFFERINGS:
+        assert labels_match(offering_labels(offering), requirements) is (offering in kept)
