@@ -9,7 +9,7 @@ HiGHS works in floating point: its optimum is proven within its tolerances, not 
 the caller keeps whichever of the MILP's and its own best plans is better by exact integers.
 
 `highspy` is imported lazily; without it `milp_available()` is False and the pure search simply
-runs longer. Must not: be required by the Lambda layer, log, or read anything.
+runs longer. highspy is a runtime dependency and ships in the layer. Must not: log or read anything.
 """
 
 from __future__ import annotations
