@@ -99,6 +99,12 @@ def test_schedulername_index_resource_and_native_gpu_removed() -> None:
     assert annotations_after(ops, BASE)[T + "gpu-count"] == "2"
 
 
+def test_dedicated_gpu_pod_needs_no_size_annotations() -> None:
+    got = mutate({T + "dedicated-gpu": "true"})
+    assert got[T + "dedicated-gpu"] == "true" and got[T + "gpupool"] == "shared"
+    assert T + "tflops-request" not in got and T + "compute-percent-request" not in got
+
+
 def test_native_gpu_only_pod_becomes_whole_gpus() -> None:
     got = annotations_after(mutate_pod(pod({}, gpus=1), "team", CTX).patch, {})
     assert got[T + "compute-percent-request"] == "100" and got[T + "gpu-count"] == "1"
@@ -116,6 +122,7 @@ BAD = [
     ({**BASE, T + "gpu-count": "two"}, "is not a whole number"),
     ({**BASE, T + "qos": "urgent"}, "qos='urgent' must be one of low, medium, high, critical"),
     ({**BASE, T + "isolation": "strict"}, "must be one of shared, soft, hard, partitioned"),
+    ({**BASE, T + "dedicated-gpu": "yes"}, "dedicated-gpu='yes' must be true or false"),
     ({**BASE, T + "gpupool": "ghost"}, "GPU pool 'ghost' does not exist"),
     ({**BASE, T + "gpu-indices": "a,b"}, "gpu-indices='a' is not a whole number"),
     ({**BASE, T + "enabled-replicas": "x"}, "enabled-replicas='x' is not a whole number"),

@@ -202,7 +202,8 @@ def mutate_pod(raw: Mapping[str, Any], namespace: str, ctx: AdmissionContext) ->
     _default_request_to_limit(notes)
     native = _native_gpus(pod)
     has_compute = any(k in notes for k in (c.ANNOTATION_TFLOPS_REQUEST, c.ANNOTATION_COMPUTE_PERCENT_REQUEST))
-    if not has_compute and c.ANNOTATION_VRAM_REQUEST not in notes:
+    dedicated = notes.get(c.ANNOTATION_DEDICATED_GPU, "").strip().lower() == "true"
+    if not has_compute and c.ANNOTATION_VRAM_REQUEST not in notes and not dedicated:
         if native == 0:
             raise Denial(
                 "pod is labelled tensor-fusion.ai/enabled=true but asks for no GPU: set "

@@ -100,8 +100,12 @@ class Allocator:
         if limits is None:
             return None
         count = request.gpu_count
-        if request.compute_percent_request is not None:
-            largest = int(self.state.cap_t.max()) if self.state.cap_t.size else 0
+        vram, vram_ceiling = request.vram_request, max(request.vram_limit, request.vram_request)
+        largest = int(self.state.cap_t.max()) if self.state.cap_t.size else 0
+        if request.dedicated:  # a whole GPU: judged by the largest GPU, as a percentage is
+            wanted = ceiling = largest
+            vram = vram_ceiling = int(self.state.cap_v.max()) if self.state.cap_v.size else 0
+        elif request.compute_percent_request is not None:
             wanted = int(np.ceil(largest * request.compute_percent_request / 100))
             ceiling = int(
                 np.ceil(largest * (request.compute_percent_limit or request.compute_percent_request) / 100)
@@ -114,8 +118,8 @@ class Allocator:
             self.usage.get(request.namespace, QuotaUsage()),
             tflops_request=wanted * count,
             tflops_limit=ceiling * count,
-            vram_request=request.vram_request * count,
-            vram_limit=max(request.vram_limit, request.vram_request) * count,
+            vram_request=vram * count,
+            vram_limit=vram_ceiling * count,
         )
 
     def _rows(self, nodes: Iterable[str]) -> tuple[np.ndarray, list[str]]:
@@ -189,9 +193,12 @@ class Allocator:
             gpus=tuple(self.state.slot_names[s] for s in slots),
             tflops_requests=tuple(outcome.request_at(s) for s in slots),
             tflops_limits=tuple(outcome.limit_at(s) for s in slots),
-            vram_request=request.vram_request,
-            vram_limit=max(request.vram_limit, request.vram_request),
+            vram_request=outcome.vram_at(slots[0]),
+            vram_limit=outcome.vram_limit_at(slots[0]),
             uid=request.uid,
+            isolation=request.isolation,
+            dedicated=request.dedicated,
+            vram_requests=tuple(outcome.vram_at(s) for s in slots) if request.dedicated else (),
         )
         self.add_allocation(allocation)
         return allocation

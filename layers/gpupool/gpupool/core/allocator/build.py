@@ -58,6 +58,8 @@ def gpu_info(gpu: GPU) -> GpuInfo | None:
         tflops_available=_milli(available.tflops) if available else None,
         vram_available=_bytes(available.vram) if available else None,
         node_labels=tuple(sorted(status.node_selector.items())),
+        isolation_mode=status.isolation_mode or "",
+        partitions=status.allocated_partitions is not None,
     )
 
 

@@ -1,11 +1,12 @@
 """GPUResourcesFit filter stages, vectorised over every GPU slot of the allocator's state.
 
 Role: given the state and one request, compute which GPU slots survive each stage, in
-TensorFusion's order — pool, phase, index, resources (physical free vs requests), then our
-oversubscription bound on limits, model, vendor, node affinity, native-GPU nodes (progressive
-migration), same node for gpu-count > 1, maxWorkerPerNode, quota. Each stage is a handful of
-numpy operations over the (nodes × GPU slots) arrays, so a request costs tens of microseconds
-per thousand GPUs. Stage masks are kept only when the caller wants reasons.
+TensorFusion's order — pool, phase, index, isolation (modes that may share a GPU, dedicated
+GPUs), partition (partitioned workers need a GPU with partitions), resources (physical free vs
+requests), then our oversubscription bound on limits, model, vendor, node affinity, native-GPU
+nodes (progressive migration), same node for gpu-count > 1, maxWorkerPerNode, quota. Each stage
+is a handful of numpy operations over the (nodes × GPU slots) arrays, so a request costs tens of
+microseconds per thousand GPUs. Stage masks are kept only when the caller wants reasons.
 
 Must not: mutate state, pick a winner (see `scoring`) or format reasons (see `reasons`).
 """
@@ -22,7 +23,7 @@ from gpupool.core.allocator.request import GpuRequest, NodeConstraints
 from gpupool.core.allocator.rows import row_count
 from gpupool.core.allocator.state import AllocatorState
 
-__all__ = ["STAGES", "FilterOutcome", "StageMasks", "per_gpu_tflops", "run_filters"]
+__all__ = ["STAGES", "FilterOutcome", "StageMasks", "per_gpu_tflops", "per_gpu_vram", "run_filters"]
 
 B = npt.NDArray[np.bool_]
 I64 = npt.NDArray[np.int64]
@@ -31,6 +32,8 @@ STAGES = (
     "pool",
     "phase",
     "index",
+    "isolation",
+    "partition",
     "resources",
     "oversubscription",
     "model",
@@ -57,12 +60,15 @@ class FilterOutcome:
     """Slots that passed every stage, and — when asked for — each stage's masks.
 
     TFLOPS request / limit are one number for every GPU, or an array per slot when the pod
-    asks for a compute percentage (a share of each GPU's own capacity).
+    asks for a compute percentage (a share of each GPU's own capacity) or a dedicated GPU (all
+    of it, VRAM included: then the VRAM request is per slot too, and the limits equal it).
     """
 
     alive: B
     tflops_request: I64 | int
     tflops_limit: I64 | int
+    vram_request: I64 | int = 0
+    vram_limit: I64 | int = 0
     stages: list[StageMasks] = field(default_factory=list)
     quota_failure: str | None = None
 
@@ -74,6 +80,14 @@ class FilterOutcome:
         value = self.tflops_limit
         return value if isinstance(value, int) else int(value[slot])
 
+    def vram_at(self, slot: int) -> int:
+        value = self.vram_request
+        return value if isinstance(value, int) else int(value[slot])
+
+    def vram_limit_at(self, slot: int) -> int:
+        value = self.vram_limit
+        return value if isinstance(value, int) else int(value[slot])
+
 
 def _ceil_percent(capacity: I64, percent: float) -> I64:
     # Whole milli-TFLOPS, rounded up so a percentage never undershoots what it promises.
@@ -82,11 +96,20 @@ def _ceil_percent(capacity: I64, percent: float) -> I64:
 
 def per_gpu_tflops(state: AllocatorState, request: GpuRequest) -> tuple[I64 | int, I64 | int]:
     """TFLOPS request and limit: one number, or per slot for a percentage of each GPU's capacity."""
+    if request.dedicated:
+        return state.cap_t, state.cap_t
     if request.compute_percent_request is not None:
         wanted = _ceil_percent(state.cap_t, request.compute_percent_request)
         ceiling = _ceil_percent(state.cap_t, request.compute_percent_limit or request.compute_percent_request)
         return wanted, ceiling
     return request.tflops_request, max(request.tflops_limit, request.tflops_request)
+
+
+def per_gpu_vram(state: AllocatorState, request: GpuRequest) -> tuple[I64 | int, I64 | int]:
+    """VRAM request and limit: one number, or each GPU's whole VRAM for a dedicated GPU."""
+    if request.dedicated:
+        return state.cap_v, state.cap_v
+    return request.vram_request, max(request.vram_limit, request.vram_request)
 
 
 def _affinity_mask(state: AllocatorState, constraints: NodeConstraints) -> B:
@@ -131,7 +154,8 @@ def run_filters(
         chosen[candidate_rows] = True
         alive = alive & chosen[:, None]
     wanted_t, ceiling_t = per_gpu_tflops(state, request)
-    outcome = FilterOutcome(alive=alive, tflops_request=wanted_t, tflops_limit=ceiling_t)
+    wanted_v, ceiling_v = per_gpu_vram(state, request)
+    outcome = FilterOutcome(alive, wanted_t, ceiling_t, wanted_v, ceiling_v)
 
     def keep(name: str, mask: B) -> None:
         after = outcome.alive & mask
@@ -146,11 +170,13 @@ def run_filters(
     keep("phase", shaped(state.phase_ok))
     if request.gpu_indices is not None:
         keep("index", shaped(np.isin(state.gpu_index, sorted(request.gpu_indices))))
-    free = (state.avail_t >= wanted_t) & (state.avail_v >= request.vram_request)
+    keep("isolation", shaped(state.tenancy.compatible(request.isolation, request.dedicated)))
+    if request.isolation == "partitioned":
+        keep("partition", shaped(state.tenancy.partitions))
+    free = (state.avail_t >= wanted_t) & (state.avail_v >= wanted_v)
     keep("resources", shaped(free))
-    vram_ceiling = max(request.vram_limit, request.vram_request)
     bounded = (state.limits_t + ceiling_t <= state.limit_cap_t) & (
-        state.limits_v + vram_ceiling <= state.limit_cap_v
+        state.limits_v + ceiling_v <= state.limit_cap_v
     )
     keep("oversubscription", shaped(bounded))
     if request.gpu_model:

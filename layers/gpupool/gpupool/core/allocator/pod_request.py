@@ -159,6 +159,11 @@ def request_from_pod(pod: Pod, *, default_pool: str = "") -> GpuRequest:
             f"annotation {c.ANNOTATION_ISOLATION}={isolation!r} must be one of {', '.join(c.ISOLATION_MODES)}"
         )
     indices_text = get(c.ANNOTATION_GPU_INDICES)
+    dedicated_text = get(c.ANNOTATION_DEDICATED_GPU, "false").strip().lower()
+    if dedicated_text not in ("true", "false"):
+        raise RequestError(
+            f"annotation {c.ANNOTATION_DEDICATED_GPU}={dedicated_text!r} must be true or false"
+        )
     return GpuRequest(
         namespace=pod.metadata.namespace or "default",
         name=pod.metadata.name or pod.metadata.generate_name or "",
@@ -176,6 +181,7 @@ def request_from_pod(pod: Pod, *, default_pool: str = "") -> GpuRequest:
         gpu_indices=_indices(indices_text) if indices_text else None,
         qos=qos,
         isolation=isolation,
+        dedicated=dedicated_text == "true",
         constraints=constraints_of(pod),
     )
 
@@ -190,7 +196,13 @@ def allocation_from_pod(
     if not known:
         return None
     request = request_from_pod(pod, default_pool=default_pool)
-    if request.compute_percent_request is not None:
+    vram_request, vram_limit = request.vram_request, max(request.vram_limit, request.vram_request)
+    vram_requests: tuple[int, ...] = ()
+    if request.dedicated:  # the whole of every GPU it holds
+        t_requests = t_limits = tuple(g.tflops_capacity for g in known)
+        vram_requests = tuple(g.vram_capacity for g in known)
+        vram_request = vram_limit = vram_requests[0]
+    elif request.compute_percent_request is not None:
         pct_req, pct_lim = request.compute_percent_request, request.compute_percent_limit or 0.0
         t_requests = tuple(math.ceil(g.tflops_capacity * pct_req / 100) for g in known)
         t_limits = tuple(math.ceil(g.tflops_capacity * max(pct_lim, pct_req) / 100) for g in known)
@@ -204,7 +216,10 @@ def allocation_from_pod(
         gpus=tuple(g.name for g in known),
         tflops_requests=t_requests,
         tflops_limits=t_limits,
-        vram_request=request.vram_request,
-        vram_limit=max(request.vram_limit, request.vram_request),
+        vram_request=vram_request,
+        vram_limit=vram_limit,
         uid=request.uid,
+        isolation=request.isolation,
+        dedicated=request.dedicated,
+        vram_requests=vram_requests,
     )

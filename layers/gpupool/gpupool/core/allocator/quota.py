@@ -31,8 +31,8 @@ class QuotaUsage:
         count = len(allocation.gpus)
         self.tflops_requests += sign * sum(allocation.tflops_requests)
         self.tflops_limits += sign * sum(allocation.tflops_limits)
-        self.vram_requests += sign * allocation.vram_request * count
-        self.vram_limits += sign * allocation.vram_limit * count
+        self.vram_requests += sign * sum(allocation.vram_at(p) for p in range(count))
+        self.vram_limits += sign * sum(allocation.vram_limit_at(p) for p in range(count))
         self.workers += sign
 
 

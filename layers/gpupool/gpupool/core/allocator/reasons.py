@@ -16,6 +16,7 @@ from gpupool.core.allocator.filters import FilterOutcome, StageMasks
 from gpupool.core.allocator.request import GpuRequest
 from gpupool.core.allocator.rows import row_any
 from gpupool.core.allocator.state import AllocatorState
+from gpupool.core.allocator.tenancy import isolation_reason, partition_reason
 
 __all__ = ["format_bytes", "format_tflops", "gpu_reason", "node_reasons", "stage_reasons"]
 
@@ -44,14 +45,18 @@ def gpu_reason(
         return f"GPU phase is {gpu.phase or 'unknown'}, not Running"
     if stage == "index":
         return f"GPU index {gpu.index} is not among the requested indices {sorted(request.gpu_indices or ())}"
+    if stage == "isolation":
+        return isolation_reason(state.tenancy, gpu, slot, request.isolation, request.dedicated)
+    if stage == "partition":
+        return partition_reason(gpu)
     if stage == "resources":
         return (
             f"free {format_tflops(int(state.avail_t[slot]))} / {format_bytes(int(state.avail_v[slot]))} VRAM "
             f"< requested {format_tflops(outcome.request_at(slot))} / "
-            f"{format_bytes(request.vram_request)} VRAM"
+            f"{format_bytes(outcome.vram_at(slot))} VRAM"
         )
     if stage == "oversubscription":
-        vram_limits = int(state.limits_v[slot]) + max(request.vram_limit, request.vram_request)
+        vram_limits = int(state.limits_v[slot]) + outcome.vram_limit_at(slot)
         return (
             f"limits would reach {format_tflops(int(state.limits_t[slot]) + outcome.limit_at(slot))} / "
             f"{format_bytes(vram_limits)} VRAM, "

@@ -32,6 +32,10 @@ class GpuInfo:
     tflops_available: int | None = None
     vram_available: int | None = None
     node_labels: tuple[tuple[str, str], ...] = ()
+    # status.isolationMode ("" = any) and whether the GPU reports partitions (isolationMode
+    # partitioned, or status.allocatedPartitions present): inputs of the isolation stages.
+    isolation_mode: str = ""
+    partitions: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,7 +51,19 @@ class Allocation:
     vram_request: int
     vram_limit: int
     uid: str = ""
+    isolation: str = "soft"
+    dedicated: bool = False
+    # Per GPU when they differ (a dedicated worker holds each GPU's whole VRAM, request and
+    # limit alike); empty when every GPU gets `vram_request` / `vram_limit`.
+    vram_requests: tuple[int, ...] = ()
 
     @property
     def key(self) -> str:
         return f"{self.namespace}/{self.name}"
+
+    def vram_at(self, position: int) -> int:
+        """VRAM requested on the `position`-th GPU of `gpus`."""
+        return self.vram_requests[position] if self.vram_requests else self.vram_request
+
+    def vram_limit_at(self, position: int) -> int:
+        return self.vram_requests[position] if self.vram_requests else self.vram_limit

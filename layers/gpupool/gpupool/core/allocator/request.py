@@ -99,6 +99,7 @@ class GpuRequest:
     gpu_indices: frozenset[int] | None = None
     qos: str = "medium"
     isolation: str = "soft"
+    dedicated: bool = False
     uid: str = ""
     constraints: NodeConstraints = field(default_factory=NodeConstraints)
 

@@ -19,12 +19,15 @@ from collections.abc import Iterable, Mapping
 import numpy as np
 import numpy.typing as npt
 
+from gpupool.core.allocator.limits import UNBOUNDED as UNBOUNDED_LIMIT
+from gpupool.core.allocator.limits import limit_caps
 from gpupool.core.allocator.records import RUNNING, Allocation, GpuInfo
 from gpupool.core.allocator.request import Oversubscription
+from gpupool.core.allocator.tenancy import Tenancy
 
 __all__ = ["UNBOUNDED", "AllocatorState"]
 
-UNBOUNDED = np.int64(2**62)
+UNBOUNDED = np.int64(UNBOUNDED_LIMIT)
 I64 = npt.NDArray[np.int64]
 I32 = npt.NDArray[np.int32]
 F64 = npt.NDArray[np.float64]
@@ -81,6 +84,7 @@ class AllocatorState:
         self.workers: I32 = np.zeros(size, dtype=np.int32)
         self.score_compact: F64 = np.zeros(size, dtype=np.float64)
         self.score_low_load: F64 = np.zeros(size, dtype=np.float64)
+        self.tenancy = Tenancy(size)
 
     def code(self, text: str) -> int:
         """A small integer for a pool, model or vendor name (0 = empty)."""
@@ -131,28 +135,12 @@ class AllocatorState:
         self.gpu_index[slot] = gpu.index
         self.cap_t[slot] = gpu.tflops_capacity
         self.cap_v[slot] = gpu.vram_capacity
+        self.tenancy.write_static(slot, gpu)
         self._write_limit_caps(slot, gpu, sharing)
 
     def _write_limit_caps(self, slot: int, gpu: GpuInfo, sharing: int) -> None:
-        policy = self.oversubscription.get(gpu.pool)
-        if policy is None:
-            self.limit_cap_t[slot] = UNBOUNDED
-            self.limit_cap_v[slot] = UNBOUNDED
-            return
-        ratio = policy.tflops_oversell_ratio
-        self.limit_cap_t[slot] = UNBOUNDED if ratio is None else gpu.tflops_capacity * ratio // 100
-        host = self.node_host.get(gpu.node)
-        no_expansion = policy.vram_expand_to_host_mem == 0 and policy.vram_expand_to_host_disk == 0
-        if no_expansion:
-            self.limit_cap_v[slot] = gpu.vram_capacity
-        elif host is None:
-            self.limit_cap_v[slot] = UNBOUNDED
-        else:
-            extra = (
-                host[0] * policy.vram_expand_to_host_mem // 100
-                + host[1] * policy.vram_expand_to_host_disk // 100
-            )
-            self.limit_cap_v[slot] = gpu.vram_capacity + extra // max(1, sharing)
+        policy, host = self.oversubscription.get(gpu.pool), self.node_host.get(gpu.node)
+        self.limit_cap_t[slot], self.limit_cap_v[slot] = limit_caps(gpu, policy, host, sharing)
 
     def _refresh_available(self, slot: int) -> None:
         """available = capacity − requests we placed − use we did not place."""
@@ -224,10 +212,11 @@ class AllocatorState:
             if slot is None:
                 continue
             self._placed_t[slot] += sign * allocation.tflops_requests[position]
-            self._placed_v[slot] += sign * allocation.vram_request
+            self._placed_v[slot] += sign * allocation.vram_at(position)
             self.limits_t[slot] += sign * allocation.tflops_limits[position]
-            self.limits_v[slot] += sign * allocation.vram_limit
+            self.limits_v[slot] += sign * allocation.vram_limit_at(position)
             self.workers[slot] += sign
+            self.tenancy.apply(slot, allocation, sign)
             if not self._dirty:
                 self._refresh_available(slot)
         if row is not None:
