@@ -12,84 +12,63 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
-from gpupool.core.admission import AdmissionContext, Mutation, PoolInfo, mutate_pod
-from gpupool.core.allocator import (
-    Allocation,
-    AllocationError,
-    Allocator,
-    PlacementMode,
-    PlacementPolicy,
-    Simulation,
-)
-from gpupool.core.allocator.build import gpu_info, oversubscription_of, quota_limits
+from gpupool.core.admission import AdmissionContext, Mutation, mutate_pod
+from gpupool.core.allocator import Allocation, AllocationError, Allocator, Simulation
+from gpupool.core.allocator.build import gpu_info
 from gpupool.core.allocator.pod_request import (
     ANNOTATION_GPU_IDS,
     RequestError,
     allocation_from_pod,
     request_from_pod,
 )
+from gpupool.core.allocator.progressive import has_used_by_taint
 from gpupool.core.extender import ExtenderArgs, handle_filter, handle_prioritize, reserve_for_bind
-from gpupool.core.model import constants as c
 from gpupool.core.model.foreign import Node, Pod
 from gpupool.core.model.node import GPU
-from gpupool.core.model.pool import GPUPool
-from gpupool.core.model.quota import GPUResourceQuota
-from gpupool.core.model.scheduling import SchedulingConfigTemplate
+from gpupool_incluster.relay.migration import TaintKeeper
+from gpupool_incluster.relay.policies import DEFAULT_POOL_ANNOTATION, PolicyObjects
+from gpupool_incluster.relay.ports import BindFailed, ClusterWriter, HubSettings, NodeTainter
 from gpupool_incluster.relay.replicas import ReplicaLedger
-from gpupool_incluster.relay.views import apply_annotation_patch, usage_copy
+from gpupool_incluster.relay.views import apply_annotation_patch, raw_taints, usage_copy
 
 __all__ = ["DEFAULT_POOL_ANNOTATION", "BindFailed", "ClusterWriter", "HubSettings", "SchedulerHub"]
 
-# TensorFusion marks its default pool with this annotation ("true").
-DEFAULT_POOL_ANNOTATION = f"{c.DOMAIN}/is-default-pool"
 
-
-class ClusterWriter(Protocol):
-    """The two writes bind makes; each raises on failure (conflict, not found, …)."""
-
-    def annotate_pod(self, namespace: str, name: str, annotations: Mapping[str, str | None]) -> None:
-        """Merge annotations onto the pod; a None value removes that annotation."""
-        ...
-
-    def bind_pod(self, namespace: str, name: str, uid: str, node: str) -> None: ...
-
-    def read_pod(self, namespace: str, name: str) -> dict[str, Any]: ...
-
-
-class BindFailed(Exception):
-    """Bind did not happen; the message goes to ExtenderBindingResult.Error."""
-
-
-@dataclass(frozen=True, slots=True)
-class HubSettings:
-    policy: PlacementPolicy = field(default_factory=PlacementPolicy)
-    default_pool: str = ""
-    progressive_migration: bool = False
-
-
-class SchedulerHub:
+class SchedulerHub(PolicyObjects):
     """Thread-safe façade over the allocator for the relay's handlers and watchers."""
 
-    def __init__(self, writer: ClusterWriter, settings: HubSettings | None = None) -> None:
+    def __init__(
+        self,
+        writer: ClusterWriter,
+        settings: HubSettings | None = None,
+        *,
+        tainter: NodeTainter | None = None,
+    ) -> None:
         self.settings = settings or HubSettings()
         self.writer = writer
         self.lock = threading.RLock()
         self.allocator = Allocator(self.settings.policy)
-        self.pools: dict[str, PoolInfo] = {}
-        self.default_pool_marked: str | None = None
-        self.quotas: dict[str, GPUResourceQuota] = {}
+        PolicyObjects.__init__(self)
         self.native_pods: dict[str, str] = {}
-        self.template_modes: dict[str, PlacementMode] = {}
         # Bound pods naming GPUs, by GPU name: a GPU that appears after its pods (watch order)
         # re-reads them, so their share of it is counted.
         self.holders: dict[str, set[str]] = {}
         self.bound: dict[str, Pod] = {}
-        self.pool_templates: dict[str, str] = {}
         self.replicas = ReplicaLedger()
         self.synced = threading.Event()
+        self.taints: TaintKeeper | None = None
+        if self.settings.progressive_migration and tainter is not None:
+            self.taints = TaintKeeper(tainter, lock=self.lock, busy_nodes=self.busy_nodes, synced=self.synced)
+
+    def busy_nodes(self) -> set[str]:
+        """Nodes holding at least one gpupool allocation (call with the lock held)."""
+        return {a.node for a in self.allocator.state.allocations.values()}
+
+    def _wake_taints(self) -> None:
+        if self.taints is not None:
+            self.taints.wake()
 
     # ---- watched objects ---------------------------------------------------------------------
     @property
@@ -117,54 +96,6 @@ class SchedulerHub:
         if self.synced.is_set():
             self.allocator.state.ensure_layout()
 
-    def apply_pool(self, raw: Mapping[str, Any], *, deleted: bool = False) -> None:
-        pool = GPUPool.model_validate(raw)
-        name = pool.metadata.name or ""
-        with self.lock:
-            if deleted:
-                self.pools.pop(name, None)
-                self.allocator.state.set_oversubscription(name, None)
-                return
-            if pool.spec.scheduling_config_template:
-                self.pool_templates[name] = pool.spec.scheduling_config_template
-            else:
-                self.pool_templates.pop(name, None)
-            self._refresh_pool_modes()
-            qos = pool.spec.qos_config.default_qos if pool.spec.qos_config else None
-            self.pools[name] = PoolInfo(name, default_qos=qos)
-            if pool.metadata.annotations.get(DEFAULT_POOL_ANNOTATION) == "true":
-                self.default_pool_marked = name
-            self.allocator.state.set_oversubscription(name, oversubscription_of(pool))
-
-    def apply_template(self, raw: Mapping[str, Any], *, deleted: bool = False) -> None:
-        """A SchedulingConfigTemplate: its placement mode applies to the pools that name it."""
-        template = SchedulingConfigTemplate.model_validate(raw)
-        name = template.metadata.name or ""
-        with self.lock:
-            if deleted:
-                self.template_modes.pop(name, None)
-            else:
-                self.template_modes[name] = PlacementMode(template.spec.placement.mode)
-            self._refresh_pool_modes()
-
-    def _refresh_pool_modes(self) -> None:
-        self.allocator.pool_modes = {
-            pool: self.template_modes[template]
-            for pool, template in self.pool_templates.items()
-            if template in self.template_modes
-        }
-
-    def apply_quota(self, raw: Mapping[str, Any], *, deleted: bool = False) -> None:
-        quota = GPUResourceQuota.model_validate(raw)
-        namespace = quota.metadata.namespace or "default"
-        with self.lock:
-            if deleted:
-                self.quotas.pop(namespace, None)
-                self.allocator.set_quota(namespace, None)
-            else:
-                self.quotas[namespace] = quota
-                self.allocator.set_quota(namespace, quota_limits(quota))
-
     def apply_node(self, raw: Mapping[str, Any], *, deleted: bool = False) -> None:
         """Node labels (node affinity) and host memory / disk (VRAM expansion bounds)."""
         node = Node.model_validate(raw)
@@ -175,6 +106,8 @@ class SchedulerHub:
         host = (int(memory.value) if memory else 0, int(disk.value) if disk else 0)
         with self.lock:
             state = self.allocator.state
+            if self.taints is not None:
+                self.taints.observe_node(name, tainted=has_used_by_taint(raw_taints(raw)), deleted=deleted)
             if deleted:
                 return
             if state.node_labels.get(name) != labels or state.node_host.get(name, (0, 0)) != host:
@@ -186,20 +119,27 @@ class SchedulerHub:
         key = f"{pod.metadata.namespace or 'default'}/{pod.metadata.name}"
         finished = deleted or pod.status.phase in ("Succeeded", "Failed")
         with self.lock:
-            self.replicas.observe(pod, key, finished=finished)
-            self._track_native(pod, key, finished)
-            self._forget_bound(key)
-            if finished:
-                self.allocator.release(key)
-                return
-            # Only bound pods hold GPUs here: an annotated but unbound pod is a bind in flight
-            # (its reservation is held by `bind`) or one that failed (and was released).
-            if ANNOTATION_GPU_IDS not in pod.metadata.annotations or not pod.spec.node_name:
-                return
-            self.bound[key] = pod
-            for name in pod.metadata.annotations[ANNOTATION_GPU_IDS].split(","):
-                self.holders.setdefault(name.strip(), set()).add(key)
-            self._count_bound(key, pod)
+            held_before = self.allocator.state.allocations.get(key)
+            self._apply_pod(pod, key, finished)
+            if self.allocator.state.allocations.get(key) is not held_before:
+                self._wake_taints()
+
+    def _apply_pod(self, pod: Pod, key: str, finished: bool) -> None:
+        """Pod bookkeeping under the lock: replicas, native GPU pods, what bound pods hold."""
+        self.replicas.observe(pod, key, finished=finished)
+        self._track_native(pod, key, finished)
+        self._forget_bound(key)
+        if finished:
+            self.allocator.release(key)
+            return
+        # Only bound pods hold GPUs here: an annotated but unbound pod is a bind in flight
+        # (its reservation is held by `bind`) or one that failed (and was released).
+        if ANNOTATION_GPU_IDS not in pod.metadata.annotations or not pod.spec.node_name:
+            return
+        self.bound[key] = pod
+        for name in pod.metadata.annotations[ANNOTATION_GPU_IDS].split(","):
+            self.holders.setdefault(name.strip(), set()).add(key)
+        self._count_bound(key, pod)
 
     def _forget_bound(self, key: str) -> None:
         previous = self.bound.pop(key, None)
@@ -268,6 +208,8 @@ class SchedulerHub:
                 if annotated:
                     self._forget_annotation(namespace, name)
             raise BindFailed(f"binding {namespace}/{name} to {node} failed: {exc}") from exc
+        finally:
+            self._wake_taints()
         return allocation
 
     def _forget_annotation(self, namespace: str, name: str) -> None:

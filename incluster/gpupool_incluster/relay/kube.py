@@ -5,7 +5,8 @@ subresource (a conflict — the pod already bound — surfaces as an exception, 
 its reservation). `start_watches` lists then watches GPUs, GPUPools, SchedulingConfigTemplates,
 GPUResourceQuotas, Nodes and Pods with the official client, one daemon thread each, relisting
 after any error (a relist replaces what that kind knew, so nothing deleted while disconnected
-lingers).
+lingers), and starts the hub's taint keeper when progressive migration is on. `KubeWriter`
+also edits that one taint (`set_used_by_taint`).
 
 Must not: decide placement or admission.
 """
@@ -21,6 +22,7 @@ from typing import Any
 from kubernetes import client as _client
 from kubernetes import watch as _watch
 
+from gpupool.core.allocator.progressive import taints_after
 from gpupool.core.model import constants as c
 from gpupool_incluster.relay.hub import SchedulerHub
 
@@ -57,6 +59,28 @@ class KubeWriter:
         }
         # _preload_content=False: the client cannot deserialise the Status the server returns.
         self.core.create_namespaced_pod_binding(name, namespace, body, _preload_content=False)
+
+    def set_used_by_taint(self, node: str, present: bool, *, attempts: int = 5) -> bool:
+        """Add or clear the progressive-migration taint, keeping every other taint.
+
+        The patch carries the resourceVersion it was computed from, so a concurrent change to
+        the Node's taints is a 409 and the edit is recomputed from a fresh read.
+        """
+        for _ in range(attempts):
+            current = self.api.sanitize_for_serialization(self.core.read_node(node))
+            wanted = taints_after((current.get("spec") or {}).get("taints") or [], present=present)
+            if wanted is None:
+                return False
+            version = (current.get("metadata") or {}).get("resourceVersion")
+            body = {"metadata": {"resourceVersion": version}, "spec": {"taints": wanted}}
+            try:
+                self.core.patch_node(node, body)
+            except client.exceptions.ApiException as exc:
+                if exc.status == 409:
+                    continue
+                raise
+            return True
+        raise RuntimeError(f"node {node}: its taints kept changing under {attempts} attempts to update them")
 
 
 def _custom_lister(api: Any, plural: str) -> Callable[..., Any]:
@@ -145,5 +169,7 @@ def start_watches(api: Any, hub: SchedulerHub, stop: threading.Event) -> list[th
         hub.synced.set()
 
     threading.Thread(target=mark_synced, name="watch-synced", daemon=True).start()
+    if hub.taints is not None:
+        threads.append(hub.taints.start(stop))
     time.sleep(0)
     return threads

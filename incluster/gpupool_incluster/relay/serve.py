@@ -86,7 +86,8 @@ def serve(options: RelayOptions) -> None:
         api = client.ApiClient()
     else:
         api = config.new_client_from_config(config_file=options.kubeconfig)
-    hub = SchedulerHub(KubeWriter(api), options.settings)
+    writer = KubeWriter(api)
+    hub = SchedulerHub(writer, options.settings, tainter=writer)
     stop = threading.Event()
     start_watches(api, hub, stop)
     uvicorn_options: dict[str, Any] = {"host": options.host, "port": options.port, "log_level": "info"}

@@ -214,6 +214,25 @@ def test_disabled_pods_are_untouched_unless_progressive_migration_routes_native_
     assert mutate_pod(pod({}, enabled=False), "team", ctx).patch == []
 
 
+USED_BY_TOLERATION = {"key": "tensor-fusion.ai/used-by", "operator": "Exists", "effect": "PreferNoSchedule"}
+
+
+def test_progressive_migration_makes_workers_tolerate_the_used_by_taint() -> None:
+    ctx = AdmissionContext(default_pool="shared", progressive_migration=True)
+    ops = mutate_pod(pod(BASE), "team", ctx).patch
+    assert {"op": "add", "path": "/spec/tolerations", "value": [USED_BY_TOLERATION]} in ops
+    with_one = pod(BASE)
+    with_one["spec"]["tolerations"] = [{"key": "gpu", "operator": "Exists"}]
+    ops = mutate_pod(with_one, "team", ctx).patch
+    assert {"op": "add", "path": "/spec/tolerations/-", "value": USED_BY_TOLERATION} in ops
+    with_ours = pod(BASE)
+    with_ours["spec"]["tolerations"] = [USED_BY_TOLERATION]
+    assert not any("tolerations" in op["path"] for op in mutate_pod(with_ours, "team", ctx).patch)
+    assert not any("tolerations" in op["path"] for op in mutate_pod(pod(BASE), "team", CTX).patch)
+    native = mutate_pod(pod({}, enabled=False, gpus=1), "team", ctx).patch
+    assert not any("tolerations" in op["path"] for op in native)  # native pods must feel the taint
+
+
 def test_review_envelopes_round_trip() -> None:
     review = {
         "apiVersion": "admission.k8s.io/v1",

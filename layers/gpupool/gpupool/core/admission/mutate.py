@@ -7,7 +7,8 @@ default pool; isolation soft; gpu-count from nvidia.com/gpu), validate every val
 namespace's GPUResourceQuota, set schedulerName, drop native nvidia.com/gpu and add the
 `tensor-fusion.ai/index_0` extended resource the scheduler extender is registered for. In the
 production guide's progressive-migration mode, pods that keep native nvidia.com/gpu are routed to
-tensor-fusion-scheduler too, so the extender keeps them off nodes TensorFusion already uses.
+tensor-fusion-scheduler too, so the extender keeps them off nodes TensorFusion already uses, and
+migrated pods tolerate the `tensor-fusion.ai/used-by` taint the relay puts on those nodes.
 
 Must not: read the cluster (the relay passes pools, quota, usage and replica counts in), or
 create anything: a denial changes nothing.
@@ -257,4 +258,17 @@ def _patch(
     ops.append({"op": "add", "path": "/spec/schedulerName", "value": c.SCHEDULER_NAME})
     ops += _drop_native_ops(raw)
     ops += _index_resource_ops(raw)
+    if ctx.progressive_migration:
+        ops += _tolerate_used_by(raw)
     return ops
+
+
+def _tolerate_used_by(raw: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Workers tolerate the used-by taint: it repels native GPU pods, not gpupool's own packing."""
+    toleration = {"key": c.TAINT_USED_BY, "operator": "Exists", "effect": c.TAINT_USED_BY_EFFECT}
+    existing = (raw.get("spec") or {}).get("tolerations")
+    if not isinstance(existing, list):
+        return [{"op": "add", "path": "/spec/tolerations", "value": [toleration]}]
+    if toleration in existing:
+        return []
+    return [{"op": "add", "path": "/spec/tolerations/-", "value": toleration}]

@@ -80,6 +80,8 @@ ANNOTATION_EVICTION_PROTECTION: Final = f"{DOMAIN}/eviction-protection"
 ANNOTATION_IS_DEFAULT_POOL: Final = f"{DOMAIN}/is-default-pool"
 LABEL_WORKLOAD: Final = f"{DOMAIN}/workload"
 TAINT_USED_BY: Final = f"{DOMAIN}/used-by"  # PreferNoSchedule during progressive migration
+TAINT_USED_BY_VALUE: Final = "tensor-fusion"  # TensorFusion's system name, the taint's value
+TAINT_USED_BY_EFFECT: Final = "PreferNoSchedule"
 
 COMPONENT_WORKER: Final = "worker"
 COMPONENT_CLIENT: Final = "client"

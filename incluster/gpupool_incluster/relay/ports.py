@@ -1,0 +1,50 @@
+"""What the relay's hub needs from outside: its settings and the cluster writes it makes.
+
+Role: `ClusterWriter` (bind's reads and writes of pods), `NodeTainter` (progressive migration's
+node taint), `BindFailed`, and `HubSettings`. `KubeWriter` implements both ports over the
+official client; tests use in-memory fakes.
+
+Must not: implement anything.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from gpupool.core.allocator import PlacementPolicy
+
+__all__ = ["BindFailed", "ClusterWriter", "HubSettings", "NodeTainter"]
+
+
+class ClusterWriter(Protocol):
+    """The two writes bind makes; each raises on failure (conflict, not found, …)."""
+
+    def annotate_pod(self, namespace: str, name: str, annotations: Mapping[str, str | None]) -> None:
+        """Merge annotations onto the pod; a None value removes that annotation."""
+        ...
+
+    def bind_pod(self, namespace: str, name: str, uid: str, node: str) -> None: ...
+
+    def read_pod(self, namespace: str, name: str) -> dict[str, Any]: ...
+
+
+class NodeTainter(Protocol):
+    def set_used_by_taint(self, node: str, present: bool) -> bool:
+        """Add (present) or clear the `tensor-fusion.ai/used-by` taint; True when the Node changed.
+
+        Raises on failure (node gone, repeated conflicts, no permission).
+        """
+        ...
+
+
+class BindFailed(Exception):
+    """Bind did not happen; the message goes to ExtenderBindingResult.Error."""
+
+
+@dataclass(frozen=True, slots=True)
+class HubSettings:
+    policy: PlacementPolicy = field(default_factory=PlacementPolicy)
+    default_pool: str = ""
+    progressive_migration: bool = False
