@@ -3,9 +3,13 @@
 Role: apply watched objects (GPUs, pods, GPUPools, GPUResourceQuotas, Nodes) to the allocator;
 answer extender filter / prioritize, webhook admission, simulate-schedule and the allocation
 dump; run bind as reserve (under the lock) → annotate pod → create Binding, releasing the
-reservation if a write fails, so a bind that loses a race leaves the state as it was.
+reservation if a write fails, so a bind that loses a race leaves the state as it was. With
+progressive migration on (and a `NodeTainter` given), it feeds the taint keeper (`migration`):
+which nodes exist and carry the used-by taint, and a wake-up whenever a node may have gained its
+first worker or lost its last. Pools, templates and quotas are applied by `policies`.
 
-Must not: serve HTTP (see `app`) or hold a Kubernetes client (it gets a `ClusterWriter`).
+Must not: serve HTTP (see `app`) or hold a Kubernetes client (it gets a `ClusterWriter` and
+optionally a `NodeTainter`).
 """
 
 from __future__ import annotations

@@ -71,6 +71,8 @@ def allocation_report(allocator: Allocator) -> dict[str, Any]:
             "tflopsLimits": [_tflops(t) for t in a.tflops_limits],
             "vramRequestBytes": a.vram_request,
             "vramLimitBytes": a.vram_limit,
+            "isolation": a.isolation,
+            "dedicated": a.dedicated,
         }
         for a in sorted(state.allocations.values(), key=lambda x: x.key)
     ]

@@ -65,6 +65,10 @@ def test_bind_writes_annotation_then_binding(http: TestClient, writer: FakeWrite
     assert writer.pods["team/p"]["spec"]["nodeName"] == "a"
     allocation = http.get("/api/allocation").json()
     assert allocation["allocations"][0]["pod"] == "team/p"
+    assert (allocation["allocations"][0]["isolation"], allocation["allocations"][0]["dedicated"]) == (
+        "soft",
+        False,
+    )
     gpu_a = next(g for g in allocation["gpus"] if g["name"] == "a-0")
     assert gpu_a["available"]["tflops"] == 90 and gpu_a["allocations"] == ["team/p"]
 
