@@ -21,7 +21,7 @@ from kubernetes import client as k8s
 from pydantic import BaseModel, ValidationError
 
 from gpupool.adapters.kube_coordination import Coordination
-from gpupool.adapters.kube_errors import translated
+from gpupool.adapters.kube_errors import read_body, translated
 from gpupool.core.model.cluster import TensorFusionCluster
 from gpupool.core.model.constants import API_GROUP, COMPONENT_WORKER, LABEL_COMPONENT, LABEL_ENABLED
 from gpupool.core.model.foreign import Node, Pod
@@ -155,7 +155,7 @@ class KubeCluster:
     def _raw_items(self, action: str, call: Callable[..., Any], **kwargs: Any) -> list[dict[str, Any]]:
         with translated(action):
             response = call(_preload_content=False, _request_timeout=self._timeout, **kwargs)
-            payload = json.loads(response.data)
+            payload = json.loads(read_body(response))
         items: list[dict[str, Any]] = payload.get("items") or []
         return items
 
@@ -264,8 +264,14 @@ class KubeCluster:
         if not patch:
             return
         with translated(f"patch Node {name}"):
-            self._core.patch_node(
-                name, patch, _content_type=MERGE_PATCH, _preload_content=False, _request_timeout=self._timeout
+            read_body(
+                self._core.patch_node(
+                    name,
+                    patch,
+                    _content_type=MERGE_PATCH,
+                    _preload_content=False,
+                    _request_timeout=self._timeout,
+                )
             )
 
     def evict_pod(self, namespace: str, name: str) -> None:

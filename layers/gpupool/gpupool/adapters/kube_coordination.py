@@ -19,7 +19,7 @@ from typing import Any
 
 from kubernetes import client as k8s
 
-from gpupool.adapters.kube_errors import translated
+from gpupool.adapters.kube_errors import read_body, translated
 from gpupool.core.model.constants import API_GROUP
 from gpupool.service.errors import Conflict, DomainError, NotFound, PermanentError
 from gpupool.service.ports import EventType
@@ -69,7 +69,7 @@ class Coordination:
             response = self._leases.read_namespaced_lease(
                 name, self._namespace, _preload_content=False, _request_timeout=self._timeout
             )
-            lease: dict[str, Any] = json.loads(response.data)
+            lease: dict[str, Any] = json.loads(read_body(response))
         return lease
 
     def _lease_body(self, name: str, spec: dict[str, Any], resource_version: str | None) -> dict[str, Any]:
@@ -95,11 +95,13 @@ class Coordination:
             }
             try:
                 with translated(f"create Lease {self._namespace}/{name}"):
-                    self._leases.create_namespaced_lease(
-                        self._namespace,
-                        self._lease_body(name, fresh, None),
-                        _preload_content=False,
-                        _request_timeout=self._timeout,
+                    read_body(
+                        self._leases.create_namespaced_lease(
+                            self._namespace,
+                            self._lease_body(name, fresh, None),
+                            _preload_content=False,
+                            _request_timeout=self._timeout,
+                        )
                     )
             except Conflict:  # AlreadyExists included: another invocation created it first
                 return False
@@ -115,12 +117,14 @@ class Coordination:
         version = (current.get("metadata") or {}).get("resourceVersion")
         try:
             with translated(f"replace Lease {self._namespace}/{name}"):
-                self._leases.replace_namespaced_lease(
-                    name,
-                    self._namespace,
-                    self._lease_body(name, spec, version),
-                    _preload_content=False,
-                    _request_timeout=self._timeout,
+                read_body(
+                    self._leases.replace_namespaced_lease(
+                        name,
+                        self._namespace,
+                        self._lease_body(name, spec, version),
+                        _preload_content=False,
+                        _request_timeout=self._timeout,
+                    )
                 )
         except (Conflict, NotFound):  # a concurrent writer won the race
             return False
@@ -138,12 +142,14 @@ class Coordination:
         version = (current.get("metadata") or {}).get("resourceVersion")
         try:
             with translated(f"release Lease {self._namespace}/{name}"):
-                self._leases.replace_namespaced_lease(
-                    name,
-                    self._namespace,
-                    self._lease_body(name, spec, version),
-                    _preload_content=False,
-                    _request_timeout=self._timeout,
+                read_body(
+                    self._leases.replace_namespaced_lease(
+                        name,
+                        self._namespace,
+                        self._lease_body(name, spec, version),
+                        _preload_content=False,
+                        _request_timeout=self._timeout,
+                    )
                 )
         except (Conflict, NotFound):  # someone else took it or removed it: nothing of ours to give back
             return
@@ -156,8 +162,10 @@ class Coordination:
             "metadata": {"name": name, "namespace": namespace},
         }
         with translated(f"evict Pod {namespace}/{name}"):
-            self._core.create_namespaced_pod_eviction(
-                name, namespace, body, _preload_content=False, _request_timeout=self._timeout
+            read_body(
+                self._core.create_namespaced_pod_eviction(
+                    name, namespace, body, _preload_content=False, _request_timeout=self._timeout
+                )
             )
 
     # ---- events ------------------------------------------------------------------------------
@@ -202,8 +210,10 @@ class Coordination:
         }
         try:
             with translated(f"create Event {reason} for {kind} {name}"):
-                self._core.create_namespaced_event(
-                    event_namespace, body, _preload_content=False, _request_timeout=self._timeout
+                read_body(
+                    self._core.create_namespaced_event(
+                        event_namespace, body, _preload_content=False, _request_timeout=self._timeout
+                    )
                 )
         except DomainError as error:
             if error.retryable:

@@ -85,3 +85,13 @@ def translated(action: str) -> Iterator[None]:
         raise translate_api_error(error, action=action) from error
     except (HTTPError, OSError) as error:
         raise translate_transport_error(error, action=action) from error
+
+
+def read_body(response: Any) -> bytes:
+    """The body of a `_preload_content=False` response, read to the end so its connection goes
+    back to the pool (an unread body keeps the connection busy and leaks it)."""
+    try:
+        data: bytes = response.data
+    finally:
+        response.release_conn()
+    return data
