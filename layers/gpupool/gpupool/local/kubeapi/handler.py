@@ -10,6 +10,7 @@ Must not: implement API semantics itself; every rule lives in `cluster` and `sto
 from __future__ import annotations
 
 import json
+import sys
 import traceback
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -34,6 +35,13 @@ class KubeHTTPServer(ThreadingHTTPServer):
     def __init__(self, address: tuple[str, int], cluster: Cluster) -> None:
         super().__init__(address, KubeRequestHandler)
         self.cluster = cluster
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that hangs up mid-request (a closed watch, an exiting process) is normal for an
+        API server: say nothing. Anything else is a bug worth the default traceback."""
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)
 
 
 class KubeRequestHandler(BaseHTTPRequestHandler):
