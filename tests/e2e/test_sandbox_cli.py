@@ -66,6 +66,7 @@ def test_env_file_names_everything_a_shell_needs(sandbox_dir: Path) -> None:
     assert (env["AWS_ACCESS_KEY_ID"], env["AWS_SECRET_ACCESS_KEY"]) == ("testing", "testing")
     assert env["AWS_ENDPOINT_URL"].startswith("http://127.0.0.1:")
     assert env["GPUPOOL_SANDBOX_DIR"] == str(sandbox_dir)
+    assert env["GPUPOOL_CLUSTER_NAME"] == "tensor-fusion"
 
 
 def test_moto_ec2_answers_at_the_env_endpoint(sandbox_dir: Path) -> None:

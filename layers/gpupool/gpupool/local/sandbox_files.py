@@ -74,6 +74,9 @@ def sandbox_env(files: SandboxFiles, *, kube_url: str, aws_url: str) -> dict[str
         "AWS_ACCESS_KEY_ID": "testing",
         "AWS_SECRET_ACCESS_KEY": "testing",
         "GPUPOOL_SANDBOX_DIR": str(files.root),
+        # The cluster the functions manage: the name TensorFusion's chart (and `gpupool demo`)
+        # gives its TensorFusionCluster. Edit the file to manage another.
+        "GPUPOOL_CLUSTER_NAME": "tensor-fusion",
     }
 
 
