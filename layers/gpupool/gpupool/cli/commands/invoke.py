@@ -33,6 +33,7 @@ from types import ModuleType
 from typing import Any
 
 from gpupool.cli.errors import UserError
+from gpupool.cli.files import read_text
 
 NAME = "invoke"
 HELP = "run a function's real handler (launch, bind, compact) in-process on one event file"
@@ -131,16 +132,7 @@ def quiet_handler_output(*, verbose: bool) -> Iterator[None]:
 
 # ---- inputs --------------------------------------------------------------------------------
 def read_event(path: Path) -> dict[str, Any]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise UserError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise UserError(f"{path}: is a directory") from None
-    except UnicodeDecodeError:
-        raise UserError(f"{path}: not UTF-8 text") from None
-    except OSError as error:
-        raise UserError(f"{path}: cannot read: {error.strerror or error}") from None
+    text = read_text(path)
     try:
         event = json.loads(text)
     except json.JSONDecodeError as error:
@@ -154,12 +146,7 @@ def read_event(path: Path) -> dict[str, Any]:
 
 def read_env_file(path: Path) -> dict[str, str]:
     """`KEY=VALUE` lines (optionally `export KEY=VALUE`, values optionally quoted; # comments)."""
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except OSError as error:
-        raise UserError(f"{path}: cannot read the env file: {error.strerror or error}") from None
-    except UnicodeDecodeError:
-        raise UserError(f"{path}: not UTF-8 text") from None
+    lines = read_text(path, what="the env file").splitlines()
     values: dict[str, str] = {}
     for number, raw in enumerate(lines, start=1):
         line = raw.strip()

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from gpupool.cli.commands.catalog import DEFAULT_REGIONS
 from gpupool.cli.errors import UserError
+from gpupool.cli.files import read_text
 
 if TYPE_CHECKING:
     from gpupool.core.model.cluster import ComputingVendor
@@ -62,19 +63,6 @@ def register(parser: argparse.ArgumentParser) -> None:
         "--max-nodes", type=int, default=100, metavar="N", help="most nodes in one plan (default 100)"
     )
     parser.add_argument("--json", action="store_true", help="print a JSON object instead of a table")
-
-
-def read_text(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise UserError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise UserError(f"{path}: is a directory") from None
-    except UnicodeDecodeError:
-        raise UserError(f"{path}: not UTF-8 text") from None
-    except OSError as exc:
-        raise UserError(f"{path}: cannot read: {exc.strerror or exc}") from None
 
 
 def _documents(path: Path) -> list[Any]:

@@ -12,12 +12,12 @@ Must not: hold validation rules (they live in the models).
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from gpupool.cli.errors import UserError
+from gpupool.cli.files import read_text
 
 NAME = "validate"
 HELP = "check tensor-fusion.ai/v1 manifests (GPUPool, TensorFusionCluster, …); exit 1 if any is invalid"
@@ -26,21 +26,6 @@ HELP = "check tensor-fusion.ai/v1 manifests (GPUPool, TensorFusionCluster, …);
 def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("files", nargs="+", metavar="FILE", type=Path, help="YAML files, '-' for stdin")
     parser.add_argument("-q", "--quiet", action="store_true", help="print only the invalid documents")
-
-
-def _read(path: Path) -> str:
-    if str(path) == "-":
-        return sys.stdin.read()
-    try:
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise UserError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise UserError(f"{path}: is a directory") from None
-    except UnicodeDecodeError:
-        raise UserError(f"{path}: not UTF-8 text") from None
-    except OSError as exc:
-        raise UserError(f"{path}: cannot read: {exc.strerror or exc}") from None
 
 
 def _check_document(document: Any) -> tuple[str, list[str], bool]:
@@ -73,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
     loaded: list[tuple[Path, list[Any]]] = []
     for path in args.files:  # read and parse everything first: a bad file reports nothing else
         try:
-            loaded.append((path, load_documents(_read(path))))
+            loaded.append((path, load_documents(read_text(path, allow_stdin=True))))
         except ManifestError as exc:
             raise UserError(f"{path}: {exc.errors[0].reason}") from None
     invalid = 0
