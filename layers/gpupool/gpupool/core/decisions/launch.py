@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 
 from gpupool.core.decisions.launch_selection import capacity_gap, offering_matches, select_offerings
-from gpupool.core.model.base import GroupKindName, ObjectMeta, OwnerReference
+from gpupool.core.model.base import GroupKindName, ObjectMeta
 from gpupool.core.model.constants import (
     ANNOTATION_HOURLY_PRICING,
     API_GROUP,
@@ -89,18 +89,7 @@ def claim_offering(claim: GPUNodeClaim) -> OfferingRef | None:
 def build_claim(snapshot: PoolSnapshot, offering: OfferingRef, *, name: str, node_class: str) -> GPUNodeClaim:
     """The GPUNodeClaim recording the intent to launch `offering` for the pool (TensorFusion's labels)."""
     pool = snapshot.pool
-    owners = []
-    if pool.metadata.uid:
-        owners.append(
-            OwnerReference(
-                api_version=pool.api_version,
-                kind="GPUPool",
-                name=pool.name,
-                uid=pool.metadata.uid,
-                controller=True,
-                block_owner_deletion=True,
-            )
-        )
+    owners = pool.controller_references()
     return GPUNodeClaim(
         metadata=ObjectMeta(
             name=name,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from gpupool.core.model.base import ObjectMeta, OwnerReference
+from gpupool.core.model.base import ObjectMeta
 from gpupool.core.model.cluster import TensorFusionCluster
 from gpupool.core.model.constants import LABEL_CLUSTER
 from gpupool.core.model.pool import GPUPool
@@ -33,18 +33,7 @@ def plan_pool_sync(clusters: Sequence[TensorFusionCluster], pools: Sequence[GPUP
         for definition in cluster.spec.gpu_pools:
             name = cluster_pool_name(cluster, definition.name)
             current = existing.get(name)
-            owners = []
-            if cluster.metadata.uid:
-                owners.append(
-                    OwnerReference(
-                        api_version=cluster.api_version,
-                        kind="TensorFusionCluster",
-                        name=cluster.name,
-                        uid=cluster.metadata.uid,
-                        controller=True,
-                        block_owner_deletion=True,
-                    )
-                )
+            owners = cluster.controller_references()
             if current is None:
                 desired = GPUPool(
                     metadata=ObjectMeta(

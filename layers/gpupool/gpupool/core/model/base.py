@@ -219,6 +219,21 @@ class TopLevel(_Model):
     def name(self) -> str:
         return self.metadata.name or ""
 
+    def controller_references(self) -> list[OwnerReference]:
+        """ownerReferences that make this object the controller of a dependent (Kubernetes'
+        garbage collector then deletes the dependent with it); none before it has a uid."""
+        if not self.metadata.uid:
+            return []
+        reference = OwnerReference(
+            api_version=self.api_version,
+            kind=self.kind or self.KIND,
+            name=self.name,
+            uid=self.metadata.uid,
+            controller=True,
+            block_owner_deletion=True,
+        )
+        return [reference]
+
 
 class TensorFusionObject(TopLevel):
     """A tensor-fusion.ai/v1 object: the apiVersion is fixed."""
