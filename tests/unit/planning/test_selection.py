@@ -63,12 +63,20 @@ def test_pure_search_equals_brute_force(seed: int) -> None:
 
 @pytest.mark.skipif(not milp_available(), reason="highspy not installed")
 @pytest.mark.parametrize("seed", range(3))
-def test_milp_path_equals_brute_force(seed: int) -> None:
+@pytest.mark.parametrize("name_budget", [None, 0], ids=["seeded-pure-names", "highs-names"])
+def test_milp_path_equals_brute_force(seed: int, name_budget: int | None) -> None:
+    """The MILP's plan, with ties settled by the seeded pure search or by HiGHS's name stage."""
     rng = random.Random(1000 + seed)
     for _ in range(40):
         candidates, limits, max_nodes = _case(rng)
         expected = select_by_enumeration(candidates, **limits, max_nodes=max_nodes)  # type: ignore[arg-type]
-        found = select_cheapest(candidates, **limits, max_nodes=max_nodes, pure_budget=0)  # type: ignore[arg-type]
+        found = select_cheapest(
+            candidates,
+            **limits,  # type: ignore[arg-type]
+            max_nodes=max_nodes,
+            pure_budget=0,
+            name_budget=name_budget,
+        )
         _same(found, expected)
         _within(found, limits, max_nodes)
 

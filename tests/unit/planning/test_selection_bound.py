@@ -1,5 +1,6 @@
 """The LP bound the search prunes with equals the LP optimum (best single type or best pair of
-types covering the remaining need fractionally), for every suffix of the candidates."""
+types covering the remaining need fractionally), for every suffix of the candidates; the
+node-priced (Lagrangian) bound stays below the cheapest plan within the node limit."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import random
 
 import pytest
 
-from gpupool.core.selection_bound import suffix_facets
+from gpupool.core.selection_bound import lp_value, node_price, suffix_facets
 
 
 def _lp_by_pairs(sizes: list[tuple[int, int, int]], need: tuple[int, int]) -> float:
@@ -40,3 +41,41 @@ def test_bound_is_the_lp_value_for_every_suffix(seed: int) -> None:
 
 def test_empty_suffix_has_no_facets() -> None:
     assert suffix_facets([(1, 1, 1)])[-1] == ()
+
+
+def _cheapest_within(sizes: list[tuple[int, int, int]], need: tuple[int, int], max_nodes: int) -> int | None:
+    """Brute force: the cheapest integer cover with at most max_nodes nodes (None if none)."""
+    import itertools
+
+    best = None
+    for counts in itertools.product(range(max_nodes + 1), repeat=len(sizes)):
+        if sum(counts) > max_nodes:
+            continue
+        if sum(n * t for n, (t, _, _) in zip(counts, sizes, strict=True)) < need[0]:
+            continue
+        if sum(n * v for n, (_, v, _) in zip(counts, sizes, strict=True)) < need[1]:
+            continue
+        cost = sum(n * p for n, (_, _, p) in zip(counts, sizes, strict=True))
+        best = cost if best is None else min(best, cost)
+    return best
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_node_priced_bound_never_exceeds_the_cheapest_plan_within_the_node_limit(seed: int) -> None:
+    rng = random.Random(100 + seed)
+    raised = 0
+    for _ in range(60):
+        sizes = [
+            (rng.randint(1, 40), rng.randint(1, 40), rng.randint(1, 60)) for _ in range(rng.randint(1, 3))
+        ]
+        need, max_nodes = (rng.randint(1, 120), rng.randint(1, 120)), rng.randint(1, 6)
+        cheapest = _cheapest_within(sizes, need, max_nodes)
+        lam = node_price(sizes, need, max_nodes)
+        assert lam >= 0
+        priced = lp_value(sizes, need, lam)[0] - lam * max_nodes
+        plain = lp_value(sizes, need)[0]
+        assert priced >= plain - 1e-6 * max(plain, 1)  # never weaker than the plain LP bound
+        if cheapest is not None:
+            assert priced <= cheapest + 1e-6 * cheapest
+        raised += priced > plain + 1e-6
+    assert raised > 0  # the node limit binds in some cases, and the bound then rises

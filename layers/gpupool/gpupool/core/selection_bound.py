@@ -50,7 +50,7 @@ def _facets(chain: Sequence[tuple[float, float]]) -> Facets:
     return tuple(facets)
 
 
-def suffix_facets(sizes: Sequence[tuple[int, int, int]]) -> list[Facets]:
+def suffix_facets(sizes: Sequence[tuple[int, int, float]]) -> list[Facets]:
     """Facets for each suffix of (tflops, vram, price); the last entry (empty suffix) is ()."""
     result: list[Facets] = [()] * (len(sizes) + 1)
     chain: list[tuple[float, float]] = []
@@ -59,3 +59,38 @@ def suffix_facets(sizes: Sequence[tuple[int, int, int]]) -> list[Facets]:
         chain = _frontier([*chain, (tflops / price, vram / price)])
         result[k] = _facets(chain)
     return result
+
+
+def lp_value(
+    sizes: Sequence[tuple[int, int, int]], need: tuple[int, int], node_price: float = 0.0
+) -> tuple[float, float, float]:
+    """(value, n_t, n_v): the LP value of covering `need` with every price raised by `node_price`,
+    and the facet attaining it."""
+    points = [(t / (p + node_price), v / (p + node_price)) for t, v, p in sizes]
+    return max((nt * need[0] + nv * need[1], nt, nv) for nt, nv in _facets(_frontier(points)))
+
+
+def node_price(sizes: Sequence[tuple[int, int, int]], need: tuple[int, int], max_nodes: int) -> float:
+    """A Lagrange multiplier λ ≥ 0 for the node limit: for any λ, a plan of at most max_nodes
+    nodes costs at least LP(prices + λ) − λ·max_nodes, so the best λ tightens the bound when the
+    limit binds. 0 when the LP itself stays within the limit; else a golden-section search on
+    that concave function (any λ is valid, so the search need not be precise)."""
+    if max_nodes <= 0 or not sizes:
+        return 0.0
+
+    def gain(lam: float) -> float:
+        return lp_value(sizes, need, lam)[0] - lam * max_nodes
+
+    low, high = 0.0, float(max(p for _, _, p in sizes))
+    step = high * 1e-6
+    if gain(step) <= gain(0.0):
+        return 0.0
+    ratio = (5**0.5 - 1) / 2
+    for _ in range(30):
+        a, b = high - ratio * (high - low), low + ratio * (high - low)
+        if gain(a) < gain(b):
+            low = a
+        else:
+            high = b
+    lam = (low + high) / 2
+    return lam if gain(lam) > gain(0.0) else 0.0

@@ -20,9 +20,9 @@ from importlib.util import find_spec
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from gpupool.core.selection import Candidate
+    from gpupool.core.selection_model import Candidate
 
-__all__ = ["MILP_STAGE_SECONDS", "milp_available", "solve_by_milp"]
+__all__ = ["MILP_STAGE_SECONDS", "MilpPlan", "milp_available", "solve_by_milp"]
 
 # Wall-clock limit per HiGHS solve; a stage that runs out is treated as "not proven".
 MILP_STAGE_SECONDS = 1.0
@@ -100,11 +100,36 @@ def _dot(items: Sequence[Candidate], counts: Sequence[int], attribute: str) -> i
     return sum(int(getattr(c, attribute)) * n for c, n in zip(items, counts, strict=True))
 
 
+class MilpPlan:
+    """The MILP's plan (counts in `items` order), proven best by coverage, cost and nodes within
+    HiGHS's tolerances; `prefer_earlier_names` runs the approximate name stage on demand."""
+
+    def __init__(
+        self, model: _Model, items: Sequence[Candidate], counts: list[int], weights: list[int]
+    ) -> None:
+        self._model, self._items, self.counts, self._weights = model, items, counts, weights
+
+    def prefer_earlier_names(self) -> list[int]:
+        """Among plans no worse by cost and nodes, prefer earlier-named candidates (a weighted
+        objective: it approximates the lexicographic name order on wide ties)."""
+        items, weights, model = self._items, self._weights, self._model
+        value = sum(w * n for w, n in zip(weights, self.counts, strict=True))
+        model.row([float(w) for w in weights], upper=value)
+        rank = sorted(range(len(items)), key=lambda i: items[i].name)
+        weight = [0.0] * len(items)
+        for position, index in enumerate(rank):
+            weight[index] = float(len(items) - position)
+        named = model.solve(weight, maximize=True)
+        if named is not None and sum(w * n for w, n in zip(weights, named, strict=True)) <= value:
+            return named
+        return self.counts
+
+
 def solve_by_milp(
     items: Sequence[Candidate], *, need: tuple[int, int], cap: tuple[int, int], max_nodes: int
-) -> list[int] | None:
-    """Counts per item (in `items` order) by the selection's order of objectives; None when HiGHS
-    could not prove the coverage / cost / node stages within MILP_STAGE_SECONDS."""
+) -> MilpPlan | None:
+    """The best counts by coverage, cost and nodes; None when HiGHS could not prove the coverage
+    and cost stages within MILP_STAGE_SECONDS each."""
     need_t, need_v = need
     cost_and_nodes = [c.price * (max_nodes + 1) + 1 for c in items]
     model = _Model(items, cap, max_nodes)
@@ -129,13 +154,4 @@ def solve_by_milp(
         counts = model.solve([*cost_and_nodes, 0.0, 0.0])
         if counts is None:
             return None
-    value = sum(w * n for w, n in zip(cost_and_nodes, counts, strict=True))
-    model.row([float(w) for w in cost_and_nodes], upper=value)
-    rank = sorted(range(len(items)), key=lambda i: items[i].name)
-    weight = [0.0] * len(items)
-    for position, index in enumerate(rank):
-        weight[index] = float(len(items) - position)
-    named = model.solve(weight, maximize=True)
-    if named is not None and sum(w * n for w, n in zip(cost_and_nodes, named, strict=True)) <= value:
-        counts = named
-    return counts
+    return MilpPlan(model, items, counts, cost_and_nodes)

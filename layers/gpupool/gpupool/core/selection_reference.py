@@ -14,7 +14,9 @@ import itertools
 from collections.abc import Sequence
 from typing import Any
 
-from gpupool.core.selection import DEFAULT_MAX_NODES, Candidate, Selection, _coverage, _selection
+from gpupool.core.selection import DEFAULT_MAX_NODES
+from gpupool.core.selection_model import Candidate, Selection, build_selection
+from gpupool.core.selection_model import coverage as coverage_of
 
 __all__ = ["MilpResult", "select_by_enumeration", "select_by_milp"]
 
@@ -36,7 +38,7 @@ def select_by_enumeration(
     cap_v = _UNBOUNDED if cap_vram is None else cap_vram
     items = list(candidates)
     if need_t == 0 and need_v == 0:
-        return _selection([], [], need_t, need_v)
+        return build_selection([], [], need_t, need_v)
     best: tuple[int, int, int, tuple[str, ...]] | None = None
     best_counts: tuple[int, ...] = (0,) * len(items)
     for counts in itertools.product(range(max_nodes + 1), repeat=len(items)):
@@ -48,10 +50,10 @@ def select_by_enumeration(
             continue
         cost = sum(c.price * n for c, n in zip(items, counts, strict=True))
         names = tuple(sorted(c.name for c, n in zip(items, counts, strict=True) for _ in range(n)))
-        key = (-_coverage(tflops, vram, need_t, need_v), cost, sum(counts), names)
+        key = (-coverage_of(tflops, vram, need_t, need_v), cost, sum(counts), names)
         if best is None or key < best:
             best, best_counts = key, counts
-    return _selection(items, best_counts, need_t, need_v)
+    return build_selection(items, best_counts, need_t, need_v)
 
 
 class MilpResult:
@@ -108,5 +110,5 @@ def select_by_milp(
     h.minimize(cost)
     values = h.vals(xs)
     counts = [round(v) for v in values]
-    chosen = _selection(list(candidates), counts, need_t, need_v)
-    return MilpResult(coverage=_coverage(chosen.tflops, chosen.vram, need_t, need_v), cost=chosen.cost)
+    chosen = build_selection(list(candidates), counts, need_t, need_v)
+    return MilpResult(coverage=coverage_of(chosen.tflops, chosen.vram, need_t, need_v), cost=chosen.cost)

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from gpupool.core.selection import DEFAULT_MAX_NODES, Candidate, Selection, _ceil_div, _selection
+from gpupool.core.selection import DEFAULT_MAX_NODES
+from gpupool.core.selection_model import Candidate, Selection, build_selection, ceil_div
 
 __all__ = ["select_single_type"]
 
@@ -30,12 +31,12 @@ def select_single_type(
     best: tuple[int, int, str] | None = None
     chosen: Selection | None = None
     for c in candidates:
-        count = max(_ceil_div(need_t, c.tflops), _ceil_div(need_v, c.vram))
+        count = max(ceil_div(need_t, c.tflops), ceil_div(need_v, c.vram))
         fits_t = cap_tflops is None or count * c.tflops <= cap_tflops
         fits_v = cap_vram is None or count * c.vram <= cap_vram
         if count > max_nodes or not (fits_t and fits_v):
             continue
         key = (count * c.price, count, c.name)
         if best is None or key < best:
-            best, chosen = key, _selection([c], [count], need_t, need_v)
+            best, chosen = key, build_selection([c], [count], need_t, need_v)
     return chosen
