@@ -195,7 +195,7 @@ def run(args: argparse.Namespace) -> int:
             print(line)
         print(
             "next: gpupool invoke launch events/aws/scheduled-event.json --cloud aws "
-            f"--env {args.prepare_sandbox} --cluster tensor-fusion"
+            f"--env {args.prepare_sandbox}"
         )
         return 0
 
