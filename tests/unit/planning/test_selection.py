@@ -76,9 +76,31 @@ def test_milp_path_equals_brute_force(seed: int, name_budget: int | None) -> Non
             max_nodes=max_nodes,
             pure_budget=0,
             name_budget=name_budget,
+            fill_budget=0,
         )
         _same(found, expected)
         _within(found, limits, max_nodes)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_fill_path_equals_brute_force(seed: int) -> None:
+    """Reachability tables and targeted searches ("fill what max allows"), with both caps set."""
+    rng = random.Random(2000 + seed)
+    for _ in range(60):
+        candidates, limits, max_nodes = _case(rng)
+        limits["cap_tflops"] = limits["cap_tflops"] or rng.randint(0, 200)
+        limits["cap_vram"] = limits["cap_vram"] or rng.randint(0, 160)
+        expected = select_by_enumeration(candidates, **limits, max_nodes=max_nodes)  # type: ignore[arg-type]
+        found = select_cheapest(
+            candidates,
+            **limits,  # type: ignore[arg-type]
+            max_nodes=max_nodes,
+            pure_budget=0,
+            accelerate=False,
+        )
+        _same(found, expected)
+        _within(found, limits, max_nodes)
+        assert found.proven_optimal
 
 
 sizes = st.tuples(st.integers(1, 12), st.integers(1, 12), st.integers(1, 30))

@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from gpupool.core.selection_bound import node_price
+from gpupool.core.selection_fill import fill_exactly, small_enough
 from gpupool.core.selection_milp import MilpPlan, milp_available, solve_by_milp
 from gpupool.core.selection_model import (
     UNBOUNDED,
@@ -53,6 +54,8 @@ FIRST_PASS_CANDIDATES = 4
 FIRST_PASS_BUDGET = 400
 # Nodes of the pure search seeded with the MILP's plan (tie-breaks among optimal plans).
 NAME_SEARCH_BUDGET = 3_000
+# Nodes of the targeted searches that settle "fill what max allows" exactly (selection_fill).
+FILL_SEARCH_BUDGET = 50_000
 UNACCELERATED_SEARCH_BUDGET = 2_000_000
 
 
@@ -79,6 +82,7 @@ def select_cheapest(
     accelerate: bool = True,
     pure_budget: int | None = None,
     name_budget: int | None = None,
+    fill_budget: int | None = None,
 ) -> Selection:
     """The exact best selection (see the module docstring for the order of objectives).
 
@@ -112,6 +116,17 @@ def select_cheapest(
     search = search.narrowed(max(budget - FIRST_PASS_BUDGET, 0))
     if search.finish():
         return search.result()
+    if fill_budget is None:
+        fill_budget = FILL_SEARCH_BUDGET
+    if (
+        fill_budget
+        and not search.covers()
+        and max(cap_t, cap_v) < UNBOUNDED
+        and small_enough(items, cap_t, cap_v)
+    ):
+        filled = fill_exactly(items, (need_t, need_v), (cap_t, cap_v), max_nodes, fill_budget)
+        if filled is not None:
+            return filled
     if accelerate and milp_available():
         plan = solve_by_milp(search.items, need=(need_t, need_v), cap=(cap_t, cap_v), max_nodes=max_nodes)
         if plan is not None:
