@@ -53,7 +53,7 @@ PURE_SEARCH_BUDGET = 2_000
 FIRST_PASS_CANDIDATES = 4
 FIRST_PASS_BUDGET = 400
 # Nodes of the pure search seeded with the MILP's plan (tie-breaks among optimal plans).
-NAME_SEARCH_BUDGET = 3_000
+NAME_SEARCH_BUDGET = 8_000
 # Nodes of the targeted searches that settle "fill what max allows" exactly (selection_fill).
 FILL_SEARCH_BUDGET = 50_000
 UNACCELERATED_SEARCH_BUDGET = 2_000_000
