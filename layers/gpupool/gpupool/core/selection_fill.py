@@ -26,34 +26,56 @@ from gpupool.core.selection_search import BranchAndBound, BudgetSpent
 
 __all__ = ["MAX_GRID_BITS", "Reach", "fill_exactly", "small_enough"]
 
-# Largest (TFLOPS levels × VRAM levels) grid worth tabulating (suffixes × this many bits of memory).
+# Most bits of reachability tables to build (grid × tables kept): 10⁸ bits is ~12 MB.
 MAX_GRID_BITS = 100_000_000
+# Suffixes whose tables are kept (the last ones: near the leaves, where pruning pays).
+KEPT_SUFFIXES = 24
 # A target spanning more VRAM levels than this is not checked against the table (no pruning).
 _RANGE_LEVELS = 64
 
 
+def _kept_suffixes(count: int) -> list[bool]:
+    """Which of the count + 1 suffixes keep a table: the last KEPT_SUFFIXES, and every
+    stride-th before them (at most about KEPT_SUFFIXES more)."""
+    dense_from = max(count - KEPT_SUFFIXES, 0)
+    stride = max(1, ceil_div(dense_from, KEPT_SUFFIXES))
+    return [k >= dense_from or k % stride == 0 for k in range(count + 1)]
+
+
 class Reach:
-    """Which totals each suffix of `items` can reach under the caps, ignoring the node limit."""
+    """Which totals suffixes of `items` can reach under the caps, ignoring the node limit. Tables
+    are kept for every one of the last KEPT_SUFFIXES suffixes (near the leaves, where pruning
+    pays most) and for evenly spaced earlier ones; a suffix without a table is judged by the
+    nearest longer one, which reaches at least as much (so the answer stays an over-estimate)."""
 
     def __init__(self, items: list[Candidate], cap_t: int, cap_v: int) -> None:
         self.g_t = gcd(*(c.tflops for c in items))
         self.g_v = gcd(*(c.vram for c in items))
         self.top_t, self.top_v = cap_t // self.g_t, cap_v // self.g_v
+        n = len(items)
+        keep = _kept_suffixes(n)
         mask = (1 << (self.top_t + 1)) - 1
         table = [1] + [0] * self.top_v
-        self.tables: list[list[int]] = [table]
-        for c in reversed(items):
+        tables: dict[int, list[int]] = {n: table}
+        for k in range(n - 1, -1, -1):
+            c = items[k]
             step_t, step_v = c.tflops // self.g_t, c.vram // self.g_v
-            table = list(table)
+            table = list(table) if keep[k] else table
             for level in range(step_v, self.top_v + 1):
                 below = table[level - step_v]
                 if below:
                     table[level] |= (below << step_t) & mask
-            self.tables.append(table)
-        self.tables.reverse()  # tables[k]: totals reachable with items k…
+            if keep[k]:
+                tables[k] = table
+        self.root = table
+        # For each suffix k, the table of the nearest kept suffix k' ≤ k.
+        self.tables: list[list[int]] = []
+        for k in range(n + 1):
+            self.tables.append(tables[k] if keep[k] else self.tables[-1])
 
     def possible(self, k: int, low: tuple[int, int], high: tuple[int, int]) -> bool:
-        """Whether items k… can add a total in [low, high] (raw units, per dimension)."""
+        """Whether items k… can add a total in [low, high] (raw units, per dimension); True
+        when unknown (a range too wide to check) or only reachable with earlier items too."""
         t_lo, t_hi = ceil_div(max(low[0], 0), self.g_t), min(high[0] // self.g_t, self.top_t)
         v_lo, v_hi = ceil_div(max(low[1], 0), self.g_v), min(high[1] // self.g_v, self.top_v)
         if t_lo > t_hi or v_lo > v_hi:
@@ -66,10 +88,10 @@ class Reach:
 
 
 def small_enough(items: list[Candidate], cap_t: int, cap_v: int) -> bool:
-    """Whether the reachability tables for these caps fit MAX_GRID_BITS."""
+    """Whether the kept reachability tables for these caps fit MAX_GRID_BITS."""
     levels_t = cap_t // gcd(*(c.tflops for c in items)) + 1
     levels_v = cap_v // gcd(*(c.vram for c in items)) + 1
-    return levels_t * levels_v * (len(items) + 1) <= MAX_GRID_BITS
+    return levels_t * levels_v * sum(_kept_suffixes(len(items))) <= MAX_GRID_BITS
 
 
 class _TargetSearch(BranchAndBound):
@@ -103,7 +125,7 @@ class _TargetSearch(BranchAndBound):
 def _targets(reach: Reach, need: tuple[int, int], cap_v: int) -> list[tuple[int, int, int]]:
     """VRAM groups as (lo_v, hi_v, TFLOPS bits): one per exact level below the need, and one for
     all levels at or past it (they cover the VRAM need alike); only groups that reach anything."""
-    table, g_v = reach.tables[0], reach.g_v
+    table, g_v = reach.root, reach.g_v
     saturated_v = ceil_div(need[1], g_v)
     groups = [(lv * g_v, lv * g_v, table[lv]) for lv in range(min(saturated_v, reach.top_v + 1))]
     if saturated_v <= reach.top_v:
