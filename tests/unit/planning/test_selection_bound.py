@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from gpupool.core.selection_bound import lp_value, node_price, suffix_facets
+from gpupool.core.selection_bound import lp_value, node_price, suffix_exact_facets, suffix_facets
 
 
 def _lp_by_pairs(sizes: list[tuple[int, int, int]], need: tuple[int, int]) -> float:
@@ -79,3 +79,31 @@ def test_node_priced_bound_never_exceeds_the_cheapest_plan_within_the_node_limit
             assert priced <= cheapest + 1e-6 * cheapest
         raised += priced > plain + 1e-6
     assert raised > 0  # the node limit binds in some cases, and the bound then rises
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_exact_fill_facets_bound_every_plan_with_those_totals(seed: int) -> None:
+    """For any plan with totals in [low, high], the facets' bound never exceeds its cost, and on
+    an exact fill it is at least the covering LP bound."""
+    import itertools
+
+    rng = random.Random(300 + seed)
+    for _ in range(30):
+        sizes = [
+            (rng.randint(1, 30), rng.randint(1, 30), rng.randint(1, 50)) for _ in range(rng.randint(1, 4))
+        ]
+        facets = suffix_exact_facets(sizes)[0]
+        cover = suffix_facets(sizes)[0]
+        for counts in itertools.product(range(4), repeat=len(sizes)):
+            totals = [sum(n * s[d] for n, s in zip(counts, sizes, strict=True)) for d in (0, 1)]
+            cost = sum(n * s[2] for n, s in zip(counts, sizes, strict=True))
+            widen = rng.randint(0, 5)
+            low, high = (totals[0] - widen, totals[1]), (totals[0] + widen, totals[1])
+            bound = max(
+                (nt * max(low[0], 0) if nt >= 0 else nt * high[0])
+                + (nv * low[1] if nv >= 0 else nv * high[1])
+                for nt, nv in facets
+            )
+            assert bound <= cost + 1e-9 * max(cost, 1)
+            exact = max(nt * totals[0] + nv * totals[1] for nt, nv in facets)
+            assert exact >= max(nt * totals[0] + nv * totals[1] for nt, nv in cover) - 1e-9 * max(cost, 1)

@@ -101,3 +101,51 @@ def node_price(sizes: Sequence[tuple[int, int, int]], need: tuple[int, int], max
             gain_a = gain(a)
     lam = (low + high) / 2
     return lam if gain(lam) > gain(0.0) else 0.0
+
+
+def _hull(points: Sequence[tuple[float, float]]) -> list[tuple[float, float]]:
+    """The convex hull's vertices, counter-clockwise (Andrew's monotone chain)."""
+    ordered = sorted(set(points))
+    if len(ordered) <= 2:
+        return ordered
+    chains: list[list[tuple[float, float]]] = []
+    for sequence in (ordered, ordered[::-1]):
+        chain: list[tuple[float, float]] = []
+        for p in sequence:
+            while len(chain) >= 2 and _cross(chain[-2], chain[-1], p) <= 0:
+                chain.pop()
+            chain.append(p)
+        chains.append(chain[:-1])
+    return chains[0] + chains[1]
+
+
+def _outer_facets(hull: Sequence[tuple[float, float]]) -> Facets:
+    """Every line n·q = 1 through a hull edge with all points on the origin's side: a vertex of
+    the dual of the exact-fill LP (components may be negative)."""
+    if len(hull) == 1:
+        (t, v) = hull[0]
+        return ((t / (t * t + v * v), v / (t * t + v * v)),)
+    facets = []
+    edges = [(hull[0], hull[1])] if len(hull) == 2 else list(zip(hull, [*hull[1:], hull[0]], strict=True))
+    for a, b in edges:
+        det = a[0] * b[1] - a[1] * b[0]
+        if det == 0:
+            continue
+        n = ((b[1] - a[1]) / det, (a[0] - b[0]) / det)
+        if all(n[0] * q[0] + n[1] * q[1] <= 1 + 1e-12 for q in hull):
+            facets.append(n)
+    return tuple(facets)
+
+
+def suffix_exact_facets(sizes: Sequence[tuple[int, int, float]]) -> list[Facets]:
+    """Per suffix, facets n with n·size_i ≤ price_i for every candidate of the suffix, signs
+    free: for a plan whose totals lie in [low, high] per dimension, the cost is at least
+    Σ_d (n_d·low_d if n_d ≥ 0 else n_d·high_d). With low = high (an exact fill) the best facet
+    gives the LP value of buying exactly that total, higher than the covering LP's."""
+    result: list[Facets] = [()] * (len(sizes) + 1)
+    hull: list[tuple[float, float]] = []
+    for k in range(len(sizes) - 1, -1, -1):
+        tflops, vram, price = sizes[k]
+        hull = _hull([*hull, (tflops / price, vram / price)])
+        result[k] = _outer_facets(hull)
+    return result

@@ -21,6 +21,7 @@ from __future__ import annotations
 import heapq
 from math import gcd
 
+from gpupool.core.selection_bound import Facets, suffix_exact_facets, suffix_facets
 from gpupool.core.selection_model import Candidate, Selection, build_selection, ceil_div, coverage, order_key
 from gpupool.core.selection_search import BranchAndBound, BudgetSpent
 
@@ -95,7 +96,8 @@ def small_enough(items: list[Candidate], cap_t: int, cap_v: int) -> bool:
 
 
 class _TargetSearch(BranchAndBound):
-    """The branch and bound towards one exact target, pruned by the reachability table."""
+    """The branch and bound towards one target (exact, or a range in a dimension whose need it
+    covers), pruned by the reachability tables and bounded by the exact-fill LP facets."""
 
     def __init__(
         self,
@@ -104,10 +106,23 @@ class _TargetSearch(BranchAndBound):
         max_nodes: int,
         budget: int,
         reach: Reach,
+        facets: list[Facets],
     ) -> None:
         lo_t, hi_t, lo_v, hi_v = target
-        super().__init__(items, (lo_t, lo_v), (hi_t, hi_v), max_nodes, budget)
+        super().__init__(items, (lo_t, lo_v), (hi_t, hi_v), max_nodes, budget, facets=facets)
         self.reach, self.low, self.high = reach, (lo_t, lo_v), (hi_t, hi_v)
+        self.span = (hi_t - lo_t, hi_v - lo_v)
+
+    def _cost_bound(self, k: int, rem_t: int, rem_v: int, left: int) -> tuple[float, float, float, float]:
+        """The best facet's bound for totals in [rem, rem + span] (see suffix_exact_facets)."""
+        low_t, low_v = max(rem_t, 0), max(rem_v, 0)
+        high_t, high_v = rem_t + self.span[0], rem_v + self.span[1]
+        best, best_t, best_v = float("-inf"), 0.0, 0.0
+        for nt, nv in self.facets[k]:
+            bound = (nt * low_t if nt >= 0 else nt * high_t) + (nv * low_v if nv >= 0 else nv * high_v)
+            if bound > best:
+                best, best_t, best_v = bound, nt, nv
+        return best, best_t, best_v, 0.0
 
     def run(self, k: int, tflops: int, vram: int, cost: int, nodes: int, fresh: bool = True) -> None:
         low, high = self.low, self.high
@@ -142,6 +157,8 @@ def fill_exactly(
     """The best selection by `order_key` when searched exactly within `budget` nodes, else None."""
     (need_t, need_v), (cap_t, cap_v) = need, cap
     reach = Reach(items, *cap)
+    sizes = [(c.tflops, c.vram, c.price) for c in items]
+    facets = [a + b for a, b in zip(suffix_facets(sizes), suffix_exact_facets(sizes), strict=True)]
     g_t = reach.g_t
     saturated_t = ceil_div(need_t, g_t)
     heap: list[tuple[int, int, int, int, int, int]] = []  # (-coverage, group, t_level, lo_v, hi_v, bits)
@@ -168,7 +185,7 @@ def fill_exactly(
         best: Selection | None = None
         for _, _, level, lo_v, hi_v, _ in batch:
             lo_t, hi_t = (need_t, cap_t) if level >= saturated_t else (level * g_t, level * g_t)
-            search = _TargetSearch(items, (lo_t, hi_t, lo_v, hi_v), max_nodes, budget, reach)
+            search = _TargetSearch(items, (lo_t, hi_t, lo_v, hi_v), max_nodes, budget, reach, facets)
             if not search.finish():
                 return None
             budget = search.budget or 0

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from gpupool.core.selection_bound import lp_value, suffix_facets
+from gpupool.core.selection_bound import Facets, lp_value, suffix_facets
 from gpupool.core.selection_model import Candidate, Selection, alone_cost, build_selection, ceil_div, coverage
 
 __all__ = ["BranchAndBound", "BudgetSpent", "reduced_cost_order"]
@@ -55,6 +55,7 @@ class BranchAndBound:
         max_nodes: int,
         budget: int | None,
         lam: float = 0.0,
+        facets: list[Facets] | None = None,
     ) -> None:
         (need_t, need_v), (cap_t, cap_v) = need, cap
         self.items, self.need_t, self.need_v = items, need_t, need_v
@@ -66,7 +67,7 @@ class BranchAndBound:
         for k in range(n - 1, -1, -1):
             self.max_t[k] = max(self.max_t[k + 1], items[k].tflops)
             self.max_v[k] = max(self.max_v[k + 1], items[k].vram)
-        self.facets = suffix_facets([(c.tflops, c.vram, c.price) for c in items])
+        self.facets = facets or suffix_facets([(c.tflops, c.vram, c.price) for c in items])
         # With a node price lam > 0 (see selection_bound.node_price), a second bound that
         # respects the node limit: LP(prices + lam) − lam·(nodes left).
         self.lam = lam
