@@ -18,7 +18,6 @@ from gpupool.core.decisions.orphan_sweep import plan_orphan_nodes, plan_orphan_s
 from gpupool.core.decisions.pool_status import plan_pool_status
 from gpupool.core.intake.causes import (
     ClaimDeleted,
-    Ignored,
     InstanceInterruption,
     InstanceStateChanged,
     NodeChanged,
@@ -29,7 +28,7 @@ from gpupool.core.snapshot import ManagedInstance, node_claim
 from gpupool.service.deps import Deps
 from gpupool.service.errors import DomainError
 from gpupool.service.executor import Executor
-from gpupool.service.outcome import Outcome
+from gpupool.service.outcome import Outcome, acknowledge
 from gpupool.service.pools import ClusterReads, select_pools, snapshot_of
 from gpupool.service.results import record_results
 
@@ -40,19 +39,14 @@ _LOST_STATES = ("stopping", "stopped", "shutting-down", "terminated")
 
 
 def handle_bind(cause: object, deps: Deps, *, dry_run: bool = False) -> Outcome:
-    outcome = Outcome()
-    if isinstance(cause, Ignored):
-        outcome.note(f"ignored: {cause.reason}")
-        return outcome
     if not isinstance(cause, _BIND_CAUSES):
-        outcome.note(f"bind does not act on {getattr(cause, 'kind', type(cause).__name__)}")
-        return outcome
+        return acknowledge(cause, function="bind")
+    outcome = Outcome()
     executor = Executor(deps, event_id=cause.event_id, dry_run=dry_run)
     try:
         _bind(cause, deps, executor, outcome)
     except DomainError as error:
-        outcome.errors.append(f"{type(error).__name__}: {error.message}")
-        outcome.retryable = outcome.retryable or error.retryable
+        outcome.fail(f"{type(error).__name__}: {error.message}", retryable=error.retryable)
     return outcome
 
 

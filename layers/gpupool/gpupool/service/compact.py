@@ -14,14 +14,14 @@ from __future__ import annotations
 
 from gpupool.core.decisions.compaction import compaction_due, plan_compaction
 from gpupool.core.decisions.pool_status import plan_pool_status
-from gpupool.core.intake.causes import Compact, Ignored
+from gpupool.core.intake.causes import Compact
 from gpupool.core.model.pool import GPUPoolStatus
 from gpupool.core.plan import Action, DeleteClaim, LabelNode, PatchPoolStatus, Plan, RecordEvent
 from gpupool.core.snapshot import PoolSnapshot
 from gpupool.service.deps import Deps
 from gpupool.service.errors import DomainError, NotFound
 from gpupool.service.executor import Executor
-from gpupool.service.outcome import Outcome
+from gpupool.service.outcome import Outcome, acknowledge
 from gpupool.service.pools import ClusterReads, select_pools, snapshot_of
 from gpupool.service.results import record_results
 
@@ -29,19 +29,14 @@ __all__ = ["handle_compact"]
 
 
 def handle_compact(cause: object, deps: Deps, *, dry_run: bool = False) -> Outcome:
-    outcome = Outcome()
-    if isinstance(cause, Ignored):
-        outcome.note(f"ignored: {cause.reason}")
-        return outcome
     if not isinstance(cause, Compact):
-        outcome.note(f"compact does not act on {getattr(cause, 'kind', type(cause).__name__)}")
-        return outcome
+        return acknowledge(cause, function="compact")
+    outcome = Outcome()
     executor = Executor(deps, event_id=cause.event_id, dry_run=dry_run)
     try:
         pools = select_pools(deps, cause.pool)
     except DomainError as error:
-        outcome.errors.append(f"reading pools: {error.message}")
-        outcome.retryable = error.retryable
+        outcome.fail(f"reading pools: {error.message}", retryable=error.retryable)
         return outcome
     if cause.pool and not pools:
         outcome.note(f"pool {cause.pool} not found")
@@ -49,8 +44,9 @@ def handle_compact(cause: object, deps: Deps, *, dry_run: bool = False) -> Outco
         try:
             _compact_pool(pool.name, deps, executor, outcome, manual=cause.manual, dry_run=dry_run)
         except DomainError as error:
-            outcome.errors.append(f"pool {pool.name}: {type(error).__name__}: {error.message}")
-            outcome.retryable = outcome.retryable or error.retryable
+            outcome.fail(
+                f"pool {pool.name}: {type(error).__name__}: {error.message}", retryable=error.retryable
+            )
     return outcome
 
 

@@ -16,12 +16,12 @@ import uuid
 
 from gpupool.core.decisions.launch import plan_launch, plan_launch_failure
 from gpupool.core.decisions.pool_status import plan_pool_status
-from gpupool.core.intake.causes import Ignored, Reconcile
+from gpupool.core.intake.causes import Reconcile
 from gpupool.core.plan import LaunchInstance, Plan
 from gpupool.service.deps import Deps
 from gpupool.service.errors import CapacityUnavailable, DomainError, NotFound, PermanentError
 from gpupool.service.executor import ActionResult, Executor
-from gpupool.service.outcome import Outcome
+from gpupool.service.outcome import Outcome, acknowledge
 from gpupool.service.pools import ClusterReads, select_pools, snapshot_of, sync_cluster_pools
 from gpupool.service.results import record_results
 
@@ -45,20 +45,15 @@ def _record(outcome: Outcome, plan: Plan, results: list[ActionResult]) -> None:
 
 def handle_launch(cause: object, deps: Deps, *, dry_run: bool = False) -> Outcome:
     """Reconcile one pool (`cause.pool`) or all; other causes are acknowledged with a reason."""
-    outcome = Outcome()
-    if isinstance(cause, Ignored):
-        outcome.note(f"ignored: {cause.reason}")
-        return outcome
     if not isinstance(cause, Reconcile):
-        outcome.note(f"launch does not act on {getattr(cause, 'kind', type(cause).__name__)}")
-        return outcome
+        return acknowledge(cause, function="launch")
+    outcome = Outcome()
     executor = Executor(deps, event_id=cause.event_id, dry_run=dry_run)
     try:
         _record(outcome, *sync_cluster_pools(deps, executor))
         pools = select_pools(deps, cause.pool)
     except DomainError as error:
-        outcome.errors.append(f"reading pools: {error.message}")
-        outcome.retryable = error.retryable
+        outcome.fail(f"reading pools: {error.message}", retryable=error.retryable)
         return outcome
     if cause.pool and not pools:
         outcome.note(f"pool {cause.pool} not found")
@@ -66,8 +61,9 @@ def handle_launch(cause: object, deps: Deps, *, dry_run: bool = False) -> Outcom
         try:
             _launch_pool(pool.name, deps, executor, outcome, dry_run=dry_run)
         except DomainError as error:
-            outcome.errors.append(f"pool {pool.name}: {type(error).__name__}: {error.message}")
-            outcome.retryable = outcome.retryable or error.retryable
+            outcome.fail(
+                f"pool {pool.name}: {type(error).__name__}: {error.message}", retryable=error.retryable
+            )
     return outcome
 
 

@@ -12,9 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from gpupool.core.intake.causes import Ignored
 from gpupool.core.plan import Plan
 
-__all__ = ["Outcome"]
+__all__ = ["Outcome", "acknowledge"]
 
 
 @dataclass
@@ -30,6 +31,11 @@ class Outcome:
         self.errors.extend(other.errors)
         self.retryable = self.retryable or other.retryable
 
+    def fail(self, message: str, *, retryable: bool) -> None:
+        """Record an error; one retryable error makes the whole invocation retryable."""
+        self.errors.append(message)
+        self.retryable = self.retryable or retryable
+
     def note(self, reason: str) -> None:
         """Add a reason that is not part of any decision's plan (e.g. a pool skipped)."""
         self.plan = self.plan + Plan(reasons=(reason,))
@@ -43,3 +49,14 @@ class Outcome:
             "applied": list(self.applied),
             "errors": list(self.errors),
         }
+
+
+def acknowledge(cause: object, *, function: str) -> Outcome:
+    """The Outcome acknowledging a cause `function` does not act on — ignored at intake, or
+    another function's — with the reason, and nothing done."""
+    outcome = Outcome()
+    if isinstance(cause, Ignored):
+        outcome.note(f"ignored: {cause.reason}")
+    else:
+        outcome.note(f"{function} does not act on {getattr(cause, 'kind', type(cause).__name__)}")
+    return outcome

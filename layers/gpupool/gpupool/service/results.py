@@ -29,5 +29,6 @@ def record_results(
         outcome.applied.append(result.record())
         if result.outcome == "failed" and result.error is not None and not handled(result):
             target = result.action.claim or result.action.node or result.action.pool or ""
-            outcome.errors.append(f"{result.action.kind} {target}: {result.detail}".strip())
-            outcome.retryable = outcome.retryable or result.error.retryable
+            outcome.fail(
+                f"{result.action.kind} {target}: {result.detail}".strip(), retryable=result.error.retryable
+            )
