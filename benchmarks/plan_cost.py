@@ -11,7 +11,7 @@ Prints mean and worst cost ratios and p50/p99 planning time, wall clock and CPU 
 of this process, all threads: HiGHS runs some work in parallel). Exit 1 if a plan ever costs more
 than the single-type rule or differs from the exact optimum (coverage first, then cost).
 
-Run: .venv/bin/python benchmarks/plan_cost.py [--scenarios N] [--seed S]
+Run: .venv/bin/python benchmarks/plan_cost.py [--scenarios N] [--seed S] [--pure] [--synthetic-clipped N]
 """
 
 from __future__ import annotations
@@ -167,9 +167,10 @@ def small_scenarios(rng: random.Random, count: int, *, accelerate: bool = True) 
 
 
 def synthetic_scenarios(
-    rng: random.Random, count: int, offerings: int = 100, *, accelerate: bool = True
+    rng: random.Random, count: int, offerings: int = 100, *, accelerate: bool = True, clipped: bool = False
 ) -> list[dict[str, Any]]:
-    """100 distinct offerings shaped like GPU instances (1–8 GPUs, 16–141 GiB per GPU)."""
+    """100 distinct offerings shaped like GPU instances (1–8 GPUs, 16–141 GiB per GPU); with
+    `clipped`, max sits at 50–100 % of the need in both dimensions ("fill what max allows")."""
     rows: list[dict[str, Any]] = []
     for _ in range(count):
         candidates = []
@@ -183,16 +184,19 @@ def synthetic_scenarios(
                     f"synthetic-{i:03d}", per_gpu_tflops * gpus * 1000, per_gpu_vram * gpus * 1024, price
                 )
             )
+        need_tflops, need_vram = rng.randint(65, 4000) * 1000, rng.randint(16, 800) * 1024
         units = {
-            "need_tflops": rng.randint(65, 4000) * 1000,
-            "need_vram": rng.randint(16, 800) * 1024,
-            "cap_tflops": None,
-            "cap_vram": None,
+            "need_tflops": need_tflops,
+            "need_vram": need_vram,
+            "cap_tflops": int(need_tflops * rng.uniform(0.5, 1.0)) if clipped else None,
+            "cap_vram": int(need_vram * rng.uniform(0.5, 1.0)) if clipped else None,
         }
         start, cpu = time.perf_counter(), time.process_time()
         found = select_cheapest(candidates, **units, accelerate=accelerate)
         seconds = (time.perf_counter() - start, time.process_time() - cpu)
-        _record(rows, "synthetic-100", found, seconds, candidates, units, 100)
+        _record(
+            rows, "synthetic-100" + ("-clipped" if clipped else ""), found, seconds, candidates, units, 100
+        )
     return rows
 
 
@@ -274,6 +278,12 @@ def main() -> int:
     parser.add_argument("--scenarios", type=int, default=240, help="catalog scenarios (default 240)")
     parser.add_argument("--synthetic", type=int, default=40, help="100-offering scenarios (default 40)")
     parser.add_argument("--small", type=int, default=60, help="enumerable scenarios (default 60)")
+    parser.add_argument(
+        "--synthetic-clipped",
+        type=int,
+        default=0,
+        help="100-offering scenarios clipped by max in both dimensions (a stress test; default 0)",
+    )
     parser.add_argument("--seed", type=int, default=20251129)
     parser.add_argument("--pure", action="store_true", help="time the pure-Python search only (no HiGHS)")
     args = parser.parse_args()
@@ -286,6 +296,9 @@ def main() -> int:
     ok = report(f"100 distinct offerings{mode}", synthetic) and ok
     small = small_scenarios(rng, args.small, accelerate=accelerate)
     ok = report(f"small cases, checked by enumeration{mode}", small) and ok
+    if args.synthetic_clipped:
+        clipped = synthetic_scenarios(rng, args.synthetic_clipped, accelerate=accelerate, clipped=True)
+        ok = report(f"100 distinct offerings clipped by max{mode}", clipped) and ok
     print("\nresult:", "OK" if ok else "FAILED")
     return 0 if ok else 1
 
