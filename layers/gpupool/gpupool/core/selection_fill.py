@@ -3,12 +3,13 @@
 Role: when no plan covers the need under max, the best plan fills as much as max allows — a
 two-dimensional subset-sum that LP bounds cannot settle (the LP fills max exactly). Capacities
 are sums of candidate sizes, so in units of the sizes' greatest common divisors (typically 1
-TFLOPS and 8 GiB) a pool's max spans a small grid. `Reach` tabulates, for every suffix of the
+TFLOPS and 8 GiB) a pool's max spans a small grid. `Reach` tabulates, for suffixes of the
 candidates, which (TFLOPS, VRAM) totals under max are reachable at all (one bitset over TFLOPS
 per VRAM level; the node limit is ignored, so it over-approximates). `fill_exactly` walks the
 reachable totals from the most coverage down; for each total it runs the branch and bound with
 that total as an exact target (need = max = the total, or the need itself in a dimension that
-reaches it), pruning every branch the table says cannot reach the target. The first coverage
+reaches it), pruning every branch the table says cannot reach the target and bounding cost by
+the LP of buying exactly the remaining total (`selection_bound.suffix_exact_facets`). The first coverage
 level with a plan within the node limit wins; among its targets the best plan by cost, nodes
 and names. Exact whenever every search finishes within the budget; else None (HiGHS or the
 caller's fallback decides).
@@ -25,7 +26,7 @@ from gpupool.core.selection_bound import Facets, suffix_exact_facets, suffix_fac
 from gpupool.core.selection_model import Candidate, Selection, build_selection, ceil_div, coverage, order_key
 from gpupool.core.selection_search import BranchAndBound, BudgetSpent
 
-__all__ = ["MAX_GRID_BITS", "Reach", "fill_exactly", "small_enough"]
+__all__ = ["KEPT_SUFFIXES", "MAX_GRID_BITS", "Reach", "fill_exactly", "small_enough"]
 
 # Most bits of reachability tables to build (grid × tables kept): 10⁸ bits is ~12 MB.
 MAX_GRID_BITS = 100_000_000
