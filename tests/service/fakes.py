@@ -410,9 +410,24 @@ class FakeCluster(_Recorder):
     def record_event(
         self, *, kind: str, name: str, namespace: str | None, event_type: str, reason: str, message: str
     ) -> None:
-        event = {"kind": kind, "name": name, "namespace": namespace, "type": event_type, "reason": reason}
-        event["message"] = message
-        self._call("record_event", (kind, name, reason), lambda: self.events.append(event))
+        event: dict[str, Any] = {
+            "kind": kind,
+            "name": name,
+            "namespace": namespace,
+            "type": event_type,
+            "reason": reason,
+            "message": message,
+        }
+
+        def work() -> None:
+            # The port aggregates: the same event again raises the count of the first.
+            for recorded in self.events:
+                if all(recorded[key] == value for key, value in event.items()):
+                    recorded["count"] += 1
+                    return
+            self.events.append({**event, "count": 1})
+
+        self._call("record_event", (kind, name, reason), work)
 
     def try_acquire_lease(self, name: str, *, holder: str, now: datetime, duration: timedelta) -> bool:
         def work() -> bool:

@@ -166,6 +166,28 @@ def test_events_carry_reason_type_and_involved_object(cluster: KubeCluster, api_
     )
 
 
+def test_the_same_event_again_is_counted_not_duplicated(cluster: KubeCluster, api_client: Any) -> None:
+    def exhausted(message: str) -> None:
+        cluster.record_event(
+            kind="GPUPool",
+            name="pool-a",
+            namespace=None,
+            event_type="Warning",
+            reason="NodeLaunchFailed",
+            message=message,
+        )
+
+    for _ in range(3):
+        exhausted("every offering is out of capacity")
+    exhausted("InvalidParameterValue: bad AMI")
+    events = sorted(_events(api_client), key=lambda event: event["count"])
+    assert [(event["message"], event["count"]) for event in events] == [
+        ("InvalidParameterValue: bad AMI", 1),
+        ("every offering is out of capacity", 3),
+    ]
+    assert all(event["metadata"]["name"].startswith("pool-a.") for event in events)
+
+
 @pytest.mark.parametrize(
     ("kind", "name", "reason", "event_type"),
     [

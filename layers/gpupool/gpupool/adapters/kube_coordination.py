@@ -11,6 +11,7 @@ Must not: decide who should hold a lease, wait or retry, or read the wall clock.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import math
@@ -21,7 +22,7 @@ from kubernetes import client as k8s
 
 from gpupool.adapters.kube_errors import read_body, translated
 from gpupool.core.model.constants import API_GROUP
-from gpupool.service.errors import Conflict, DomainError, NotFound, PermanentError
+from gpupool.service.errors import AlreadyExists, Conflict, DomainError, NotFound, PermanentError
 from gpupool.service.ports import EventType
 
 __all__ = ["EVENT_SOURCE", "Coordination", "lease_expired", "micro_time"]
@@ -29,6 +30,16 @@ __all__ = ["EVENT_SOURCE", "Coordination", "lease_expired", "micro_time"]
 EVENT_SOURCE = "gpupool"
 EVENT_MESSAGE_LIMIT = 1024
 CORE_KINDS = frozenset({"Node", "Pod", "Namespace", "Event"})
+_NAME_LIMIT = 253
+
+
+def event_name(*parts: str | None) -> str:
+    """A stable Event name for one (object, type, reason, message): the object's name plus a
+    digest, so recording the same event again finds the first one."""
+    digest = hashlib.sha256("\x00".join(p or "" for p in parts).encode()).hexdigest()[:16]
+    prefix = (parts[1] or "event")[: _NAME_LIMIT - len(digest) - 1]
+    return f"{prefix}.{digest}"
+
 
 log = logging.getLogger(__name__)
 
@@ -196,7 +207,10 @@ class Coordination:
         body = {
             "apiVersion": "v1",
             "kind": "Event",
-            "metadata": {"generateName": f"{name}.", "namespace": event_namespace},
+            "metadata": {
+                "name": event_name(kind, name, namespace, event_type, reason, message),
+                "namespace": event_namespace,
+            },
             "involvedObject": involved,
             "reason": reason,
             "message": message[:EVENT_MESSAGE_LIMIT],
@@ -209,12 +223,7 @@ class Coordination:
             "count": 1,
         }
         try:
-            with translated(f"create Event {reason} for {kind} {name}"):
-                read_body(
-                    self._core.create_namespaced_event(
-                        event_namespace, body, _preload_content=False, _request_timeout=self._timeout
-                    )
-                )
+            self._create_or_count(body, stamp)
         except DomainError as error:
             if error.retryable:
                 # Events are best effort (port contract): a busy API server must not fail the action.
@@ -223,3 +232,31 @@ class Coordination:
             if isinstance(error, PermanentError):
                 raise
             raise PermanentError(error.message, code=error.code) from error
+
+    def _create_or_count(self, body: dict[str, Any], stamp: str) -> None:
+        """Create the Event, or — when the same event was recorded before — bump its count and
+        lastTimestamp, as kubelet's event correlator does: a condition reported by every
+        invocation (capacity exhausted, max reached) stays one Event instead of one per minute."""
+        namespace, name = body["metadata"]["namespace"], body["metadata"]["name"]
+        try:
+            with translated(f"create Event {name}"):
+                read_body(
+                    self._core.create_namespaced_event(
+                        namespace, body, _preload_content=False, _request_timeout=self._timeout
+                    )
+                )
+            return
+        except AlreadyExists:
+            pass
+        with translated(f"get Event {name}"):
+            response = self._core.read_namespaced_event(
+                name, namespace, _preload_content=False, _request_timeout=self._timeout
+            )
+            current: dict[str, Any] = json.loads(read_body(response))
+        patch = {"count": int(current.get("count") or 1) + 1, "lastTimestamp": stamp}
+        with translated(f"patch Event {name}"):
+            read_body(
+                self._core.patch_namespaced_event(
+                    name, namespace, patch, _preload_content=False, _request_timeout=self._timeout
+                )
+            )

@@ -220,8 +220,9 @@ class Cluster(Protocol):
         reason: str,
         message: str,
     ) -> None:
-        """Record a core v1 Event about an object (`involvedObject` kind/name/namespace).
-        Best effort for callers; raises PermanentError only on an invalid event."""
+        """Record a core v1 Event about an object (`involvedObject` kind/name/namespace); the
+        same event recorded again (object, type, reason, message) raises its count instead of
+        adding another. Best effort for callers; raises PermanentError only on an invalid event."""
         ...
 
     def try_acquire_lease(self, name: str, *, holder: str, now: datetime, duration: timedelta) -> bool:
