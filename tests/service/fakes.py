@@ -188,7 +188,7 @@ class FakeCluster(_Recorder):
         super().__init__()
         self.clock = clock
         self.objects: dict[str, dict[str, Any]] = defaultdict(dict)
-        self.events: list[dict[str, str | None]] = []
+        self.events: list[dict[str, Any]] = []
         self.leases: dict[str, tuple[str, datetime]] = {}
         self.pdb_blocked: set[str] = set()  # "namespace/name" pods whose eviction a PDB refuses
         self.evicted: list[str] = []
