@@ -269,3 +269,22 @@ def test_pool_status_is_kept_true_as_nodes_join() -> None:
     version = world.pool().metadata.resource_version
     handle_launch(reconcile("e3"), world.deps)
     assert world.pool().metadata.resource_version == version, "nothing changed, nothing written"
+
+
+def test_dry_run_plans_launches_for_pools_the_cluster_sync_would_create() -> None:
+    world = World()
+    template = make_pool().spec.model_dump(by_alias=True, exclude_none=True, mode="json")
+    world.cluster.add(
+        TensorFusionCluster.model_validate(
+            {
+                "metadata": {"name": "demo"},
+                "spec": {"gpuPools": [{"name": "shared", "specTemplate": template}]},
+            }
+        )
+    )
+    outcome = handle_launch(reconcile(), world.deps, dry_run=True)
+    kinds = [a["kind"] for a in outcome.to_json()["plan"]["actions"]]
+    assert kinds.count("apply-pool") == 1
+    assert kinds.count("create-claim") == 2 and kinds.count("launch-instance") == 2
+    assert world.pool("demo-shared") is None
+    assert world.claims() == [] and world.compute.instances == {}

@@ -17,7 +17,8 @@ import uuid
 from gpupool.core.decisions.launch import plan_launch, plan_launch_failure
 from gpupool.core.decisions.pool_status import plan_pool_status
 from gpupool.core.intake.causes import Reconcile
-from gpupool.core.plan import LaunchInstance, Plan
+from gpupool.core.model.pool import GPUPool
+from gpupool.core.plan import ApplyPool, LaunchInstance, Plan
 from gpupool.service.deps import Deps
 from gpupool.service.errors import CapacityUnavailable, DomainError, NotFound, PermanentError
 from gpupool.service.executor import ActionResult, Executor
@@ -50,16 +51,22 @@ def handle_launch(cause: object, deps: Deps, *, dry_run: bool = False) -> Outcom
     outcome = Outcome()
     executor = Executor(deps, event_id=cause.event_id, dry_run=dry_run)
     try:
-        _record(outcome, *sync_cluster_pools(deps, executor))
+        sync_plan, sync_results = sync_cluster_pools(deps, executor)
+        _record(outcome, sync_plan, sync_results)
         pools = select_pools(deps, cause.pool)
     except DomainError as error:
         outcome.fail(f"reading pools: {error.message}", retryable=error.retryable)
         return outcome
+    # A dry run applied nothing: plan against the pools as the cluster sync would leave them.
+    preview = _pools_after(sync_plan) if dry_run else {}
+    by_name = {p.name: p for p in pools}
+    by_name.update({n: p for n, p in preview.items() if cause.pool in (None, n)})
+    pools = [by_name[n] for n in sorted(by_name)]
     if cause.pool and not pools:
         outcome.note(f"pool {cause.pool} not found")
     for pool in pools:
         try:
-            _launch_pool(pool.name, deps, executor, outcome, dry_run=dry_run)
+            _launch_pool(pool.name, deps, executor, outcome, dry_run=dry_run, preview=preview.get(pool.name))
         except DomainError as error:
             outcome.fail(
                 f"pool {pool.name}: {type(error).__name__}: {error.message}", retryable=error.retryable
@@ -67,7 +74,20 @@ def handle_launch(cause: object, deps: Deps, *, dry_run: bool = False) -> Outcom
     return outcome
 
 
-def _launch_pool(name: str, deps: Deps, executor: Executor, outcome: Outcome, *, dry_run: bool) -> None:
+def _pools_after(sync_plan: Plan) -> dict[str, GPUPool]:
+    """The GPUPools a cluster-sync plan creates or updates, as they would be once applied."""
+    return {a.pool: a.desired for a in sync_plan.actions if isinstance(a, ApplyPool) and a.pool}
+
+
+def _launch_pool(
+    name: str,
+    deps: Deps,
+    executor: Executor,
+    outcome: Outcome,
+    *,
+    dry_run: bool,
+    preview: GPUPool | None = None,
+) -> None:
     cluster, settings = deps.cluster, deps.settings
     # One holder per invocation: two invocations sharing one Deps (threads, a warm sandbox)
     # must not both pass as "the same holder renewing".
@@ -83,13 +103,13 @@ def _launch_pool(name: str, deps: Deps, executor: Executor, outcome: Outcome, *,
         return
     try:
         for _ in range(settings.max_launch_rounds):
-            if not _launch_round(name, deps, executor, outcome) or dry_run:
+            if not _launch_round(name, deps, executor, outcome, preview=preview) or dry_run:
                 break
             if not hold():  # renew before the next round; lost it → someone else continues
                 outcome.note(f"pool {name}: provisioning lease lost; another invocation continues")
                 return
         try:
-            snapshot = snapshot_of(deps, cluster.get_pool(name), ClusterReads.load(deps))
+            snapshot = snapshot_of(deps, preview or cluster.get_pool(name), ClusterReads.load(deps))
         except NotFound:
             return
         status = plan_pool_status(snapshot, now=deps.clock.now())
@@ -99,11 +119,14 @@ def _launch_pool(name: str, deps: Deps, executor: Executor, outcome: Outcome, *,
             cluster.release_lease(lease_name(name), holder=holder)
 
 
-def _launch_round(name: str, deps: Deps, executor: Executor, outcome: Outcome) -> bool:
-    """One decide-and-apply round; True when a capacity error asks for another round."""
+def _launch_round(
+    name: str, deps: Deps, executor: Executor, outcome: Outcome, *, preview: GPUPool | None = None
+) -> bool:
+    """One decide-and-apply round; True when a capacity error asks for another round. `preview`
+    (dry runs only) is the pool as a not-applied cluster sync would leave it."""
     settings = deps.settings
     try:
-        pool = deps.cluster.get_pool(name)
+        pool = preview or deps.cluster.get_pool(name)
     except NotFound:
         outcome.note(f"pool {name} disappeared")
         return False
