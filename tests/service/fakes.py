@@ -107,6 +107,7 @@ class FakeCompute(_Recorder):
         self.instances: dict[str, ManagedInstance] = {}
         self.untagged: dict[str, ManagedInstance] = {}
         self.no_capacity: set[str] = set()
+        self.zones: frozenset[str] | None = None  # launchable zones of every node class; None = any
         self.launched: list[tuple[str, str]] = []  # (claim, offering key)
         self._ids = itertools.count(1)
 
@@ -140,6 +141,9 @@ class FakeCompute(_Recorder):
             return instance_id
 
         return self._call("launch", (claim.name, offering.key, client_token), work)
+
+    def launchable_zones(self, node_class: GPUNodeClass) -> frozenset[str] | None:
+        return self._call("launchable_zones", (node_class.name,), lambda: self.zones)
 
     def find_by_claim(self, claim_name: str) -> ManagedInstance | None:
         def work() -> ManagedInstance | None:

@@ -26,7 +26,7 @@ from gpupool.core.snapshot import ANNOTATION_UNAVAILABLE_OFFERINGS
 from gpupool.service.bind import handle_bind
 from gpupool.service.errors import PermanentError, Throttled
 from gpupool.service.launch import handle_launch
-from tests.service.fakes import Crash, World, make_pool
+from tests.service.fakes import OFFERINGS, Crash, World, make_pool
 
 
 def reconcile(event_id: str = "evt-1", pool: str | None = None) -> Reconcile:
@@ -288,3 +288,13 @@ def test_dry_run_plans_launches_for_pools_the_cluster_sync_would_create() -> Non
     assert kinds.count("create-claim") == 2 and kinds.count("launch-instance") == 2
     assert world.pool("demo-shared") is None
     assert world.claims() == [] and world.compute.instances == {}
+
+
+def test_offerings_in_zones_without_a_subnet_of_the_class_are_never_tried() -> None:
+    in_zone_b = [o.model_copy(update={"zone": "us-east-1b"}) for o in OFFERINGS]
+    world = World(make_pool(), offerings=[*OFFERINGS, *in_zone_b])
+    world.compute.zones = frozenset({"us-east-1b"})
+    handle_launch(reconcile(), world.deps)
+    assert {key.split("/")[1] for _, key in world.compute.launched} == {"us-east-1b"}
+    assert len(world.claims()) == 2
+    assert all(c.status is None or c.status.phase != "Failed" for c in world.claims())

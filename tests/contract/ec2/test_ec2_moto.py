@@ -93,6 +93,19 @@ def test_zone_without_a_subnet_is_an_unavailable_offering_and_launches_nothing(e
     assert ec2_world.compute().list_managed() == []
 
 
+def test_launchable_zones_are_those_of_the_class_subnets(ec2_world: Ec2World) -> None:
+    compute = ec2_world.compute()
+    assert compute.launchable_zones(ec2_world.full_class()) == {"us-east-1a", "us-east-1b"}
+    one = ec2_world.full_class(subnetSelectorTerms=[{"id": ec2_world.subnets["us-east-1b"]}])
+    assert compute.launchable_zones(one) == {"us-east-1b"}
+    ec2_world.client.create_tags(
+        Resources=[ec2_world.subnets["us-east-1a"]], Tags=[{"Key": "gpu", "Value": "yes"}]
+    )
+    tagged = ec2_world.full_class(subnetSelectorTerms=[{"tags": {"gpu": "yes"}}])
+    assert compute.launchable_zones(tagged) == {"us-east-1a"}
+    assert compute.launchable_zones(ec2_world.full_class(subnetSelectorTerms=[])) is None
+
+
 def test_unknown_subnet_is_permanent_with_the_code(ec2_world: Ec2World) -> None:
     node_class = ec2_world.full_class(subnetSelectorTerms=[{"id": "subnet-00000000deadbeef0"}])
     with pytest.raises(PermanentError) as caught:

@@ -233,14 +233,7 @@ class Ec2Compute:
         ids = [term.id for term in terms if term.id]
         if len(ids) == len(terms) == 1 and offering.zone is None:
             return ids[0]
-        subnets: list[dict[str, Any]] = []
-        if ids:
-            subnets += self._call("describe_subnets", SubnetIds=ids).get("Subnets") or []
-        for term in terms:
-            if not term.id and term.tags:
-                subnets += (
-                    self._call("describe_subnets", Filters=_tag_filters(term.tags)).get("Subnets") or []
-                )
+        subnets = self._class_subnets(terms)
         if offering.zone is not None:
             subnets = [subnet for subnet in subnets if subnet.get("AvailabilityZone") == offering.zone]
         if not subnets:
@@ -255,6 +248,26 @@ class Ec2Compute:
         )
         subnet_id: str = best["SubnetId"]
         return subnet_id
+
+    def _class_subnets(self, terms: Sequence[SelectorTerm]) -> list[dict[str, Any]]:
+        """The subnets a node class's selector terms name, by id or by tags."""
+        ids = [term.id for term in terms if term.id]
+        subnets: list[dict[str, Any]] = []
+        if ids:
+            subnets += self._call("describe_subnets", SubnetIds=ids).get("Subnets") or []
+        for term in terms:
+            if not term.id and term.tags:
+                subnets += (
+                    self._call("describe_subnets", Filters=_tag_filters(term.tags)).get("Subnets") or []
+                )
+        return subnets
+
+    def launchable_zones(self, node_class: GPUNodeClass) -> frozenset[str] | None:
+        terms = node_class.spec.subnet_selector_terms
+        if not terms:
+            return None  # default subnets: any zone of the region
+        subnets = self._class_subnets(terms)
+        return frozenset(subnet["AvailabilityZone"] for subnet in subnets if subnet.get("AvailabilityZone"))
 
     def _resolve_security_groups(self, terms: Sequence[SelectorTerm]) -> tuple[str, ...]:
         ids = [term.id for term in terms if term.id]

@@ -17,8 +17,9 @@ import uuid
 from gpupool.core.decisions.launch import plan_launch, plan_launch_failure
 from gpupool.core.decisions.pool_status import plan_pool_status
 from gpupool.core.intake.causes import Reconcile
+from gpupool.core.model.nodeclass import GPUNodeClass
 from gpupool.core.model.pool import GPUPool
-from gpupool.core.plan import ApplyPool, LaunchInstance, Plan
+from gpupool.core.plan import ApplyPool, LaunchInstance, OfferingRef, Plan
 from gpupool.service.deps import Deps
 from gpupool.service.errors import CapacityUnavailable, DomainError, NotFound, PermanentError
 from gpupool.service.executor import ActionResult, Executor
@@ -119,6 +120,15 @@ def _launch_pool(
             cluster.release_lease(lease_name(name), holder=holder)
 
 
+def _launchable(deps: Deps, node_class: GPUNodeClass | None) -> list[OfferingRef]:
+    """The offerings in zones the pool's node class can place an instance in: a zone without
+    one of its subnets would only fail the launch (and a claim) before the next zone is tried."""
+    zones = deps.compute.launchable_zones(node_class) if node_class is not None else None
+    if zones is None:
+        return list(deps.offerings)
+    return [o for o in deps.offerings if o.zone is None or o.zone in zones]
+
+
 def _launch_round(
     name: str, deps: Deps, executor: Executor, outcome: Outcome, *, preview: GPUPool | None = None
 ) -> bool:
@@ -134,7 +144,7 @@ def _launch_round(
     suffixes = [deps.new_suffix() for _ in range(settings.max_nodes_per_plan)]
     plan = plan_launch(
         snapshot,
-        deps.offerings,
+        _launchable(deps, snapshot.node_class),
         now=deps.clock.now(),
         suffixes=suffixes,
         max_nodes=settings.max_nodes_per_plan,

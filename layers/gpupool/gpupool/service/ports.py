@@ -63,6 +63,13 @@ class Compute(Protocol):
         """
         ...
 
+    def launchable_zones(self, node_class: GPUNodeClass) -> frozenset[str] | None:
+        """The zones `node_class` can place an instance in (those of its subnets); None when
+        any zone will do (no subnet selector: the account's default subnet of each zone).
+
+        Raises: Throttled, PermanentError (unauthorized)."""
+        ...
+
     def find_by_claim(self, claim_name: str) -> ManagedInstance | None:
         """The live (not terminated) managed instance tagged `tensor-fusion.ai/node-name=<claim_name>`.
 
