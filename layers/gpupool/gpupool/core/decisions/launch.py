@@ -12,10 +12,12 @@ the gap math / selection (see `launch_selection`).
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 
 from gpupool.core.decisions.launch_selection import capacity_gap, offering_matches, select_offerings
+from gpupool.core.decisions.zone_spread import spread_across_zones
 from gpupool.core.model.base import GroupKindName, ObjectMeta
 from gpupool.core.model.constants import (
     ANNOTATION_HOURLY_PRICING,
@@ -179,7 +181,9 @@ def plan_launch(
     blocked = unavailable_offerings(pool, now)
     candidates = [o for o in matching if o.key not in blocked]
     selection = select_offerings(gap, candidates, max_nodes=min(max_nodes, len(suffixes)))
-    if not selection.offerings:
+    live_zones = (c.spec.zone for c in snapshot.claims if c.spec.zone and claim_phase(c) != "Failed")
+    offerings = spread_across_zones(selection.offerings, candidates, zones_in_use=live_zones)
+    if not offerings:
         if matching:
             message = f"{gap_text}: all {len(matching)} matching offerings are out of capacity for now"
         else:
@@ -187,15 +191,15 @@ def plan_launch(
         actions.append(_pool_event(snapshot, EVENT_NODE_LAUNCH_FAILED, message))
         reasons.append(f"pool {pool.name}: {message}")
         return Plan(actions=tuple(actions), reasons=tuple(reasons))
-    for offering, suffix in zip(selection.offerings, suffixes, strict=False):
+    for offering, suffix in zip(offerings, suffixes, strict=False):
         name = f"{pool.name}-{suffix}"
         claim = build_claim(snapshot, offering, name=name, node_class=class_name)
         actions.append(CreateClaim(pool=pool.name, claim=name, manifest=claim))
         actions.append(LaunchInstance(pool=pool.name, claim=name, node_class=class_name, offering=offering))
-    chosen = ", ".join(sorted({o.key for o in selection.offerings}))
-    reasons.append(f"pool {pool.name}: {gap_text} → {len(selection.offerings)} node(s) of {chosen}")
+    chosen = ", ".join(f"{n}× {key}" for key, n in sorted(Counter(o.key for o in offerings).items()))
+    reasons.append(f"pool {pool.name}: {gap_text} → {len(offerings)} node(s): {chosen}")
     if gap.clipped or not selection.covers_gap:
-        message = f"{gap_text}: maxResources allows only {len(selection.offerings)} node(s)"
+        message = f"{gap_text}: maxResources allows only {len(offerings)} node(s)"
         actions.append(_pool_event(snapshot, EVENT_MAX_RESOURCE_CONSTRAINT_REACHED, message))
         reasons.extend((*gap.reasons, *selection.reasons))
     return Plan(actions=tuple(actions), reasons=tuple(reasons))
