@@ -27,31 +27,15 @@ from gpupool.adapters.ec2 import Ec2Compute
 from gpupool.adapters.wiring import build_aws_deps
 from gpupool.core.intake.causes import Reconcile
 from gpupool.core.model.nodeclass import GPUNodeClass
-from gpupool.core.plan import OfferingRef
 from gpupool.core.quantity import Quantity
 from gpupool.local.kubeapi import EmbeddedKubeAPI
 from gpupool.service.deps import Deps
 from gpupool.service.launch import handle_launch
+from tests.service.fakes import OFFERINGS as FAKE_OFFERINGS
 from tests.service.fakes import Crash, FakeClock, make_pool
 
-OFFERINGS = (
-    OfferingRef(
-        instance_type="g4dn.xlarge",
-        zone="us-east-1a",
-        tflops=Quantity.parse("65"),
-        vram=Quantity.parse("16Gi"),
-        gpu_count=1,
-        hourly_price="0.526",
-    ),
-    OfferingRef(
-        instance_type="g5.xlarge",
-        zone="us-east-1a",
-        tflops=Quantity.parse("125"),
-        vram=Quantity.parse("24Gi"),
-        gpu_count=1,
-        hourly_price="1.006",
-    ),
-)
+# The fakes' catalog without g6.xlarge: the cheapest cover is then 2× g4dn.xlarge, the next g5.xlarge.
+OFFERINGS = tuple(o for o in FAKE_OFFERINGS if o.instance_type != "g6.xlarge")
 MIN_TFLOPS, MIN_VRAM = Quantity.parse("130"), Quantity.parse("32Gi")
 CREDENTIALS = {"aws_access_key_id": "testing", "aws_secret_access_key": "testing"}
 
