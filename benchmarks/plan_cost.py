@@ -25,13 +25,13 @@ import time
 from fractions import Fraction
 from typing import Any
 
-from gpupool.core.capacity import CurrentCapacity, Resources, plan_capacity_gap
+from benchmarks.reference.enumeration import select_by_enumeration, select_by_milp
+from benchmarks.reference.single_type import select_single_type
 from gpupool.core.catalog import load_catalog
-from gpupool.core.requirements import select_matching
-from gpupool.core.selection import Candidate, Selection, _coverage, select_cheapest
-from gpupool.core.selection_pool import offering_candidates, plan_pool_capacity, solver_units
-from gpupool.core.selection_reference import select_by_enumeration, select_by_milp
-from gpupool.core.selection_single import select_single_type
+from gpupool.core.planning.cheapest import Candidate, Selection, _coverage, select_cheapest
+from gpupool.core.planning.gap import CurrentCapacity, Resources, plan_capacity_gap
+from gpupool.core.planning.pool_plan import offering_candidates, plan_pool_capacity, solver_units
+from gpupool.core.planning.requirements import select_matching
 
 GI = 2**30
 

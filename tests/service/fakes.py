@@ -35,9 +35,9 @@ from gpupool.core.model.node import GPU, GPUNode, GPUNodeStatus
 from gpupool.core.model.nodeclaim import GPUNodeClaim, GPUNodeClaimStatus
 from gpupool.core.model.nodeclass import GPUNodeClass
 from gpupool.core.model.pool import GPUPool, GPUPoolStatus
-from gpupool.core.plan import OfferingRef
+from gpupool.core.planning.plan import OfferingRef
+from gpupool.core.planning.snapshot import ManagedInstance
 from gpupool.core.quantity import Quantity
-from gpupool.core.snapshot import ManagedInstance
 from gpupool.service.errors import (
     AlreadyExists,
     CapacityUnavailable,

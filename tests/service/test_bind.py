@@ -10,7 +10,7 @@ from datetime import timedelta
 
 from gpupool.core.intake.causes import ClaimDeleted, NodeChanged, Reconcile, Sweep
 from gpupool.core.model.nodeclaim import GPUNodeClaim
-from gpupool.core.snapshot import ManagedInstance
+from gpupool.core.planning.snapshot import ManagedInstance
 from gpupool.service.bind import handle_bind
 from gpupool.service.launch import handle_launch
 from tests.service.fakes import World, make_pool

@@ -35,7 +35,7 @@ from gpupool.core.intake.causes import (
     Reconcile,
     Sweep,
 )
-from gpupool.core.plan import Plan
+from gpupool.core.planning.plan import Plan
 from gpupool.handlers import aws_lambda
 from gpupool.service.errors import PermanentError, Throttled
 from gpupool.service.outcome import Outcome

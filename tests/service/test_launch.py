@@ -21,8 +21,8 @@ from gpupool.core.model.constants import (
     LABEL_NODE_CLASS,
     pool_label,
 )
+from gpupool.core.planning.snapshot import ANNOTATION_UNAVAILABLE_OFFERINGS
 from gpupool.core.quantity import Quantity
-from gpupool.core.snapshot import ANNOTATION_UNAVAILABLE_OFFERINGS
 from gpupool.service.bind import handle_bind
 from gpupool.service.errors import PermanentError, Throttled
 from gpupool.service.launch import handle_launch

@@ -16,7 +16,7 @@ from moto import mock_aws
 from gpupool.adapters.ec2 import Ec2Compute
 from gpupool.core.model.nodeclaim import GPUNodeClaim
 from gpupool.core.model.nodeclass import GPUNodeClass
-from gpupool.core.plan import OfferingRef
+from gpupool.core.planning.plan import OfferingRef
 
 REGION = "us-east-1"
 CLUSTER = "demo"

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from gpupool.core.snapshot import ManagedInstance
+from gpupool.core.planning.snapshot import ManagedInstance
 from gpupool.service.errors import PermanentError
 from tests.service.fakes import FakeClock, FakeCompute
 

@@ -12,9 +12,9 @@ from gpupool.core.model.node import GPUNode, GPUNodeStatus
 from gpupool.core.model.nodeclaim import GPUNodeClaim
 from gpupool.core.model.nodeclass import GPUNodeClass
 from gpupool.core.model.pool import GPUPool
-from gpupool.core.plan import OfferingRef
+from gpupool.core.planning.plan import OfferingRef
+from gpupool.core.planning.snapshot import PoolSnapshot
 from gpupool.core.quantity import Quantity
-from gpupool.core.snapshot import PoolSnapshot
 
 NOW = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 

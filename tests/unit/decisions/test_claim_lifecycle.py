@@ -7,7 +7,7 @@ from datetime import timedelta
 import pytest
 
 from gpupool.core.decisions.claim_lifecycle import LifecyclePolicy, plan_claim_lifecycle
-from gpupool.core.snapshot import ManagedInstance
+from gpupool.core.planning.snapshot import ManagedInstance
 from tests.unit.decisions.builders import NOW, claim, node
 
 POLICY = LifecyclePolicy()

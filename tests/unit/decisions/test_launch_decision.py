@@ -7,10 +7,17 @@ from datetime import timedelta
 import pytest
 
 from gpupool.core.decisions.launch import plan_launch, plan_launch_failure
-from gpupool.core.decisions.launch_selection import capacity_gap, offering_matches
 from gpupool.core.model.common import Requirement
-from gpupool.core.plan import CreateClaim, LaunchInstance, MarkOfferingUnavailable, RecordEvent, SetClaimPhase
-from gpupool.core.snapshot import ANNOTATION_UNAVAILABLE_OFFERINGS, pool_capacity
+from gpupool.core.planning.gap import capacity_gap
+from gpupool.core.planning.offerings import offering_matches
+from gpupool.core.planning.plan import (
+    CreateClaim,
+    LaunchInstance,
+    MarkOfferingUnavailable,
+    RecordEvent,
+    SetClaimPhase,
+)
+from gpupool.core.planning.snapshot import ANNOTATION_UNAVAILABLE_OFFERINGS, pool_capacity
 from tests.unit.decisions.builders import NOW, claim, gpu_node, node, offering, pool, q, snapshot
 
 OFFERS = (

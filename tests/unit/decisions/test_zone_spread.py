@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from gpupool.core.decisions.zone_spread import spread_across_zones
-from gpupool.core.plan import OfferingRef
+from gpupool.core.planning.plan import OfferingRef
+from gpupool.core.planning.zone_spread import spread_across_zones
 from gpupool.core.quantity import Quantity
 
 

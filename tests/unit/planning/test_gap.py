@@ -1,24 +1,23 @@
 """Capacity gap: min and warm checks counting in-flight offers, clipping at maxResources with the
-MaxResourceConstraintReached reason, and totals read from GPUNode / GPUNodeClaim objects."""
+MaxResourceConstraintReached reason, over `PoolCapacity` (the snapshot's one accounting)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
 import pytest
 
-from gpupool.core.capacity import (
+from gpupool.core.model.pool import CapacityConfig
+from gpupool.core.planning.gap import (
     MAX_RESOURCE_CONSTRAINT_REACHED,
-    CurrentCapacity,
     Resources,
     gap_from_config,
     plan_capacity_gap,
-    pool_capacity_from_state,
 )
-from gpupool.core.model.node import GPUNode
-from gpupool.core.model.nodeclaim import GPUNodeClaim
-from gpupool.core.model.pool import CapacityConfig
+from gpupool.core.planning.snapshot import PoolCapacity
+from gpupool.core.quantity import Quantity
 
 GI = 2**30
 ZERO = Resources()
@@ -28,14 +27,31 @@ def r(tflops: float, vram_gib: float) -> Resources:
     return Resources(Fraction(str(tflops)), Fraction(str(vram_gib)) * GI)
 
 
-def current(
-    total: Resources = ZERO, available: Resources = ZERO, in_flight: Resources = ZERO
-) -> CurrentCapacity:
-    return CurrentCapacity(total=total, available=available, in_flight=in_flight)
+@dataclass(frozen=True)
+class Now:
+    """What a pool has and has coming, as the table reads it."""
+
+    total: Resources
+    available: Resources
+    in_flight: Resources
+
+    def capacity(self) -> PoolCapacity:
+        return PoolCapacity(
+            total_tflops=Quantity(self.total.tflops),
+            total_vram=Quantity(self.total.vram),
+            available_tflops=Quantity(self.available.tflops),
+            available_vram=Quantity(self.available.vram),
+            in_flight_tflops=Quantity(self.in_flight.tflops),
+            in_flight_vram=Quantity(self.in_flight.vram),
+        )
+
+
+def current(total: Resources = ZERO, available: Resources = ZERO, in_flight: Resources = ZERO) -> Now:
+    return Now(total=total, available=available, in_flight=in_flight)
 
 
 # (min, warm, max or None, total, available, in flight) → (need, clipped?)
-CASES: list[tuple[str, Resources, Resources, Resources | None, CurrentCapacity, Resources, bool]] = [
+CASES: list[tuple[str, Resources, Resources, Resources | None, Now, Resources, bool]] = [
     ("empty pool needs min", r(65, 16), r(0, 0), None, current(), r(65, 16), False),
     ("min met, nothing warm", r(65, 16), r(0, 0), None, current(r(65, 16), r(10, 2)), r(0, 0), False),
     ("warm reserve short", r(65, 16), r(60, 8), None, current(r(130, 32), r(20, 4)), r(40, 4), False),
@@ -106,7 +122,7 @@ def test_gap_table(
     minimum: Resources,
     warm: Resources,
     maximum: Resources | None,
-    now: CurrentCapacity,
+    now: Now,
     need: Resources,
     clipped: bool,
 ) -> None:
@@ -115,7 +131,7 @@ def test_gap_table(
         warm=warm,
         max_tflops=None if maximum is None else maximum.tflops,
         max_vram=None if maximum is None else maximum.vram,
-        current=now,
+        current=now.capacity(),
     )
     assert gap.need == need
     assert any(reason.startswith(MAX_RESOURCE_CONSTRAINT_REACHED) for reason in gap.reasons) is clipped
@@ -128,7 +144,11 @@ def test_gap_table(
 
 def test_clip_names_each_dimension_it_cut() -> None:
     gap = plan_capacity_gap(
-        minimum=r(1000, 10), warm=r(0, 0), max_tflops=Fraction(100), max_vram=None, current=current()
+        minimum=r(1000, 10),
+        warm=r(0, 0),
+        max_tflops=Fraction(100),
+        max_vram=None,
+        current=current().capacity(),
     )
     assert gap.need == r(100, 10) and gap.headroom_vram is None
     assert len(gap.reasons) == 1 and "TFLOPS" in gap.reasons[0]
@@ -140,42 +160,7 @@ def _config(raw: dict[str, Any]) -> CapacityConfig:
 
 def test_gap_from_config_reads_quantities_and_treats_unset_max_as_unbounded() -> None:
     config = _config({"minResources": {"tflops": "1.5e3", "vram": "64Gi"}, "maxResources": {"tflops": "1k"}})
-    gap = gap_from_config(config, current())
+    gap = gap_from_config(config, current().capacity())
     assert gap.need == Resources(Fraction(1000), Fraction(64 * GI))
     assert gap.headroom_tflops == 1000 and gap.headroom_vram is None
-    assert gap_from_config(None, current()).empty
-
-
-def test_state_totals_and_in_flight_claims() -> None:
-    node = GPUNode.model_validate(
-        {
-            "apiVersion": "tensor-fusion.ai/v1",
-            "kind": "GPUNode",
-            "metadata": {"name": "n1"},
-            "spec": {},
-            "status": {
-                "phase": "Running",
-                "totalTFlops": "121",
-                "totalVRAM": "24Gi",
-                "availableTFlops": "21",
-                "availableVRAM": "4Gi",
-            },
-        }
-    )
-
-    def claim(name: str, phase: str) -> GPUNodeClaim:
-        return GPUNodeClaim.model_validate(
-            {
-                "apiVersion": "tensor-fusion.ai/v1",
-                "kind": "GPUNodeClaim",
-                "metadata": {"name": name},
-                "spec": {"tflopsOffered": "65", "vramOffered": "16Gi", "gpuDeviceOffered": 1},
-                "status": {"phase": phase},
-            }
-        )
-
-    state = pool_capacity_from_state(
-        [node], [claim("a", "Pending"), claim("b", "Creating"), claim("c", "Bound"), claim("d", "Failed")]
-    )
-    assert state.total == r(121, 24) and state.available == r(21, 4)
-    assert state.in_flight == r(130, 32) and state.in_flight_claims == 2
+    assert gap_from_config(None, current().capacity()).empty

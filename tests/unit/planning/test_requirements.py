@@ -10,7 +10,7 @@ import pytest
 from gpupool.core.catalog import load_catalog
 from gpupool.core.catalog.model import Offering
 from gpupool.core.model.common import Requirement
-from gpupool.core.requirements import RequirementError, select_matching
+from gpupool.core.planning.requirements import RequirementError, select_matching
 
 OFFERINGS = load_catalog("aws").offerings("us-east-1")
 
@@ -146,7 +146,7 @@ def test_malformed_requirements_are_errors(requirement: Req, message: str) -> No
 
 def test_labels_match_agrees_with_offering_selection() -> None:
     """`labels_match` (used by launch on offerings that carry catalog labels) judges like select_matching."""
-    from gpupool.core.requirements import labels_match, offering_labels
+    from gpupool.core.planning.requirements import labels_match, offering_labels
 
     requirements = [
         Req("tensor-fusion.ai/gpu-model", "In", ["t4", "L4"]),

@@ -10,10 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpupool.core.selection import Candidate, Selection, select_cheapest
-from gpupool.core.selection_milp import milp_available
-from gpupool.core.selection_reference import select_by_enumeration
-from gpupool.core.selection_single import select_single_type
+from benchmarks.reference.enumeration import select_by_enumeration
+from benchmarks.reference.single_type import select_single_type
+from gpupool.core.planning.cheapest import Candidate, Selection, select_cheapest
+from gpupool.core.planning.milp import milp_available
 
 
 def _case(rng: random.Random) -> tuple[list[Candidate], dict[str, int | None], int]:
@@ -171,7 +171,7 @@ def test_candidates_need_positive_size_and_price() -> None:
 
 SCRIPT = """
 import highspy
-from gpupool.core.selection import Candidate, select_cheapest
+from gpupool.core.planning.cheapest import Candidate, select_cheapest
 other = highspy.Highs()
 other.silent()
 other.setOptionValue("threads", 2)

@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from gpupool.core.selection_bound import lp_value, node_price, suffix_exact_facets, suffix_facets
+from gpupool.core.planning.bound import lp_value, node_price, suffix_exact_facets, suffix_facets
 
 
 def _lp_by_pairs(sizes: list[tuple[int, int, int]], need: tuple[int, int]) -> float:

@@ -8,8 +8,8 @@ import random
 
 import pytest
 
-from gpupool.core.selection_fill import KEPT_SUFFIXES, Reach
-from gpupool.core.selection_model import Candidate
+from gpupool.core.planning.fill import KEPT_SUFFIXES, Reach
+from gpupool.core.planning.selection import Candidate
 
 
 def _reachable(items: list[Candidate], cap: tuple[int, int]) -> set[tuple[int, int]]:

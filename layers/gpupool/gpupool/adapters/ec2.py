@@ -31,8 +31,8 @@ from gpupool.core.model.constants import (
 )
 from gpupool.core.model.nodeclaim import GPUNodeClaim
 from gpupool.core.model.nodeclass import GPUNodeClass, SelectorTerm
-from gpupool.core.plan import OfferingRef
-from gpupool.core.snapshot import ManagedInstance
+from gpupool.core.planning.plan import OfferingRef
+from gpupool.core.planning.snapshot import ManagedInstance
 from gpupool.service.errors import CapacityUnavailable, NotFound, PermanentError, Throttled
 
 __all__ = ["Ec2Compute", "RetryPolicy"]

@@ -25,7 +25,7 @@ from gpupool.core.model.constants import (
 )
 from gpupool.core.model.nodeclaim import GPUNodeClaim
 from gpupool.core.model.nodeclass import BlockDeviceMapping, GPUNodeClass, MetadataOptions
-from gpupool.core.plan import OfferingRef
+from gpupool.core.planning.plan import OfferingRef
 from gpupool.service.errors import PermanentError
 
 __all__ = [

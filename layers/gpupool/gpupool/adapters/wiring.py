@@ -37,14 +37,14 @@ import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
 from gpupool.service.deps import Deps, Settings
 from gpupool.service.ports import Clock, Cluster, Compute
 
 if TYPE_CHECKING:
     from gpupool.adapters.kube_auth import KubeAccess
-    from gpupool.core.plan import OfferingRef
+    from gpupool.core.planning.plan import OfferingRef
 
 __all__ = ["AwsEnvironment", "ConfigError", "UtcClock", "build_aws_deps", "read_aws_environment"]
 
@@ -61,12 +61,6 @@ _DURATION_SETTINGS = (
 )
 _INT_SETTINGS = ("max_nodes_per_plan", "max_launch_rounds")
 _ACCESS_ALIASES = {"kubeconfig-secret": "kubeconfig"}
-# The catalog speaks Karpenter's capacity types; claims and offerings TensorFusion's.
-_CATALOG_CAPACITY_TYPES: dict[str, Literal["OnDemand", "Spot", "Reserved"]] = {
-    "on-demand": "OnDemand",
-    "spot": "Spot",
-    "reserved": "Reserved",
-}
 _SECRET_PLACEHOLDER = "<read from Secrets Manager on first use>"
 
 T = TypeVar("T")
@@ -236,25 +230,9 @@ class _Lazy(Generic[T]):
 
 def catalog_offerings(region: str) -> tuple[OfferingRef, ...]:
     """Every priced AWS offering of `region` from the bundled catalog, as the launch decision reads them."""
-    from gpupool.core.catalog import load_catalog
-    from gpupool.core.plan import OfferingRef
-    from gpupool.core.quantity import Quantity
-    from gpupool.core.requirements import offering_labels
+    from gpupool.core.planning.offerings import catalog_offerings as offerings_of
 
-    return tuple(
-        OfferingRef(
-            instance_type=offering.instance_type.name,
-            region=offering.region,
-            zone=offering.zone,
-            capacity_type=_CATALOG_CAPACITY_TYPES[offering.capacity_type],
-            tflops=Quantity.from_number(offering.instance_type.tflops),
-            vram=Quantity.parse(f"{offering.instance_type.vram_gib}Gi"),
-            gpu_count=offering.instance_type.gpu_count,
-            hourly_price=str(offering.hourly_price),
-            labels=offering_labels(offering),
-        )
-        for offering in load_catalog("aws").offerings(region)
-    )
+    return offerings_of("aws", region)
 
 
 def build_aws_deps(environ: Mapping[str, str], *, clock: Clock | None = None) -> Deps:

@@ -19,7 +19,7 @@ from gpupool.core.model.base import Condition
 from gpupool.core.model.constants import FINALIZER
 from gpupool.core.model.nodeclaim import GPUNodeClaim, GPUNodeClaimStatus
 from gpupool.core.model.pool import GPUPoolStatus
-from gpupool.core.plan import (
+from gpupool.core.planning.plan import (
     Action,
     ApplyPool,
     CordonNode,
@@ -36,7 +36,7 @@ from gpupool.core.plan import (
     SetClaimPhase,
     TerminateInstance,
 )
-from gpupool.core.snapshot import (
+from gpupool.core.planning.snapshot import (
     ANNOTATION_INTERRUPTED,
     ANNOTATION_UNAVAILABLE_OFFERINGS,
     unavailable_offerings,

@@ -24,7 +24,7 @@ from gpupool.core.intake.causes import (
     Sweep,
 )
 from gpupool.core.model.nodeclaim import GPUNodeClaim
-from gpupool.core.snapshot import ManagedInstance, node_claim
+from gpupool.core.planning.snapshot import ManagedInstance, node_claim
 from gpupool.service.deps import Deps
 from gpupool.service.errors import DomainError
 from gpupool.service.executor import Executor

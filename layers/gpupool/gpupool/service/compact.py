@@ -16,8 +16,8 @@ from gpupool.core.decisions.compaction import compaction_due, plan_compaction
 from gpupool.core.decisions.pool_status import plan_pool_status
 from gpupool.core.intake.causes import Compact
 from gpupool.core.model.pool import GPUPoolStatus
-from gpupool.core.plan import Action, DeleteClaim, LabelNode, PatchPoolStatus, Plan, RecordEvent
-from gpupool.core.snapshot import PoolSnapshot
+from gpupool.core.planning.plan import Action, DeleteClaim, LabelNode, PatchPoolStatus, Plan, RecordEvent
+from gpupool.core.planning.snapshot import PoolSnapshot
 from gpupool.service.deps import Deps
 from gpupool.service.errors import DomainError, NotFound
 from gpupool.service.executor import Executor

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 
-from gpupool.core.plan import OfferingRef
+from gpupool.core.planning.plan import OfferingRef
 from gpupool.service.ports import Clock, Cluster, Compute
 
 __all__ = ["Deps", "Settings", "random_suffix"]

@@ -15,7 +15,7 @@ import json
 import logging
 from dataclasses import dataclass
 
-from gpupool.core.plan import Action, Plan
+from gpupool.core.planning.plan import Action, Plan
 from gpupool.service.appliers import APPLIERS, Skip
 from gpupool.service.deps import Deps
 from gpupool.service.errors import DomainError

@@ -19,7 +19,7 @@ from gpupool.core.decisions.pool_status import plan_pool_status
 from gpupool.core.intake.causes import Reconcile
 from gpupool.core.model.nodeclass import GPUNodeClass
 from gpupool.core.model.pool import GPUPool
-from gpupool.core.plan import ApplyPool, LaunchInstance, OfferingRef, Plan
+from gpupool.core.planning.plan import ApplyPool, LaunchInstance, OfferingRef, Plan
 from gpupool.service.deps import Deps
 from gpupool.service.errors import CapacityUnavailable, DomainError, NotFound, PermanentError
 from gpupool.service.executor import ActionResult, Executor

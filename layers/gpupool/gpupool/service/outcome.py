@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpupool.core.intake.causes import Ignored
-from gpupool.core.plan import Plan
+from gpupool.core.planning.plan import Plan
 
 __all__ = ["Outcome", "acknowledge"]
 

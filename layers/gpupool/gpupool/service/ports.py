@@ -15,8 +15,8 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Literal, Protocol
 
-from gpupool.core.plan import OfferingRef
-from gpupool.core.snapshot import ManagedInstance
+from gpupool.core.planning.plan import OfferingRef
+from gpupool.core.planning.snapshot import ManagedInstance
 
 if TYPE_CHECKING:
     from gpupool.core.model.cluster import TensorFusionCluster

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from gpupool.core.plan import Plan
+from gpupool.core.planning.plan import Plan
 from gpupool.service.executor import ActionResult
 from gpupool.service.outcome import Outcome
 

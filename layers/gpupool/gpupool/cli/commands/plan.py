@@ -1,14 +1,17 @@
 """`gpupool plan --pool FILE [...]`: the nodes gpupool would add to a pool, and what they cost.
 
-Role: read a GPUPool or TensorFusionCluster manifest (and optionally a `--state` file listing the
-pool's existing GPUNode / GPUNodeClaim objects, as a YAML list or multi-document YAML; objects
-labelled for another pool — `tensor-fusion.ai/gpupool` on GPUNodes, `tensor-fusion.ai/managed-by`
-on claims — are skipped, unlabelled ones count), compute the
-capacity gap and the cheapest mix of catalog offerings the pool's gpuRequirements allow, and print
-it (a table, or with `--json` an object: gap {tflops, vramGiB}, nodes [{instanceType, zone,
-capacityType, count, hourlyPrice}], hourlyCost, reasons). Cloud: `--cloud`, else the cluster's
-computingVendor.type (karpenter counts as aws), else aws. Region: `--region`, else
-computingVendor.params.defaultRegion, else us-east-1 (aws) / cn-hangzhou (alibaba).
+Role: read a GPUPool or TensorFusionCluster manifest (a cluster's gpuPools entry becomes the
+GPUPool `<cluster>-<entry>` the launch function syncs, through the same `plan_pool_sync`) and
+optionally a `--state` file of the pool's existing objects (GPUNodeClaim, GPUNode and Node; a
+YAML list or multi-document YAML). The state is cut into a `PoolSnapshot` by the core's one
+membership rule (`planning.membership`: claims by `tensor-fusion.ai/managed-by`, nodes by the
+claim they were provisioned for or the pool label); a GPUNode listed without a Node of its name
+stands for the Node TensorFusion keeps beside it (same name, its labels, Ready). Then the core's
+one pipeline, `planning.capacity_plan.plan_capacity` — the launch function's own — plans it,
+and this prints it (a table, or with `--json` an object: gap {tflops, vramGiB}, nodes
+[{instanceType, zone, capacityType, count, hourlyPrice}], hourlyCost, reasons). Cloud:
+`--cloud`, else the cluster's computingVendor.type (karpenter counts as aws), else aws. Region:
+`--region`, else computingVendor.params.defaultRegion, else us-east-1 / cn-hangzhou.
 
 Must not: decide anything itself (the core does) or touch a cloud.
 """
@@ -21,8 +24,9 @@ import os
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
+from decimal import Decimal
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from gpupool.cli.commands.catalog import DEFAULT_REGIONS
 from gpupool.cli.errors import UserError
@@ -30,8 +34,10 @@ from gpupool.cli.files import read_text
 
 if TYPE_CHECKING:
     from gpupool.core.model.cluster import ComputingVendor
-    from gpupool.core.model.pool import GPUPoolSpec
-    from gpupool.core.selection_pool import CapacityPlan
+    from gpupool.core.model.pool import GPUPool
+    from gpupool.core.planning.capacity_plan import CapacityPlan
+    from gpupool.core.planning.plan import OfferingRef
+    from gpupool.core.planning.snapshot import PoolSnapshot
 
 NAME = "plan"
 HELP = "show the cheapest mix of nodes that closes a pool's capacity gap (exact, never past maxResources)"
@@ -91,23 +97,26 @@ def _parse(path: Path, document: Any) -> Any:
 
 @dataclass(frozen=True)
 class _Pool:
-    name: str
-    spec: GPUPoolSpec
+    name: str  # as the user names it: the GPUPool's name, or the gpuPools entry's
+    pool: GPUPool  # as the cluster holds it (a cluster's entry: `<cluster>-<entry>`)
     vendor: ComputingVendor | None
 
 
 def _pools(path: Path) -> list[_Pool]:
+    from gpupool.core.decisions.pool_sync import plan_pool_sync
     from gpupool.core.model.cluster import TensorFusionCluster
     from gpupool.core.model.pool import GPUPool
+    from gpupool.core.planning.plan import ApplyPool
 
     found: list[_Pool] = []
     for document in _documents(path):
         obj = _parse(path, document)
         if isinstance(obj, GPUPool):
-            found.append(_Pool(obj.name, obj.spec, None))
+            found.append(_Pool(obj.name, obj, None))
         elif isinstance(obj, TensorFusionCluster):
-            vendor = obj.spec.computing_vendor
-            found.extend(_Pool(p.name, p.spec_template, vendor) for p in obj.spec.gpu_pools)
+            synced = [a.desired for a in plan_pool_sync([obj], []).actions if isinstance(a, ApplyPool)]
+            for entry, pool in zip(obj.spec.gpu_pools, synced, strict=True):
+                found.append(_Pool(entry.name, pool, obj.spec.computing_vendor))
     return found
 
 
@@ -116,7 +125,7 @@ def _choose(path: Path, pools: list[_Pool], name: str | None) -> _Pool:
     if not pools:
         raise UserError(f"{path}: no GPUPool or TensorFusionCluster gpuPools entry found")
     if name is not None:
-        chosen = [p for p in pools if p.name == name]
+        chosen = [p for p in pools if name in (p.name, p.pool.name)]
         if not chosen:
             raise UserError(f"{path}: no pool named {name!r} (found: {names})")
         return chosen[0]
@@ -125,30 +134,39 @@ def _choose(path: Path, pools: list[_Pool], name: str | None) -> _Pool:
     return pools[0]
 
 
-def _state(path: Path | None, pool: str) -> tuple[list[Any], list[Any]]:
+def _state(path: Path | None, pool: GPUPool) -> PoolSnapshot:
+    """The pool's snapshot cut from the state file's objects by the core's membership rule."""
+    from gpupool.core.model.base import Condition
+    from gpupool.core.model.foreign import Node, NodeStatus
     from gpupool.core.model.node import GPUNode
     from gpupool.core.model.nodeclaim import GPUNodeClaim
+    from gpupool.core.planning.membership import ClusterObjects, pool_snapshot
 
-    if path is None:
-        return [], []
-    nodes: list[Any] = []
-    claims: list[Any] = []
-    for document in _documents(path):
+    nodes: list[Node] = []
+    gpu_nodes: list[GPUNode] = []
+    claims: list[GPUNodeClaim] = []
+    for document in _documents(path) if path is not None else []:
         if not isinstance(document, Mapping):
-            raise UserError(f"{path}: each state entry must be a GPUNode or GPUNodeClaim object")
-        obj = _parse(path, document)
-        labels = obj.metadata.labels
+            raise UserError(f"{path}: each state entry must be a GPUNodeClaim, GPUNode or Node object")
+        obj = _parse(path or Path(), document)
         if isinstance(obj, GPUNode):
-            if labels.get("tensor-fusion.ai/gpupool", pool) == pool:
-                nodes.append(obj)
+            gpu_nodes.append(obj)
         elif isinstance(obj, GPUNodeClaim):
-            if labels.get("tensor-fusion.ai/managed-by", pool) == pool:
-                claims.append(obj)
+            claims.append(obj)
+        elif isinstance(obj, Node):
+            nodes.append(obj)
         else:
             raise UserError(
-                f"{path}: unsupported kind {obj.KIND} in state (expected GPUNode or GPUNodeClaim)"
+                f"{path}: unsupported kind {obj.KIND} in state (expected GPUNodeClaim, GPUNode or Node)"
             )
-    return nodes, claims
+    listed = {n.name for n in nodes}
+    ready = NodeStatus(conditions=[Condition(type="Ready", status="True")])
+    for gpu_node in gpu_nodes:
+        if gpu_node.name not in listed:
+            metadata = gpu_node.metadata.model_copy(update={"annotations": {}, "owner_references": []})
+            nodes.append(Node(metadata=metadata, status=ready))
+    objects = ClusterObjects(claims=claims, nodes=nodes, gpu_nodes=gpu_nodes)
+    return pool_snapshot(pool.metadata.labels.get("tensor-fusion.ai/cluster", ""), pool, objects)
 
 
 def _cloud_and_region(args: argparse.Namespace, vendor: ComputingVendor | None) -> tuple[str, str]:
@@ -179,32 +197,44 @@ def _quiet_highs() -> None:
 
 
 def plan_from_files(args: argparse.Namespace) -> tuple[CapacityPlan, str, str]:
-    from gpupool.core.capacity import gap_from_config, pool_capacity_from_state
-    from gpupool.core.catalog import load_catalog
-    from gpupool.core.requirements import RequirementError
-    from gpupool.core.selection_pool import plan_pool_capacity
+    """The launch function's plan for the pool and state files: same snapshot, same pipeline."""
+    from datetime import UTC, datetime
 
-    pool = _choose(args.pool, _pools(args.pool), args.pool_name)
-    nodes, claims = _state(args.state, pool.name)
-    cloud, region = _cloud_and_region(args, pool.vendor)
-    catalog = load_catalog("alibaba" if cloud == "alibaba" else "aws")
+    from gpupool.core.catalog import load_catalog
+    from gpupool.core.planning.capacity_plan import plan_capacity
+    from gpupool.core.planning.offerings import catalog_offerings
+    from gpupool.core.planning.requirements import RequirementError
+
+    chosen = _choose(args.pool, _pools(args.pool), args.pool_name)
+    snapshot = _state(args.state, chosen.pool)
+    cloud, region = _cloud_and_region(args, chosen.vendor)
+    catalog_cloud: Literal["aws", "alibaba"] = "alibaba" if cloud == "alibaba" else "aws"
+    catalog = load_catalog(catalog_cloud)
     if catalog.region(region) is None:
         raise UserError(
             f"region {region!r} is not in the {cloud} catalog ({', '.join(catalog.region_names)})"
         )
     if args.max_nodes < 1:
         raise UserError("--max-nodes must be at least 1")
-    gap = gap_from_config(pool.spec.capacity_config, pool_capacity_from_state(nodes, claims))
-    provisioner = pool.spec.node_manager_config.node_provisioner
-    requirements = provisioner.gpu_requirements if provisioner is not None else []
     _quiet_highs()
     try:
-        plan = plan_pool_capacity(
-            gap, catalog, region=region, requirements=requirements, max_nodes=args.max_nodes
+        plan = plan_capacity(
+            snapshot,
+            catalog_offerings(catalog_cloud, region),
+            now=datetime.now(UTC),
+            max_nodes=args.max_nodes,
         )
     except RequirementError as exc:
-        raise UserError(f"{args.pool}: pool {pool.name}: gpuRequirements: {exc}") from None
+        raise UserError(f"{args.pool}: pool {chosen.name}: gpuRequirements: {exc}") from None
     return plan, cloud, region
+
+
+def _grouped(plan: CapacityPlan) -> list[tuple[OfferingRef, int]]:
+    """The plan's nodes as (offering, count), in order of first appearance."""
+    counts: dict[str, list[Any]] = {}
+    for offering in plan.offerings:
+        counts.setdefault(offering.key, [offering, 0])[1] += 1
+    return [(offering, count) for offering, count in counts.values()]
 
 
 def plan_json(plan: CapacityPlan) -> dict[str, Any]:
@@ -212,13 +242,13 @@ def plan_json(plan: CapacityPlan) -> dict[str, Any]:
         "gap": {"tflops": float(plan.gap.need.tflops), "vramGiB": float(plan.gap.need.vram / _GIB)},
         "nodes": [
             {
-                "instanceType": n.instance_type.name,
-                "zone": n.zone,
-                "capacityType": n.capacity_type,
-                "count": n.count,
-                "hourlyPrice": float(n.hourly_price),
+                "instanceType": offering.instance_type,
+                "zone": offering.zone,
+                "capacityType": offering.capacity_type,
+                "count": count,
+                "hourlyPrice": float(offering.hourly_price),
             }
-            for n in plan.nodes
+            for offering, count in _grouped(plan)
         ],
         "hourlyCost": round(float(plan.hourly_cost), 6),
         "reasons": list(plan.reasons),
@@ -231,15 +261,15 @@ def plan_table(plan: CapacityPlan, *, title: str) -> str:
     header = ("COUNT", "INSTANCE TYPE", "GPUS", "CAPACITY", "ZONE", "PRICE", "SUBTOTAL")
     body = [
         (
-            str(n.count),
-            n.instance_type.name,
-            f"{n.instance_type.gpu_count}x {n.instance_type.gpu_model}",
-            n.capacity_type,
-            n.zone or "any",
-            f"${n.hourly_price:.4f}/h",
-            f"${n.hourly_price * n.count:.4f}/h",
+            str(count),
+            offering.instance_type,
+            f"{offering.gpu_count}x {offering.labels.get('tensor-fusion.ai/gpu-model', '?')}",
+            offering.capacity_type,
+            offering.zone or "any",
+            f"${Decimal(offering.hourly_price):.4f}/h",
+            f"${Decimal(offering.hourly_price) * count:.4f}/h",
         )
-        for n in plan.nodes
+        for offering, count in _grouped(plan)
     ]
     if body:
         widths = [max(len(row[i]) for row in (header, *body)) for i in range(len(header))]

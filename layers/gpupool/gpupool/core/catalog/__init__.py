@@ -1,6 +1,6 @@
 """GPU instance catalog: the types each cloud sells, their FP16 TFLOPS and VRAM, and regional prices.
 
-Must not: choose offerings (see `gpupool.core.selection`) or read anything but its bundled data.
+Must not: choose offerings (see `gpupool.core.planning.cheapest`) or read anything but its bundled data.
 """
 
 from gpupool.core.catalog.loader import CLOUDS, CatalogError, load_catalog, parse_catalog

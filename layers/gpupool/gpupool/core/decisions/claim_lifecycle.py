@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict
 from gpupool.core.model.constants import EVENT_MANAGED_NODE_CREATED, LABEL_MANAGED_BY
 from gpupool.core.model.foreign import Node
 from gpupool.core.model.nodeclaim import GPUNodeClaim
-from gpupool.core.plan import (
+from gpupool.core.planning.plan import (
     Action,
     DeleteClaim,
     Plan,
@@ -31,7 +31,7 @@ from gpupool.core.plan import (
     SetClaimPhase,
     TerminateInstance,
 )
-from gpupool.core.snapshot import ManagedInstance, claim_phase, node_claim
+from gpupool.core.planning.snapshot import ManagedInstance, claim_phase, node_claim
 
 __all__ = ["LifecyclePolicy", "phase_since", "plan_claim_lifecycle"]
 

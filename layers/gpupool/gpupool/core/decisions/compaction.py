@@ -24,9 +24,9 @@ from gpupool.core.model.constants import (
 )
 from gpupool.core.model.foreign import Node
 from gpupool.core.model.pool import ResourceAmount
-from gpupool.core.plan import Action, DeleteClaim, LabelNode, Plan, RecordEvent
+from gpupool.core.planning.plan import Action, DeleteClaim, LabelNode, Plan, RecordEvent
+from gpupool.core.planning.snapshot import PoolSnapshot, claim_counts, claim_phase, do_not_disrupt, node_claim
 from gpupool.core.quantity import Quantity
-from gpupool.core.snapshot import PoolSnapshot, claim_counts, claim_phase, do_not_disrupt, node_claim
 
 __all__ = ["compaction_due", "compaction_period", "plan_compaction"]
 

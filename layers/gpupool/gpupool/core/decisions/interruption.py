@@ -15,8 +15,8 @@ from datetime import datetime
 from gpupool.core.model.constants import LABEL_MANAGED_BY
 from gpupool.core.model.foreign import Node
 from gpupool.core.model.nodeclaim import GPUNodeClaim
-from gpupool.core.plan import Action, CordonNode, DrainNode, MarkClaimInterrupted, Plan, RecordEvent
-from gpupool.core.snapshot import claim_interrupted, claim_phase
+from gpupool.core.planning.plan import Action, CordonNode, DrainNode, MarkClaimInterrupted, Plan, RecordEvent
+from gpupool.core.planning.snapshot import claim_interrupted, claim_phase
 
 __all__ = ["EVENT_NODE_INTERRUPTED", "plan_interruption"]
 

@@ -7,7 +7,7 @@ clipped at maxResources, with the cheapest offerings not remembered as out of ca
 Also `plan_launch_failure`: what a failed launch means for the claim and the offering.
 
 Must not: perform I/O, read the clock, make up names (suffixes are passed in), or re-implement
-the gap math / selection (see `launch_selection`).
+the gap math / selection (see `planning.capacity_plan`).
 """
 
 from __future__ import annotations
@@ -16,8 +16,6 @@ from collections import Counter
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 
-from gpupool.core.decisions.launch_selection import capacity_gap, offering_matches, select_offerings
-from gpupool.core.decisions.zone_spread import spread_across_zones
 from gpupool.core.model.base import GroupKindName, ObjectMeta
 from gpupool.core.model.constants import (
     ANNOTATION_HOURLY_PRICING,
@@ -30,7 +28,9 @@ from gpupool.core.model.constants import (
     pool_label,
 )
 from gpupool.core.model.nodeclaim import GPUNodeClaim, GPUNodeClaimSpec, GPUNodeClaimStatus
-from gpupool.core.plan import (
+from gpupool.core.planning.capacity_plan import NO_ROOM, SELECTION_NOT_PROVEN, plan_capacity
+from gpupool.core.planning.gap import MAX_RESOURCE_CONSTRAINT_REACHED
+from gpupool.core.planning.plan import (
     Action,
     CreateClaim,
     LaunchInstance,
@@ -40,13 +40,11 @@ from gpupool.core.plan import (
     RecordEvent,
     SetClaimPhase,
 )
-from gpupool.core.requirements import RequirementError
-from gpupool.core.snapshot import (
+from gpupool.core.planning.requirements import RequirementError
+from gpupool.core.planning.snapshot import (
     PoolSnapshot,
     claim_counts,
     claim_phase,
-    pool_capacity,
-    unavailable_offerings,
 )
 
 __all__ = [
@@ -160,48 +158,48 @@ def plan_launch(
             reasons=(f"pool {pool.name}: {message}",),
         )
     actions, reasons = _resume_pending(snapshot, class_name)
-    gap = capacity_gap(pool, pool_capacity(snapshot))
-    gap_text = f"gap {gap.tflops} TFLOPS / {gap.vram} VRAM"
-    if gap.empty and not gap.clipped:
-        reasons.append(f"pool {pool.name}: no capacity gap")
-        return Plan(actions=tuple(actions), reasons=tuple(reasons))
-    if gap.empty or gap.max_reached:
-        message = "capacity is wanted but maxResources leaves no room"
-        actions.append(_pool_event(snapshot, EVENT_MAX_RESOURCE_CONSTRAINT_REACHED, message))
-        reasons.append(f"pool {pool.name}: {message}")
-        return Plan(actions=tuple(actions), reasons=tuple(reasons))
-    requirements = provisioner.gpu_requirements if provisioner else []
     try:
-        matching = [o for o in offerings if offering_matches(o, requirements)]
+        capacity = plan_capacity(snapshot, offerings, now=now, max_nodes=min(max_nodes, len(suffixes)))
     except RequirementError as error:
         message = f"gpuRequirements cannot be evaluated: {error}"
         actions.append(_pool_event(snapshot, EVENT_NODE_LAUNCH_FAILED, message))
         reasons.append(f"pool {pool.name}: {message}")
         return Plan(actions=tuple(actions), reasons=tuple(reasons))
-    blocked = unavailable_offerings(pool, now)
-    candidates = [o for o in matching if o.key not in blocked]
-    selection = select_offerings(gap, candidates, max_nodes=min(max_nodes, len(suffixes)))
-    live_zones = (c.spec.zone for c in snapshot.claims if c.spec.zone and claim_phase(c) != "Failed")
-    offerings = spread_across_zones(selection.offerings, candidates, zones_in_use=live_zones)
-    if not offerings:
-        if matching:
-            message = f"{gap_text}: all {len(matching)} matching offerings are out of capacity for now"
+    gap = capacity.gap
+    gap_text = gap.describe()
+    if gap.empty and not gap.clipped:
+        reasons.append(f"pool {pool.name}: no capacity gap")
+        return Plan(actions=tuple(actions), reasons=tuple(reasons))
+    if gap.empty or gap.max_reached:
+        message = NO_ROOM
+        actions.append(_pool_event(snapshot, EVENT_MAX_RESOURCE_CONSTRAINT_REACHED, message))
+        reasons.append(f"pool {pool.name}: {message}")
+        return Plan(actions=tuple(actions), reasons=tuple(reasons))
+    chosen_offerings = capacity.offerings
+    if not chosen_offerings:
+        if capacity.matching:
+            message = f"{gap_text}: all {capacity.matching} matching offerings are out of capacity for now"
         else:
             message = f"{gap_text}: no priced offering matches the pool's gpuRequirements"
         actions.append(_pool_event(snapshot, EVENT_NODE_LAUNCH_FAILED, message))
         reasons.append(f"pool {pool.name}: {message}")
         return Plan(actions=tuple(actions), reasons=tuple(reasons))
-    for offering, suffix in zip(offerings, suffixes, strict=False):
+    for offering, suffix in zip(chosen_offerings, suffixes, strict=False):
         name = f"{pool.name}-{suffix}"
         claim = build_claim(snapshot, offering, name=name, node_class=class_name)
         actions.append(CreateClaim(pool=pool.name, claim=name, manifest=claim))
         actions.append(LaunchInstance(pool=pool.name, claim=name, node_class=class_name, offering=offering))
-    chosen = ", ".join(f"{n}× {key}" for key, n in sorted(Counter(o.key for o in offerings).items()))
-    reasons.append(f"pool {pool.name}: {gap_text} → {len(offerings)} node(s): {chosen}")
-    if gap.clipped or not selection.covers_gap:
-        message = f"{gap_text}: maxResources allows only {len(offerings)} node(s)"
+    count = len(chosen_offerings)
+    chosen = ", ".join(f"{n}× {key}" for key, n in sorted(Counter(o.key for o in chosen_offerings).items()))
+    reasons.append(f"pool {pool.name}: {gap_text} → {count} node(s): {chosen}")
+    if gap.clipped or not capacity.covers_gap:
+        message = f"{gap_text}: maxResources allows only {count} node(s)"
         actions.append(_pool_event(snapshot, EVENT_MAX_RESOURCE_CONSTRAINT_REACHED, message))
-        reasons.extend((*gap.reasons, *selection.reasons))
+        reasons.extend(gap.reasons)
+        if not capacity.covers_gap:
+            reasons.append(f"{MAX_RESOURCE_CONSTRAINT_REACHED}: only {count} node(s) fit under maxResources")
+    if not capacity.proven_optimal:
+        reasons.append(SELECTION_NOT_PROVEN)
     return Plan(actions=tuple(actions), reasons=tuple(reasons))
 
 

@@ -17,8 +17,8 @@ from datetime import datetime, timedelta
 
 from gpupool.core.model.constants import LABEL_ORPHAN
 from gpupool.core.model.foreign import Node
-from gpupool.core.plan import Action, LabelNode, Plan, TerminateInstance
-from gpupool.core.snapshot import ManagedInstance, node_claim
+from gpupool.core.planning.plan import Action, LabelNode, Plan, TerminateInstance
+from gpupool.core.planning.snapshot import ManagedInstance, node_claim
 
 __all__ = ["plan_orphan_nodes", "plan_orphan_sweep"]
 

@@ -14,9 +14,9 @@ from datetime import datetime
 
 from gpupool.core.model.base import Condition
 from gpupool.core.model.pool import GPUPoolStatus
-from gpupool.core.plan import PatchPoolStatus, Plan
+from gpupool.core.planning.plan import PatchPoolStatus, Plan
+from gpupool.core.planning.snapshot import PoolSnapshot, pool_capacity
 from gpupool.core.quantity import Quantity
-from gpupool.core.snapshot import PoolSnapshot, pool_capacity
 
 __all__ = ["CONDITION_CAPACITY_SATISFIED", "plan_pool_status"]
 

@@ -16,7 +16,7 @@ from gpupool.core.model.base import ObjectMeta
 from gpupool.core.model.cluster import TensorFusionCluster
 from gpupool.core.model.constants import LABEL_CLUSTER
 from gpupool.core.model.pool import GPUPool
-from gpupool.core.plan import Action, ApplyPool, Plan
+from gpupool.core.planning.plan import Action, ApplyPool, Plan
 
 __all__ = ["cluster_pool_name", "plan_pool_sync"]
 

@@ -1,37 +1,36 @@
 """The capacity gap of a pool: how much TFLOPS and VRAM to add, and how much max still allows.
 
 Role: the arithmetic of DESIGN §3, per dimension (TFLOPS, VRAM), exactly (Quantity values):
-    offered  = in-flight claims' tflopsOffered / vramOffered (claims not yet Bound, not Failed)
+    offered  = tflopsOffered / vramOffered of counted claims whose node reports no GPU capacity yet
     gap      = max(0, min − (total + offered), warm − (available + offered))
     headroom = max − (total + offered)            (unbounded when max is not set)
 New capacity never takes the pool past max: the gap is clipped to the headroom, and a clip adds
 the reason `MaxResourceConstraintReached`. Unlike TensorFusion (which checks warm only once min
 is met, and never clips at max), both checks always apply — the larger need wins.
 
-Also `pool_capacity_from_state`: totals from GPUNode statuses and in-flight offers from claims,
-for the `plan` command's `--state` objects.
+What counts as total and in flight is `snapshot.pool_capacity`'s one accounting (a claim whose
+node already reports GPU capacity is counted once, by its GPUNode); `CapacityGap` is the one gap
+type every caller (launch, `gpupool plan`, the benchmark) reads.
 
 Must not: choose offerings, read the clock, or perform I/O.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass
 from fractions import Fraction
 
-from gpupool.core.model.node import GPUNode
-from gpupool.core.model.nodeclaim import GPUNodeClaim
-from gpupool.core.model.pool import CapacityConfig, ResourceAmount
+from gpupool.core.model.pool import CapacityConfig, GPUPool, ResourceAmount
+from gpupool.core.planning.snapshot import PoolCapacity
+from gpupool.core.quantity import Quantity
 
 __all__ = [
     "MAX_RESOURCE_CONSTRAINT_REACHED",
     "CapacityGap",
-    "CurrentCapacity",
     "Resources",
+    "capacity_gap",
     "gap_from_config",
     "plan_capacity_gap",
-    "pool_capacity_from_state",
 ]
 
 MAX_RESOURCE_CONSTRAINT_REACHED = "MaxResourceConstraintReached"
@@ -56,16 +55,6 @@ class Resources:
 
 
 @dataclass(frozen=True, slots=True)
-class CurrentCapacity:
-    """What the pool has (GPUNode totals and availability) and has coming (in-flight offers)."""
-
-    total: Resources = Resources()
-    available: Resources = Resources()
-    in_flight: Resources = Resources()
-    in_flight_claims: int = 0
-
-
-@dataclass(frozen=True, slots=True)
 class CapacityGap:
     """What to add (`need`, already clipped) and what max allows (`headroom`, None = unbounded)."""
 
@@ -77,6 +66,27 @@ class CapacityGap:
     @property
     def empty(self) -> bool:
         return self.need.tflops <= 0 and self.need.vram <= 0
+
+    @property
+    def clipped(self) -> bool:
+        """maxResources cut the need (the reasons say which dimension)."""
+        return any(r.startswith(MAX_RESOURCE_CONSTRAINT_REACHED) for r in self.reasons)
+
+    @property
+    def max_reached(self) -> bool:
+        """No room at all for new capacity in some dimension max limits."""
+        return any(room is not None and room <= 0 for room in (self.headroom_tflops, self.headroom_vram))
+
+    @property
+    def tflops(self) -> Quantity:
+        return Quantity(self.need.tflops)
+
+    @property
+    def vram(self) -> Quantity:
+        return Quantity.from_number(self.need.vram, binary=True)
+
+    def describe(self) -> str:
+        return f"gap {self.tflops} TFLOPS / {self.vram} VRAM"
 
 
 def _dimension(
@@ -95,11 +105,12 @@ def plan_capacity_gap(
     warm: Resources,
     max_tflops: Fraction | None,
     max_vram: Fraction | None,
-    current: CurrentCapacity,
+    current: PoolCapacity,
 ) -> CapacityGap:
     """The gap per dimension; a max of None leaves that dimension unbounded."""
-    total = current.total + current.in_flight
-    available = current.available + current.in_flight
+    in_flight = Resources(current.in_flight_tflops.value, current.in_flight_vram.value)
+    total = Resources(current.total_tflops.value, current.total_vram.value) + in_flight
+    available = Resources(current.available_tflops.value, current.available_vram.value) + in_flight
     need_t, room_t, clip_t = _dimension(
         minimum.tflops, warm.tflops, max_tflops, total=total.tflops, available=available.tflops
     )
@@ -123,7 +134,7 @@ def _amount(resource: ResourceAmount | None) -> Resources:
     )
 
 
-def gap_from_config(config: CapacityConfig | None, current: CurrentCapacity) -> CapacityGap:
+def gap_from_config(config: CapacityConfig | None, current: PoolCapacity) -> CapacityGap:
     """plan_capacity_gap for a pool's capacityConfig; an unset max (or max dimension) is unbounded."""
     maximum = config.max_resources if config is not None else None
     return plan_capacity_gap(
@@ -135,26 +146,6 @@ def gap_from_config(config: CapacityConfig | None, current: CurrentCapacity) -> 
     )
 
 
-def pool_capacity_from_state(gpu_nodes: Iterable[GPUNode], claims: Iterable[GPUNodeClaim]) -> CurrentCapacity:
-    """Totals from GPUNode statuses; in flight = claims neither Bound nor Failed (their offers)."""
-    total = available = in_flight = Resources()
-    count = 0
-    for node in gpu_nodes:
-        status = node.status
-        if status is None:
-            continue
-        total += Resources(
-            status.total_tflops.value if status.total_tflops is not None else ZERO,
-            status.total_vram.value if status.total_vram is not None else ZERO,
-        )
-        available += Resources(
-            status.available_tflops.value if status.available_tflops is not None else ZERO,
-            status.available_vram.value if status.available_vram is not None else ZERO,
-        )
-    for claim in claims:
-        phase = claim.status.phase if claim.status is not None else "Pending"
-        if phase in ("Bound", "Failed"):
-            continue
-        in_flight += Resources(claim.spec.tflops_offered.value, claim.spec.vram_offered.value)
-        count += 1
-    return CurrentCapacity(total=total, available=available, in_flight=in_flight, in_flight_claims=count)
+def capacity_gap(pool: GPUPool, capacity: PoolCapacity) -> CapacityGap:
+    """The pool's gap: its capacityConfig against what `snapshot.pool_capacity` counts."""
+    return gap_from_config(pool.spec.capacity_config, capacity)

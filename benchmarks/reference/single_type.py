@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from gpupool.core.selection import DEFAULT_MAX_NODES
-from gpupool.core.selection_model import Candidate, Selection, build_selection, ceil_div
+from gpupool.core.planning.cheapest import DEFAULT_MAX_NODES
+from gpupool.core.planning.selection import Candidate, Selection, build_selection, ceil_div
 
 __all__ = ["select_single_type"]
 

@@ -9,7 +9,7 @@ edges). Each facet is a vertex of the dual LP, so n_f·R is a valid lower bound 
 maximum is the exact LP value. A suffix's hull comes from the next suffix's hull vertices plus one
 point (a point off a hull never returns to it), so all suffixes cost O(n·h log h) for h vertices.
 
-Must not: know candidates' names, ties or limits; it returns numbers for `selection` to prune with.
+Must not: know candidates' names, ties or limits; it returns numbers for `cheapest` to prune with.
 """
 
 from __future__ import annotations

@@ -14,9 +14,9 @@ import itertools
 from collections.abc import Sequence
 from typing import Any
 
-from gpupool.core.selection import DEFAULT_MAX_NODES
-from gpupool.core.selection_model import Candidate, Selection, build_selection
-from gpupool.core.selection_model import coverage as coverage_of
+from gpupool.core.planning.cheapest import DEFAULT_MAX_NODES
+from gpupool.core.planning.selection import Candidate, Selection, build_selection
+from gpupool.core.planning.selection import coverage as coverage_of
 
 __all__ = ["MilpResult", "select_by_enumeration", "select_by_milp"]
 

@@ -1,4 +1,4 @@
-"""Optional accelerator for `selection`: the same choice solved as a MILP by HiGHS (`highspy`).
+"""Optional accelerator for `cheapest`: the same choice solved as a MILP by HiGHS (`highspy`).
 
 Role: when the pure branch and bound outgrows its node budget (typically 50–100 nodes mixed from
 many near-equal small types), solve the same problem with HiGHS: (1) cover the need at the least
@@ -20,7 +20,7 @@ from importlib.util import find_spec
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from gpupool.core.selection_model import Candidate
+    from gpupool.core.planning.selection import Candidate
 
 __all__ = ["MILP_STAGE_SECONDS", "MilpPlan", "milp_available", "solve_by_milp"]
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Sequence
 
-from gpupool.core.plan import OfferingRef
+from gpupool.core.planning.plan import OfferingRef
 
 __all__ = ["spread_across_zones"]
 

@@ -2,8 +2,8 @@
 
 Role: integer candidates (TFLOPS, VRAM, price units), a chosen multiset with its totals, the
 coverage measure, and the one key that orders selections — most coverage, then least cost, then
-fewest nodes, then the sorted candidate names. Shared by the search (`selection_search`), the
-entry point (`selection`), the MILP accelerator and the reference solvers.
+fewest nodes, then the sorted candidate names. Shared by the search (`search`), the
+entry point (`cheapest`), the MILP accelerator and the reference solvers.
 
 Must not: search, solve or know about pools; it only describes and compares selections.
 """

@@ -1,24 +1,31 @@
-"""Depth-first branch and bound for `selection`: the exact best counts, or "budget spent".
+"""Depth-first branch and bound for `cheapest`: the exact best counts, or "budget spent".
 
 Role: given candidates in branching order, a need, a headroom and a node limit, find the counts
-that are best by `selection_model.order_key`, visiting at most `budget` search nodes. Pruning:
+that are best by `selection.order_key`, visiting at most `budget` search nodes. Pruning:
 coverage still reachable (headroom, node limit); the exact LP value of covering what remains with
-the candidates not yet branched on (`selection_bound`), and the reduced price of the current
+the candidates not yet branched on (`bound`), and the reduced price of the current
 candidate against the facet attaining it, which caps its count. Costs are integers, so a branch is
 cut only when its bound exceeds the best cost by more than half a unit: equal-cost plans are
 explored, which keeps the node and name tie-breaks exact. `narrowed` drops candidates that cannot
 appear in a plan no dearer than the best found (reduced-cost fixing) and restarts from that plan;
 `seed` starts from a plan found elsewhere (the MILP's).
 
-Must not: call the MILP, read the clock or log; `selection` decides what to do when the budget runs out.
+Must not: call the MILP, read the clock or log; `cheapest` decides what to do when the budget runs out.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from gpupool.core.selection_bound import Facets, lp_value, suffix_facets
-from gpupool.core.selection_model import Candidate, Selection, alone_cost, build_selection, ceil_div, coverage
+from gpupool.core.planning.bound import Facets, lp_value, suffix_facets
+from gpupool.core.planning.selection import (
+    Candidate,
+    Selection,
+    alone_cost,
+    build_selection,
+    ceil_div,
+    coverage,
+)
 
 __all__ = ["BranchAndBound", "BudgetSpent", "reduced_cost_order"]
 
@@ -68,7 +75,7 @@ class BranchAndBound:
             self.max_t[k] = max(self.max_t[k + 1], items[k].tflops)
             self.max_v[k] = max(self.max_v[k + 1], items[k].vram)
         self.facets = facets or suffix_facets([(c.tflops, c.vram, c.price) for c in items])
-        # With a node price lam > 0 (see selection_bound.node_price), a second bound that
+        # With a node price lam > 0 (see bound.node_price), a second bound that
         # respects the node limit: LP(prices + lam) − lam·(nodes left).
         self.lam = lam
         self.lam_facets = suffix_facets([(c.tflops, c.vram, c.price + lam) for c in items]) if lam else []
@@ -156,7 +163,7 @@ class BranchAndBound:
 
     def _cost_bound(self, k: int, rem_t: int, rem_v: int, left: int) -> tuple[float, float, float, float]:
         """A lower bound on the cost of covering what remains with candidates k… within `left`
-        nodes: the exact LP value (selection_bound), or its node-priced variant when higher; with
+        nodes: the exact LP value (bound), or its node-priced variant when higher; with
         the facet (dual solution) and node price that attain it."""
         rt, rv = max(rem_t, 0), max(rem_v, 0)
         bound, nt, nv = max((nt * rt + nv * rv, nt, nv) for nt, nv in self.facets[k])

@@ -7,42 +7,38 @@ headroom (what maxResources still allows), pick counts minimising, in this order
 2. the hourly cost, 3. the number of nodes, 4. the sorted candidate names (a stable tie-break).
 Offered capacity never exceeds the headroom and the node count never exceeds `max_nodes`.
 
-Method: branch and bound (`selection_search`) over candidates of distinct sizes, ordered by their
+Method: branch and bound (`search`) over candidates of distinct sizes, ordered by their
 reduced price against the root LP's optimal dual. A short first pass finds a plan; reduced-cost
 fixing drops the candidates that cannot beat it and the search restarts on the rest. A search
-that outgrows PURE_SEARCH_BUDGET goes to the HiGHS MILP (`selection_milp`) for the coverage and
+that outgrows PURE_SEARCH_BUDGET goes to the HiGHS MILP (`milp`) for the coverage and
 cost stages; the MILP's plan then seeds the pure search again, which, knowing the optimal cost,
 only enumerates equal plans and settles the node and name tie-breaks exactly (and proves the
 optimum in exact integers). Only when that seeded search also outgrows NAME_SEARCH_BUDGET does
 HiGHS settle the names (approximately, by weights). Pure Python but for the optional HiGHS, so
-the Lambda layer stays small. `selection_reference` holds the checks the tests and benchmark use.
+the Lambda layer stays small. `benchmarks/reference` holds the checks the tests and benchmark use.
 
-Must not: know about pools, catalogs or clouds (see `selection_pool`), read the clock, or log.
+Must not: know about pools, catalogs or clouds (see `capacity_plan`), read the clock, or log.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from gpupool.core.selection_bound import node_price
-from gpupool.core.selection_fill import fill_exactly, small_enough
-from gpupool.core.selection_milp import MilpPlan, milp_available, solve_by_milp
-from gpupool.core.selection_model import (
+from gpupool.core.planning.bound import node_price
+from gpupool.core.planning.fill import fill_exactly, small_enough
+from gpupool.core.planning.milp import MilpPlan, milp_available, solve_by_milp
+from gpupool.core.planning.search import BranchAndBound, reduced_cost_order
+from gpupool.core.planning.selection import (
     UNBOUNDED,
     Candidate,
     Selection,
     build_selection,
-    ceil_div,
-    coverage,
     distinct_sizes,
     order_key,
 )
-from gpupool.core.selection_search import BranchAndBound, reduced_cost_order
 
 __all__ = ["DEFAULT_MAX_NODES", "Candidate", "Selection", "select_cheapest"]
 
-# Kept under their former private names for the reference solvers and the benchmark.
-_coverage, _selection, _ceil_div, _order = coverage, build_selection, ceil_div, order_key
 
 DEFAULT_MAX_NODES = 100
 # Nodes the pure search may visit before the MILP accelerator takes over (when installed), and
@@ -54,7 +50,7 @@ FIRST_PASS_CANDIDATES = 4
 FIRST_PASS_BUDGET = 400
 # Nodes of the pure search seeded with the MILP's plan (tie-breaks among optimal plans).
 NAME_SEARCH_BUDGET = 8_000
-# Nodes of the targeted searches that settle "fill what max allows" exactly (selection_fill).
+# Nodes of the targeted searches that settle "fill what max allows" exactly (fill).
 FILL_SEARCH_BUDGET = 50_000
 UNACCELERATED_SEARCH_BUDGET = 2_000_000
 
@@ -87,7 +83,7 @@ def select_cheapest(
     """The exact best selection (see the module docstring for the order of objectives).
 
     A search that outgrows PURE_SEARCH_BUDGET nodes is finished by the HiGHS MILP in
-    `selection_milp` when `accelerate` and highspy is installed, else by the pure search with
+    `milp` when `accelerate` and highspy is installed, else by the pure search with
     UNACCELERATED_SEARCH_BUDGET nodes. If neither proves the optimum, the best plan found is
     returned with `proven_optimal=False` (the planner reports it as a reason). `pure_budget` and
     `name_budget` override PURE_SEARCH_BUDGET and NAME_SEARCH_BUDGET (tests use 0 to exercise the

@@ -1,4 +1,4 @@
-"""Exact "fill what max allows" for `selection`: reachable capacity tables, then targeted searches.
+"""Exact "fill what max allows" for `cheapest`: reachable capacity tables, then targeted searches.
 
 Role: when no plan covers the need under max, the best plan fills as much as max allows — a
 two-dimensional subset-sum that LP bounds cannot settle (the LP fills max exactly). Capacities
@@ -9,7 +9,7 @@ per VRAM level; the node limit is ignored, so it over-approximates). `fill_exact
 reachable totals from the most coverage down; for each total it runs the branch and bound with
 that total as an exact target (need = max = the total, or the need itself in a dimension that
 reaches it), pruning every branch the table says cannot reach the target and bounding cost by
-the LP of buying exactly the remaining total (`selection_bound.suffix_exact_facets`). The first coverage
+the LP of buying exactly the remaining total (`bound.suffix_exact_facets`). The first coverage
 level with a plan within the node limit wins; among its targets the best plan by cost, nodes
 and names. Exact whenever every search finishes within the budget; else None (HiGHS or the
 caller's fallback decides).
@@ -22,9 +22,16 @@ from __future__ import annotations
 import heapq
 from math import gcd
 
-from gpupool.core.selection_bound import Facets, suffix_exact_facets, suffix_facets
-from gpupool.core.selection_model import Candidate, Selection, build_selection, ceil_div, coverage, order_key
-from gpupool.core.selection_search import BranchAndBound, BudgetSpent
+from gpupool.core.planning.bound import Facets, suffix_exact_facets, suffix_facets
+from gpupool.core.planning.search import BranchAndBound, BudgetSpent
+from gpupool.core.planning.selection import (
+    Candidate,
+    Selection,
+    build_selection,
+    ceil_div,
+    coverage,
+    order_key,
+)
 
 __all__ = ["KEPT_SUFFIXES", "MAX_GRID_BITS", "Reach", "fill_exactly", "small_enough"]
 

@@ -1,0 +1,98 @@
+"""Offerings as the planner reads them: from the catalog, judged by gpuRequirements, in solver units.
+
+Role: `catalog_offerings` (every priced offering of a region as an `OfferingRef`, with the node
+labels an instance would carry, so every gpuRequirements key can be judged), `offering_matches`
+(the pool's gpuRequirements against one offering, `requirements` semantics) and
+`solver_candidates` (offerings as integer `selection.Candidate`s: milli-TFLOPS and MiB rounded
+down, micro-USD — so a chosen mix always covers what it is counted to cover).
+
+Must not: choose among offerings (`cheapest` does), read files other than through the catalog
+loader, read the clock, or perform I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from decimal import Decimal
+from fractions import Fraction
+from typing import Literal
+
+from gpupool.core.catalog import load_catalog
+from gpupool.core.model.common import Requirement
+from gpupool.core.model.constants import KEY_CAPACITY_TYPE, KEY_INSTANCE_TYPE, KEY_REGION, KEY_ZONE
+from gpupool.core.planning.plan import OfferingRef
+from gpupool.core.planning.requirements import labels_match, normalize_capacity_type, offering_labels
+from gpupool.core.planning.selection import Candidate
+from gpupool.core.quantity import Quantity
+
+__all__ = ["catalog_offerings", "offering_matches", "solver_candidates"]
+
+# The catalog speaks Karpenter's capacity types; claims and offerings TensorFusion's.
+_CAPACITY_TYPES: dict[str, Literal["OnDemand", "Spot", "Reserved"]] = {
+    "on-demand": "OnDemand",
+    "spot": "Spot",
+    "reserved": "Reserved",
+}
+
+
+def catalog_offerings(cloud: Literal["aws", "alibaba"], region: str) -> tuple[OfferingRef, ...]:
+    """Every priced offering of `region` in the bundled `cloud` catalog, as the planner reads them."""
+    return tuple(
+        OfferingRef(
+            instance_type=offering.instance_type.name,
+            region=offering.region,
+            zone=offering.zone,
+            capacity_type=_CAPACITY_TYPES[offering.capacity_type],
+            tflops=Quantity.from_number(offering.instance_type.tflops),
+            vram=Quantity.parse(f"{offering.instance_type.vram_gib}Gi"),
+            gpu_count=offering.instance_type.gpu_count,
+            hourly_price=str(offering.hourly_price),
+            labels=offering_labels(offering),
+        )
+        for offering in load_catalog(cloud).offerings(region)
+    )
+
+
+_BASIC_KEYS = (KEY_INSTANCE_TYPE, KEY_ZONE, KEY_REGION, KEY_CAPACITY_TYPE)
+
+
+def offering_matches(offering: OfferingRef, requirements: Sequence[Requirement]) -> bool:
+    """Whether the pool's gpuRequirements allow `offering` (`requirements` semantics).
+
+    With the offering's labels every catalog key is judged; without them only instance type,
+    zone, region and capacity type are. Raises RequirementError on a malformed requirement."""
+    labels = {KEY_INSTANCE_TYPE: offering.instance_type, KEY_CAPACITY_TYPE: offering.capacity_type}
+    if offering.zone:
+        labels[KEY_ZONE] = offering.zone
+    if offering.region:
+        labels[KEY_REGION] = offering.region
+    labels[KEY_CAPACITY_TYPE] = normalize_capacity_type(labels[KEY_CAPACITY_TYPE])
+    labels.update(offering.labels)
+    judged = list(requirements)
+    if not offering.labels:
+        judged = [r for r in judged if r.key in _BASIC_KEYS and r.key in labels]
+    return labels_match(labels, judged)
+
+
+_MILLI = Fraction(1000)  # TFLOPS → integer milli-TFLOPS
+_MIB = Fraction(1, 2**20)  # bytes → integer MiB
+_MICRO_USD = Decimal(10**6)
+
+
+def _units(value: Quantity, scale: Fraction) -> int:
+    """An offering's size in solver units, rounded down (so a chosen mix never falls short)."""
+    scaled = value.value * scale
+    return scaled.numerator // scaled.denominator
+
+
+def solver_candidates(offerings: Sequence[OfferingRef]) -> dict[str, tuple[OfferingRef, Candidate]]:
+    """One solver candidate per offering key (first wins), skipping offerings of no size or price."""
+    found: dict[str, tuple[OfferingRef, Candidate]] = {}
+    for offering in offerings:
+        tflops = _units(offering.tflops, _MILLI)
+        vram = _units(offering.vram, _MIB)
+        price = int(Decimal(offering.hourly_price) * _MICRO_USD)
+        if offering.key in found or tflops <= 0 or vram <= 0 or price <= 0:
+            continue
+        found[offering.key] = (offering, Candidate(name=offering.key, tflops=tflops, vram=vram, price=price))
+    return found
