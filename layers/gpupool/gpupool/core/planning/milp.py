@@ -8,6 +8,10 @@ candidates (a weighted objective: it approximates the pure search's name order o
 HiGHS works in floating point: its optimum is proven within its tolerances, not exactly, so
 the caller keeps whichever of the MILP's and its own best plans is better by exact integers.
 
+Deterministic: HiGHS gets a branch-and-bound node limit per stage (MILP_STAGE_NODES), never a
+wall-clock limit, and one thread, so the same inputs give the same plan on an idle or a loaded
+machine; a stage that reaches the node limit counts as "not proven" (None), like before.
+
 `highspy` is imported lazily; without it `milp_available()` is False and the pure search simply
 runs longer. highspy is a runtime dependency and ships in the layer. Must not: log or read anything.
 """
@@ -22,10 +26,10 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from gpupool.core.planning.selection import Candidate
 
-__all__ = ["MILP_STAGE_SECONDS", "MilpPlan", "milp_available", "solve_by_milp"]
+__all__ = ["MILP_STAGE_NODES", "MilpPlan", "milp_available", "solve_by_milp"]
 
-# Wall-clock limit per HiGHS solve; a stage that runs out is treated as "not proven".
-MILP_STAGE_SECONDS = 1.0
+# Branch-and-bound nodes per HiGHS solve (work, not time); a stage that runs out is "not proven".
+MILP_STAGE_NODES = 5_000
 _INFINITY = 1e30
 
 
@@ -52,7 +56,8 @@ class _Model:
         for option, value in (
             ("mip_rel_gap", 0.0),
             ("mip_abs_gap", 0.5),
-            ("time_limit", MILP_STAGE_SECONDS),
+            ("mip_max_nodes", MILP_STAGE_NODES),
+            ("random_seed", 0),
             ("presolve", "on" if presolve else "off"),
             ("threads", 1),
         ):
@@ -87,7 +92,8 @@ class _Model:
         self.h.changeObjectiveSense(sense)
         self.h.run()
         if self.h.getModelStatus() == self.hs.HighsModelStatus.kNotset:
-            # HiGHS ran earlier in this process with another thread count: use its thread pool.
+            # HiGHS ran earlier in this process with another thread count: use its thread pool
+            # (HiGHS's branch and bound is deterministic whatever the thread count).
             self.h.setOptionValue("threads", 0)
             self.h.run()
         if self.h.getModelStatus() != self.hs.HighsModelStatus.kOptimal:
@@ -132,7 +138,7 @@ def solve_by_milp(
     items: Sequence[Candidate], *, need: tuple[int, int], cap: tuple[int, int], max_nodes: int
 ) -> MilpPlan | None:
     """The best counts by coverage, cost and nodes; None when HiGHS could not prove the coverage
-    and cost stages within MILP_STAGE_SECONDS each."""
+    and cost stages within MILP_STAGE_NODES branch-and-bound nodes each."""
     need_t, need_v = need
     cost_and_nodes = [c.price * (max_nodes + 1) + 1 for c in items]
     counts = None
