@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from benchmarks.reference.enumeration import select_by_enumeration
+from benchmarks.reference.problem import Answer
 from benchmarks.reference.single_type import select_single_type
 from gpupool.core.planning.cheapest import Candidate, Selection, select_cheapest
 from gpupool.core.planning.milp import milp_available
@@ -31,9 +32,11 @@ def _case(rng: random.Random) -> tuple[list[Candidate], dict[str, int | None], i
     return candidates, limits, rng.randint(0, 5)
 
 
-def _same(found: Selection, expected: Selection) -> None:
-    assert (found.counts, found.cost, found.nodes, found.tflops, found.vram) == (
-        expected.counts,
+def _same(found: Selection, expected: Answer, candidates: list[Candidate]) -> None:
+    """The planner's selection equals the reference's answer, count by count (names are unique)."""
+    named = {c.name: n for c, n in zip(candidates, expected.counts, strict=True) if n}
+    assert ({c.name: n for c, n in found.counts}, found.cost, found.nodes, found.tflops, found.vram) == (
+        named,
         expected.cost,
         expected.nodes,
         expected.tflops,
@@ -56,7 +59,7 @@ def test_pure_search_equals_brute_force(seed: int) -> None:
         candidates, limits, max_nodes = _case(rng)
         expected = select_by_enumeration(candidates, **limits, max_nodes=max_nodes)  # type: ignore[arg-type]
         found = select_cheapest(candidates, **limits, max_nodes=max_nodes, accelerate=False)  # type: ignore[arg-type]
-        _same(found, expected)
+        _same(found, expected, candidates)
         _within(found, limits, max_nodes)
         assert found.proven_optimal
 
@@ -78,7 +81,7 @@ def test_milp_path_equals_brute_force(seed: int, name_budget: int | None) -> Non
             name_budget=name_budget,
             fill_budget=0,
         )
-        _same(found, expected)
+        _same(found, expected, candidates)
         _within(found, limits, max_nodes)
 
 
@@ -98,7 +101,7 @@ def test_fill_path_equals_brute_force(seed: int) -> None:
             pure_budget=0,
             accelerate=False,
         )
-        _same(found, expected)
+        _same(found, expected, candidates)
         _within(found, limits, max_nodes)
         assert found.proven_optimal
 
@@ -122,7 +125,8 @@ def test_generated_cases_equal_brute_force(
     candidates = [Candidate(f"t{i}", t, v, p) for i, (t, v, p) in enumerate(specs)]
     limits = {"need_tflops": need[0], "need_vram": need[1], "cap_tflops": caps[0], "cap_vram": caps[1]}
     expected = select_by_enumeration(candidates, **limits, max_nodes=max_nodes)  # type: ignore[arg-type]
-    _same(select_cheapest(candidates, **limits, max_nodes=max_nodes, accelerate=False), expected)  # type: ignore[arg-type]
+    found = select_cheapest(candidates, **limits, max_nodes=max_nodes, accelerate=False)  # type: ignore[arg-type]
+    _same(found, expected, candidates)
 
 
 T4 = Candidate("g4dn.xlarge", 65, 16, 526)
