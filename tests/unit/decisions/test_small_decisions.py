@@ -4,13 +4,18 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from gpupool.core.decisions.compaction import compaction_due, plan_compaction
+import pytest
+from pydantic import ValidationError
+
+from gpupool.core.decisions.compaction import compaction_due, compaction_period, plan_compaction
 from gpupool.core.decisions.interruption import plan_interruption
 from gpupool.core.decisions.orphan_sweep import plan_orphan_nodes, plan_orphan_sweep
 from gpupool.core.decisions.pool_status import plan_pool_status
 from gpupool.core.decisions.pool_sync import plan_pool_sync
+from gpupool.core.model.base import duration_seconds
 from gpupool.core.model.cluster import TensorFusionCluster
 from gpupool.core.model.constants import LABEL_DO_NOT_DISRUPT
+from gpupool.core.model.pool import GPUPool
 from gpupool.core.planning.plan import ApplyPool, DeleteClaim, PatchPoolStatus
 from gpupool.core.planning.snapshot import ManagedInstance
 from tests.unit.decisions.builders import NOW, claim, gpu_node, node, pool, snapshot, worker
@@ -161,3 +166,20 @@ def test_nodes_whose_claim_is_gone_are_labelled_orphan_and_cleared_when_it_retur
         ("n1", {"tensor-fusion.ai/orphan": "true"}),
         ("n3", {"tensor-fusion.ai/orphan": None}),
     ]
+
+
+@pytest.mark.parametrize("period", ["5 minutes", "5", "-1m", "1d", ""])
+def test_an_unreadable_compaction_period_is_a_validation_error_not_a_silent_minute(period: str) -> None:
+    raw = pool().model_dump(by_alias=True, exclude_none=True, mode="json")
+    raw["spec"]["nodeManagerConfig"]["nodeCompaction"] = {"period": period}
+    with pytest.raises(ValidationError, match="not a duration"):
+        GPUPool.model_validate(raw)
+    with pytest.raises(ValueError, match="not a duration"):
+        duration_seconds(period)
+
+
+@pytest.mark.parametrize(("period", "expected"), [("90s", 90), ("1h30m", 5400), ("0", 60), ("0s", 60)])
+def test_compaction_period_reads_go_durations_and_zero_means_a_minute(period: str, expected: int) -> None:
+    raw = pool().model_dump(by_alias=True, exclude_none=True, mode="json")
+    raw["spec"]["nodeManagerConfig"]["nodeCompaction"] = {"period": period}
+    assert compaction_period(snapshot(GPUPool.model_validate(raw))) == timedelta(seconds=expected)

@@ -14,9 +14,9 @@ calling this again on a fresh snapshot.
 
 from __future__ import annotations
 
-import re
 from datetime import datetime, timedelta
 
+from gpupool.core.model.base import duration_seconds
 from gpupool.core.model.constants import (
     ANNOTATION_MANUAL_COMPACTION,
     EVENT_COMPACTION,
@@ -31,15 +31,13 @@ from gpupool.core.quantity import Quantity
 __all__ = ["compaction_due", "compaction_period", "plan_compaction"]
 
 ZERO = Quantity(0)
-_DURATION_PART = re.compile(r"([0-9]+(?:\.[0-9]*)?)(ns|us|µs|ms|s|m|h)")
-_UNIT_SECONDS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 
 
 def compaction_period(snapshot: PoolSnapshot) -> timedelta:
-    """nodeCompaction.period (default 5m; an unreadable or zero period falls back to 1m like TensorFusion)."""
+    """nodeCompaction.period (default 5m; a zero period means 1m, like TensorFusion). An unreadable
+    period never gets here: the pool model rejects it (`Duration`), and so does this parse."""
     config = snapshot.pool.spec.node_manager_config.node_compaction
-    text = config.period if config else "5m"
-    seconds = sum(float(n) * _UNIT_SECONDS[u] for n, u in _DURATION_PART.findall(text))
+    seconds = duration_seconds(config.period if config else "5m")
     return timedelta(seconds=seconds) if seconds > 0 else timedelta(minutes=1)
 
 

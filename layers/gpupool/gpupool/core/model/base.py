@@ -43,6 +43,7 @@ __all__ = [
     "StatusModel",
     "TensorFusionObject",
     "TopLevel",
+    "duration_seconds",
 ]
 
 API_VERSION = "tensor-fusion.ai/v1"
@@ -71,6 +72,15 @@ def _check_duration(text: str) -> str:
 
 # A Go duration string such as "5m" or "1h30m"; kept as text so it round-trips unchanged.
 Duration = Annotated[str, AfterValidator(_check_duration)]
+
+_DURATION_PART = re.compile(r"([0-9]+(?:\.[0-9]*)?)(ns|us|µs|ms|s|m|h)")
+_UNIT_SECONDS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def duration_seconds(text: str) -> float:
+    """Seconds in a Go duration string; raises ValueError on anything `Duration` rejects."""
+    _check_duration(text)
+    return sum(float(number) * _UNIT_SECONDS[unit] for number, unit in _DURATION_PART.findall(text))
 
 
 class _Model(BaseModel):
