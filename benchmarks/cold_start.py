@@ -1,4 +1,4 @@
-"""Cold-start figures for the three Lambda handlers: prints them, asserts nothing.
+"""Cold-start figures for the three Lambda handlers: prints them; a failed invocation gets no figure.
 
 1. Module import time of each ``functions/<name>/app.py`` (what Lambda's init phase pays on
    every cold start), each in a fresh interpreter, median of ``--repeats`` runs.
@@ -7,7 +7,8 @@
    the real wiring (``build_aws_deps``), so the first invocation includes the lazy imports
    (service, boto3, kubernetes), client construction and the real calls. Each repeat gets a
    fresh sandbox with one Provisioned pool below its minimum, so ``launch`` launches every
-   time. Run:
+   time. An invocation that did not end "handled" without errors prints FAILED and its errors,
+   never a time, and the run exits 1. Run:
 
     .venv/bin/python benchmarks/cold_start.py [--repeats 5] [--no-sandbox]
 """
@@ -240,14 +241,15 @@ def _sandbox_run() -> dict[str, dict[str, Any]]:
         moto.stop()
 
 
-def sandbox_invocations(repeats: int) -> None:
+def sandbox_invocations(repeats: int) -> bool:
+    """Times per function when every invocation was handled; False when any failed."""
     try:
         import moto  # noqa: F401
 
         from gpupool.local.kubeapi import EmbeddedKubeAPI  # noqa: F401
     except ImportError as error:
         print(f"\nFirst invocation: no sandbox available ({error}); import times only.")
-        return
+        return True
     print(
         f"\nInvocation against the sandbox (embedded API server + moto EC2), fresh interpreter, "
         f"median of {repeats} fresh sandboxes:"
@@ -258,9 +260,19 @@ def sandbox_invocations(repeats: int) -> None:
             runs.append(_sandbox_run())
         except Exception as error:
             print(f"  sandbox run failed: {type(error).__name__}: {error}")
-            return
+            return False
+    failed = False
     for name in FUNCTIONS:
         rows = [run[name] for run in runs]
+        broken = [row for row in rows if row["status"] != "handled" or row["errors"]]
+        if broken:  # a failed invocation's time measures the failure, not the function: no figure
+            failed = True
+            print(
+                f"  {name:<8} FAILED in {len(broken)} of {len(rows)} run(s) [{broken[-1]['status']}]; no time"
+            )
+            for error in broken[-1]["errors"]:
+                print(f"           error: {error}")
+            continue
         first = statistics.median(row["first_s"] for row in rows)
         second = statistics.median(row["second_s"] for row in rows)
         imported = statistics.median(row["import_s"] for row in rows)
@@ -270,11 +282,10 @@ def sandbox_invocations(repeats: int) -> None:
             f"  {name:<8} import {imported * 1000:6.1f} ms  first invocation {first * 1000:7.1f} ms  "
             f"second {second * 1000:6.1f} ms  [{last['status']}{extra}]"
         )
-        for error in last["errors"]:
-            print(f"           error: {error}")
+    return not failed
 
 
-def main() -> None:
+def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--no-sandbox", action="store_true", help="import times only")
@@ -284,9 +295,11 @@ def main() -> None:
     )
     import_times(args.repeats)
     lazy_import_times(args.repeats)
-    if not args.no_sandbox:
-        sandbox_invocations(max(1, min(args.repeats, 3)))
+    if not args.no_sandbox and not sandbox_invocations(max(1, min(args.repeats, 3))):
+        print("\nresult: FAILED (an invocation failed; its time is not a cold-start figure)")
+        return 1
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
