@@ -2,7 +2,8 @@
 
 Role: the optimum the benchmark checks every plan against when the problem is too large to
 enumerate: (1) the most coverage (Σ_d min(offered_d, need_d) / need_d, scaled to integers, as
-`problem.coverage`), (2) the least cost at that coverage. CP-SAT works in exact integer
+`problem.coverage`), (2) the least cost at that coverage — in one stage when a full cover exists
+(the least cost among full covers), else in two. CP-SAT works in exact integer
 arithmetic (no floating tolerances) and proves optimality; a stage whose status is not OPTIMAL
 raises ReferenceFailed — the benchmark then fails rather than trusting a guess. It shares no
 code or library with the planner (which uses its own branch and bound, and HiGHS).
@@ -12,6 +13,7 @@ Must not: be imported by the shipped package; it is a dev dependency for checkin
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,6 +22,7 @@ from benchmarks.reference.problem import Answer, Problem
 __all__ = ["ReferenceFailed", "Solved", "solve_exactly"]
 
 SECONDS_PER_STAGE = 120.0
+WORKERS = 4
 
 
 class ReferenceFailed(RuntimeError):
@@ -62,7 +65,7 @@ def _solve(model: Any) -> tuple[Any, str, float]:
 
     solver = cp_model.CpSolver()
     solver.parameters.max_time_in_seconds = SECONDS_PER_STAGE
-    solver.parameters.num_workers = 2
+    solver.parameters.num_workers = WORKERS
     status = solver.Solve(model)
     name = solver.StatusName(status)
     if status != cp_model.OPTIMAL:
@@ -70,8 +73,75 @@ def _solve(model: Any) -> tuple[Any, str, float]:
     return solver, name, solver.WallTime()
 
 
+def _undominated(problem: Problem) -> list[int]:
+    """Indexes of the items no other item dominates (as big in both dimensions, no dearer; ties
+    keep the first). Without caps, swapping a dominated item for its dominator keeps a cover a
+    cover and costs no more, so the least-cost cover uses only undominated items."""
+    items = problem.items
+    if problem.cap_tflops is not None or problem.cap_vram is not None:
+        return list(range(len(items)))
+    kept = []
+    for j, b in enumerate(items):
+        dominated = any(
+            a.tflops >= b.tflops
+            and a.vram >= b.vram
+            and a.price <= b.price
+            and ((a.tflops, a.vram, -a.price) != (b.tflops, b.vram, -b.price) or i < j)
+            for i, a in enumerate(items)
+            if i != j
+        )
+        if not dominated:
+            kept.append(j)
+    return kept
+
+
+def _covering_model(problem: Problem, used: list[int]) -> tuple[Any, list[Any]]:
+    """Least cost among full covers, in units divided by each dimension's common divisor (exact:
+    every total is a multiple of it, so covering ⌈need / g⌉ and staying under ⌊cap / g⌋ is the
+    same as covering need and staying under cap)."""
+    from ortools.sat.python import cp_model
+
+    items = [problem.items[index] for index in used]
+    g_t = math.gcd(*(i.tflops for i in items))
+    g_v = math.gcd(*(i.vram for i in items))
+    model = cp_model.CpModel()
+    xs = [model.NewIntVar(0, problem.max_nodes, f"x{index}") for index in range(len(items))]
+    model.Add(sum(xs) <= problem.max_nodes)
+    tflops = cp_model.LinearExpr.WeightedSum(xs, [i.tflops // g_t for i in items])
+    vram = cp_model.LinearExpr.WeightedSum(xs, [i.vram // g_v for i in items])
+    model.Add(tflops >= -(-problem.need_tflops // g_t))
+    model.Add(vram >= -(-problem.need_vram // g_v))
+    if problem.cap_tflops is not None:
+        model.Add(tflops <= problem.cap_tflops // g_t)
+    if problem.cap_vram is not None:
+        model.Add(vram <= problem.cap_vram // g_v)
+    model.Minimize(cp_model.LinearExpr.WeightedSum(xs, [i.price for i in items]))
+    return model, xs
+
+
 def solve_exactly(problem: Problem) -> Solved:
-    """Most coverage, then least cost at that coverage; raises ReferenceFailed unless both proven."""
+    """Most coverage, then least cost at that coverage; raises ReferenceFailed unless both proven.
+
+    When a full cover exists it is the most coverage there is, so one proven stage (least cost
+    among full covers) settles both; only when none exists (max forbids it, or the node limit)
+    are the two stages run in the problem's own units."""
+    from ortools.sat.python import cp_model
+
+    if problem.items and (problem.need_tflops > 0 or problem.need_vram > 0):
+        used = _undominated(problem)
+        model, xs = _covering_model(problem, used)
+        solver = cp_model.CpSolver()
+        solver.parameters.max_time_in_seconds = SECONDS_PER_STAGE
+        solver.parameters.num_workers = WORKERS
+        status = solver.Solve(model)
+        if status == cp_model.OPTIMAL:
+            counts = [0] * len(problem.items)
+            for index, x in zip(used, xs, strict=True):
+                counts[index] = int(solver.Value(x))
+            answer = Answer.of(problem, counts)
+            return Solved(answer, ("OPTIMAL (full cover)", "OPTIMAL"), solver.WallTime())
+        if status != cp_model.INFEASIBLE:
+            raise ReferenceFailed(f"CP-SAT covering stage ended {solver.StatusName(status)}, not OPTIMAL")
     model, _, covered, _ = _model(problem)
     model.Maximize(covered)
     first, first_status, first_seconds = _solve(model)
