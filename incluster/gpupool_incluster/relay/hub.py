@@ -14,6 +14,7 @@ optionally a `NodeTainter`).
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Mapping
 from typing import Any
@@ -36,6 +37,8 @@ from gpupool_incluster.relay.policies import DEFAULT_POOL_ANNOTATION, PolicyObje
 from gpupool_incluster.relay.ports import BindFailed, ClusterWriter, HubSettings, NodeTainter
 from gpupool_incluster.relay.replicas import ReplicaLedger
 from gpupool_incluster.relay.views import apply_annotation_patch, raw_taints, usage_copy
+
+log = logging.getLogger("gpupool.relay")
 
 __all__ = ["DEFAULT_POOL_ANNOTATION", "BindFailed", "ClusterWriter", "HubSettings", "SchedulerHub"]
 
@@ -188,7 +191,9 @@ class SchedulerHub(PolicyObjects):
         """Reserve, annotate, bind; BindFailed (state unchanged) when any step fails."""
         try:
             pod = self.writer.read_pod(namespace, name)
-        except Exception as exc:
+        except (TypeError, AttributeError, NameError, AssertionError):
+            raise  # a bug, not a failed read: surface it with its traceback
+        except Exception as exc:  # the writer port's failures are untyped (conflict, not found, …)
             raise BindFailed(f"cannot read pod {namespace}/{name}: {exc}") from exc
         if uid and (pod.get("metadata") or {}).get("uid") not in (None, "", uid):
             raise BindFailed(f"pod {namespace}/{name} was replaced (uid {uid} is gone)")
@@ -205,12 +210,14 @@ class SchedulerHub(PolicyObjects):
                 self.writer.annotate_pod(namespace, name, {ANNOTATION_GPU_IDS: ",".join(allocation.gpus)})
                 annotated = True
             self.writer.bind_pod(namespace, name, uid, node)
-        except Exception as exc:
+        except Exception as exc:  # any failure undoes the reservation; the writer's are untyped
             if fresh and allocation is not None:
                 with self.lock:
                     self.allocator.release(allocation.key)
                 if annotated:
                     self._forget_annotation(namespace, name)
+            if isinstance(exc, TypeError | AttributeError | NameError | AssertionError):
+                raise  # a bug, not a failed write: surface it with its traceback
             raise BindFailed(f"binding {namespace}/{name} to {node} failed: {exc}") from exc
         finally:
             self._wake_taints()
@@ -220,8 +227,8 @@ class SchedulerHub(PolicyObjects):
         """Best effort: the GPUs named on a pod whose bind failed are no longer its own."""
         try:
             self.writer.annotate_pod(namespace, name, {ANNOTATION_GPU_IDS: None})
-        except Exception:  # the pod may be gone; unbound pods' annotations are ignored anyway
-            return
+        except Exception as exc:  # the pod may be gone; unbound pods' annotations are ignored anyway
+            log.info("cannot clear the GPU annotation of %s/%s after a failed bind: %s", namespace, name, exc)
 
     def admission_context(self, pod: Mapping[str, Any], namespace: str) -> AdmissionContext:
         with self.lock:

@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import urllib3
 from kubernetes import client as _client
 from kubernetes import watch as _watch
 
@@ -128,8 +129,11 @@ def _watch_forever(
                     known.pop(_key(item), None)
                 else:
                     known[_key(item)] = item
-        except Exception as exc:
-            log.warning("watch of %s failed, relisting: %s", kind, exc)
+        except (client.exceptions.ApiException, urllib3.exceptions.HTTPError, OSError, ValueError) as exc:
+            log.warning("watch of %s failed, relisting: %s", kind, exc)  # the API server or the network
+            stop.wait(1.0)
+        except Exception:  # not an API or network failure: a bug; log it in full, keep the cache alive
+            log.exception("watch of %s broke unexpectedly, relisting", kind)
             stop.wait(1.0)
 
 

@@ -75,14 +75,14 @@ class TaintKeeper:
         for node, present in [(n, True) for n in plan.add] + [(n, False) for n in plan.remove]:
             try:
                 self.tainter.set_used_by_taint(node, present)
-            except Exception as exc:  # the API server's answer, whatever it is, must not stop the loop
+            except Exception as exc:  # the tainter's failure, whatever it is, must not stop the loop …
                 self.failures[node] = str(exc)
-                log.warning(
-                    "progressive migration: cannot %s taint on node %s: %s",
-                    "add" if present else "clear",
-                    node,
-                    exc,
-                )
+                action = "add" if present else "clear"
+                if isinstance(exc, TypeError | AttributeError | NameError | AssertionError):
+                    # … but a bug is not an API answer: log it with its traceback
+                    log.exception("progressive migration: %s taint on node %s broke", action, node)
+                else:
+                    log.warning("progressive migration: cannot %s taint on node %s: %s", action, node, exc)
                 continue
             self.failures.pop(node, None)
             with self.lock:
