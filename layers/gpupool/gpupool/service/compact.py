@@ -2,7 +2,9 @@
 
 Role: `handle_compact(cause, deps, *, dry_run=False) -> Outcome` for Compact causes. Per pool
 whose nodeCompaction.period elapsed (or manual compaction was asked for — the cause or the
-pool's manual-compaction annotation): plan_compaction on a fresh snapshot; then, right before
+pool's manual-compaction annotation), holding the pool's Lease (`pool_lease`, the one launch
+holds, so a launch never fills a gap from a snapshot this removal is about to change, nor the
+reverse): plan_compaction on a fresh snapshot; then, right before
 each removal, re-read the pool and re-run the decision, applying the removal only if it
 still stands (so warm / min hold node by node even when things changed meanwhile). Records
 the run time in the pool's status.lastCompactionTime and keeps the status true.
@@ -22,6 +24,7 @@ from gpupool.service.deps import Deps
 from gpupool.service.errors import DomainError, NotFound
 from gpupool.service.executor import Executor
 from gpupool.service.outcome import Outcome, acknowledge
+from gpupool.service.pool_lease import PoolLease
 from gpupool.service.pools import ClusterReads, select_pools, snapshot_of
 from gpupool.service.results import record_results
 
@@ -76,6 +79,26 @@ def _same_removal(first: Action, second: Action) -> bool:
 def _compact_pool(
     name: str, deps: Deps, executor: Executor, outcome: Outcome, *, manual: bool, dry_run: bool
 ) -> None:
+    lease = PoolLease(deps, name, dry_run=dry_run)
+    if not lease.hold():
+        outcome.note(f"pool {name}: another invocation holds the pool's lease; compaction waits for it")
+        return
+    try:
+        _compact_held_pool(name, deps, executor, outcome, lease, manual=manual, dry_run=dry_run)
+    finally:
+        lease.release()
+
+
+def _compact_held_pool(
+    name: str,
+    deps: Deps,
+    executor: Executor,
+    outcome: Outcome,
+    lease: PoolLease,
+    *,
+    manual: bool,
+    dry_run: bool,
+) -> None:
     protection = deps.settings.new_node_protection
     snapshot = _fresh(deps, name)
     if snapshot is None:
@@ -90,6 +113,9 @@ def _compact_pool(
     outcome.plan = outcome.plan + Plan(reasons=(f"pool {name}: compaction runs: {why}", *plan.reasons))
     for group in _removals(plan):
         removal = group[0]
+        if not lease.hold():  # renew before each removal; lost it → stop, the next run re-decides
+            outcome.note(f"pool {name}: the pool's lease was lost; compaction stops here")
+            return
         if not dry_run:
             fresh = _fresh(deps, name)
             again = plan_compaction(fresh, now=deps.clock.now(), protection=protection) if fresh else Plan()

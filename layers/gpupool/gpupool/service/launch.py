@@ -2,17 +2,16 @@
 
 Role: `handle_launch(cause, deps, *, dry_run=False) -> Outcome` for Reconcile causes. Keeps
 GPUPools in sync with TensorFusionCluster.spec.gpuPools, then per pool: takes the pool's
-provisioning Lease (so two invocations never fill one gap twice — the loser reports that the
-pool is busy; the next trigger re-decides), and in rounds: fresh snapshot → plan_launch →
-apply; launch failures become plan_launch_failure plans (capacity errors mark the offering
-unavailable in the pool, so the next round picks the next cheapest). Ends with the pool status.
+Lease (`pool_lease`: two invocations never fill one gap twice, and a compaction never runs in
+between — the loser reports that the pool is busy; the next trigger re-decides), and in
+rounds: fresh snapshot → plan_launch → apply; launch failures become plan_launch_failure
+plans (capacity errors mark the offering unavailable in the pool, so the next round picks the
+next cheapest). Ends with the pool status.
 
 Must not: decide itself (decisions are pure core functions) or keep state between invocations.
 """
 
 from __future__ import annotations
-
-import uuid
 
 from gpupool.core.decisions.launch import plan_launch, plan_launch_failure
 from gpupool.core.decisions.pool_status import plan_pool_status
@@ -24,14 +23,11 @@ from gpupool.service.deps import Deps
 from gpupool.service.errors import CapacityUnavailable, DomainError, NotFound, PermanentError
 from gpupool.service.executor import ActionResult, Executor
 from gpupool.service.outcome import Outcome, acknowledge
+from gpupool.service.pool_lease import PoolLease
 from gpupool.service.pools import ClusterReads, select_pools, snapshot_of, sync_cluster_pools
 from gpupool.service.results import record_results
 
-__all__ = ["handle_launch", "lease_name"]
-
-
-def lease_name(pool: str) -> str:
-    return f"gpupool-launch-{pool}"[:253]
+__all__ = ["handle_launch"]
 
 
 def _handled(result: ActionResult) -> bool:
@@ -90,24 +86,16 @@ def _launch_pool(
     preview: GPUPool | None = None,
 ) -> None:
     cluster, settings = deps.cluster, deps.settings
-    # One holder per invocation: two invocations sharing one Deps (threads, a warm sandbox)
-    # must not both pass as "the same holder renewing".
-    holder = f"{deps.holder}-{uuid.uuid4().hex[:8]}"
-
-    def hold() -> bool:
-        return dry_run or cluster.try_acquire_lease(
-            lease_name(name), holder=holder, now=deps.clock.now(), duration=settings.lease_duration
-        )
-
-    if not hold():
-        outcome.note(f"pool {name}: another invocation holds its provisioning lease; it closes the gap")
+    lease = PoolLease(deps, name, dry_run=dry_run)
+    if not lease.hold():
+        outcome.note(f"pool {name}: another invocation holds the pool's lease; the next trigger re-decides")
         return
     try:
         for _ in range(settings.max_launch_rounds):
             if not _launch_round(name, deps, executor, outcome, preview=preview) or dry_run:
                 break
-            if not hold():  # renew before the next round; lost it → someone else continues
-                outcome.note(f"pool {name}: provisioning lease lost; another invocation continues")
+            if not lease.hold():  # renew before the next round; lost it → someone else continues
+                outcome.note(f"pool {name}: the pool's lease was lost; another invocation continues")
                 return
         try:
             snapshot = snapshot_of(deps, preview or cluster.get_pool(name), ClusterReads.load(deps))
@@ -116,8 +104,7 @@ def _launch_pool(
         status = plan_pool_status(snapshot, now=deps.clock.now())
         _record(outcome, status, executor.apply(status))
     finally:
-        if not dry_run:
-            cluster.release_lease(lease_name(name), holder=holder)
+        lease.release()
 
 
 def _launchable(deps: Deps, node_class: GPUNodeClass | None) -> list[OfferingRef]:
