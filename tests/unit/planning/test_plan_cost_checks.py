@@ -1,10 +1,10 @@
 """`benchmarks/plan_cost.py` fails in both directions, and its references check themselves.
 
-A scenario passes when the plan equals CP-SAT's proven optimum; a reference that claims a
-worse optimum (so the plan "beats" it), a reference that does not reach OPTIMAL, a plan worse
-than the optimum, and a plan past maxResources each fail the scenario. The enumeration and CP-SAT
-references agree on small problems, and `violations` catches an answer past a cap or the node
-limit.
+A scenario passes when the plan equals the reference's proven optimum; a reference that claims
+a worse optimum (so the plan "beats" it), a CP-SAT reference that does not reach OPTIMAL, a plan
+worse than the optimum, and a plan past maxResources each fail the scenario. The enumeration,
+CP-SAT and cover-DP references agree on small problems, and `violations` catches an answer past
+a cap or the node limit.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import pytest
 
 from benchmarks import plan_cost
 from benchmarks.plan_cost_scenarios import catalog_scenarios, small_scenarios
+from benchmarks.reference.cover_dp import cheapest_cover
 from benchmarks.reference.cpsat import ReferenceFailed, Solved, solve_exactly
 from benchmarks.reference.enumeration import enumerate_best
 from benchmarks.reference.problem import Answer, Problem, violations
@@ -43,6 +44,7 @@ def test_a_reference_worse_than_the_plan_fails_the_run(monkeypatch: pytest.Monke
         return replace(solved, answer=replace(answer, cost=answer.cost + 1))
 
     monkeypatch.setattr(plan_cost, "solve_exactly", worse)
+    monkeypatch.setattr(plan_cost, "cheapest_cover", lambda problem: None)  # CP-SAT decides
     failures = plan_cost.check(_scenario()).failures
     assert any("the reference is wrong" in f for f in failures)
 
@@ -52,6 +54,7 @@ def test_a_reference_that_is_not_proven_fails_the_run(monkeypatch: pytest.Monkey
         raise ReferenceFailed("CP-SAT stage ended FEASIBLE, not OPTIMAL")
 
     monkeypatch.setattr(plan_cost, "solve_exactly", unproven)
+    monkeypatch.setattr(plan_cost, "cheapest_cover", lambda problem: None)
     assert any("not OPTIMAL" in f for f in plan_cost.check(_scenario()).failures)
 
 
@@ -80,11 +83,12 @@ def test_a_plan_past_max_fails_the_run(monkeypatch: pytest.MonkeyPatch) -> None:
     assert any("past maxResources" in f for f in plan_cost.check(scenario).failures)
 
 
-def test_enumeration_and_cp_sat_agree_on_small_problems() -> None:
+def test_enumeration_cp_sat_and_the_cover_dp_agree_on_small_problems() -> None:
     for scenario in small_scenarios(random.Random(11), 12):
         assert plan_cost.check(scenario).failures == []
     rng = random.Random(4)
-    for _ in range(25):
+    compared = 0
+    for _ in range(40):
         items = [
             Candidate(f"c{i}", rng.randint(1, 9) * 10, rng.randint(1, 9) * 8, rng.randint(1, 30))
             for i in range(3)
@@ -93,6 +97,11 @@ def test_enumeration_and_cp_sat_agree_on_small_problems() -> None:
         enumerated, solved = enumerate_best(problem), solve_exactly(problem).answer
         assert (enumerated.coverage, enumerated.cost) == (solved.coverage, solved.cost)
         assert violations(problem, solved) == [] and violations(problem, enumerated) == []
+        covered = cheapest_cover(problem)
+        if covered is not None:
+            assert (covered.coverage, covered.cost) == (enumerated.coverage, enumerated.cost)
+            compared += 1
+    assert compared >= 10
 
 
 def test_violations_name_what_an_answer_breaks() -> None:
@@ -102,3 +111,14 @@ def test_violations_name_what_an_answer_breaks() -> None:
     found = violations(problem, answer)
     assert any("node limit" in v for v in found) and any("cap 20" in v for v in found)
     assert "totals do not add up to the counts" in violations(problem, replace(answer, cost=1))
+
+
+def test_a_cover_dp_answer_worse_than_the_plan_fails_the_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    def worse(problem: Problem) -> Answer | None:
+        answer = cheapest_cover(problem)
+        assert answer is not None  # the scenario has no max: the DP decides
+        return replace(answer, cost=answer.cost + 1)
+
+    monkeypatch.setattr(plan_cost, "cheapest_cover", worse)
+    row = plan_cost.check(_scenario())
+    assert row.method == "DP" and any("the reference is wrong" in f for f in row.failures)
