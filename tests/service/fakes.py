@@ -196,6 +196,9 @@ class FakeCluster(_Recorder):
         self.leases: dict[str, tuple[str, datetime]] = {}
         self.pdb_blocked: set[str] = set()  # "namespace/name" pods whose eviction a PDB refuses
         self.evicted: list[str] = []
+        # Pod name → grace: an evicted pod listed here stays (deleting) until the clock passes it.
+        self.termination_grace: dict[str, timedelta] = {}
+        self._terminating: dict[str, datetime] = {}
         # Seconds each claim listing takes (outside the lock), to widen race windows in concurrency tests.
         self.read_delay = 0.0
         self._rv = itertools.count(1)
@@ -269,6 +272,10 @@ class FakeCluster(_Recorder):
 
     def list_pods(self, *, node_name: str | None = None, worker_only: bool = False) -> list[Pod]:
         def work() -> list[Pod]:
+            for name, gone_at in list(self._terminating.items()):  # grace over: the pod is gone
+                if self.clock.now() >= gone_at:
+                    self.objects["Pod"].pop(name, None)
+                    del self._terminating[name]
             pods: list[Pod] = self.all("Pod")
             if node_name is not None:
                 pods = [p for p in pods if p.spec.node_name == node_name]
@@ -406,8 +413,15 @@ class FakeCluster(_Recorder):
                 raise Throttled(f"Cannot evict pod {key}: it would violate the pod's disruption budget")
             if name not in self.objects["Pod"]:
                 raise NotFound(f"pod {key} not found")
-            del self.objects["Pod"][name]
             self.evicted.append(key)
+            grace = self.termination_grace.get(name)
+            if grace is None:
+                del self.objects["Pod"][name]
+                return
+            pod: Pod = self.objects["Pod"][name]
+            deleting = pod.metadata.model_copy(update={"deletion_timestamp": self.clock.now()})
+            self.objects["Pod"][name] = pod.model_copy(update={"metadata": deleting})
+            self._terminating.setdefault(name, self.clock.now() + grace)
 
         self._call("evict_pod", (namespace, name), work)
 
@@ -608,6 +622,7 @@ class World:
             settings=Settings(cluster_name="demo", **settings),
             offerings=tuple(offerings),
             new_suffix=suffix,
+            sleep=lambda seconds: self.clock.advance(timedelta(seconds=seconds)),
         )
 
     def with_holder(self, holder: str) -> Any:

@@ -42,7 +42,8 @@ from gpupool.core.planning.snapshot import (
     unavailable_offerings,
 )
 from gpupool.service.deps import Deps
-from gpupool.service.errors import AlreadyExists, Conflict, DomainError, NotFound, PermanentError, Throttled
+from gpupool.service.drain import apply_drain
+from gpupool.service.errors import AlreadyExists, Conflict, DomainError, NotFound, PermanentError
 
 __all__ = ["APPLIERS", "Skip"]
 
@@ -250,28 +251,6 @@ def apply_cordon(deps: Deps, action: CordonNode) -> str:
 def apply_label(deps: Deps, action: LabelNode) -> str:
     deps.cluster.patch_node(action.node or "", labels=action.labels)
     return "labelled"
-
-
-def apply_drain(deps: Deps, action: DrainNode) -> str:
-    cluster = deps.cluster
-    evicted, blocked = [], []
-    for pod in cluster.list_pods(node_name=action.node):
-        owners = {ref.kind for ref in pod.metadata.owner_references}
-        mirror = "kubernetes.io/config.mirror" in pod.metadata.annotations
-        finished = pod.status.phase in ("Succeeded", "Failed")
-        if "DaemonSet" in owners or mirror or finished or pod.metadata.deletion_timestamp is not None:
-            continue
-        namespace, pod_name = pod.metadata.namespace or "default", pod.name
-        try:
-            cluster.evict_pod(namespace, pod_name)
-            evicted.append(f"{namespace}/{pod_name}")
-        except NotFound:
-            continue
-        except Throttled:
-            blocked.append(f"{namespace}/{pod_name}")
-    if blocked:
-        raise Throttled(f"evicted {len(evicted)}; blocked by a disruption budget: {', '.join(blocked)}")
-    return f"evicted {len(evicted)} pod(s)"
 
 
 def apply_event(deps: Deps, action: RecordEvent) -> str:

@@ -10,6 +10,7 @@ Must not: build clients or read the environment (wiring does), or hold state bet
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -39,6 +40,8 @@ class Settings:
     failed_claim_retention: timedelta = timedelta(minutes=10)
     new_node_protection: timedelta = timedelta(minutes=5)
     lease_duration: timedelta = timedelta(minutes=2)
+    # How long one drain waits for its evicted pods to be gone before giving up for this run.
+    drain_timeout: timedelta = timedelta(seconds=60)
     max_nodes_per_plan: int = 100
     max_launch_rounds: int = 8
 
@@ -55,7 +58,8 @@ class Deps:
 
     `offerings` is the priced catalog for the cluster's region (instance type × zone ×
     capacity type); `new_suffix` makes claim-name suffixes (tests pass a deterministic one).
-    `holder` names this invocation in provisioning Leases.
+    `holder` names this invocation in pool Leases; `sleep` waits between polls (a drain waiting
+    for its pods; tests pass one that advances their clock).
     """
 
     compute: Compute
@@ -64,4 +68,5 @@ class Deps:
     settings: Settings
     offerings: Sequence[OfferingRef] = ()
     new_suffix: Callable[[], str] = random_suffix
+    sleep: Callable[[float], None] = time.sleep
     holder: str = field(default_factory=lambda: f"gpupool-{uuid.uuid4().hex[:12]}")

@@ -4,7 +4,8 @@ Role: from all claims, nodes and the managed instances the cloud reports, decide
 adopt an instance found by tag (Pending → Creating), bind a claim whose node
 (`tensor-fusion.ai/node-provisioner=<claim>`) joined and is Ready, fail claims past the launch
 (5 min) or registration (15 min) timeout and terminate their instance, fail claims whose
-instance is gone, terminate the instance of a deleting claim then release its finalizer,
+instance is gone, cordon and drain the node of a deleting claim (the drain waits for its pods),
+then terminate its instance and release its finalizer,
 and delete Failed claims after a retention period. The gap left behind is refilled by the
 next launch decision (Failed / deleting claims stop counting).
 
@@ -24,7 +25,9 @@ from gpupool.core.model.foreign import Node
 from gpupool.core.model.nodeclaim import GPUNodeClaim
 from gpupool.core.planning.plan import (
     Action,
+    CordonNode,
     DeleteClaim,
+    DrainNode,
     Plan,
     RecordEvent,
     ReleaseClaim,
@@ -115,10 +118,17 @@ def _decide(
             terminate = TerminateInstance(
                 pool=pool, claim=name, instance_id=inst.instance_id, reason="ClaimDeleted"
             )
+            joined = facts.node_by_claim.get(name)
+            drain: list[Action] = []
+            if joined is not None:  # its pods go first (the drain waits for them), then the instance
+                if not joined.spec.unschedulable:
+                    drain.append(CordonNode(pool=pool, claim=name, node=joined.name))
+                drain.append(DrainNode(pool=pool, claim=name, node=joined.name))
             return [
+                *drain,
                 terminate,
                 ReleaseClaim(pool=pool, claim=name),
-            ], f"claim {name} deleted: terminate {inst.instance_id}"
+            ], f"claim {name} deleted: {'drain its node, ' if drain else ''}terminate {inst.instance_id}"
         return [
             ReleaseClaim(pool=pool, claim=name)
         ], f"claim {name} deleted and has no live instance: release it"
