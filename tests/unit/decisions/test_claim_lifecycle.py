@@ -6,7 +6,7 @@ from datetime import timedelta
 
 import pytest
 
-from gpupool.core.decisions.claim_lifecycle import LifecyclePolicy, plan_claim_lifecycle
+from gpupool.core.decisions.claim_lifecycle import LifecyclePolicy, phase_move_refusal, plan_claim_lifecycle
 from gpupool.core.planning.snapshot import ManagedInstance
 from tests.unit.decisions.builders import NOW, claim, node
 
@@ -93,3 +93,26 @@ CASES = [
 def test_lifecycle(title: str, the_claim, nodes, instances, expected) -> None:  # type: ignore[no-untyped-def]
     plan = plan_claim_lifecycle([the_claim], nodes, instances, now=NOW, policy=POLICY)
     assert [(a.kind, getattr(a, "phase", None)) for a in plan.actions] == expected
+
+
+@pytest.mark.parametrize(
+    ("current", "target", "allowed"),
+    [
+        ("Pending", "Creating", True),
+        ("Creating", "Bound", True),
+        ("Pending", "Bound", True),
+        ("Bound", "Failed", True),
+        ("Pending", "Failed", True),
+        ("Creating", "Pending", False),
+        ("Bound", "Creating", False),
+        ("Failed", "Bound", False),
+        ("Failed", "Pending", False),
+    ],
+)
+def test_claim_phases_move_only_forward_or_to_failed_and_failed_is_final(
+    current: str, target: str, allowed: bool
+) -> None:
+    refusal = phase_move_refusal(current, target)
+    assert (refusal is None) is allowed
+    if refusal is not None:
+        assert current in refusal and target in refusal

@@ -1,54 +1,44 @@
 """How each kind of action is applied through the ports (used only by the executor).
 
-Role: one `apply_*` function per action kind, each returning a short detail for the log or
+Role: one `apply_*` function per claim / node action kind (pool actions: `appliers_pool`;
+DrainNode: `drain`; which applies which: `dispatch`), each returning a short detail for the log or
 raising `Skip` when the object as it is now makes the action moot (already done, already
 gone, or a stale phase change), or a domain error from the ports. Writes re-read the object and
-carry its resourceVersion; a Conflict re-reads and retries a few times. A claim phase moves only
-forward (Pending → Creating → Bound) or to Failed, and Failed is final.
+carry its resourceVersion; a Conflict re-reads and retries a few times. Which phase moves are
+allowed is the core's policy (`claim_lifecycle.phase_move_refusal`).
 
 Must not: decide what to do (decisions are in `gpupool.core.decisions`), log, or check dry-run.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import TypeVar
 
+from gpupool.core.decisions.claim_lifecycle import phase_move_refusal
 from gpupool.core.model.base import Condition
 from gpupool.core.model.constants import FINALIZER
 from gpupool.core.model.nodeclaim import GPUNodeClaim, GPUNodeClaimStatus
-from gpupool.core.model.pool import GPUPoolStatus
 from gpupool.core.planning.plan import (
-    Action,
-    ApplyPool,
     CordonNode,
     CreateClaim,
     DeleteClaim,
-    DrainNode,
     LabelNode,
     LaunchInstance,
     MarkClaimInterrupted,
-    MarkOfferingUnavailable,
-    PatchPoolStatus,
-    RecordEvent,
     ReleaseClaim,
     SetClaimPhase,
     TerminateInstance,
 )
 from gpupool.core.planning.snapshot import (
     ANNOTATION_INTERRUPTED,
-    ANNOTATION_UNAVAILABLE_OFFERINGS,
-    unavailable_offerings,
 )
 from gpupool.service.deps import Deps
-from gpupool.service.drain import apply_drain
-from gpupool.service.errors import AlreadyExists, Conflict, DomainError, NotFound, PermanentError
+from gpupool.service.errors import AlreadyExists, Conflict, NotFound, PermanentError
 
-__all__ = ["APPLIERS", "Skip"]
+__all__ = ["Skip", "condition", "retry_conflicts", "set_phase"]
 
 _CONFLICT_RETRIES = 4
-_FORWARD = {"Pending": 0, "Creating": 1, "Bound": 2}
 T = TypeVar("T")
 
 
@@ -64,55 +54,6 @@ def retry_conflicts(write: Callable[[], T]) -> T:
             if isinstance(conflict, AlreadyExists):
                 raise
     return write()
-
-
-def apply_pool(deps: Deps, action: ApplyPool) -> str:
-    cluster = deps.cluster
-    if action.create:
-        try:
-            cluster.create_pool(action.desired)
-        except AlreadyExists as exists:
-            raise Skip("pool already exists") from exists
-        return "created"
-    cluster.replace_pool_spec(action.desired, resource_version=action.desired.metadata.resource_version or "")
-    return "spec updated"
-
-
-def apply_mark_offering_unavailable(deps: Deps, action: MarkOfferingUnavailable) -> str:
-    cluster = deps.cluster
-    pool_name = action.pool or ""
-
-    def write() -> None:
-        pool = cluster.get_pool(pool_name)
-        memory = unavailable_offerings(pool, deps.clock.now())
-        memory[action.offering_key] = max(action.until, memory.get(action.offering_key, action.until))
-        text = json.dumps({k: v.isoformat() for k, v in sorted(memory.items())}, sort_keys=True)
-        cluster.patch_pool_annotations(
-            pool_name,
-            {ANNOTATION_UNAVAILABLE_OFFERINGS: text},
-            resource_version=pool.metadata.resource_version or "",
-        )
-
-    retry_conflicts(write)
-    return f"{action.offering_key} unavailable until {action.until.isoformat()}"
-
-
-def apply_patch_pool_status(deps: Deps, action: PatchPoolStatus) -> str:
-    cluster = deps.cluster
-    pool_name = action.pool or ""
-
-    def write() -> None:
-        pool = cluster.get_pool(pool_name)
-        current = pool.status or GPUPoolStatus()
-        changes = {f: getattr(action.status, f) for f in action.fields}
-        cluster.update_pool_status(
-            pool_name,
-            current.model_copy(update=changes),
-            resource_version=pool.metadata.resource_version or "",
-        )
-
-    retry_conflicts(write)
-    return "status updated"
 
 
 def apply_create_claim(deps: Deps, action: CreateClaim) -> str:
@@ -168,8 +109,9 @@ def set_phase(
         current = claim.status or GPUNodeClaimStatus()
         if current.phase == phase and (instance_id is None or current.instance_id == instance_id):
             raise Skip(f"claim already {phase}")
-        if current.phase == "Failed" or (phase != "Failed" and _FORWARD[phase] < _FORWARD[current.phase]):
-            raise Skip(f"claim is {current.phase}; not moving it to {phase}")
+        refusal = phase_move_refusal(current.phase, phase)
+        if refusal is not None:
+            raise Skip(refusal)
         conditions = [c for c in current.conditions if c.type != phase]
         conditions.append(condition(deps, phase, reason, message))
         status = current.model_copy(
@@ -251,36 +193,3 @@ def apply_cordon(deps: Deps, action: CordonNode) -> str:
 def apply_label(deps: Deps, action: LabelNode) -> str:
     deps.cluster.patch_node(action.node or "", labels=action.labels)
     return "labelled"
-
-
-def apply_event(deps: Deps, action: RecordEvent) -> str:
-    try:
-        deps.cluster.record_event(
-            kind=action.object_kind,
-            name=action.object_name,
-            namespace=action.namespace,
-            event_type=action.event_type,
-            reason=action.reason,
-            message=action.message,
-        )
-    except DomainError as error:  # events are best effort: never fail the plan for one
-        raise Skip(f"event not recorded: {error.message}") from error
-    return f"{action.event_type} {action.reason}"
-
-
-APPLIERS: dict[type, Callable[[Deps, Action], str]] = {
-    ApplyPool: apply_pool,  # type: ignore[dict-item]
-    CreateClaim: apply_create_claim,  # type: ignore[dict-item]
-    LaunchInstance: apply_launch_instance,  # type: ignore[dict-item]
-    SetClaimPhase: apply_set_claim_phase,  # type: ignore[dict-item]
-    TerminateInstance: apply_terminate,  # type: ignore[dict-item]
-    DeleteClaim: apply_delete_claim,  # type: ignore[dict-item]
-    ReleaseClaim: apply_release_claim,  # type: ignore[dict-item]
-    CordonNode: apply_cordon,  # type: ignore[dict-item]
-    DrainNode: apply_drain,  # type: ignore[dict-item]
-    LabelNode: apply_label,  # type: ignore[dict-item]
-    MarkClaimInterrupted: apply_mark_interrupted,  # type: ignore[dict-item]
-    MarkOfferingUnavailable: apply_mark_offering_unavailable,  # type: ignore[dict-item]
-    PatchPoolStatus: apply_patch_pool_status,  # type: ignore[dict-item]
-    RecordEvent: apply_event,  # type: ignore[dict-item]
-}

@@ -16,8 +16,9 @@ import logging
 from dataclasses import dataclass
 
 from gpupool.core.planning.plan import Action, Plan
-from gpupool.service.appliers import APPLIERS, Skip
+from gpupool.service.appliers import Skip
 from gpupool.service.deps import Deps
+from gpupool.service.dispatch import apply_action
 from gpupool.service.errors import DomainError
 
 __all__ = ["LOG_KEYS", "ActionResult", "Executor"]
@@ -84,7 +85,7 @@ class Executor:
         if action.claim and action.claim in failed_claims:
             return ActionResult(action, "skipped", "an earlier action on this claim failed")
         try:
-            detail = APPLIERS[type(action)](self.deps, action)
+            detail = apply_action(self.deps, action)
         except Skip as skip:
             return ActionResult(action, "skipped", str(skip))
         except DomainError as error:

@@ -36,7 +36,19 @@ from gpupool.core.planning.plan import (
 )
 from gpupool.core.planning.snapshot import ManagedInstance, claim_phase, node_claim
 
-__all__ = ["LifecyclePolicy", "phase_since", "plan_claim_lifecycle"]
+__all__ = ["LifecyclePolicy", "phase_move_refusal", "phase_since", "plan_claim_lifecycle"]
+
+_FORWARD = {"Pending": 0, "Creating": 1, "Bound": 2}
+
+
+def phase_move_refusal(current: str, target: str) -> str | None:
+    """Why a claim may not move from `current` to `target` (None: it may). Phases move only
+    forward (Pending → Creating → Bound) or to Failed, and Failed is final — so a stale or
+    repeated phase change, applied late, never moves a claim back."""
+    if current == "Failed" or (target != "Failed" and _FORWARD[target] < _FORWARD[current]):
+        return f"claim is {current}; not moving it to {target}"
+    return None
+
 
 EVENT_NODE_LAUNCH_FAILED = "NodeLaunchFailed"
 

@@ -1,0 +1,86 @@
+"""How pool-level actions and events are applied through the Cluster port (used by `dispatch`).
+
+Role: create or update a GPUPool (`ApplyPool`), remember an offering as out of capacity in the
+pool's annotation (`MarkOfferingUnavailable`), patch named status fields (`PatchPoolStatus`),
+and record an event (best effort). Writes re-read the pool and carry its resourceVersion; a
+Conflict re-reads and retries (`appliers.retry_conflicts`).
+
+Must not: decide what to do, log, or check dry-run.
+"""
+
+from __future__ import annotations
+
+import json
+
+from gpupool.core.model.pool import GPUPoolStatus
+from gpupool.core.planning.plan import ApplyPool, MarkOfferingUnavailable, PatchPoolStatus, RecordEvent
+from gpupool.core.planning.snapshot import ANNOTATION_UNAVAILABLE_OFFERINGS, unavailable_offerings
+from gpupool.service.appliers import Skip, retry_conflicts
+from gpupool.service.deps import Deps
+from gpupool.service.errors import AlreadyExists, DomainError
+
+__all__ = ["apply_event", "apply_mark_offering_unavailable", "apply_patch_pool_status", "apply_pool"]
+
+
+def apply_pool(deps: Deps, action: ApplyPool) -> str:
+    cluster = deps.cluster
+    if action.create:
+        try:
+            cluster.create_pool(action.desired)
+        except AlreadyExists as exists:
+            raise Skip("pool already exists") from exists
+        return "created"
+    cluster.replace_pool_spec(action.desired, resource_version=action.desired.metadata.resource_version or "")
+    return "spec updated"
+
+
+def apply_mark_offering_unavailable(deps: Deps, action: MarkOfferingUnavailable) -> str:
+    cluster = deps.cluster
+    pool_name = action.pool or ""
+
+    def write() -> None:
+        pool = cluster.get_pool(pool_name)
+        memory = unavailable_offerings(pool, deps.clock.now())
+        memory[action.offering_key] = max(action.until, memory.get(action.offering_key, action.until))
+        text = json.dumps({k: v.isoformat() for k, v in sorted(memory.items())}, sort_keys=True)
+        cluster.patch_pool_annotations(
+            pool_name,
+            {ANNOTATION_UNAVAILABLE_OFFERINGS: text},
+            resource_version=pool.metadata.resource_version or "",
+        )
+
+    retry_conflicts(write)
+    return f"{action.offering_key} unavailable until {action.until.isoformat()}"
+
+
+def apply_patch_pool_status(deps: Deps, action: PatchPoolStatus) -> str:
+    cluster = deps.cluster
+    pool_name = action.pool or ""
+
+    def write() -> None:
+        pool = cluster.get_pool(pool_name)
+        current = pool.status or GPUPoolStatus()
+        changes = {f: getattr(action.status, f) for f in action.fields}
+        cluster.update_pool_status(
+            pool_name,
+            current.model_copy(update=changes),
+            resource_version=pool.metadata.resource_version or "",
+        )
+
+    retry_conflicts(write)
+    return "status updated"
+
+
+def apply_event(deps: Deps, action: RecordEvent) -> str:
+    try:
+        deps.cluster.record_event(
+            kind=action.object_kind,
+            name=action.object_name,
+            namespace=action.namespace,
+            event_type=action.event_type,
+            reason=action.reason,
+            message=action.message,
+        )
+    except DomainError as error:  # events are best effort: never fail the plan for one
+        raise Skip(f"event not recorded: {error.message}") from error
+    return f"{action.event_type} {action.reason}"

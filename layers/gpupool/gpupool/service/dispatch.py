@@ -1,0 +1,70 @@
+"""Which applier applies which action: one `match` over the Action union, checked by mypy.
+
+Role: `apply_action(deps, action) -> str` routes each action kind to its applier (`appliers`,
+`appliers_pool`, `drain`); the final `assert_never` makes mypy prove that every member of
+`planning.plan.Action` is handled, so a new action kind cannot be forgotten here.
+
+Must not: apply anything itself, log, or check dry-run (the executor does both).
+"""
+
+from __future__ import annotations
+
+from typing import assert_never
+
+from gpupool.core.planning.plan import (
+    Action,
+    ApplyPool,
+    CordonNode,
+    CreateClaim,
+    DeleteClaim,
+    DrainNode,
+    LabelNode,
+    LaunchInstance,
+    MarkClaimInterrupted,
+    MarkOfferingUnavailable,
+    PatchPoolStatus,
+    RecordEvent,
+    ReleaseClaim,
+    SetClaimPhase,
+    TerminateInstance,
+)
+from gpupool.service import appliers, appliers_pool
+from gpupool.service.deps import Deps
+from gpupool.service.drain import apply_drain
+
+__all__ = ["apply_action"]
+
+
+def apply_action(deps: Deps, action: Action) -> str:
+    """Apply one action; raises `appliers.Skip` when it no longer applies, or a domain error."""
+    match action:
+        case ApplyPool():
+            return appliers_pool.apply_pool(deps, action)
+        case CreateClaim():
+            return appliers.apply_create_claim(deps, action)
+        case LaunchInstance():
+            return appliers.apply_launch_instance(deps, action)
+        case SetClaimPhase():
+            return appliers.apply_set_claim_phase(deps, action)
+        case TerminateInstance():
+            return appliers.apply_terminate(deps, action)
+        case DeleteClaim():
+            return appliers.apply_delete_claim(deps, action)
+        case ReleaseClaim():
+            return appliers.apply_release_claim(deps, action)
+        case CordonNode():
+            return appliers.apply_cordon(deps, action)
+        case DrainNode():
+            return apply_drain(deps, action)
+        case LabelNode():
+            return appliers.apply_label(deps, action)
+        case MarkClaimInterrupted():
+            return appliers.apply_mark_interrupted(deps, action)
+        case MarkOfferingUnavailable():
+            return appliers_pool.apply_mark_offering_unavailable(deps, action)
+        case PatchPoolStatus():
+            return appliers_pool.apply_patch_pool_status(deps, action)
+        case RecordEvent():
+            return appliers_pool.apply_event(deps, action)
+        case _:
+            assert_never(action)
