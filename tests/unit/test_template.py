@@ -225,7 +225,7 @@ def test_functions_run_the_handlers_with_the_layer() -> None:
         assert (code / "app.py").exists()
         assert not (code / "__init__.py").exists()
     layer = RESOURCES["GpupoolLayer"]
-    assert layer["Metadata"]["BuildMethod"] == "python3.12"
+    assert layer["Metadata"]["BuildMethod"] == "makefile"  # layers/gpupool/Makefile: see test_layer.py
     content = ROOT / layer["Properties"]["ContentUri"]
     assert (content / "requirements.txt").exists()
     assert (content / "gpupool" / "__init__.py").exists()

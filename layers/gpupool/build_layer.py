@@ -1,0 +1,155 @@
+"""Build the Lambda layer's gpupool package: only the modules the functions import, nothing else.
+
+Role: SAM builds the layer with `BuildMethod: makefile` (see `Makefile`); the Makefile installs
+`requirements.txt` for the Lambda platform and runs this script, which copies into
+`<target>/gpupool/` the closure of gpupool modules the handlers import — found by reading every
+`import` statement (module level and inside functions, so the lazy imports count) starting from
+`functions/*/app.py` and the service entry points the shared handler imports by name — plus the
+data files of the packages it keeps (the bundled catalogs). So the embedded API server
+(`gpupool.local`), the CLI (`gpupool.cli`), examples and anything only tests or benchmarks use
+never ship. With `--prune` (the Makefile passes it) it also removes installed dependencies the
+functions never import (`PRUNED`), and fails if anything left imports them.
+`python build_layer.py TARGET` builds; `--list` prints the modules it would ship.
+
+Must not: import gpupool (it reads source files only) or reach the network (the Makefile's pip
+does that).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import re
+import shutil
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+PACKAGE = HERE / "gpupool"
+FUNCTIONS = HERE.parents[1] / "functions"
+# `gpupool.handlers.aws_lambda` imports `gpupool.service.<function>` by name (importlib).
+DYNAMIC_ROOTS = ("gpupool.service.launch", "gpupool.service.bind", "gpupool.service.compact")
+DATA_SUFFIXES = (".yaml", ".json", ".csv")
+# Installed dependencies the functions never import: the kubernetes client's asyncio twin (about
+# 70 MB) and the aiohttp stack only it needs. `prune` removes them and then fails the build if
+# anything left still imports what it removed.
+PRUNED = (
+    "kubernetes/aio",
+    "aiohttp",
+    "aiohttp_retry",
+    "aiohappyeyeballs",
+    "aiosignal",
+    "frozenlist",
+    "multidict",
+    "propcache",
+    "yarl",
+)
+_IMPORT = re.compile(r"^\s*(?:from\s+([\w.]+)\s+import|import\s+([\w.]+))", re.MULTILINE)
+
+
+def module_file(name: str) -> Path | None:
+    """The source file of a gpupool module or package (None when `name` is not a module)."""
+    parts = name.split(".")[1:]
+    base = PACKAGE.joinpath(*parts)
+    if base.with_suffix(".py").is_file():
+        return base.with_suffix(".py")
+    if (base / "__init__.py").is_file():
+        return base / "__init__.py"
+    return None
+
+
+def imported_modules(path: Path) -> set[str]:
+    """Every gpupool module `path` imports, at module level or inside functions."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names if alias.name.split(".")[0] == "gpupool")
+        elif isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "gpupool":
+            found.add(node.module)
+            found.update(f"{node.module}.{alias.name}" for alias in node.names)  # `from pkg import module`
+    return {name for name in found if module_file(name) is not None}
+
+
+def closure(roots: set[str]) -> set[str]:
+    """The roots, everything they import transitively, and every package on the way."""
+    todo, seen = list(roots), set[str]()
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        parts = name.split(".")
+        todo.extend(".".join(parts[:i]) for i in range(1, len(parts)))  # parent packages
+        path = module_file(name)
+        if path is not None:
+            todo.extend(imported_modules(path) - seen)
+    return seen
+
+
+def shipped_modules() -> set[str]:
+    roots = set(DYNAMIC_ROOTS)
+    for handler in sorted(FUNCTIONS.glob("*/*.py")):
+        roots |= imported_modules(handler)
+    return closure(roots)
+
+
+def build(target: Path) -> list[Path]:
+    """Copy the shipped modules and their packages' data files under `target/gpupool`."""
+    written: list[Path] = []
+    for name in sorted(shipped_modules()):
+        source = module_file(name)
+        assert source is not None
+        for path in [source, *(p for p in source.parent.iterdir() if p.suffix in DATA_SUFFIXES)]:
+            destination = target / path.relative_to(HERE)
+            if destination.exists():
+                continue
+            destination.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(path, destination)
+            written.append(destination)
+    typed = target / "gpupool" / "py.typed"
+    shutil.copy2(PACKAGE / "py.typed", typed)
+    written.append(typed)
+    return written
+
+
+def prune(target: Path) -> list[str]:
+    """Remove the PRUNED packages; raise when a file left behind imports a removed module.
+    Returns the removed module prefixes."""
+    removed: list[str] = []
+    for relative in PRUNED:
+        for path in (target / relative, *target.glob(f"{relative}-*.dist-info")):
+            if path.is_dir():
+                shutil.rmtree(path)
+                if path.suffix != ".dist-info":
+                    removed.append(relative.replace("/", "."))
+    for source in target.rglob("*.py"):
+        text = source.read_text(encoding="utf-8", errors="replace")
+        for match in _IMPORT.finditer(text):
+            name = match.group(1) or match.group(2)
+            if any(name == gone or name.startswith(gone + ".") for gone in removed):
+                raise SystemExit(f"{source.relative_to(target)} imports {name}, which the build removed")
+    return removed
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument(
+        "target", type=Path, nargs="?", help="where `gpupool/` is written (the layer's python/)"
+    )
+    parser.add_argument("--list", action="store_true", help="print the modules the layer ships")
+    parser.add_argument(
+        "--prune", action="store_true", help="also remove dependencies the functions never import"
+    )
+    args = parser.parse_args(argv)
+    if args.list or args.target is None:
+        print("\n".join(sorted(shipped_modules())))
+        return 0
+    written = build(args.target)
+    if args.prune:
+        print(f"pruned: {', '.join(prune(args.target))}")
+    print(f"gpupool layer package: {len(written)} files, {sum(p.stat().st_size for p in written):,} bytes")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,109 @@
+"""The Lambda layer ships only what the functions import, and that is enough to run them.
+
+`layers/gpupool/build_layer.py` (run by the layer's Makefile, which SAM calls) copies the closure
+of gpupool modules the handlers import. Built into a temporary folder: no embedded API server
+(`gpupool.local`), no CLI, no examples, no reference solvers; every shipped module and every
+function's `app.py` imports with that folder first on the path (so nothing is missing, lazy and
+by-name imports included); the Makefile builds the target SAM names. The gpupool part's size is
+printed (`pytest -s`); `benchmarks/layer_size.py` prints the whole layer's, dependencies included.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+LAYER = ROOT / "layers" / "gpupool"
+
+
+def _build(target: Path) -> list[str]:
+    done = subprocess.run(
+        [sys.executable, str(LAYER / "build_layer.py"), str(target)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    print(done.stdout.strip())
+    return sorted(str(p.relative_to(target)) for p in target.rglob("*") if p.is_file())
+
+
+def test_the_layer_leaves_out_the_sandbox_the_cli_and_the_reference_solvers(tmp_path: Path) -> None:
+    files = _build(tmp_path)
+    assert "gpupool/handlers/aws_lambda.py" in files and "gpupool/core/catalog/aws.yaml" in files
+    for left_out in ("gpupool/local/", "gpupool/cli/", "gpupool/examples/", "benchmarks/"):
+        assert not any(f.startswith(left_out) for f in files), left_out
+    assert not any("reference" in f for f in files)
+    size = sum((tmp_path / f).stat().st_size for f in files)
+    print(f"layer gpupool package: {len(files)} files, {size:,} bytes unzipped")
+    assert size < 1_000_000
+
+
+def test_everything_the_functions_import_is_in_the_layer(tmp_path: Path) -> None:
+    """Import every shipped module, then run each function's real handler (dry run, fakes) on a
+    schedule event with only the layer's gpupool on the path: lazy imports are exercised too."""
+    _build(tmp_path)
+    modules = subprocess.run(
+        [sys.executable, str(LAYER / "build_layer.py"), "--list"], capture_output=True, text=True, check=True
+    ).stdout.split()
+    script = f"""
+import importlib, importlib.util, json, sys
+sys.path.insert(0, {str(tmp_path)!r})
+import gpupool
+assert gpupool.__file__.startswith({str(tmp_path)!r}), gpupool.__file__
+for name in {modules!r}:
+    importlib.import_module(name)
+functions = {str(ROOT / "functions")!r}
+for function in ("launch", "bind", "compact"):
+    spec = importlib.util.spec_from_file_location(f"app_{{function}}", f"{{functions}}/{{function}}/app.py")
+    spec.loader.exec_module(importlib.util.module_from_spec(spec))
+sys.path.append({str(ROOT)!r})  # the fakes, after the layer: gpupool still comes from the layer
+from tests.service.fakes import World, make_pool
+for function in ("launch", "bind", "compact"):
+    spec = importlib.util.spec_from_file_location(f"run_{{function}}", f"{{functions}}/{{function}}/app.py")
+    app = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(app)
+    world = World(make_pool())
+    event = json.load(open({str(ROOT / "events" / "aws" / "scheduled-event.json")!r}))
+    app.make_handler(lambda: world.deps, dry_run=True)(event, None)
+layer = {str(tmp_path)!r}
+assert all(m.__file__.startswith(layer) for n, m in sys.modules.items() if n.startswith("gpupool"))
+print(json.dumps(sorted(m for m in sys.modules if m.startswith("gpupool"))))
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    loaded = json.loads(done.stdout.strip().splitlines()[-1])
+    assert not any(m.startswith(("gpupool.local", "gpupool.cli")) for m in loaded)
+    assert {"gpupool.service.launch", "gpupool.service.bind", "gpupool.service.compact"} <= set(loaded)
+
+
+def test_the_makefile_builds_the_target_sam_calls() -> None:
+    makefile = (LAYER / "Makefile").read_text(encoding="utf-8")
+    assert "build-GpupoolLayer:" in makefile
+    assert "$(ARTIFACTS_DIR)/python" in makefile and "build_layer.py" in makefile
+    assert "--platform" in makefile and "requirements.txt" in makefile
+
+
+def _prune(target: Path) -> subprocess.CompletedProcess[str]:
+    code = (
+        f"import sys, pathlib; sys.path.insert(0, {str(LAYER)!r}); import build_layer; "
+        f"print(build_layer.prune(pathlib.Path({str(target)!r})))"
+    )
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+
+
+def test_pruning_removes_the_async_client_and_refuses_to_break_an_import(tmp_path: Path) -> None:
+    for folder in ("kubernetes/aio", "kubernetes/client", "aiohttp", "yarl"):
+        (tmp_path / folder).mkdir(parents=True)
+        (tmp_path / folder / "__init__.py").write_text("", encoding="utf-8")
+    (tmp_path / "kubernetes" / "client" / "api.py").write_text("import urllib3\n", encoding="utf-8")
+    done = _prune(tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert not (tmp_path / "kubernetes" / "aio").exists() and not (tmp_path / "aiohttp").exists()
+    assert (tmp_path / "kubernetes" / "client" / "api.py").exists()
+    (tmp_path / "aiohttp").mkdir()
+    (tmp_path / "kubernetes" / "client" / "rest.py").write_text("from aiohttp import web\n", encoding="utf-8")
+    broken = _prune(tmp_path)
+    assert broken.returncode != 0 and "kubernetes/client/rest.py imports aiohttp" in broken.stderr
