@@ -43,7 +43,8 @@ def main() -> int:
         root = Path(artifacts) / "python"
         total = _size(root)
         print(
-            f"layer unzipped: {total / MB:.1f} MB (Lambda limit 250 MB; issue 15 measured ≤ 170 MB before the makefile build)"
+            f"layer unzipped: {total / MB:.1f} MB "
+            "(Lambda limit 250 MB; issue 15 measured ≤ 170 MB before the makefile build)"
         )
         entries = sorted(((p.name, _size(p)) for p in root.iterdir()), key=lambda e: -e[1])
         for name, size in entries[:12]:
