@@ -63,7 +63,7 @@ def register(parser: argparse.ArgumentParser) -> None:
         "--state",
         type=Path,
         metavar="FILE",
-        help="the pool's GPUNode / GPUNodeClaim objects (YAML list or documents)",
+        help="the pool's GPUNodeClaim, GPUNode and Node objects (YAML list or documents)",
     )
     parser.add_argument(
         "--max-nodes", type=int, default=100, metavar="N", help="most nodes in one plan (default 100)"
@@ -137,6 +137,7 @@ def _choose(path: Path, pools: list[_Pool], name: str | None) -> _Pool:
 def _state(path: Path | None, pool: GPUPool) -> PoolSnapshot:
     """The pool's snapshot cut from the state file's objects by the core's membership rule."""
     from gpupool.core.model.base import Condition
+    from gpupool.core.model.constants import LABEL_CLUSTER
     from gpupool.core.model.foreign import Node, NodeStatus
     from gpupool.core.model.node import GPUNode
     from gpupool.core.model.nodeclaim import GPUNodeClaim
@@ -166,7 +167,7 @@ def _state(path: Path | None, pool: GPUPool) -> PoolSnapshot:
             metadata = gpu_node.metadata.model_copy(update={"annotations": {}, "owner_references": []})
             nodes.append(Node(metadata=metadata, status=ready))
     objects = ClusterObjects(claims=claims, nodes=nodes, gpu_nodes=gpu_nodes)
-    return pool_snapshot(pool.metadata.labels.get("tensor-fusion.ai/cluster", ""), pool, objects)
+    return pool_snapshot(pool.metadata.labels.get(LABEL_CLUSTER, ""), pool, objects)
 
 
 def _cloud_and_region(args: argparse.Namespace, vendor: ComputingVendor | None) -> tuple[str, str]:
