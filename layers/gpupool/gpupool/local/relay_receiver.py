@@ -80,6 +80,7 @@ class RelayReceiver:
     credentials: Any = None
     region: str = ""
     answer: Answer | None = None
+    retry_after: str | None = None  # sent with every non-2xx scripted answer
     received: list[Received] = field(default_factory=list)
     refused: list[str] = field(default_factory=list)
     answered: dict[int, int] = field(default_factory=dict)
@@ -107,6 +108,8 @@ class RelayReceiver:
                 )
                 status = receiver.handle(self.path, url, dict(self.headers.items()), body)
                 self.send_response(status)
+                if status >= 300 and receiver.retry_after is not None:
+                    self.send_header("retry-after", receiver.retry_after)
                 self.send_header("Content-Length", "0")
                 self.end_headers()
 
