@@ -155,8 +155,8 @@ def test_retry_after_is_honoured() -> None:
 KEY = Credentials("AKIDEXAMPLE", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY")
 
 
-def _post(receiver: RelayReceiver, headers: dict[str, str], body: bytes) -> int:
-    return httpx.post(receiver.url("/launch"), content=body, headers=headers).status_code
+def _post(receiver: RelayReceiver, headers: dict[str, str], body: bytes, path: str = "/launch") -> int:
+    return httpx.post(receiver.url(path), content=body, headers=headers).status_code
 
 
 def test_sigv4_as_botocore_signs_it_is_accepted_and_anything_else_is_refused() -> None:
@@ -202,3 +202,19 @@ def test_a_signer_without_its_inputs_is_refused_with_one_clear_line(
 ) -> None:
     with pytest.raises(ValueError, match=message):
         make_signer(mode, **options)
+
+
+def test_the_fc_signature_is_what_the_fc2_signer_computes_for_the_mounted_keys(tmp_path: Path) -> None:
+    body = b'{"specversion":"1.0"}'
+    (tmp_path / "ak").write_text("LTAI-example\n")
+    (tmp_path / "sk").write_text("fc-secret\n")
+    with RelayReceiver(auth="fc", fc_keys=("LTAI-example", "fc-secret")) as receiver:
+        signer = make_signer("fc", fc_credentials_dir=tmp_path)
+        signed = signer(receiver.url("/bind"), body, {"content-type": "application/cloudevents+json"})
+        assert _post(receiver, signed, body, "/bind") == 200
+        assert _post(receiver, signed, body, "/launch") == 403  # signed for another path than it reached
+        (tmp_path / "sk").write_text("rotated-secret")  # the Secret changed: the next request uses it
+        assert (
+            _post(receiver, signer(receiver.url("/bind"), body, {"content-type": "x"}), body, "/bind") == 403
+        )
+        assert len(receiver.received) == 1 and all("does not match" in p for p in receiver.refused)

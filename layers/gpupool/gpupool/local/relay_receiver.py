@@ -2,9 +2,10 @@
 
 Role: `RelayReceiver` (a threaded HTTP server on 127.0.0.1, port 0) records each POST it
 accepts as a `Received` (the CloudEvent, its path, when it arrived) after checking the
-authentication the relay was configured with: `hmac` via `gpupool.core.intake.signature`, or
+authentication the relay was configured with: `hmac` via `gpupool.core.intake.signature`,
 `sigv4` by recomputing botocore's own SigV4 signature with the expected credentials, service and
-region (a tampered body, another region or another key is refused with 403). A scripted
+region, or `fc` by recomputing the FC signature with the `fc2` SDK's signer and the expected
+AccessKey (a tampered request, another region or another key is refused with 403). A scripted
 `answer` callable may return another status (503 while a function is "down", 400 for an event it
 rejects); refused and scripted answers are counted too. Tests and benchmarks/reaction.py use it.
 
@@ -23,7 +24,7 @@ from typing import Any, Self
 
 from gpupool.core.intake.signature import signature_problem
 
-__all__ = ["Received", "RelayReceiver", "sigv4_problem"]
+__all__ = ["Received", "RelayReceiver", "fc_problem", "sigv4_problem"]
 
 Answer = Callable[[dict[str, Any]], int]
 
@@ -73,12 +74,35 @@ def sigv4_problem(
     return None if fields.get("Signature") == expected else "signature does not match"
 
 
+def fc_problem(*, url: str, headers: dict[str, str], keys: tuple[str, str]) -> str | None:
+    """Why this request is not signed as Function Compute expects from `keys`, or None."""
+    from email.utils import parsedate_to_datetime
+    from urllib.parse import urlsplit
+
+    from fc2.auth import Auth
+
+    lowered = {k.lower(): v for k, v in headers.items()}
+    given, date = lowered.get("authorization", ""), lowered.get("date", "")
+    if not given.startswith("FC ") or not date:
+        return "an FC signature (authorization: FC ak:signature) and a date header are required"
+    try:
+        skew = abs(time.time() - parsedate_to_datetime(date).timestamp())
+    except (TypeError, ValueError):
+        return "the date header is not an HTTP date"
+    if skew > 900:
+        return "the date header is more than 15 minutes off"
+    token = lowered.get("x-fc-security-token", "")
+    expected = Auth(keys[0], keys[1], token).sign_request("POST", urlsplit(url).path or "/", lowered)
+    return None if given == expected else "FC signature does not match"
+
+
 @dataclass
 class RelayReceiver:
     auth: str = "none"
     hmac_secret: bytes = b""
     credentials: Any = None
     region: str = ""
+    fc_keys: tuple[str, str] = ("", "")  # (AccessKey id, secret) for auth="fc"
     answer: Answer | None = None
     retry_after: str | None = None  # sent with every non-2xx scripted answer
     received: list[Received] = field(default_factory=list)
@@ -131,6 +155,8 @@ class RelayReceiver:
     def problem(self, url: str, headers: dict[str, str], body: bytes) -> str | None:
         if self.auth == "hmac":
             return signature_problem(self.hmac_secret, headers, body, now=time.time())
+        if self.auth == "fc":
+            return fc_problem(url=url, headers=headers, keys=self.fc_keys)
         if self.auth == "sigv4":
             return sigv4_problem(
                 method="POST",

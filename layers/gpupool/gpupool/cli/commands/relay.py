@@ -46,9 +46,14 @@ def register(parser: argparse.ArgumentParser) -> None:
     serve.add_argument(
         "--extender-listen",
         default="127.0.0.1:8444",
+        metavar="HOST:PORT",
         help="HOST:PORT of the kube-scheduler extender and /api/* for port-forward (plain HTTP: loopback)",
     )
-    serve.add_argument("--metrics-listen", help="HOST:PORT serving /metrics, /healthz, /readyz on their own")
+    serve.add_argument(
+        "--metrics-listen",
+        metavar="HOST:PORT",
+        help="HOST:PORT serving /metrics, /healthz, /readyz on their own",
+    )
     serve.add_argument(
         "--api-access",
         choices=("none", "token", "open"),
@@ -66,13 +71,16 @@ def register(parser: argparse.ArgumentParser) -> None:
     serve.add_argument(
         "--forward-auth", choices=AUTH_MODES, help="how deliveries are signed (needed with --forward)"
     )
-    serve.add_argument("--hmac-secret-file", help="file holding the shared secret for --forward-auth hmac")
+    serve.add_argument(
+        "--hmac-secret-file", metavar="FILE", help="file holding the shared secret for --forward-auth hmac"
+    )
     serve.add_argument(
         "--region", default="", help="AWS region for --forward-auth sigv4 (default: $AWS_REGION)"
     )
     serve.add_argument(
         "--fc-credentials-dir",
         default="/etc/gpupool/alibaba",
+        metavar="DIR",
         help="directory with files ak and sk (Secret tf-cloud-vendor-credentials) for --forward-auth fc",
     )
     serve.add_argument(
