@@ -6,6 +6,8 @@ served by the sandbox from its token table and RBAC bindings); the extender answ
 `/metrics` and `/readyz` answer on `--metrics-listen`; a provisioned Node reaches the receiver as
 an HMAC-signed `node.joined`. The same test runs the relay from a fresh venv holding only
 `.[incluster]` (slow: it installs the package), proving the extra carries what the relay imports.
+Relays killed with SIGKILL (slow: real Lease expiry): of two, one forwards; the survivor takes over
+within 20 s; a relay started after both died re-lists and delivers what changed meanwhile.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import time
 import venv
 from pathlib import Path
 
@@ -129,3 +132,68 @@ def test_a_fresh_venv_with_only_the_incluster_extra_runs_the_relay(tmp_path: Pat
     )
     assert install.returncode == 0, install.stderr[-2000:]
     _exercise(python, tmp_path)
+
+
+def _start_relay(
+    api: EmbeddedKubeAPI, receiver: RelayReceiver, secret: Path
+) -> tuple[subprocess.Popen[bytes], str]:
+    main, extender, metrics = _free_port(), _free_port(), _free_port()
+    command = [
+        sys.executable, "-m", "gpupool.cli.main", "relay", "serve", "--kubeconfig", str(api.kubeconfig_path),
+        "--listen", f"127.0.0.1:{main}", "--insecure-http", "--extender-listen", f"127.0.0.1:{extender}",
+        "--metrics-listen", f"127.0.0.1:{metrics}", "--forward", f"bind={receiver.url('/bind')}",
+        "--forward-auth", "hmac", "--hmac-secret-file", str(secret), "--lease-namespace", "default",
+    ]  # fmt: skip
+    process = subprocess.Popen(
+        command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=dict(os.environ)
+    )
+    url = f"http://127.0.0.1:{metrics}"
+    wait_for(lambda: _ready(f"{url}/readyz", process), "a relay to be ready", 60)
+    return process, url
+
+
+def _leads(url: str) -> bool:
+    try:
+        return "gpupool_relay_leader 1.0" in httpx.get(f"{url}/metrics", timeout=2).text
+    except httpx.HTTPError:
+        return False
+
+
+def _nodes_delivered(receiver: RelayReceiver) -> list[str]:
+    return [e["data"]["node"] for e in receiver.events("/bind") if e["type"].endswith("node.joined")]
+
+
+@pytest.mark.slow
+def test_killed_relays_fail_over_and_a_restarted_one_delivers_what_changed_meanwhile(tmp_path: Path) -> None:
+    with EmbeddedKubeAPI() as api, RelayReceiver(auth="hmac", hmac_secret=SECRET) as receiver:
+        secret = tmp_path / "hmac"
+        secret.write_bytes(SECRET)
+        nodes = api.cluster.resolve("", "v1", "nodes")
+        relays = [_start_relay(api, receiver, secret) for _ in range(2)]
+        try:
+            wait_for(lambda: any(_leads(url) for _, url in relays), "one relay to lead", 30)
+            api.cluster.create(nodes, None, provisioned_node("n-1", "claim-1"))
+            wait_for(lambda: "n-1" in _nodes_delivered(receiver), "n-1 at bind", 20)
+            time.sleep(3)  # more than a retry period: the standby must not deliver it too
+            assert _nodes_delivered(receiver) == ["n-1"]
+            assert [_leads(url) for _, url in relays].count(True) == 1
+            leader = next(r for r in relays if _leads(r[1]))
+            survivor = next(r for r in relays if r is not leader)
+            leader[0].kill()  # no goodbye: the Lease must expire
+            died = time.monotonic()
+            api.cluster.create(nodes, None, provisioned_node("n-2", "claim-2"))
+            wait_for(lambda: "n-2" in _nodes_delivered(receiver), "n-2 via the survivor", 25)
+            assert time.monotonic() - died < 20 and _leads(survivor[1])
+            survivor[0].kill()
+            api.cluster.create(nodes, None, provisioned_node("n-3", "claim-3"))
+            time.sleep(1)
+            assert "n-3" not in _nodes_delivered(receiver)
+            relays.append(_start_relay(api, receiver, secret))
+            wait_for(lambda: "n-3" in _nodes_delivered(receiver), "n-3 from the restarted relay", 30)
+            again = _nodes_delivered(receiver)
+            assert {"n-1", "n-2"} <= set(again[again.index("n-2") + 1 :])  # re-listed: harmless duplicates
+            assert not receiver.refused
+        finally:
+            for process, _ in relays:
+                process.kill()
+                process.wait(15)
