@@ -24,6 +24,7 @@ from gpupool_incluster.relay.app import create_app
 from gpupool_incluster.relay.hub import SchedulerHub
 from gpupool_incluster.relay.kube_calls import RELAY_CLUSTER_CALLS, RELAY_NAMESPACE_CALLS
 from gpupool_incluster.relay.metrics import RelayMetrics
+from gpupool_incluster.relay.serve import RelayOptions
 
 CHART = Path(__file__).resolve().parents[2] / "incluster" / "chart"
 PRODUCTION = yaml.safe_load((CHART / "values-production.yaml").read_text())
@@ -127,7 +128,8 @@ def test_rbac_grants_exactly_the_calls_the_code_lists() -> None:
     named = next(r for r in leases["rules"] if r.get("resourceNames"))
     config = yaml.safe_load(_one(docs, "ConfigMap", "gp-scheduler-config")["data"]["scheduler-config.yaml"])
     assert config["leaderElection"]["resourceName"] in named["resourceNames"]  # kube-scheduler's own Lease
-    assert "gpupool-relay" in named["resourceNames"] and set(named["verbs"]) == {"get", "update"}
+    relay_lease = RelayOptions.__dataclass_fields__["lease_name"].default
+    assert relay_lease in named["resourceNames"] and set(named["verbs"]) == {"get", "update"}
     assert _grants(_one(docs, "ClusterRole", "gp-functions")) == FUNCTION_CLUSTER_CALLS
     assert _grants(_one(docs, "Role", "gp-functions-leases")) == FUNCTION_NAMESPACE_CALLS
     binding = _one(docs, "ClusterRoleBinding", "gp-functions")
