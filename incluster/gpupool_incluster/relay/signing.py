@@ -9,18 +9,22 @@ Role: one `Signer` per `--forward-auth` mode.
 - `fc`: an Alibaba Function Compute HTTP trigger's signature (`Authorization: FC <ak>:<sig>`,
   with `date` and, for STS, `x-fc-security-token`), computed by the `fc2` SDK's own signer, with
   the AccessKey pair read from files `ak` / `sk` (the Secret `tf-cloud-vendor-credentials` the
-  TensorFusion docs name, mounted as a directory) on every request, so a rotated Secret is used.
+  TensorFusion docs name, mounted as a directory) on every request, so a rotated Secret is used;
+  without those files, RRSA: the pod's OIDC token (`ALIBABA_CLOUD_ROLE_ARN`,
+  `ALIBABA_CLOUD_OIDC_PROVIDER_ARN`, `ALIBABA_CLOUD_OIDC_TOKEN_FILE`, set by ACK's RRSA webhook)
+  exchanged for STS credentials by `alibabacloud_credentials`, which renews them.
 
 Must not: send anything, log a secret or a signature.
 """
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 from email.utils import formatdate
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 from gpupool.core.intake.signature import sign_body
@@ -71,9 +75,12 @@ def sigv4_signer(region: str, *, service: str = "lambda", credentials: object | 
     return sign
 
 
-def fc_signer(credentials_dir: Path) -> Signer:
-    """FC HTTP trigger signature with the AccessKey in `credentials_dir`/ak and /sk."""
-    from fc2.auth import Auth
+AlibabaKeys = Callable[[], tuple[str, str, str]]  # (AccessKey id, secret, STS token or "")
+RRSA_ENV = ("ALIBABA_CLOUD_ROLE_ARN", "ALIBABA_CLOUD_OIDC_PROVIDER_ARN", "ALIBABA_CLOUD_OIDC_TOKEN_FILE")
+
+
+def alibaba_keys_from_files(credentials_dir: Path) -> AlibabaKeys:
+    """The pair in `credentials_dir`/ak and /sk (and an optional /token), re-read on every call."""
 
     def read(name: str) -> str:
         path = credentials_dir / name
@@ -86,14 +93,39 @@ def fc_signer(credentials_dir: Path) -> Signer:
 
     read("ak"), read("sk")  # fail at start, not at the first delivery
 
-    def sign(url: str, body: bytes, headers: dict[str, str]) -> dict[str, str]:
+    def keys() -> tuple[str, str, str]:
         token_file = credentials_dir / "token"
-        token = token_file.read_text().strip() if token_file.is_file() else ""
+        return read("ak"), read("sk"), token_file.read_text().strip() if token_file.is_file() else ""
+
+    return keys
+
+
+def alibaba_keys_from_rrsa() -> AlibabaKeys:
+    """STS credentials for the pod's RRSA role, built on first use and renewed by the SDK."""
+    holder: list[Any] = []
+
+    def keys() -> tuple[str, str, str]:
+        if not holder:
+            from alibabacloud_credentials.client import Client
+
+            holder.append(Client())
+        credential = holder[0].get_credential()
+        return credential.access_key_id, credential.access_key_secret, credential.security_token or ""
+
+    return keys
+
+
+def fc_signer(keys: AlibabaKeys) -> Signer:
+    """FC HTTP trigger signature by fc2's signer, with the keys `keys()` returns at each request."""
+    from fc2.auth import Auth
+
+    def sign(url: str, body: bytes, headers: dict[str, str]) -> dict[str, str]:
+        key_id, secret, token = keys()
         signed = dict(headers) | {"date": formatdate(usegmt=True)}
         if token:
             signed["x-fc-security-token"] = token
         parts = urlsplit(url)
-        signed["authorization"] = Auth(read("ak"), read("sk"), token).sign_request(
+        signed["authorization"] = Auth(key_id, secret, token).sign_request(
             "POST", parts.path or "/", {k.lower(): v for k, v in signed.items()}
         )
         return signed
@@ -119,6 +151,8 @@ def make_signer(
         return sigv4_signer(region)
     if mode == "fc":
         if fc_credentials_dir is None:
-            raise ValueError("--forward-auth fc needs --fc-credentials-dir (files ak and sk)")
-        return fc_signer(fc_credentials_dir)
+            raise ValueError("--forward-auth fc needs --fc-credentials-dir (files ak and sk) or RRSA")
+        if not (fc_credentials_dir / "ak").exists() and all(os.environ.get(name) for name in RRSA_ENV):
+            return fc_signer(alibaba_keys_from_rrsa())
+        return fc_signer(alibaba_keys_from_files(fc_credentials_dir))
     raise ValueError(f"unknown --forward-auth {mode!r}; choose one of {', '.join(AUTH_MODES)}")

@@ -218,3 +218,32 @@ def test_the_fc_signature_is_what_the_fc2_signer_computes_for_the_mounted_keys(t
             _post(receiver, signer(receiver.url("/bind"), body, {"content-type": "x"}), body, "/bind") == 403
         )
         assert len(receiver.received) == 1 and all("does not match" in p for p in receiver.refused)
+
+
+def test_without_mounted_keys_rrsa_sts_credentials_sign_with_their_token(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import alibabacloud_credentials.client
+
+    class FakeStsClient:  # what alibabacloud_credentials returns after AssumeRoleWithOIDC
+        def get_credential(self) -> Any:
+            return type("Credential", (), {"access_key_id": "STS.id", "access_key_secret": "sts-secret",
+                                           "security_token": "sts-token"})()  # fmt: skip
+
+    body = b'{"specversion":"1.0"}'
+    with pytest.raises(ValueError, match="cannot read the Alibaba Cloud credential file"):
+        make_signer("fc", fc_credentials_dir=tmp_path)  # neither files nor RRSA: refused at start
+    for name in (
+        "ALIBABA_CLOUD_ROLE_ARN",
+        "ALIBABA_CLOUD_OIDC_PROVIDER_ARN",
+        "ALIBABA_CLOUD_OIDC_TOKEN_FILE",
+    ):
+        monkeypatch.setenv(name, "set-by-the-rrsa-webhook")
+    monkeypatch.setattr(alibabacloud_credentials.client, "Client", FakeStsClient)
+    signer = make_signer("fc", fc_credentials_dir=tmp_path)
+    with RelayReceiver(auth="fc", fc_keys=("STS.id", "sts-secret")) as receiver:
+        signed = signer(receiver.url("/bind"), body, {"content-type": "application/cloudevents+json"})
+        assert signed["x-fc-security-token"] == "sts-token"
+        assert _post(receiver, signed, body, "/bind") == 200
+        forged = signed | {"x-fc-security-token": "another-token"}  # the token is signed too
+        assert _post(receiver, forged, body, "/bind") == 403
