@@ -166,7 +166,7 @@ def serve(options: RelayOptions) -> None:
     hub = SchedulerHub(writer, options.settings, tainter=writer)
     metrics = RelayMetrics()
     stop = threading.Event()
-    start_watches(api, hub, stop)
+    start_watches(api, hub, stop, metrics)
     elector: LeaderElector | None = None
     forwarder: Forwarder | None = None
     if options.forward.urls and options.signer is not None:

@@ -70,7 +70,7 @@ class ListWatch:
         self._watch: Any = None
 
     def start(self) -> threading.Thread:
-        thread = threading.Thread(target=self.run, name=f"forward-watch-{self.kind}", daemon=True)
+        thread = threading.Thread(target=self.run, name=f"watch-{self.kind}", daemon=True)
         thread.start()
         return thread
 
