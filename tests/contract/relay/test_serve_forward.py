@@ -116,6 +116,7 @@ def test_relay_serve_separates_listeners_guards_the_api_and_forwards(tmp_path: P
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1200)  # pip installs the extra's dependencies from the index
 def test_a_fresh_venv_with_only_the_incluster_extra_runs_the_relay(tmp_path: Path) -> None:
     target = tmp_path / "venv"
     venv.EnvBuilder(with_pip=True).create(target)
