@@ -14,11 +14,14 @@ stops it from the leader election).
 
 from __future__ import annotations
 
+import ipaddress
+import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 from kubernetes import client as _client
 
@@ -30,10 +33,29 @@ from gpupool_incluster.relay.metrics import RelayMetrics
 from gpupool_incluster.relay.signing import Signer
 from gpupool_incluster.relay.watching import ListWatch, WatchTimings
 
-__all__ = ["FUNCTIONS", "ForwardSettings", "Forwarder"]
+__all__ = ["FUNCTIONS", "ForwardSettings", "Forwarder", "warn_unsigned"]
 
 client: Any = _client
+log = logging.getLogger("gpupool.relay.forward")
 FUNCTIONS = ("launch", "bind", "compact")
+
+
+def _loopback(url: str) -> bool:
+    host = urlsplit(url).hostname or ""
+    try:
+        return host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def warn_unsigned(urls: Mapping[str, str], auth: str) -> list[str]:
+    """Log (and return) the functions whose events would leave the host unsigned or in clear text."""
+    risky = sorted(
+        f for f, url in urls.items() if not _loopback(url) and (auth == "none" or url.startswith("http:"))
+    )
+    for function in risky:
+        log.warning("events for %s go to %s unsigned or over plain HTTP", function, urls[function])
+    return risky
 
 
 @dataclass(frozen=True, slots=True)

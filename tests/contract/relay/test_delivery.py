@@ -247,3 +247,13 @@ def test_without_mounted_keys_rrsa_sts_credentials_sign_with_their_token(
         assert _post(receiver, signed, body, "/bind") == 200
         forged = signed | {"x-fc-security-token": "another-token"}  # the token is signed too
         assert _post(receiver, forged, body, "/bind") == 403
+
+
+def test_unsigned_or_clear_text_deliveries_off_the_host_are_flagged(caplog: pytest.LogCaptureFixture) -> None:
+    from gpupool_incluster.relay.forwarder import warn_unsigned
+
+    urls = {"launch": "http://127.0.0.1:9000/", "bind": "https://b.example/", "compact": "http://c.example/"}
+    assert warn_unsigned(urls, "sigv4") == ["compact"]  # clear text leaves the host
+    assert warn_unsigned(urls, "none") == ["bind", "compact"]  # unsigned leaves the host
+    assert warn_unsigned({"bind": "http://localhost:1/"}, "none") == []
+    assert "events for compact go to http://c.example/" in caplog.text

@@ -176,13 +176,14 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise UserError(str(exc)) from None
     from gpupool_incluster.relay.delivery import DeliverySettings
-    from gpupool_incluster.relay.forwarder import ForwardSettings
+    from gpupool_incluster.relay.forwarder import ForwardSettings, warn_unsigned
     from gpupool_incluster.relay.hub import HubSettings
     from gpupool_incluster.relay.serve import RelayOptions, serve
 
     settings = HubSettings(
         policy=policy, default_pool=args.default_pool, progressive_migration=args.progressive_migration
     )
+    warn_unsigned(urls, args.forward_auth or "none")
     serve(
         RelayOptions(
             kubeconfig=args.kubeconfig,
