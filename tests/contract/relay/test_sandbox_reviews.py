@@ -1,5 +1,6 @@
 """The sandbox's TokenReview / SubjectAccessReview / SelfSubjectAccessReview, through the official client,
-and the relay's `/readyz` and route groups (a listener serves only the groups it is given).
+the relay's `/readyz` and route groups (a listener serves only the groups it is given), and its
+reaction to a renewed certificate file (the server ends, so the kubelet restarts it on the new pair).
 """
 
 from __future__ import annotations
@@ -117,3 +118,31 @@ def test_readyz_is_503_until_synced_and_each_listener_serves_only_its_routes() -
         assert http.get("/metrics").status_code == 404
     with pytest.raises(ValueError, match="unknown relay surfaces"):
         create_app(hub, surfaces={"everything"})
+
+
+def test_a_renewed_certificate_ends_the_server_so_the_pod_restarts_on_it(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+    import threading
+    import types
+
+    from gpupool_incluster.relay import serve
+
+    cert, key = tmp_path / "tls.crt", tmp_path / "tls.key"
+    cert.write_text("old")
+    key.write_text("old")
+    monkeypatch.setattr(serve, "CERT_POLL_SECONDS", 0.05)
+    server = types.SimpleNamespace(should_exit=False)
+    stop = threading.Event()
+    watcher = threading.Thread(target=serve._watch_certificate, args=(cert, key, server, stop), daemon=True)
+    watcher.start()
+    try:
+        watcher.join(0.3)
+        assert watcher.is_alive() and not server.should_exit  # unchanged files: keep serving
+        cert.write_text("renewed")
+        os.utime(cert, (cert.stat().st_atime, cert.stat().st_mtime + 10))
+        watcher.join(5)
+        assert server.should_exit and not watcher.is_alive()
+    finally:
+        stop.set()
