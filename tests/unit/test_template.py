@@ -95,7 +95,7 @@ def _policy_names(function: str) -> list[str]:
     names: list[str] = []
     for entry in _function(function)["Policies"]:
         refs = entry["Fn::If"][1:] if "Fn::If" in entry else [entry]
-        names += [ref["Ref"] for ref in refs]
+        names += [ref["Ref"] for ref in refs if ref["Ref"] != "AWS::NoValue"]
     return names
 
 

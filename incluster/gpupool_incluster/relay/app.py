@@ -1,9 +1,13 @@
-"""The relay's HTTP surface (Starlette): extender, pod webhook, simulate / allocation API, health.
+"""The relay's HTTP surface (Starlette): extender, pod webhook, simulate / allocation API, health, metrics.
 
 Routes: POST /scheduler/filter, /scheduler/prioritize, /scheduler/bind (kube-scheduler extender
 v1 shapes); POST /mutate-pod (AdmissionReview v1); POST /api/simulate-schedule (a Pod as YAML
-or JSON); GET /api/allocation; GET /healthz. Extender errors travel in the result's `Error`
+or JSON); GET /api/allocation; GET /healthz (liveness); GET /readyz (503 until every watch has
+synced); GET /metrics (Prometheus). Extender errors travel in the result's `Error`
 field with HTTP 200, as the extender protocol expects; malformed bodies get 400 with a message.
+`surfaces` picks the route groups one listener serves (serve.py: the extender on loopback only;
+the webhook, and the API behind `access` when enabled, on the Service port); with `access`,
+every /api/* request needs a bearer token the API server accepts and authorizes (401 / 403).
 
 Must not: decide anything (the hub and the core do) or block the event loop on the API server
 (bind runs in the thread pool).
@@ -12,6 +16,8 @@ Must not: decide anything (the hub and the core do) or block the event loop on t
 from __future__ import annotations
 
 import json
+import time
+from collections.abc import Awaitable, Callable, Collection
 from typing import Any
 
 import yaml
@@ -24,10 +30,15 @@ from starlette.routing import Route
 from gpupool.core.admission import Denial, ReviewError, allowed, denied, parse_review
 from gpupool.core.allocator.pod_request import RequestError
 from gpupool.core.extender import WireError, binding_result, parse_binding_args, parse_extender_args
+from gpupool_incluster.relay.access import TokenAccess
 from gpupool_incluster.relay.hub import BindFailed, SchedulerHub
+from gpupool_incluster.relay.metrics import CONTENT_TYPE, RelayMetrics
 from gpupool_incluster.relay.report import allocation_report, simulation_report
 
-__all__ = ["create_app"]
+__all__ = ["ALL_SURFACES", "create_app"]
+
+ALL_SURFACES = frozenset({"extender", "webhook", "api", "health", "metrics"})
+Handler = Callable[[Request], Awaitable[Response]]
 
 MAX_BODY = 8 << 20
 
@@ -46,8 +57,47 @@ def _bad(message: str, status: int = 400) -> JSONResponse:
     return JSONResponse({"error": message}, status_code=status)
 
 
-def create_app(hub: SchedulerHub) -> Starlette:
-    """The relay application over one hub."""
+def _timed(metrics: RelayMetrics | None, route: str, handler: Handler) -> Handler:
+    if metrics is None:
+        return handler
+    histogram = metrics.request_latency.labels(route)
+
+    async def timed(request: Request) -> Response:
+        started = time.perf_counter()
+        try:
+            return await handler(request)
+        finally:
+            histogram.observe(time.perf_counter() - started)
+
+    return timed
+
+
+def _guarded(access: TokenAccess | None, verb: str, path: str, handler: Handler) -> Handler:
+    if access is None:
+        return handler
+
+    async def guarded(request: Request) -> Response:
+        denied = await run_in_threadpool(access.check, request.headers.get("authorization", ""), verb, path)
+        if denied is not None:
+            return JSONResponse({"error": denied.message}, status_code=denied.status)
+        return await handler(request)
+
+    return guarded
+
+
+def create_app(
+    hub: SchedulerHub,
+    *,
+    surfaces: Collection[str] = ALL_SURFACES,
+    metrics: RelayMetrics | None = None,
+    access: TokenAccess | None = None,
+    ready: Callable[[], bool] | None = None,
+) -> Starlette:
+    """The relay application over one hub, serving the route groups in `surfaces`."""
+    unknown = set(surfaces) - ALL_SURFACES
+    if unknown:
+        raise ValueError(f"unknown relay surfaces: {sorted(unknown)}")
+    is_ready = ready or hub.synced.is_set
 
     async def scheduler_filter(request: Request) -> Response:
         try:
@@ -126,13 +176,40 @@ def create_app(hub: SchedulerHub) -> Starlette:
     async def healthz(request: Request) -> Response:
         return JSONResponse({"status": "ok", "synced": hub.synced.is_set()})
 
-    routes = [
-        Route("/scheduler/filter", scheduler_filter, methods=["POST"]),
-        Route("/scheduler/prioritize", scheduler_prioritize, methods=["POST"]),
-        Route("/scheduler/bind", scheduler_bind, methods=["POST"]),
-        Route("/mutate-pod", mutate_pod, methods=["POST"]),
-        Route("/api/simulate-schedule", simulate_schedule, methods=["POST"]),
-        Route("/api/allocation", allocation, methods=["GET"]),
-        Route("/healthz", healthz, methods=["GET"]),
-    ]
-    return Starlette(routes=routes)
+    async def readyz(request: Request) -> Response:
+        synced = is_ready()
+        return JSONResponse({"ready": synced}, status_code=200 if synced else 503)
+
+    async def metrics_page(request: Request) -> Response:
+        assert metrics is not None
+        return Response(metrics.render(), media_type=CONTENT_TYPE)
+
+    groups: dict[str, list[Route]] = {
+        "extender": [
+            Route("/scheduler/filter", _timed(metrics, "filter", scheduler_filter), methods=["POST"]),
+            Route(
+                "/scheduler/prioritize", _timed(metrics, "prioritize", scheduler_prioritize), methods=["POST"]
+            ),
+            Route("/scheduler/bind", _timed(metrics, "bind", scheduler_bind), methods=["POST"]),
+        ],
+        "webhook": [Route("/mutate-pod", _timed(metrics, "mutate-pod", mutate_pod), methods=["POST"])],
+        "api": [
+            Route(
+                "/api/simulate-schedule",
+                _timed(
+                    metrics,
+                    "simulate-schedule",
+                    _guarded(access, "post", "/api/simulate-schedule", simulate_schedule),
+                ),
+                methods=["POST"],
+            ),
+            Route(
+                "/api/allocation",
+                _timed(metrics, "allocation", _guarded(access, "get", "/api/allocation", allocation)),
+                methods=["GET"],
+            ),
+        ],
+        "health": [Route("/healthz", healthz, methods=["GET"]), Route("/readyz", readyz, methods=["GET"])],
+        "metrics": [Route("/metrics", metrics_page, methods=["GET"])] if metrics is not None else [],
+    }
+    return Starlette(routes=[route for name in sorted(surfaces) for route in groups[name]])

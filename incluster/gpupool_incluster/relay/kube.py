@@ -3,10 +3,11 @@
 Role: `KubeWriter` reads a pod, merges the GPU annotation onto it and creates the pods/binding
 subresource (a conflict — the pod already bound — surfaces as an exception, so the hub releases
 its reservation). `start_watches` lists then watches GPUs, GPUPools, SchedulingConfigTemplates,
-GPUResourceQuotas, Nodes and Pods with the official client, one daemon thread each, relisting
-after any error (a relist replaces what that kind knew, so nothing deleted while disconnected
-lingers), and starts the hub's taint keeper when progressive migration is on. `KubeWriter`
-also edits that one taint (`set_used_by_taint`).
+GPUResourceQuotas, Nodes and Pods with the official client, one daemon thread each
+(`watching.ListWatch`: resumes from the last resourceVersion, re-lists on 410 Gone or an error,
+and a re-list reports what vanished meanwhile as deleted, so nothing lingers), and starts the
+hub's taint keeper when progressive migration is on. `KubeWriter` also edits that one taint
+(`set_used_by_taint`).
 
 Must not: decide placement or admission.
 """
@@ -19,13 +20,13 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-import urllib3
 from kubernetes import client as _client
-from kubernetes import watch as _watch
 
 from gpupool.core.allocator.progressive import taints_after
 from gpupool.core.model import constants as c
 from gpupool_incluster.relay.hub import SchedulerHub
+from gpupool_incluster.relay.metrics import RelayMetrics
+from gpupool_incluster.relay.watching import ListWatch
 
 __all__ = ["KubeWriter", "start_watches"]
 
@@ -33,7 +34,6 @@ log = logging.getLogger("gpupool.relay")
 Apply = Callable[..., None]
 # The client's own annotations are partial; it is used through Any at this boundary.
 client: Any = _client
-watch: Any = _watch
 
 
 class KubeWriter:
@@ -93,57 +93,18 @@ def _custom_lister(api: Any, plural: str) -> Callable[..., Any]:
     return lister
 
 
-def _watch_forever(
-    api: Any,
-    kind: str,
-    lister: Callable[..., Any],
-    apply: Apply,
-    stop: threading.Event,
-    synced: threading.Event,
-) -> None:
-    known: dict[str, dict[str, Any]] = {}
-    while not stop.is_set():
-        try:
-            listing = lister()
-            listing = listing if isinstance(listing, dict) else api.sanitize_for_serialization(listing)
-            items = {_key(i): i for i in listing.get("items") or []}
-            for key, gone in list(known.items()):
-                if key not in items:
-                    apply(gone, deleted=True)
-            for item in items.values():
-                apply(item)
-            known = items
-            synced.set()
-            version = (listing.get("metadata") or {}).get("resourceVersion")
-            stream = watch.Watch().stream(lister, resource_version=version, timeout_seconds=300)
-            for event in stream:
-                if stop.is_set():
-                    return
-                raw = event["object"]
-                item = raw if isinstance(raw, dict) else api.sanitize_for_serialization(raw)
-                if event["type"] == "ERROR":
-                    break
-                deleted = event["type"] == "DELETED"
-                apply(item, deleted=deleted)
-                if deleted:
-                    known.pop(_key(item), None)
-                else:
-                    known[_key(item)] = item
-        except (client.exceptions.ApiException, urllib3.exceptions.HTTPError, OSError, ValueError) as exc:
-            log.warning("watch of %s failed, relisting: %s", kind, exc)  # the API server or the network
-            stop.wait(1.0)
-        except Exception:  # not an API or network failure: a bug; log it in full, keep the cache alive
-            log.exception("watch of %s broke unexpectedly, relisting", kind)
-            stop.wait(1.0)
+def _applier(apply: Apply) -> Callable[[Mapping[str, Any], bool], None]:
+    def on_change(obj: Mapping[str, Any], deleted: bool) -> None:
+        apply(obj, deleted=deleted)
+
+    return on_change
 
 
-def _key(item: Mapping[str, Any]) -> str:
-    meta = item.get("metadata") or {}
-    return f"{meta.get('namespace') or ''}/{meta.get('name') or ''}"
-
-
-def start_watches(api: Any, hub: SchedulerHub, stop: threading.Event) -> list[threading.Thread]:
-    """One watch thread per kind; `hub.synced` is set once every kind has been listed."""
+def start_watches(
+    api: Any, hub: SchedulerHub, stop: threading.Event, metrics: RelayMetrics | None = None
+) -> list[threading.Thread]:
+    """One list+watch thread per kind (`watching.ListWatch`: bookmarks, re-list on 410 Gone, back-off
+    on errors, restarts counted in `metrics`); `hub.synced` is set once every kind has been listed."""
     core = client.CoreV1Api(api)
     kinds: list[tuple[str, Callable[..., Any], Apply]] = [
         ("gpupools", _custom_lister(api, "gpupools"), hub.apply_pool),
@@ -153,21 +114,15 @@ def start_watches(api: Any, hub: SchedulerHub, stop: threading.Event) -> list[th
         ("gpus", _custom_lister(api, "gpus"), hub.apply_gpu),
         ("pods", core.list_pod_for_all_namespaces, hub.apply_pod),
     ]
-    flags = [threading.Event() for _ in kinds]
-    threads = []
-    for (kind, lister, apply), flag in zip(kinds, flags, strict=True):
-        thread = threading.Thread(
-            target=_watch_forever,
-            args=(api, kind, lister, apply, stop, flag),
-            name=f"watch-{kind}",
-            daemon=True,
-        )
-        thread.start()
-        threads.append(thread)
+    counters = metrics or RelayMetrics()
+    watches = [
+        ListWatch(kind, lister, _applier(apply), stop=stop, metrics=counters) for kind, lister, apply in kinds
+    ]
+    threads = [watch.start() for watch in watches]
 
     def mark_synced() -> None:
-        for flag in flags:
-            while not flag.wait(0.2):
+        for watch in watches:
+            while not watch.synced.wait(0.2):
                 if stop.is_set():
                     return
         hub.synced.set()

@@ -29,7 +29,7 @@ def test_scheduler_config_wires_the_extender() -> None:
     assert config["kind"] == "KubeSchedulerConfiguration"
     assert config["profiles"][0]["schedulerName"] == "tensor-fusion-scheduler"
     extender = config["extenders"][0]
-    assert extender["urlPrefix"] == "https://127.0.0.1:8443/scheduler"
+    assert extender["urlPrefix"] == "http://127.0.0.1:8444/scheduler"  # loopback only, see test_chart_wiring
     assert (extender["filterVerb"], extender["prioritizeVerb"], extender["bindVerb"]) == (
         "filter",
         "prioritize",

@@ -18,6 +18,47 @@ from gpupool.cli.main import main
         (["relay", "serve", "--kubeconfig", "/no/such/file", "--listen", "127.0.0.1:8443"], "no such file"),
         (["relay", "serve", "--listen", "127.0.0.1:8443", "--tls-cert", "c.pem"], "go together"),
         (["relay", "serve", "--listen", "127.0.0.1:8443", "--vram-weight", "0.9"], "must equal 1"),
+        (
+            ["relay", "serve", "--extender-listen", "loopback"],
+            "--extender-listen 'loopback' must be HOST:PORT",
+        ),
+        (["relay", "serve", "--metrics-listen", ":0"], "--metrics-listen ':0' must be HOST:PORT"),
+        (["relay", "serve", "--forward", "scale=https://x/"], "FUNCTION one of launch, bind, compact"),
+        (["relay", "serve", "--forward", "bind"], "must be FUNCTION=URL"),
+        (["relay", "serve", "--forward", "bind=ftp://x/"], "is not an http(s) URL"),
+        (["relay", "serve", "--forward", "bind=https://a/", "--forward", "bind=https://b/"], "given twice"),
+        (["relay", "serve", "--forward", "bind=https://a/"], "--forward needs --forward-auth"),
+        (
+            ["relay", "serve", "--forward", "bind=https://a/", "--forward-auth", "hmac"],
+            "needs --hmac-secret-file",
+        ),
+        (
+            [
+                "relay",
+                "serve",
+                "--forward",
+                "bind=https://a/",
+                "--forward-auth",
+                "hmac",
+                "--hmac-secret-file",
+                "/no",
+            ],
+            "--hmac-secret-file /no",
+        ),
+        (
+            [
+                "relay",
+                "serve",
+                "--forward",
+                "bind=https://a/",
+                "--forward-auth",
+                "fc",
+                "--fc-credentials-dir",
+                "/no",
+            ],
+            "cannot read the Alibaba Cloud credential file /no/ak",
+        ),
+        (["relay", "serve", "--queue-limit", "0"], "--queue-limit must be at least 1"),
     ],
 )
 def test_bad_arguments(

@@ -17,7 +17,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from gpupool.local.kubeapi import discovery, errors, tables
+from gpupool.local.kubeapi import discovery, errors, reviews, tables
 from gpupool.local.kubeapi.cluster import Cluster
 from gpupool.local.kubeapi.resources import ResourceType
 from gpupool.local.kubeapi.routes import DiscoveryPath, ResourcePath, parse
@@ -139,6 +139,9 @@ class KubeRequestHandler(BaseHTTPRequestHandler):
             # An empty protobuf message is a valid, empty OpenAPI document: kubectl then
             # skips client-side schema validation instead of refusing `create -f`.
             return 200, discovery.EMPTY_OPENAPI_V2
+        review = reviews.answer(cluster, method, path, body, self.headers.get("Authorization") or "")
+        if review is not None:
+            return review
         target = parse(path)
         if isinstance(target, DiscoveryPath):
             return 200, self._discovery(target)

@@ -1,0 +1,119 @@
+"""Builders for the forwarder tests: a sandbox with a signing receiver, pods, nodes, and waiting."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from kubernetes import config
+
+from gpupool.local.kubeapi import EmbeddedKubeAPI
+from gpupool.local.relay_receiver import RelayReceiver
+from gpupool_incluster.relay.delivery import DeliverySettings
+from gpupool_incluster.relay.forwarder import Forwarder, ForwardSettings
+from gpupool_incluster.relay.metrics import RelayMetrics
+from gpupool_incluster.relay.signing import make_signer
+from gpupool_incluster.relay.watching import WatchTimings
+
+SECRET = b"relay-test-secret"
+FAST_DELIVERY = DeliverySettings(first_backoff=0.05, max_backoff=0.5, source="/gpupool/relay/test")
+
+
+def wait_for(condition: Callable[[], Any], what: str, timeout: float = 15.0) -> float:
+    """Seconds it took; AssertionError naming `what` on timeout."""
+    start = time.monotonic()
+    while time.monotonic() - start < timeout:
+        if condition():
+            return time.monotonic() - start
+        time.sleep(0.02)
+    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+
+
+@dataclass
+class Rig:
+    api: EmbeddedKubeAPI
+    client: Any
+    receiver: RelayReceiver
+    metrics: RelayMetrics
+
+    def forwarder(self, **settings: Any) -> Forwarder:
+        options: dict[str, Any] = {
+            "urls": {f: self.receiver.url(f"/{f}") for f in ("launch", "bind", "compact")},
+            "delivery": FAST_DELIVERY,
+            "watch": WatchTimings(watch_seconds=30, first_backoff=0.05, max_backoff=0.5),
+        } | settings
+        return Forwarder(
+            self.client, make_signer("hmac", hmac_secret=SECRET), ForwardSettings(**options), self.metrics
+        )
+
+    def create(
+        self, plural: str, body: dict[str, Any], namespace: str | None = None, group: str = ""
+    ) -> None:
+        cluster = self.api.cluster
+        version = "v1"
+        cluster.create(cluster.resolve(group, version, plural), namespace, body)
+
+    def patch(
+        self,
+        plural: str,
+        name: str,
+        body: dict[str, Any],
+        *,
+        namespace: str = "",
+        status: bool = False,
+        group: str = "",
+    ) -> None:
+        cluster = self.api.cluster
+        cluster.patch(
+            cluster.resolve(group, "v1", plural),
+            namespace,
+            name,
+            body,
+            "application/merge-patch+json",
+            subresource="status" if status else None,
+        )
+
+    def delete(self, plural: str, name: str, *, namespace: str = "", group: str = "") -> None:
+        cluster = self.api.cluster
+        cluster.delete(cluster.resolve(group, "v1", plural), namespace, name, {})
+
+
+@contextmanager
+def rig(**receiver: Any) -> Iterator[Rig]:
+    with EmbeddedKubeAPI() as api, RelayReceiver(auth="hmac", hmac_secret=SECRET, **receiver) as sink:
+        api_client = config.new_client_from_config(config_file=str(api.kubeconfig_path))
+        try:
+            yield Rig(api, api_client, sink, RelayMetrics())
+        finally:
+            api_client.close()
+
+
+def worker_pod(name: str, pool: str = "pool-a") -> dict[str, Any]:
+    return {
+        "metadata": {
+            "name": name,
+            "labels": {"tensor-fusion.ai/component": "worker"},
+            "annotations": {"tensor-fusion.ai/gpupool": pool},
+        },
+        "spec": {"schedulerName": "tensor-fusion-scheduler", "containers": [{"name": "c", "image": "w"}]},
+    }
+
+
+UNSCHEDULABLE = {
+    "status": {"conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}]}
+}
+
+
+def provisioned_node(name: str, claim: str, *, ready: bool = False) -> dict[str, Any]:
+    return {
+        "metadata": {"name": name, "labels": {"tensor-fusion.ai/node-provisioner": claim}},
+        "status": {"conditions": [{"type": "Ready", "status": "True" if ready else "False"}]},
+    }
+
+
+def sample(metrics: RelayMetrics, name: str, **labels: str) -> float:
+    value = metrics.registry.get_sample_value(name, labels)
+    return float(value or 0.0)

@@ -1,0 +1,250 @@
+"""The chart installs as shipped: every manifest validates for Kubernetes 1.29–1.32, and its wiring
+matches the code — extender URL and verbs ↔ the relay's routes, webhook Service ↔ port, probes ↔
+listeners, RBAC ↔ the call lists kept beside the relay and the adapters (both ways), kube-scheduler's
+Lease under its real name, TLS consistent within a render, the default kube-scheduler image inside
+the version-skew rule, values.schema.json refusing bad values, and values-production.yaml.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import helm_python as helm
+import kubernetes_validate
+import pytest
+import yaml
+from starlette.routing import Route
+
+from gpupool.adapters.kube_calls import FUNCTION_CLUSTER_CALLS, FUNCTION_NAMESPACE_CALLS
+from gpupool_incluster.relay.access import VIEWER_RULES
+from gpupool_incluster.relay.app import create_app
+from gpupool_incluster.relay.hub import SchedulerHub
+from gpupool_incluster.relay.kube_calls import RELAY_CLUSTER_CALLS, RELAY_NAMESPACE_CALLS
+from gpupool_incluster.relay.metrics import RelayMetrics
+from gpupool_incluster.relay.serve import RelayOptions
+
+CHART = Path(__file__).resolve().parents[2] / "incluster" / "chart"
+PRODUCTION = yaml.safe_load((CHART / "values-production.yaml").read_text())
+VERSIONS = ("1.29.0", "1.30.0", "1.31.0", "1.32.0")
+NOT_IN_KUBERNETES = {"Certificate", "Issuer"}  # cert-manager's kinds
+
+
+def _render(values: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    rendered = helm.Chart.load(CHART).render(values or {}, name="gp", namespace="gpupool-system")
+    return [d for text in rendered.values() for d in yaml.safe_load_all(text) if d]
+
+
+def _one(docs: list[dict[str, Any]], kind: str, name: str) -> dict[str, Any]:
+    (found,) = [d for d in docs if d["kind"] == kind and d["metadata"]["name"] == name]
+    return found
+
+
+def _container(docs: list[dict[str, Any]], name: str) -> dict[str, Any]:
+    pod = _one(docs, "Deployment", "gp-scheduler")["spec"]["template"]["spec"]
+    (found,) = [c for c in pod["containers"] if c["name"] == name]
+    return found
+
+
+def _arg(container: dict[str, Any], flag: str) -> str:
+    (value,) = [a.split("=", 1)[1] for a in container["args"] if a.startswith(flag + "=")]
+    return value
+
+
+def _paths(surfaces: set[str]) -> set[str]:
+    app = create_app(SchedulerHub(writer=None), surfaces=surfaces, metrics=RelayMetrics())  # type: ignore[arg-type]
+    return {r.path for r in app.routes if isinstance(r, Route)}
+
+
+def _grants(role: dict[str, Any]) -> set[tuple[str, str, str]]:
+    return {
+        (group, resource, verb)
+        for rule in role["rules"]
+        for group in rule.get("apiGroups", [])
+        for resource in rule.get("resources", [])
+        for verb in rule["verbs"]
+    }
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.parametrize("overlay", ["defaults", "production"])
+def test_every_manifest_validates_and_the_chart_lints(version: str, overlay: str) -> None:
+    values: dict[str, Any] = (
+        json.loads(json.dumps(PRODUCTION)) if overlay == "production" else {"scheduler": {}}
+    )
+    values["scheduler"]["kubeVersion"] = version
+    docs = _render(values)
+    for doc in docs:
+        if doc["kind"] not in NOT_IN_KUBERNETES:
+            kubernetes_validate.validate(doc, version, strict=True)
+    result = helm.lint(str(CHART), values or None, strict=True, kube_version=version)
+    assert result["errors"] == [] and [m for m in result["messages"] if m["severity"] >= 2] == []
+
+
+def test_the_extender_is_on_loopback_with_the_relays_verbs_and_the_service_serves_none_of_it() -> None:
+    docs = _render()
+    config = yaml.safe_load(_one(docs, "ConfigMap", "gp-scheduler-config")["data"]["scheduler-config.yaml"])
+    (extender,) = config["extenders"]
+    relay = _container(docs, "relay")
+    assert extender["urlPrefix"] == f"http://{_arg(relay, '--extender-listen')}/scheduler"
+    assert _arg(relay, "--extender-listen").startswith("127.0.0.1:") and extender["enableHTTPS"] is False
+    verbs = {f"/scheduler/{extender[k]}" for k in ("filterVerb", "prioritizeVerb", "bindVerb")}
+    assert verbs == _paths({"extender"})
+    public = _paths({"webhook", "health"})
+    assert not any(p.startswith("/scheduler") for p in public)
+    assert _arg(relay, "--api-access") == "none"
+
+
+def test_the_webhook_reaches_the_relays_service_port_and_route() -> None:
+    docs = _render()
+    hook = _one(docs, "MutatingWebhookConfiguration", "gp-pod-webhook")["webhooks"][0]["clientConfig"]
+    service = _one(docs, "Service", hook["service"]["name"])
+    (port,) = [p for p in service["spec"]["ports"] if p["port"] == hook["service"]["port"]]
+    relay = _container(docs, "relay")
+    (container_port,) = [p for p in relay["ports"] if p["name"] == port["targetPort"]]
+    assert _arg(relay, "--listen").endswith(f":{container_port['containerPort']}")
+    assert hook["service"]["path"] in _paths({"webhook"})
+
+
+def test_probes_on_both_containers_match_the_listeners() -> None:
+    docs = _render()
+    relay, scheduler = _container(docs, "relay"), _container(docs, "kube-scheduler")
+    (metrics_port,) = [p["containerPort"] for p in relay["ports"] if p["name"] == "metrics"]
+    assert _arg(relay, "--metrics-listen").endswith(f":{metrics_port}")
+    served = _paths({"metrics", "health"})
+    assert relay["livenessProbe"]["httpGet"]["path"] == "/healthz" in served
+    assert relay["readinessProbe"]["httpGet"]["path"] == "/readyz" in served
+    assert scheduler["livenessProbe"]["httpGet"]["port"] == 10259 and scheduler["readinessProbe"]
+    assert relay["resources"]["limits"] and scheduler["resources"]["limits"]
+
+
+def test_rbac_grants_exactly_the_calls_the_code_lists() -> None:
+    docs = _render()
+    assert _grants(_one(docs, "ClusterRole", "gp-scheduler-relay")) == RELAY_CLUSTER_CALLS
+    leases = _one(docs, "Role", "gp-scheduler-leases")
+    assert _grants(leases) == RELAY_NAMESPACE_CALLS
+    named = next(r for r in leases["rules"] if r.get("resourceNames"))
+    config = yaml.safe_load(_one(docs, "ConfigMap", "gp-scheduler-config")["data"]["scheduler-config.yaml"])
+    assert config["leaderElection"]["resourceName"] in named["resourceNames"]  # kube-scheduler's own Lease
+    relay_lease = RelayOptions.__dataclass_fields__["lease_name"].default
+    assert relay_lease in named["resourceNames"] and set(named["verbs"]) == {"get", "update"}
+    assert _grants(_one(docs, "ClusterRole", "gp-functions")) == FUNCTION_CLUSTER_CALLS
+    assert _grants(_one(docs, "Role", "gp-functions-leases")) == FUNCTION_NAMESPACE_CALLS
+    binding = _one(docs, "ClusterRoleBinding", "gp-functions")
+    assert binding["subjects"] == [
+        {"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "gpupool"}
+    ]
+    viewer = _one(docs, "ClusterRole", "gp-gpupool-viewer")
+    assert {(u, v) for r in viewer["rules"] for u in r["nonResourceURLs"] for v in r["verbs"]} == set(
+        VIEWER_RULES
+    )
+    assert not [
+        d for d in _render({"functionsRbac": {"enabled": False}}) if d["metadata"]["name"] == "gp-functions"
+    ]
+
+
+def test_tls_is_one_pair_per_render_and_the_pods_roll_when_it_changes() -> None:
+    docs = _render()
+    secret = _one(docs, "Secret", "gp-scheduler-tls")["data"]
+    hook = _one(docs, "MutatingWebhookConfiguration", "gp-pod-webhook")["webhooks"][0]
+    assert hook["clientConfig"]["caBundle"] == secret["ca.crt"]
+    pod = _one(docs, "Deployment", "gp-scheduler")["spec"]["template"]
+    again = _one(_render(), "Deployment", "gp-scheduler")["spec"]["template"]
+    assert pod["metadata"]["annotations"]["checksum/tls"] != again["metadata"]["annotations"]["checksum/tls"]
+    (volume,) = [v for v in pod["spec"]["volumes"] if v["name"] == "tls"]
+    assert volume["secret"]["secretName"] == "gp-scheduler-tls"
+    given = {"crt": "C", "key": "K", "ca": "A"}
+    pinned = _render({"scheduler": {"tls": given}})
+    stamp = _one(pinned, "Deployment", "gp-scheduler")["spec"]["template"]["metadata"]["annotations"]
+    assert (
+        stamp["checksum/tls"]
+        == hashlib.sha256(json.dumps(given, separators=(",", ":"), sort_keys=True).encode()).hexdigest()
+    )
+
+
+def test_cert_manager_issues_the_secret_and_injects_the_ca() -> None:
+    docs = _render({"scheduler": {"certManager": {"enabled": True}}})
+    certificate = _one(docs, "Certificate", "gp-scheduler")
+    assert certificate["spec"]["secretName"] == "gp-scheduler-tls"
+    assert "gp-scheduler.gpupool-system.svc" in certificate["spec"]["dnsNames"]
+    assert not [d for d in docs if d["kind"] == "Secret"]
+    hook = _one(docs, "MutatingWebhookConfiguration", "gp-pod-webhook")
+    assert hook["metadata"]["annotations"]["cert-manager.io/inject-ca-from"] == "gpupool-system/gp-scheduler"
+    assert "caBundle" not in hook["webhooks"][0]["clientConfig"]
+
+
+@pytest.mark.parametrize("version", ["1.29.4", "1.30.11", "1.31.4", "1.32.2"])
+def test_the_default_kube_scheduler_follows_the_clusters_version(version: str) -> None:
+    image = _container(_render({"scheduler": {"kubeVersion": f"v{version}-eks-2d5f260"}}), "kube-scheduler")[
+        "image"
+    ]
+    assert image == f"registry.k8s.io/kube-scheduler:v{version}"  # same minor: inside the skew rule
+    pinned = _render({"scheduler": {"kubeSchedulerImage": "mirror/kube-scheduler:v1.31.4"}})
+    assert _container(pinned, "kube-scheduler")["image"] == "mirror/kube-scheduler:v1.31.4"
+
+
+def test_forwarder_values_become_flags_mounts_and_annotations() -> None:
+    values = {
+        "scheduler": {
+            "forward": {"urls": {"launch": "https://l.lambda-url.eu-west-1.on.aws/", "bind": "https://b/"},
+                        "auth": "hmac", "hmacSecret": "s3cret", "region": "eu-west-1"},
+            "serviceAccountAnnotations": {"eks.amazonaws.com/role-arn": "arn:aws:iam::1:role/relay"},
+        }
+    }  # fmt: skip
+    docs = _render(values)
+    relay = _container(docs, "relay")
+    assert "--forward=launch=https://l.lambda-url.eu-west-1.on.aws/" in relay["args"]
+    assert "--forward=bind=https://b/" in relay["args"] and _arg(relay, "--forward-auth") == "hmac"
+    assert _arg(relay, "--hmac-secret-file") == "/etc/gpupool/hmac/secret"
+    secret = _one(docs, "Secret", "gp-relay-hmac")
+    assert secret["data"]["secret"] == "czNjcmV0"
+    account = _one(docs, "ServiceAccount", "gp-scheduler")
+    assert account["metadata"]["annotations"]["eks.amazonaws.com/role-arn"].endswith(":role/relay")
+    fc = _container(
+        _render({"scheduler": {"forward": {"urls": {"bind": "https://fc/"}, "auth": "fc"}}}), "relay"
+    )
+    assert _arg(fc, "--fc-credentials-dir") == "/etc/gpupool/alibaba"
+    assert not any(a.startswith("--forward") for a in _container(_render(), "relay")["args"])
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"scheduler": {"forward": {"auth": "basic"}}},
+        {"scheduler": {"forward": {"urls": {"scale": "https://x/"}}}},
+        {"scheduler": {"forward": {"urls": {"bind": "ftp://x/"}}}},
+        {"scheduler": {"apiAccess": "open"}},
+        {"scheduler": {"replicas": 0}},
+        {"scheduler": {"relayPorts": 1}},
+    ],
+)
+def test_the_schema_refuses_bad_values(bad: dict[str, Any]) -> None:
+    with pytest.raises(helm.HelmValuesError, match="schema"):
+        _render(bad)
+
+
+def test_hmac_without_a_secret_is_refused_at_render_time() -> None:
+    with pytest.raises(helm.HelmError, match="hmacSecret"):
+        _render({"scheduler": {"forward": {"urls": {"bind": "https://b/"}, "auth": "hmac"}}})
+
+
+def test_production_overlay_follows_the_guide() -> None:
+    docs = _render(PRODUCTION)
+    deployment = _one(docs, "Deployment", "gp-scheduler")
+    assert deployment["spec"]["replicas"] == 2
+    affinity = deployment["spec"]["template"]["spec"]["affinity"]["podAntiAffinity"]
+    assert (
+        affinity["requiredDuringSchedulingIgnoredDuringExecution"][0]["topologyKey"]
+        == "kubernetes.io/hostname"
+    )
+    relay = _container(docs, "relay")
+    assert relay["resources"] == {
+        "requests": {"cpu": "1", "memory": "1Gi"},
+        "limits": {"cpu": "4", "memory": "4Gi"},
+    }
+    assert _one(docs, "PodDisruptionBudget", "gp-scheduler")["spec"]["minAvailable"] == 1
+    assert _arg(relay, "--api-access") == "token"
+    default = _one(_render(), "Deployment", "gp-scheduler")["spec"]["template"]["spec"]["affinity"]
+    assert "preferredDuringSchedulingIgnoredDuringExecution" in default["podAntiAffinity"]
