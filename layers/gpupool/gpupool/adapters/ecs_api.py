@@ -13,7 +13,8 @@ Must not: retry (the adapter's one policy does), log credentials, or decide anyt
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import threading
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -82,10 +83,34 @@ def sdk_client(
 
 
 class SdkEcsApi:
-    """`EcsApi` on an `alibabacloud_ecs20140526` client (see `sdk_client`)."""
+    """`EcsApi` on an `alibabacloud_ecs20140526` client (see `sdk_client`).
 
-    def __init__(self, client: Any) -> None:
-        self._client = client
+    `client_for(credentials)` builds a client; `credentials()` says which to use now (None: the
+    default chain). A client is built on first use and again only when the credentials change,
+    as Function Compute's STS credentials do while an instance lives.
+    """
+
+    def __init__(
+        self,
+        client_for: Callable[[EcsCredentials | None], Any],
+        credentials: Callable[[], EcsCredentials | None] = lambda: None,
+    ) -> None:
+        self._client_for = client_for
+        self._credentials = credentials
+        self._lock = threading.Lock()
+        self._current: tuple[EcsCredentials | None, Any] | None = None
+
+    @classmethod
+    def on(cls, client: Any) -> SdkEcsApi:
+        """On one ready client."""
+        return cls(lambda _credentials: client)
+
+    def _client(self) -> Any:
+        wanted = self._credentials()
+        with self._lock:
+            if self._current is None or self._current[0] != wanted:
+                self._current = (wanted, self._client_for(wanted))
+            return self._current[1]
 
     def call(self, action: str, params: Mapping[str, Any]) -> dict[str, Any]:
         from alibabacloud_ecs20140526 import models
@@ -96,7 +121,7 @@ class SdkEcsApi:
         if method_name is None:
             raise EcsApiError("UnsupportedOperation", f"gpupool does not call ECS {action}", status=400)
         request = getattr(models, f"{action}Request")().from_map(dict(params))
-        method = getattr(self._client, method_name)
+        method = getattr(self._client(), method_name)
         try:
             response = method(request, RuntimeOptions(autoretry=False))
         except TeaException as error:

@@ -234,8 +234,8 @@ class _Lazy(Generic[T]):
         return getattr(self.resolve(), name)
 
 
-def catalog_offerings(region: str) -> tuple[OfferingRef, ...]:
-    """Every priced AWS offering of `region` from the bundled catalog, as the launch decision reads them."""
+def catalog_offerings(region: str, cloud: Literal["aws", "alibaba"] = "aws") -> tuple[OfferingRef, ...]:
+    """Every priced offering of `cloud` in `region` from the bundled catalog, as launch reads them."""
     from gpupool.core.catalog import load_catalog
     from gpupool.core.plan import OfferingRef
     from gpupool.core.quantity import Quantity
@@ -253,7 +253,7 @@ def catalog_offerings(region: str) -> tuple[OfferingRef, ...]:
             hourly_price=str(offering.hourly_price),
             labels=offering_labels(offering),
         )
-        for offering in load_catalog("aws").offerings(region)
+        for offering in load_catalog(cloud).offerings(region)
     )
 
 

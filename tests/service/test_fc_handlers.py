@@ -1,0 +1,256 @@
+"""The Function Compute handlers (functions/*/index.py), called as FC 3.0 calls them: event as bytes.
+
+Covers: each events/alibaba sample reaches the right function's service as the right cause, and
+a sample for another function is ignored without building deps; HTTP-trigger answers 200 / 400 /
+503, retryable outcomes raise (FC's async retry and failure destination take over); the FC
+context's STS credentials reach the deps; the HMAC check on both HTTP entry points (FC HTTP
+trigger and Lambda Function URL): with GPUPOOL_RELAY_HMAC_SECRET set, unsigned, wrongly signed
+and stale requests get 401 and neither deps nor the service are touched, a signed one passes;
+module import pulls in no SDK; the real services behind the FC handler on the service fakes;
+and no bytes at all make a handler raise (hypothesis).
+"""
+
+from __future__ import annotations
+
+import base64
+import importlib.util
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from types import ModuleType, SimpleNamespace
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gpupool.core.intake.causes import (
+    ClaimDeleted,
+    Compact,
+    InstanceInterruption,
+    InstanceStateChanged,
+    NodeChanged,
+    Reconcile,
+    Sweep,
+)
+from gpupool.core.intake.signature import sign_body
+from gpupool.handlers import common, fc
+from gpupool.service.errors import Throttled
+from gpupool.service.outcome import Outcome
+from tests.service.test_handlers import APPS as LAMBDA_APPS
+from tests.service.test_handlers import DepsFactory, StubService
+from tests.service.test_handlers import event as aws_event
+
+ROOT = Path(__file__).resolve().parents[2]
+EVENTS = ROOT / "events" / "alibaba"
+FUNCTIONS = ("launch", "bind", "compact")
+SECRET = "relay-shared-secret"
+
+
+def _load(path: Path, name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+APPS = {
+    name: _load(ROOT / "functions" / name / "index.py", f"gpupool_test_{name}_index") for name in FUNCTIONS
+}
+
+
+def raw(name: str) -> bytes:
+    return (EVENTS / f"{name}.json").read_bytes()
+
+
+def fc_handler(function: str, service: StubService, factory: DepsFactory | None = None) -> Any:
+    return APPS[function].make_handler(factory or DepsFactory(), service=lambda: service)
+
+
+ROUTED = [
+    ("fc-timer", "launch", Reconcile),
+    ("fc-timer", "bind", Sweep),
+    ("fc-timer", "compact", Compact),
+    ("ecs-instance-state-change", "bind", InstanceStateChanged),
+    ("ecs-instance-state-change-deleted", "bind", InstanceStateChanged),
+    ("ecs-preemptible-interruption", "bind", InstanceInterruption),
+    ("fc-http-node-ready", "bind", NodeChanged),
+    ("fc-http-claim-deleted", "bind", ClaimDeleted),
+    ("fc-http-pod-unschedulable", "launch", Reconcile),
+    ("fc-http-pool-manual-compaction", "compact", Compact),
+]
+
+
+def test_every_sample_is_routed_by_a_test() -> None:
+    assert {path.stem for path in EVENTS.glob("*.json")} == {sample for sample, _, _ in ROUTED}
+
+
+@pytest.mark.parametrize(("sample", "function", "kind"), ROUTED, ids=[f"{s}->{f}" for s, f, _ in ROUTED])
+def test_sample_bytes_reach_their_service_as_their_cause(sample: str, function: str, kind: type) -> None:
+    service, factory = StubService(), DepsFactory()
+    result = fc_handler(function, service, factory)(raw(sample), SimpleNamespace(request_id="r-1"))
+    assert len(service.calls) == 1
+    cause, deps, _ = service.calls[0]
+    assert isinstance(cause, kind) and deps is factory.deps
+    if sample.startswith("fc-http-"):
+        assert result["statusCode"] == 200
+        assert json.loads(result["body"])["status"] == "handled"
+    else:
+        assert result["status"] == "handled"
+
+
+@pytest.mark.parametrize("function", FUNCTIONS)
+def test_a_sample_for_another_function_changes_nothing(function: str) -> None:
+    for sample, owner, _ in ROUTED:
+        if owner == function or sample == "fc-timer":
+            continue
+        service, factory = StubService(), DepsFactory()
+        result = fc_handler(function, service, factory)(raw(sample), None)
+        assert service.calls == [] and factory.built == 0, sample
+        assert (
+            result.get("statusCode") == 400
+            if sample.startswith("fc-http-")
+            else result["status"] == "ignored"
+        )
+
+
+def test_retryable_outcome_raises_for_fc_async_retry_and_is_a_503_over_http() -> None:
+    outcome = Outcome(errors=["launch claim pool-a-0001: throttled"], retryable=True)
+    with pytest.raises(common.RetryableFailure, match="throttled"):
+        fc_handler("launch", StubService(outcome))(raw("fc-timer"), None)
+    response = fc_handler("launch", StubService(outcome))(raw("fc-http-pod-unschedulable"), None)
+    assert response["statusCode"] == 503 and response["headers"]["retry-after"] == "5"
+
+
+def test_a_throttled_service_raises_and_a_permanent_one_is_acknowledged() -> None:
+    with pytest.raises(Throttled):
+        fc_handler("bind", StubService(error=Throttled("Throttling.User")))(
+            raw("ecs-preemptible-interruption"), None
+        )
+    from gpupool.service.errors import PermanentError
+
+    result = fc_handler("bind", StubService(error=PermanentError("Forbidden.RAM")))(raw("fc-timer"), None)
+    assert result["status"] == "failed" and "Forbidden.RAM" in result["errors"][0]
+
+
+def test_the_fc_context_credentials_reach_the_ecs_client() -> None:
+    seen: list[Any] = []
+
+    def factory() -> Any:
+        seen.append(fc._context_credentials())
+        return object()
+
+    handler = APPS["bind"].make_handler(factory, service=lambda: StubService())
+    given_credentials = SimpleNamespace(
+        access_key_id="STS.id", access_key_secret="s3cret", security_token="tok"
+    )
+    handler(raw("fc-timer"), SimpleNamespace(request_id="r", credentials=given_credentials))
+    assert seen and seen[0].access_key_id == "STS.id" and seen[0].security_token == "tok"
+    assert "s3cret" not in repr(seen[0])
+
+
+# ---- HMAC on both HTTP entry points -----------------------------------------------------------
+def _signed(request: dict[str, Any], *, secret: str = SECRET, at: float | None = None) -> dict[str, Any]:
+    body = request["body"].encode()
+    headers = sign_body(secret.encode(), body, timestamp=int(at if at is not None else time.time()))
+    return {**request, "headers": {**request["headers"], **headers}}
+
+
+def _fc_request(name: str) -> dict[str, Any]:
+    loaded: dict[str, Any] = json.loads(raw(name))
+    return loaded
+
+
+ENTRY_POINTS = [
+    (
+        "fc",
+        lambda service, factory: fc_handler("bind", service, factory),
+        lambda: _fc_request("fc-http-node-ready"),
+    ),
+    (
+        "lambda",
+        lambda service, factory: LAMBDA_APPS["bind"].make_handler(factory, service=lambda: service),
+        lambda: aws_event("function-url-node-ready"),
+    ),
+]
+REFUSED = {
+    "unsigned": lambda request: request,
+    "wrong secret": lambda request: _signed(request, secret="another-secret"),
+    "stale": lambda request: _signed(request, at=time.time() - 600),
+    "body changed after signing": lambda request: {**_signed(request), "body": request["body"] + " "},
+}
+
+
+@pytest.mark.parametrize("entry", ENTRY_POINTS, ids=[e[0] for e in ENTRY_POINTS])
+@pytest.mark.parametrize("case", list(REFUSED))
+def test_a_badly_signed_relay_call_is_a_401_and_changes_nothing(
+    entry: Any, case: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(common.HMAC_SECRET_VARIABLE, SECRET)
+    _, make, request = entry
+    service, factory = StubService(), DepsFactory()
+    response = make(service, factory)(REFUSED[case](request()), None)
+    assert response["statusCode"] == 401, case
+    assert json.loads(response["body"])["error"]
+    assert SECRET not in response["body"]
+    assert service.calls == [] and factory.built == 0
+
+
+@pytest.mark.parametrize("entry", ENTRY_POINTS, ids=[e[0] for e in ENTRY_POINTS])
+def test_a_signed_relay_call_is_handled(entry: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(common.HMAC_SECRET_VARIABLE, SECRET)
+    _, make, request = entry
+    service = StubService()
+    assert make(service, DepsFactory())(_signed(request()), None)["statusCode"] == 200
+    assert len(service.calls) == 1
+
+
+def test_a_signed_base64_body_is_checked_on_its_decoded_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(common.HMAC_SECRET_VARIABLE, SECRET)
+    signed = _signed(_fc_request("fc-http-node-ready"))
+    signed["body"] = base64.b64encode(signed["body"].encode()).decode()
+    signed["isBase64Encoded"] = True
+    service = StubService()
+    assert fc_handler("bind", service)(json.dumps(signed).encode(), None)["statusCode"] == 200
+
+
+def test_without_a_secret_events_that_are_not_http_are_never_asked_for_a_signature(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv(common.HMAC_SECRET_VARIABLE, SECRET)
+    service = StubService()
+    assert fc_handler("bind", service)(raw("ecs-preemptible-interruption"), None)["status"] == "handled"
+    monkeypatch.delenv(common.HMAC_SECRET_VARIABLE)
+    assert fc_handler("bind", service)(raw("fc-http-node-ready"), None)["statusCode"] == 200
+
+
+# ---- import cost and robustness ---------------------------------------------------------------
+@pytest.mark.parametrize("function", FUNCTIONS)
+def test_module_import_pulls_in_no_sdk(function: str) -> None:
+    code = (
+        "import sys; sys.path.insert(0, sys.argv[1]); import index; "
+        "heavy = sorted(m for m in ('alibabacloud_ecs20140526', 'alibabacloud_tea_openapi', 'boto3', "
+        "'kubernetes', 'gpupool.adapters', 'gpupool.service') if m in sys.modules); print(','.join(heavy))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code, str(ROOT / "functions" / function)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert result.stdout.strip() == ""
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    payload=st.binary(max_size=200) | st.text(max_size=100).map(str.encode),
+    function=st.sampled_from(FUNCTIONS),
+)
+def test_no_bytes_make_a_handler_raise(payload: bytes, function: str) -> None:
+    service, factory = StubService(), DepsFactory()
+    result = fc_handler(function, service, factory)(payload, None)
+    assert result.get("status") in ("handled", "ignored") or result.get("statusCode") in (200, 400)
