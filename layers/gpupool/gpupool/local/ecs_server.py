@@ -165,8 +165,11 @@ class EcsEndpoint:
         self._thread: threading.Thread | None = None
 
     def start(self) -> Self:
-        self._server = _Server(self._address, self.state, self._access_key_id)
-        self._thread = threading.Thread(target=self._server.serve_forever, name="sandbox-ecs", daemon=True)
+        server = _Server(self._address, self.state, self._access_key_id)
+        self._server = server
+        self._thread = threading.Thread(
+            target=lambda: server.serve_forever(poll_interval=0.05), name="sandbox-ecs", daemon=True
+        )
         self._thread.start()
         return self
 
