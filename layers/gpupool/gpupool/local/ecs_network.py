@@ -21,7 +21,7 @@ __all__ = ["DEFAULT_REGION", "EcsFault", "EcsNetwork", "as_list", "json_list", "
 
 DEFAULT_REGION = "cn-hangzhou"
 # Zones of the sandbox region; cn-hangzhou's GPU zones as the ECS console lists them.
-DEFAULT_ZONES = ("cn-hangzhou-h", "cn-hangzhou-i", "cn-hangzhou-j")
+DEFAULT_ZONES = ("cn-hangzhou-h", "cn-hangzhou-i", "cn-hangzhou-j", "cn-hangzhou-k")
 
 
 class EcsFault(Exception):
