@@ -50,6 +50,12 @@ def register(parser: argparse.ArgumentParser) -> None:
         "(GPUNode, GPUs) for each running claim instance, none for a terminated one",
     )
     parser.add_argument(
+        "--cloud",
+        choices=["aws", "alibaba"],
+        default="aws",
+        help="aws (default: EC2 in moto, Lambda handlers) or alibaba (the sandbox ECS, FC handlers)",
+    )
+    parser.add_argument(
         "--story",
         choices=["scale", "never-join"],
         default="scale",
@@ -186,6 +192,18 @@ def prepare_sandbox(env_file: Path) -> list[str]:
 def run(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
+    if args.cloud == "alibaba" and (args.join_nodes is not None or args.prepare_sandbox is not None):
+        from gpupool.cli import alibaba_sandbox
+
+        if args.join_nodes is not None:
+            print("\n".join(alibaba_sandbox.join_nodes(args.join_nodes)))
+            return 0
+        print("\n".join(alibaba_sandbox.prepare_sandbox(args.prepare_sandbox)))
+        print(
+            "next: gpupool invoke launch events/alibaba/fc-timer.json --cloud alibaba "
+            f"--env {args.prepare_sandbox}"
+        )
+        return 0
     if args.join_nodes is not None:
         for line in join_nodes(args.join_nodes):
             print(line)
