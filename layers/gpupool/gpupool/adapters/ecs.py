@@ -2,8 +2,7 @@
 
 Role: implements `gpupool.service.ports.Compute` over an `EcsApi` (the SDK in the cloud, the
 sandbox's ECS endpoint or an in-memory one in tests). Resolves GPUNodeClass selector terms
-(ids as given; names and tags through DescribeImages / DescribeVSwitches /
-DescribeSecurityGroups), builds RunInstances with `ecs_request.run_instances_params`, turns
+through `ecs_selectors`, builds RunInstances with `ecs_request.run_instances_params`, turns
 DescribeInstances answers into `ManagedInstance` records, and translates every ECS error
 through the one table in `ecs_errors`. Throttling is retried here with bounded exponential
 backoff, then surfaces as `Throttled`. A RunInstances answered `IdempotentParameterMismatch`
@@ -25,13 +24,14 @@ from typing import Any
 from gpupool.adapters.ec2 import RetryPolicy
 from gpupool.adapters.ecs_api import EcsApi
 from gpupool.adapters.ecs_errors import IDEMPOTENT_MISMATCH, EcsApiError, ErrorKind, classify, translate
-from gpupool.adapters.ecs_request import ResolvedEcsNetwork, run_instances_params
+from gpupool.adapters.ecs_request import run_instances_params
+from gpupool.adapters.ecs_selectors import EcsSelectors, items, tag_params
 from gpupool.core.model.constants import TAG_CLUSTER, TAG_MANAGED_BY, TAG_MANAGED_BY_VALUE, TAG_NODE_NAME
 from gpupool.core.model.nodeclaim import GPUNodeClaim
-from gpupool.core.model.nodeclass import GPUNodeClass, SelectorTerm
+from gpupool.core.model.nodeclass import GPUNodeClass
 from gpupool.core.plan import OfferingRef
 from gpupool.core.snapshot import InstanceLifecycle, ManagedInstance
-from gpupool.service.errors import CapacityUnavailable, NotFound, PermanentError
+from gpupool.service.errors import NotFound, PermanentError
 
 __all__ = ["EcsCompute"]
 
@@ -43,17 +43,6 @@ _STATES: dict[str, InstanceLifecycle] = {
     "Stopping": "stopping",
     "Stopped": "stopped",
 }
-
-
-def _tag_params(tags: Mapping[str, str]) -> list[dict[str, str]]:
-    return [{"Key": key, "Value": value} for key, value in tags.items()]
-
-
-def _items(body: Mapping[str, Any], outer: str, inner: str) -> list[dict[str, Any]]:
-    """ECS wraps lists twice: `{"Instances": {"Instance": [...]}}`."""
-    wrapper = body.get(outer) or {}
-    found = wrapper.get(inner) if isinstance(wrapper, Mapping) else None
-    return [item for item in found or [] if isinstance(item, dict)]
 
 
 def _launch_time(text: object) -> datetime | None:
@@ -69,7 +58,7 @@ def _launch_time(text: object) -> datetime | None:
 def _to_managed(instance: Mapping[str, Any]) -> ManagedInstance:
     tags = {
         str(tag.get("TagKey") or tag.get("Key")): str(tag.get("TagValue") or tag.get("Value") or "")
-        for tag in _items(instance, "Tags", "Tag")
+        for tag in items(instance, "Tags", "Tag")
     }
     spot = instance.get("SpotStrategy") in ("SpotAsPriceGo", "SpotWithPriceLimit")
     return ManagedInstance(
@@ -107,6 +96,7 @@ class EcsCompute:
         self._default_params = dict(default_params or {})
         self._retry = retry or RetryPolicy()
         self._sleep = sleep
+        self._selectors = EcsSelectors(self._call)
 
     # ---- calls -------------------------------------------------------------------------
     def _call(self, action: str, *, offering: str | None = None, **params: Any) -> dict[str, Any]:
@@ -125,7 +115,7 @@ class EcsCompute:
         page = 1
         while True:
             body = self._call("DescribeInstances", PageNumber=page, PageSize=PAGE_SIZE, **params)
-            found = _items(body, "Instances", "Instance")
+            found = items(body, "Instances", "Instance")
             yield from found
             total = int(body.get("TotalCount") or 0)
             if not found or page * PAGE_SIZE >= total:
@@ -144,7 +134,7 @@ class EcsCompute:
         *,
         client_token: str,
     ) -> str:
-        network = self._resolve_network(node_class, offering)
+        network = self._selectors.resolve_network(node_class, offering)
         params = run_instances_params(
             claim,
             node_class,
@@ -171,7 +161,7 @@ class EcsCompute:
         return str(ids[0])
 
     def find_by_claim(self, claim_name: str) -> ManagedInstance | None:
-        tags = _tag_params({**self._ours(), TAG_NODE_NAME: claim_name})
+        tags = tag_params({**self._ours(), TAG_NODE_NAME: claim_name})
         found = [_to_managed(instance) for instance in self._instances(Tag=tags)]
         if not found:
             return None
@@ -184,7 +174,7 @@ class EcsCompute:
             chunk = json.dumps(unique[start : start + PAGE_SIZE])
             found += [
                 _to_managed(instance)
-                for instance in self._instances(InstanceIds=chunk, Tag=_tag_params(self._ours()))
+                for instance in self._instances(InstanceIds=chunk, Tag=tag_params(self._ours()))
             ]
         return found
 
@@ -205,104 +195,7 @@ class EcsCompute:
             return
 
     def list_managed(self) -> list[ManagedInstance]:
-        return [_to_managed(instance) for instance in self._instances(Tag=_tag_params(self._ours()))]
-
-    # ---- selector terms ----------------------------------------------------------------
-    def _resolve_network(self, node_class: GPUNodeClass, offering: OfferingRef) -> ResolvedEcsNetwork:
-        spec = node_class.spec
-        return ResolvedEcsNetwork(
-            image_id=self._resolve_image(node_class.name, spec.os_image_selector_terms),
-            vswitch_id=self._resolve_vswitch(node_class.name, spec.subnet_selector_terms, offering),
-            security_group_ids=self._resolve_security_groups(spec.security_group_selector_terms),
-        )
-
-    def _resolve_image(self, class_name: str, terms: Sequence[SelectorTerm]) -> str:
-        for term in terms:
-            if term.id:
-                return term.id
-        images: list[dict[str, Any]] = []
-        for term in terms:
-            params: dict[str, Any] = {"Status": "Available", "PageSize": PAGE_SIZE}
-            if term.tags:
-                params["Tag"] = _tag_params(term.tags)
-            if term.name:
-                params["ImageName"] = term.name
-            if term.owner:
-                params["ImageOwnerAlias"] = term.owner
-            images += _items(self._call("DescribeImages", **params), "Images", "Image")
-        if not images:
-            raise PermanentError(f"GPUNodeClass {class_name}: no image matches osImageSelectorTerms")
-        newest = max(images, key=lambda image: (str(image.get("CreationTime") or ""), str(image["ImageId"])))
-        return str(newest["ImageId"])
-
-    def _class_vswitches(self, class_name: str, terms: Sequence[SelectorTerm]) -> list[dict[str, Any]]:
-        """The vSwitches a node class's subnet selector terms name, by id or by name.
-
-        ECS's DescribeVSwitches filters by id only (no tags): a name is matched over the
-        region's vSwitches, and a term with tags alone is refused with a clear message.
-        """
-        found: list[dict[str, Any]] = []
-        by_name: list[dict[str, Any]] | None = None
-        for term in terms:
-            if term.id:
-                found += _items(
-                    self._call("DescribeVSwitches", VSwitchId=term.id, PageSize=50), "VSwitches", "VSwitch"
-                )
-            elif term.name:
-                by_name = by_name if by_name is not None else self._all_vswitches()
-                found += [v for v in by_name if v.get("VSwitchName") == term.name]
-            else:
-                raise PermanentError(
-                    f"GPUNodeClass {class_name}: on Alibaba Cloud subnetSelectorTerms select vSwitches "
-                    "by id or name (ECS DescribeVSwitches cannot filter by tags)"
-                )
-        return list({str(v["VSwitchId"]): v for v in found}.values())
-
-    def _all_vswitches(self) -> list[dict[str, Any]]:
-        found: list[dict[str, Any]] = []
-        page = 1
-        while True:
-            body = self._call("DescribeVSwitches", PageNumber=page, PageSize=50)
-            items = _items(body, "VSwitches", "VSwitch")
-            found += items
-            if not items or page * 50 >= int(body.get("TotalCount") or 0):
-                return found
-            page += 1
-
-    def _resolve_vswitch(
-        self, class_name: str, terms: Sequence[SelectorTerm], offering: OfferingRef
-    ) -> str | None:
-        if not terms:
-            return None  # ECS then needs a classic network or a default vSwitch in the zone
-        vswitches = self._class_vswitches(class_name, terms)
-        if offering.zone is not None:
-            vswitches = [v for v in vswitches if v.get("ZoneId") == offering.zone]
-        if not vswitches:
-            raise CapacityUnavailable(
-                f"GPUNodeClass {class_name} has no vSwitch in zone {offering.zone} ({offering.key})",
-                code="NoVSwitchInZone",
-            )
-        best = max(vswitches, key=lambda v: (int(v.get("AvailableIpAddressCount") or 0), str(v["VSwitchId"])))
-        return str(best["VSwitchId"])
+        return [_to_managed(instance) for instance in self._instances(Tag=tag_params(self._ours()))]
 
     def launchable_zones(self, node_class: GPUNodeClass) -> frozenset[str] | None:
-        terms = node_class.spec.subnet_selector_terms
-        if not terms:
-            return None
-        return frozenset(
-            str(v["ZoneId"]) for v in self._class_vswitches(node_class.name, terms) if v.get("ZoneId")
-        )
-
-    def _resolve_security_groups(self, terms: Sequence[SelectorTerm]) -> tuple[str, ...]:
-        ids = [term.id for term in terms if term.id]
-        for term in terms:
-            if term.id or not (term.name or term.tags):
-                continue
-            params: dict[str, Any] = {"PageSize": 50}
-            if term.name:
-                params["SecurityGroupName"] = term.name
-            if term.tags:
-                params["Tag"] = _tag_params(term.tags)
-            groups = _items(self._call("DescribeSecurityGroups", **params), "SecurityGroups", "SecurityGroup")
-            ids += [str(group["SecurityGroupId"]) for group in groups]
-        return tuple(dict.fromkeys(ids))
+        return self._selectors.launchable_zones(node_class)
