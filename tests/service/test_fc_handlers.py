@@ -254,3 +254,39 @@ def test_no_bytes_make_a_handler_raise(payload: bytes, function: str) -> None:
     service, factory = StubService(), DepsFactory()
     result = fc_handler(function, service, factory)(payload, None)
     assert result.get("status") in ("handled", "ignored") or result.get("statusCode") in (200, 400)
+
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
+    lambda children: (
+        st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=8), children, max_size=3)
+    ),
+    max_leaves=10,
+)
+_SAMPLES = sorted(path.stem for path in EVENTS.glob("*.json"))
+
+
+@st.composite
+def _mutated_sample(draw: st.DrawFn) -> dict[str, Any]:
+    """A sample with one field (top level, or inside `data`) replaced by a value of any JSON type."""
+    event: dict[str, Any] = json.loads(raw(draw(st.sampled_from(_SAMPLES))))
+    target = event["data"] if isinstance(event.get("data"), dict) and draw(st.booleans()) else event
+    key = draw(st.sampled_from(sorted(target)))
+    target[key] = draw(_json)
+    return event
+
+
+@settings(max_examples=200, deadline=None)
+@given(event=_mutated_sample(), function=st.sampled_from(FUNCTIONS))
+def test_wrong_types_in_any_field_never_raise_and_reach_the_service_only_as_a_valid_cause(
+    event: dict[str, Any], function: str
+) -> None:
+    service = StubService()
+    result = fc_handler(function, service)(json.dumps(event).encode(), None)
+    if "statusCode" in result:
+        assert result["statusCode"] in (200, 400)
+        handled = result["statusCode"] == 200
+    else:
+        assert result["status"] in ("handled", "ignored")
+        handled = result["status"] == "handled"
+    assert len(service.calls) == (1 if handled else 0)
