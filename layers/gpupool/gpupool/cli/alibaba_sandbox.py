@@ -12,27 +12,14 @@ Must not: decide anything, or be imported by code that runs in the cloud.
 from __future__ import annotations
 
 from datetime import timedelta
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from gpupool.cli.errors import UserError
 
-__all__ = ["demo_manifests", "join_nodes", "prepare_sandbox"]
+__all__ = ["join_nodes", "prepare_sandbox"]
 
 _PLURALS = {"TensorFusionCluster": "tensorfusionclusters", "GPUNodeClass": "gpunodeclasses"}
-
-
-def demo_manifests() -> list[dict[str, Any]]:
-    """The bundled Alibaba demo manifests, in file-name order."""
-    folder = resources.files("gpupool").joinpath("examples", "demo-alibaba")
-    documents: list[dict[str, Any]] = []
-    for entry in sorted(folder.iterdir(), key=lambda e: e.name):
-        if entry.name.endswith(".yaml"):
-            documents.extend(d for d in yaml.safe_load_all(entry.read_text("utf-8")) if d)
-    return documents
 
 
 def _clients(env_file: Path) -> tuple[dict[str, str], Any]:
@@ -59,6 +46,8 @@ def prepare_sandbox(env_file: Path) -> list[str]:
     from kubernetes.client.exceptions import ApiException
     from urllib3.exceptions import HTTPError
 
+    from gpupool.local.simulation_world_alibaba import alibaba_demo_manifests
+
     env, api_client = _clients(env_file)
     done = [
         f"ECS: the sandbox endpoint {env['GPUPOOL_ECS_ENDPOINT']} seeds its own vSwitches, "
@@ -66,7 +55,7 @@ def prepare_sandbox(env_file: Path) -> list[str]:
     ]
     custom = client.CustomObjectsApi(api_client)
     try:
-        for manifest in demo_manifests():
+        for manifest in alibaba_demo_manifests():
             what = f"{manifest['kind']}/{manifest['metadata']['name']}"
             try:
                 custom.create_cluster_custom_object(

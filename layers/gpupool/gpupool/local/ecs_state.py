@@ -70,6 +70,7 @@ class EcsState:
     pending_for: timedelta = timedelta(seconds=1)
     starting_for: timedelta = timedelta(seconds=2)
     instances: dict[str, EcsInstance] = field(default_factory=dict)
+    deleted: dict[str, EcsInstance] = field(default_factory=dict)  # gone from the API; kept for simulations
     calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -274,7 +275,7 @@ class EcsState:
                     403,
                 )
         for instance in instances:
-            del self.instances[instance.instance_id]
+            self.deleted[instance.instance_id] = self.instances.pop(instance.instance_id)
         return {}
 
     def _user_data(self, params: Mapping[str, Any]) -> dict[str, Any]:
