@@ -50,7 +50,10 @@ Handler = Callable[[Any, Any], dict[str, Any]]
 def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("function", metavar="FUNCTION", help=f"one of: {', '.join(FUNCTIONS)}")
     parser.add_argument(
-        "event_file", metavar="EVENT_FILE", type=Path, help="a JSON event, e.g. events/aws/*.json"
+        "event_file",
+        metavar="EVENT_FILE",
+        type=Path,
+        help="a JSON event, e.g. events/aws/*.json (or events/alibaba/*.json with --cloud alibaba)",
     )
     parser.add_argument(
         "--cloud",
