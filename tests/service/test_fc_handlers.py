@@ -290,3 +290,50 @@ def test_wrong_types_in_any_field_never_raise_and_reach_the_service_only_as_a_va
         assert result["status"] in ("handled", "ignored")
         handled = result["status"] == "handled"
     assert len(service.calls) == (1 if handled else 0)
+
+
+# ---- the real services behind the FC handler, on the service fakes ------------------------------
+def test_one_fc_timer_delivered_ten_times_launches_only_what_the_gap_needs() -> None:
+    from tests.service.fakes import World, make_pool
+
+    world = World(make_pool(min_tflops="130", min_vram="32Gi"))
+    handler = APPS["launch"].make_handler(lambda: world.deps)
+    results = [handler(raw("fc-timer"), None) for _ in range(10)]
+    assert all(r["status"] == "handled" and not r["errors"] for r in results)
+    claims, instances = world.claims(), world.compute.list_managed()
+    assert len(claims) == len({c.name for c in claims}) == len(instances) > 0
+    assert sum(len(r["applied"]) for r in results[1:]) == 0
+
+
+def test_eight_concurrent_fc_invocations_never_pass_the_gap_or_max() -> None:
+    import dataclasses
+    from concurrent.futures import ThreadPoolExecutor
+
+    from tests.service.fakes import World, make_pool
+
+    world = World(make_pool(min_tflops="130", min_vram="32Gi", max_tflops="200", max_vram="48Gi"))
+
+    def invoke(index: int) -> dict[str, Any]:
+        deps = dataclasses.replace(world.deps, holder=f"fc-{index}")
+        result: dict[str, Any] = APPS["launch"].make_handler(lambda: deps)(raw("fc-timer"), None)
+        return result
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        results = list(pool.map(invoke, range(8)))
+    assert all(not r["errors"] for r in results)
+    claims = world.claims()
+    tflops = sum(int(str(c.spec.tflops_offered)) for c in claims)
+    assert len(world.compute.list_managed()) == len(claims) and 130 <= tflops <= 200
+
+
+def test_a_preemptible_interruption_reaches_bind_and_marks_the_claim() -> None:
+    from tests.service.fakes import World, make_pool
+
+    world = World(make_pool())
+    APPS["launch"].make_handler(lambda: world.deps)(raw("fc-timer"), None)
+    instance = world.compute.list_managed()[0]
+    event = json.loads(raw("ecs-preemptible-interruption"))
+    event["data"]["instanceId"] = instance.instance_id
+    result = APPS["bind"].make_handler(lambda: world.deps)(json.dumps(event).encode(), None)
+    assert result["status"] == "handled" and not result["errors"]
+    assert any(row.get("instance_id") == instance.instance_id for row in result["applied"])
