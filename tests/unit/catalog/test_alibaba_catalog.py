@@ -41,3 +41,12 @@ def test_spot_is_cheaper_and_every_table_names_its_source() -> None:
         assert "DescribePrice" in region.on_demand.source or "Estimate" in region.on_demand.source
         for name, price in region.spot.prices.items():
             assert 0 < price < region.on_demand.prices[name]
+
+
+def test_gn8is_is_offered_only_where_it_is_sold() -> None:
+    catalog = load_catalog("alibaba")
+    families = {region: {o.instance_type.family for o in catalog.offerings(region)} for region in REGIONS}
+    assert "gn8is" in families["ap-southeast-1"]
+    assert not any("gn8is" in found for region, found in families.items() if region.startswith("cn-"))
+    l20 = [t for t in catalog.instance_types if t.family == "gn8is"]
+    assert l20 and {(t.gpu_model, t.vram_gib_per_gpu) for t in l20} == {("L20", 48)}
