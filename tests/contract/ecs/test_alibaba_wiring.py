@@ -50,6 +50,16 @@ def test_secret_files_win_over_variables(tmp_path: Path) -> None:
     assert credentials.access_key_secret == "file-secret" and "file-secret" not in repr(credentials)
 
 
+def test_the_secret_mount_is_read_when_no_path_is_named(tmp_path: Path) -> None:
+    (tmp_path / "ak").write_text("LTAI-mounted")
+    assert from_environment({}, mount=tmp_path) is None, "both files are needed"
+    (tmp_path / "sk").write_text("mounted-secret")
+    credentials = from_environment(
+        {"ALIBABA_CLOUD_ACCESS_KEY_ID": "a", "ALIBABA_CLOUD_ACCESS_KEY_SECRET": "b"}, mount=tmp_path
+    )
+    assert credentials is not None and credentials.access_key_id == "LTAI-mounted"
+
+
 def test_variables_then_the_default_chain() -> None:
     credentials = from_environment(
         {"ALIBABA_CLOUD_ACCESS_KEY_ID": "a", "ALIBABA_CLOUD_ACCESS_KEY_SECRET": "b"}
