@@ -1,4 +1,4 @@
-"""The demo's scenario driver: a Provisioned-AWS pool's life on a simulated clock.
+"""The demo's scenario driver: a Provisioned pool's life on a simulated clock (AWS or Alibaba Cloud).
 
 Role: `Simulation(world, invoke, scenario).run()` moves the world's `ManualClock` in steps
 and, at each step, plays every outside party the functions meet in production: the
@@ -8,8 +8,10 @@ minute; an `EC2 Instance State-change Notification` for every instance state cha
 the account), and the in-cluster relay (`node.joined`, `node.deleted`, `claim.deleted`
 CloudEvents on the bind function's URL). Each delivery goes through `invoke(function, event)`
 — the real handlers, wired by the caller to the real service and adapters — and the result
-becomes a `TimelineEntry`. Quiet schedule ticks (nothing applied, no error, no compaction
-run) are counted, not listed. Ends with the final state read from Kubernetes and the cloud.
+becomes a `TimelineEntry`. The world (`SimWorld`, `AlibabaSimWorld`) supplies the envelopes
+its cloud sends, its instances and catalog, and the manifests. Quiet schedule ticks (nothing
+applied, no error, no compaction run) are counted, not listed. Ends with the final state read
+from Kubernetes and the cloud.
 
 Must not: decide anything about claims, pools or instances (the functions do), or import the
 adapters (ring rule: the caller passes `invoke`).
