@@ -37,7 +37,7 @@ import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, cast
 
 from gpupool.service.deps import Deps, Settings
 from gpupool.service.ports import Clock, Cluster, Compute
@@ -228,11 +228,11 @@ class _Lazy(Generic[T]):
         return getattr(self.resolve(), name)
 
 
-def catalog_offerings(region: str) -> tuple[OfferingRef, ...]:
-    """Every priced AWS offering of `region` from the bundled catalog, as the launch decision reads them."""
+def catalog_offerings(region: str, cloud: Literal["aws", "alibaba"] = "aws") -> tuple[OfferingRef, ...]:
+    """Every priced offering of `cloud` in `region` from the bundled catalog, as launch reads them."""
     from gpupool.core.planning.offerings import catalog_offerings as offerings_of
 
-    return offerings_of("aws", region)
+    return offerings_of(cloud, region)
 
 
 def build_aws_deps(environ: Mapping[str, str], *, clock: Clock | None = None) -> Deps:

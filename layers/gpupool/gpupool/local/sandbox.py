@@ -1,4 +1,4 @@
-"""`gpupool sandbox`: the embedded Kubernetes API server and moto's EC2, run together.
+"""`gpupool sandbox`: the embedded Kubernetes API server, moto's EC2 and the ECS endpoint, run together.
 
 `run_foreground` serves until SIGINT/SIGTERM; `start_background` launches the same thing as
 a detached daemon (`python -m gpupool.local.sandbox_daemon`, own session, pid file in the
@@ -26,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from gpupool.local.ecs_server import EcsEndpoint
 from gpupool.local.kubeapi import EmbeddedKubeAPI
 from gpupool.local.moto_ec2 import MotoEC2
 from gpupool.local.sandbox_files import (
@@ -48,6 +49,7 @@ class SandboxInfo:
     kube_url: str
     aws_url: str
     started_at: str
+    ecs_url: str = ""
 
 
 def _info(files: SandboxFiles) -> SandboxInfo | None:
@@ -55,7 +57,12 @@ def _info(files: SandboxFiles) -> SandboxInfo | None:
     if state is None:
         return None
     return SandboxInfo(
-        files, int(state["pid"]), str(state["kube_url"]), str(state["aws_url"]), str(state["started_at"])
+        files,
+        int(state["pid"]),
+        str(state["kube_url"]),
+        str(state["aws_url"]),
+        str(state["started_at"]),
+        str(state.get("ecs_url") or ""),
     )
 
 
@@ -84,15 +91,16 @@ def run_foreground(
     if threading.current_thread() is threading.main_thread():
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, lambda _signum, _frame: stop.set())
-    with EmbeddedKubeAPI(kubeconfig_path=files.kubeconfig) as api, MotoEC2() as ec2:
-        write_env(files, sandbox_env(files, kube_url=api.url, aws_url=ec2.url))
+    with EmbeddedKubeAPI(kubeconfig_path=files.kubeconfig) as api, MotoEC2() as ec2, EcsEndpoint() as ecs:
+        write_env(files, sandbox_env(files, kube_url=api.url, aws_url=ec2.url, ecs_url=ecs.url))
         info = SandboxInfo(
-            files, os.getpid(), api.url, ec2.url, datetime.now(UTC).isoformat(timespec="seconds")
+            files, os.getpid(), api.url, ec2.url, datetime.now(UTC).isoformat(timespec="seconds"), ecs.url
         )
         state = {
             "pid": info.pid,
             "kube_url": info.kube_url,
             "aws_url": info.aws_url,
+            "ecs_url": info.ecs_url,
             "started_at": info.started_at,
         }
         files.pid.write_text(f"{info.pid}\n")
@@ -123,7 +131,7 @@ def _log_tail(files: SandboxFiles, lines: int = 15) -> str:
 
 
 def start_background(files: SandboxFiles, *, timeout: float = 60.0) -> SandboxInfo:
-    """Launch the daemon and return once the API server and moto both answer."""
+    """Launch the daemon and return once the API server, moto and the ECS endpoint answer."""
     _refuse_if_running(files)
     files.root.mkdir(parents=True, exist_ok=True)
     with files.log.open("ab") as log:
@@ -148,6 +156,7 @@ def start_background(files: SandboxFiles, *, timeout: float = 60.0) -> SandboxIn
             and info.pid == daemon.pid
             and _answers(f"{info.kube_url}/version")
             and _answers(info.aws_url)
+            and _answers(info.ecs_url)
         ):
             return info
         time.sleep(0.1)

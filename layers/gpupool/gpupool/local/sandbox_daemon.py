@@ -16,7 +16,10 @@ from gpupool.local.sandbox_files import SandboxFiles
 
 
 def _announce(info: SandboxInfo) -> None:
-    print(f"sandbox pid {info.pid}: Kubernetes API {info.kube_url}, EC2 {info.aws_url}", flush=True)
+    print(
+        f"sandbox pid {info.pid}: Kubernetes API {info.kube_url}, EC2 {info.aws_url}, ECS {info.ecs_url}",
+        flush=True,
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

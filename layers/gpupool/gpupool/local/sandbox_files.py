@@ -12,8 +12,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gpupool.local.ecs_network import DEFAULT_REGION
+from gpupool.local.ecs_server import SANDBOX_ACCESS_KEY_ID, SANDBOX_ACCESS_KEY_SECRET
+
 DEFAULT_DIR = Path(".gpupool/sandbox")
 REGION = "us-east-1"
+ALIBABA_REGION = DEFAULT_REGION
 
 
 @dataclass(frozen=True)
@@ -63,8 +67,19 @@ class SandboxFiles:
             path.unlink(missing_ok=True)
 
 
-def sandbox_env(files: SandboxFiles, *, kube_url: str, aws_url: str) -> dict[str, str]:
-    """What a shell or a test needs to reach the sandbox (dummy AWS credentials, as moto wants)."""
+def sandbox_env(files: SandboxFiles, *, kube_url: str, aws_url: str, ecs_url: str = "") -> dict[str, str]:
+    """What a shell or a test needs to reach the sandbox (dummy AWS credentials, as moto wants;
+    the ECS endpoint's URL, region and access key under alibabacloud-credentials' own names)."""
+    alibaba = (
+        {
+            "GPUPOOL_ECS_ENDPOINT": ecs_url,
+            "ALIBABA_CLOUD_REGION_ID": ALIBABA_REGION,
+            "ALIBABA_CLOUD_ACCESS_KEY_ID": SANDBOX_ACCESS_KEY_ID,
+            "ALIBABA_CLOUD_ACCESS_KEY_SECRET": SANDBOX_ACCESS_KEY_SECRET,
+        }
+        if ecs_url
+        else {}
+    )
     return {
         "KUBECONFIG": str(files.kubeconfig),
         "GPUPOOL_KUBE_API_URL": kube_url,
@@ -77,6 +92,7 @@ def sandbox_env(files: SandboxFiles, *, kube_url: str, aws_url: str) -> dict[str
         # The cluster the functions manage: the name TensorFusion's chart (and `gpupool demo`)
         # gives its TensorFusionCluster. Edit the file to manage another.
         "GPUPOOL_CLUSTER_NAME": "tensor-fusion",
+        **alibaba,
     }
 
 

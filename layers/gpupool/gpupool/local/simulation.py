@@ -1,4 +1,4 @@
-"""The demo's scenario driver: a Provisioned-AWS pool's life on a simulated clock.
+"""The demo's scenario driver: a Provisioned pool's life on a simulated clock (AWS or Alibaba Cloud).
 
 Role: `Simulation(world, invoke, scenario).run()` moves the world's `ManualClock` in steps
 and, at each step, plays every outside party the functions meet in production: the
@@ -8,8 +8,10 @@ minute; an `EC2 Instance State-change Notification` for every instance state cha
 the account), and the in-cluster relay (`node.joined`, `node.deleted`, `claim.deleted`
 CloudEvents on the bind function's URL). Each delivery goes through `invoke(function, event)`
 — the real handlers, wired by the caller to the real service and adapters — and the result
-becomes a `TimelineEntry`. Quiet schedule ticks (nothing applied, no error, no compaction
-run) are counted, not listed. Ends with the final state read from Kubernetes and the cloud.
+becomes a `TimelineEntry`. The world (`SimWorld`, `AlibabaSimWorld`) supplies the envelopes
+its cloud sends, its instances and catalog, and the manifests. Quiet schedule ticks (nothing
+applied, no error, no compaction run) are counted, not listed. Ends with the final state read
+from Kubernetes and the cloud.
 
 Must not: decide anything about claims, pools or instances (the functions do), or import the
 adapters (ring rule: the caller passes `invoke`).
@@ -24,11 +26,11 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from gpupool.core.model.constants import API_GROUP, LABEL_NODE_PROVISIONER, TAG_NODE_NAME
-from gpupool.local.kubelet_sim import KubeletSim, ec2_instances
-from gpupool.local.simulation_events import EventFactory
+from gpupool.local.kubelet_sim import KubeletSim
 from gpupool.local.simulation_report import TimelineEntry
 from gpupool.local.simulation_workload import Workload, end_workload, start_workload
-from gpupool.local.simulation_world import SimWorld, demo_manifests
+from gpupool.local.simulation_world import SimWorld
+from gpupool.local.simulation_world_alibaba import AlibabaSimWorld
 
 __all__ = ["STORIES", "FinalState", "Invoke", "Scenario", "Simulation", "StoryResult"]
 
@@ -123,16 +125,19 @@ def _summary(function: str, trigger: str, body: Mapping[str, Any]) -> str:
 
 
 class Simulation:
-    def __init__(self, world: SimWorld, invoke: Invoke, scenario: Scenario | None = None) -> None:
+    def __init__(
+        self, world: SimWorld | AlibabaSimWorld, invoke: Invoke, scenario: Scenario | None = None
+    ) -> None:
         self.world = world
         self.scenario = scenario or Scenario()
         self._invoke = invoke
-        self._events = EventFactory(region=world.region, cluster=world.cluster_name)
+        self._events = world.events  # envelopes as the world's cloud delivers them (AWS or Alibaba)
         self.kubelet = KubeletSim(
             world.objects,
-            instances=lambda: ec2_instances(world.ec2, region=world.region),
+            instances=world.sim_instances,
             clock=world.clock,
             boot_delay=self.scenario.boot_delay,
+            catalog=world.catalog,
         )
         self.start = world.clock.now()
         self.timeline: list[TimelineEntry] = []
@@ -144,7 +149,7 @@ class Simulation:
 
     # ---- the story -----------------------------------------------------------------------
     def run(self) -> StoryResult:
-        installed = self.world.install(demo_manifests())
+        installed = self.world.install(self.world.manifests())
         self._note(
             "setup", f"installed {', '.join(installed)}", ("pool min 2×T4 worth, warm 1×T4, max 8×T4",)
         )
@@ -220,7 +225,7 @@ class Simulation:
             if self._instance_states.get(instance_id) != state:
                 self._instance_states[instance_id] = state
                 event = self._events.instance_state(instance_id, state, self._now())
-                events.append((f"EC2 {instance_id} {state}", event))
+                events.append((f"{self.world.instance_service} {instance_id} {state}", event))
         return events
 
     def _claim_events(self) -> list[tuple[str, dict[str, Any]]]:
@@ -245,7 +250,7 @@ class Simulation:
         if tick and not interesting:
             self.quiet_ticks += 1
             return
-        actor = "EventBridge" if trigger.startswith(("schedule", "EC2")) else "relay"
+        actor = "EventBridge" if trigger.startswith(("schedule", self.world.instance_service)) else "relay"
         self.timeline.append(
             TimelineEntry(self._now(), actor, _summary(function, trigger, body), outcome=body)
         )

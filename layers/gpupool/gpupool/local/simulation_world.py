@@ -24,7 +24,10 @@ from typing import Any, Self
 
 import yaml
 
+from gpupool.core.catalog import Catalog, load_catalog
 from gpupool.local.kubeapi import EmbeddedKubeAPI, ManualClock
+from gpupool.local.kubelet_sim import SimInstance, ec2_instances
+from gpupool.local.simulation_events import EventFactory
 from gpupool.local.simulation_kube import JsonObject, KubeObjects
 
 __all__ = ["CLUSTER_NAME", "DEMO_KINDS", "DEMO_START", "SimWorld", "create_demo_network", "demo_manifests"]
@@ -92,6 +95,9 @@ class SimWorld:
         self.ec2: Any = None
         self.objects = KubeObjects(self._api.cluster)
         self._suffixes = random.Random(seed)
+        self.events = EventFactory(region=self.region, cluster=self.cluster_name)
+        self.catalog: Catalog = load_catalog("aws")
+        self.instance_service = "EC2"
 
     # ---- lifecycle -----------------------------------------------------------------------
     def __enter__(self) -> Self:
@@ -161,6 +167,12 @@ class SimWorld:
     def new_suffix(self) -> str:
         """Claim-name suffixes that are the same on every run (8 hex characters)."""
         return f"{self._suffixes.getrandbits(32):08x}"
+
+    def manifests(self) -> list[JsonObject]:
+        return demo_manifests()
+
+    def sim_instances(self) -> list[SimInstance]:
+        return ec2_instances(self.ec2, region=self.region)
 
     def install(self, manifests: Iterable[JsonObject]) -> list[str]:
         """Create cluster-scoped tensor-fusion.ai objects; returns `Kind/name` for each."""

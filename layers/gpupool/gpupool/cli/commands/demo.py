@@ -1,4 +1,8 @@
-"""`gpupool demo`: the whole Provisioned-AWS story on embedded defaults, as a readable timeline.
+"""`gpupool demo [--cloud aws|alibaba]`: the whole Provisioned story on embedded defaults, as a timeline.
+
+With `--cloud alibaba` the same story runs on the sandbox ECS (`AlibabaSimWorld`) through the FC
+handlers (`functions/*/index.py`) and `build_alibaba_deps`; `--prepare-sandbox` / `--join-nodes`
+then act on a running sandbox's ECS side (`gpupool.cli.alibaba_sandbox`).
 
 Role: start (in this process) the embedded Kubernetes API server on a simulated clock and an
 EC2 account in moto (`gpupool.local.simulation_world.SimWorld`); wire the real launch, bind
@@ -26,7 +30,7 @@ from typing import Any
 from gpupool.cli.errors import UserError
 
 NAME = "demo"
-HELP = "run the Provisioned-AWS story locally (embedded API server, moto, simulated clock) as a timeline"
+HELP = "run the Provisioned story locally (embedded API server, moto EC2 or sandbox ECS, simulated clock)"
 
 
 def register(parser: argparse.ArgumentParser) -> None:
@@ -50,6 +54,12 @@ def register(parser: argparse.ArgumentParser) -> None:
         "(GPUNode, GPUs) for each running claim instance, none for a terminated one",
     )
     parser.add_argument(
+        "--cloud",
+        choices=["aws", "alibaba"],
+        default="aws",
+        help="aws (default: EC2 in moto, Lambda handlers) or alibaba (the sandbox ECS, FC handlers)",
+    )
+    parser.add_argument(
         "--story",
         choices=["scale", "never-join"],
         default="scale",
@@ -67,11 +77,17 @@ def _errors(result: Any) -> list[str]:
     return found
 
 
-def _print_text(result: Any, *, story: str, verbose: bool) -> None:
+_HEADINGS = {
+    "aws": "Provisioned mode on AWS (embedded API server + moto EC2, simulated clock)",
+    "alibaba": "Provisioned mode on Alibaba Cloud (embedded API server + sandbox ECS, FC, simulated clock)",
+}
+
+
+def _print_text(result: Any, *, story: str, verbose: bool, cloud: str = "aws") -> None:
     from gpupool.local.simulation import STORIES
     from gpupool.local.simulation_report import render_timeline
 
-    print("gpupool demo — Provisioned mode on AWS (embedded API server + moto EC2, simulated clock)")
+    print(f"gpupool demo — {_HEADINGS[cloud]}")
     print(f"story {story}: {STORIES[story][0]}")
     print(f"start {result.start.isoformat()}; times below are minutes:seconds after it")
     print()
@@ -186,6 +202,18 @@ def prepare_sandbox(env_file: Path) -> list[str]:
 def run(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
+    if args.cloud == "alibaba" and (args.join_nodes is not None or args.prepare_sandbox is not None):
+        from gpupool.cli import alibaba_sandbox
+
+        if args.join_nodes is not None:
+            print("\n".join(alibaba_sandbox.join_nodes(args.join_nodes)))
+            return 0
+        print("\n".join(alibaba_sandbox.prepare_sandbox(args.prepare_sandbox)))
+        print(
+            "next: gpupool invoke launch events/alibaba/fc-timer.json --cloud alibaba "
+            f"--env {args.prepare_sandbox}"
+        )
+        return 0
     if args.join_nodes is not None:
         for line in join_nodes(args.join_nodes):
             print(line)
@@ -200,6 +228,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
 
     from gpupool.adapters.wiring import build_aws_deps
+    from gpupool.adapters.wiring_alibaba import build_alibaba_deps
     from gpupool.cli.commands.invoke import (
         FUNCTIONS,
         call_handler,
@@ -209,21 +238,24 @@ def run(args: argparse.Namespace) -> int:
     )
     from gpupool.local.simulation import STORIES, Simulation
     from gpupool.local.simulation_world import SimWorld
+    from gpupool.local.simulation_world_alibaba import AlibabaSimWorld
 
-    modules = {name: load_function(name, args.functions_dir) for name in FUNCTIONS}
-    with SimWorld() as world:
-        deps = replace(build_aws_deps(world.environ), clock=world.clock, new_suffix=world.new_suffix)
+    alibaba = args.cloud == "alibaba"
+    modules = {name: load_function(name, args.functions_dir, cloud=args.cloud) for name in FUNCTIONS}
+    with AlibabaSimWorld() if alibaba else SimWorld() as world:
+        build = build_alibaba_deps if alibaba else build_aws_deps
+        deps = replace(build(world.environ), clock=world.clock, new_suffix=world.new_suffix)
         handlers = {name: make_handler(module, lambda: deps) for name, module in modules.items()}
 
         def invoke(function: str, event: Mapping[str, Any]) -> Mapping[str, Any]:
-            return call_handler(handlers[function], event)
+            return call_handler(handlers[function], event, as_bytes=alibaba)
 
         with quiet_handler_output(verbose=False):
             result = Simulation(world, invoke, STORIES[args.story][1]).run()
     if args.json:
         print(json.dumps(result.to_json(), indent=2, default=str))
     else:
-        _print_text(result, story=args.story, verbose=args.verbose)
+        _print_text(result, story=args.story, verbose=args.verbose, cloud=args.cloud)
     errors = _errors(result)
     if errors and not args.json:
         print()

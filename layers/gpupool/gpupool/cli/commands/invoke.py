@@ -1,10 +1,12 @@
-"""`gpupool invoke FUNCTION EVENT_FILE --cloud aws [--env D/env] [--dry-run] [--json]`.
+"""`gpupool invoke FUNCTION EVENT_FILE [--cloud aws|alibaba] [--env D/env] [--dry-run] [--json]`.
 
-Role: run a function's real Lambda handler (`functions/<FUNCTION>/app.py`) in this process on
-one event file, against the endpoints of an env file written by `gpupool sandbox up` (or the
-process environment), and print the plan and what was applied. The handler gets its deps
-through its own `make_handler(deps_factory, dry_run=...)` seam, built by the same wiring a
-deployed function uses (`gpupool.adapters.wiring.build_aws_deps`). `--json` prints exactly
+Role: run a function's real handler — Lambda's `functions/<FUNCTION>/app.py`, or with
+`--cloud alibaba` Function Compute's `functions/<FUNCTION>/index.py`, given the event as bytes
+as FC gives it — in this process on one event file, against the endpoints of an env file
+written by `gpupool sandbox up` (or the process environment), and print the plan and what was
+applied. The handler gets its deps through its own `make_handler(deps_factory, dry_run=...)`
+seam, built by the same wiring a deployed function uses (`gpupool.adapters.wiring.build_aws_deps`,
+`gpupool.adapters.wiring_alibaba.build_alibaba_deps`). `--json` prints exactly
 `{"plan": {"actions": [...], "reasons": [...]}, "applied": [...], "errors": [...]}`.
 
 Where the handlers are found (first match): `--functions-dir DIR`, `$GPUPOOL_FUNCTIONS_DIR`,
@@ -39,6 +41,8 @@ NAME = "invoke"
 HELP = "run a function's real handler (launch, bind, compact) in-process on one event file"
 FUNCTIONS = ("launch", "bind", "compact")
 FUNCTIONS_DIR_VARIABLE = "GPUPOOL_FUNCTIONS_DIR"
+CLOUDS = ("aws", "alibaba")
+HANDLER_FILES = {"aws": "app.py", "alibaba": "index.py"}
 
 Handler = Callable[[Any, Any], dict[str, Any]]
 
@@ -46,16 +50,26 @@ Handler = Callable[[Any, Any], dict[str, Any]]
 def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("function", metavar="FUNCTION", help=f"one of: {', '.join(FUNCTIONS)}")
     parser.add_argument(
-        "event_file", metavar="EVENT_FILE", type=Path, help="a JSON event, e.g. events/aws/*.json"
+        "event_file",
+        metavar="EVENT_FILE",
+        type=Path,
+        help="a JSON event, e.g. events/aws/*.json (or events/alibaba/*.json with --cloud alibaba)",
     )
-    parser.add_argument("--cloud", choices=["aws"], default="aws", help="which handler flavour to run")
+    parser.add_argument(
+        "--cloud",
+        choices=CLOUDS,
+        default="aws",
+        help="which handler flavour to run: aws (Lambda, app.py) or alibaba (Function Compute, index.py)",
+    )
     parser.add_argument("--env", type=Path, metavar="FILE", help="KEY=VALUE file (e.g. a sandbox's D/env)")
     parser.add_argument(
         "--cluster", metavar="NAME", help="the TensorFusion cluster (sets GPUPOOL_CLUSTER_NAME)"
     )
     parser.add_argument("--dry-run", action="store_true", help="print the plan, apply nothing")
     parser.add_argument("--json", action="store_true", help="print the outcome as JSON only")
-    parser.add_argument("--functions-dir", type=Path, metavar="DIR", help="where <FUNCTION>/app.py lives")
+    parser.add_argument(
+        "--functions-dir", type=Path, metavar="DIR", help="where <FUNCTION>/app.py and index.py live"
+    )
     parser.add_argument("-v", "--verbose", action="store_true", help="also print the handler's logs (stderr)")
 
 
@@ -72,21 +86,22 @@ def functions_dir_candidates(explicit: Path | None = None) -> list[Path]:
     return candidates
 
 
-def load_function(function: str, functions_dir: Path | None = None) -> ModuleType:
-    """Import `functions/<function>/app.py` as a module (once per process and path)."""
+def load_function(function: str, functions_dir: Path | None = None, *, cloud: str = "aws") -> ModuleType:
+    """Import `functions/<function>/app.py` (`index.py` for alibaba) once per process and path."""
     if function not in FUNCTIONS:
         raise UserError(f"unknown function {function!r} (one of: {', '.join(FUNCTIONS)})")
+    file_name = HANDLER_FILES[cloud]
     searched = functions_dir_candidates(functions_dir)
     if functions_dir is not None:
         searched = searched[:1]
-    path = next((d / function / "app.py" for d in searched if (d / function / "app.py").is_file()), None)
+    path = next((d / function / file_name for d in searched if (d / function / file_name).is_file()), None)
     if path is None:
         where = ", ".join(str(d) for d in searched)
         raise UserError(
-            f"cannot find {function}/app.py (looked in {where}); pass --functions-dir "
+            f"cannot find {function}/{file_name} (looked in {where}); pass --functions-dir "
             f"or set {FUNCTIONS_DIR_VARIABLE}"
         )
-    module_name = f"gpupool_function_{function}_{abs(hash(str(path.resolve())))}"
+    module_name = f"gpupool_function_{function}_{cloud}_{abs(hash(str(path.resolve())))}"
     if module_name in sys.modules:
         return sys.modules[module_name]
     spec = importlib.util.spec_from_file_location(module_name, path)
@@ -165,10 +180,11 @@ def read_env_file(path: Path) -> dict[str, str]:
 
 # ---- running -------------------------------------------------------------------------------
 class _Context:
-    """The parts of a Lambda context object the handlers read."""
+    """The parts of a Lambda (or Function Compute) context object the handlers read."""
 
     function_name = "gpupool-invoke"
     aws_request_id = "gpupool-invoke"
+    request_id = "gpupool-invoke"  # FC's name for it; no `credentials`: the env file's are used
     memory_limit_in_mb = 512
     invoked_function_arn = "arn:aws:lambda:local:000000000000:function:gpupool-invoke"
 
@@ -203,10 +219,12 @@ def make_handler(module: ModuleType, deps_factory: Callable[[], Any], *, dry_run
     return handler
 
 
-def call_handler(handler: Handler, event: Mapping[str, Any]) -> dict[str, Any]:
-    """Call a handler once; a retryable failure (raised for Lambda to retry) comes back as status "retry"."""
+def call_handler(handler: Handler, event: Mapping[str, Any], *, as_bytes: bool = False) -> dict[str, Any]:
+    """Call a handler once (with the event as JSON bytes when `as_bytes`, as Function Compute
+    passes it); a retryable failure (raised for the platform to retry) comes back as status "retry"."""
+    payload: Any = json.dumps(event).encode("utf-8") if as_bytes else dict(event)
     try:
-        return response_body(handler(dict(event), _Context()))
+        return response_body(handler(payload, _Context()))
     except Exception as error:  # the handler raises so Lambda retries; locally we report it
         return {"status": "retry", "errors": [f"{type(error).__name__}: {error}"]}
 
@@ -226,23 +244,35 @@ def print_outcome(
         print(line)
 
 
+def _deps_factory(cloud: str, environ: dict[str, str], env_file: Path | None) -> Callable[[], Any]:
+    """The wiring a deployed function of `cloud` uses, after checking `environ` (UserError if bad)."""
+    from gpupool.adapters.wiring import ConfigError, build_aws_deps, read_aws_environment
+    from gpupool.adapters.wiring_alibaba import build_alibaba_deps, read_alibaba_environment
+
+    try:
+        if cloud == "alibaba":
+            read_alibaba_environment(environ)
+        else:
+            read_aws_environment(environ)
+    except ConfigError as error:
+        where = f" (from {env_file})" if env_file else " (pass --env D/env from `gpupool sandbox up`)"
+        hint = "; pass --cluster NAME" if "GPUPOOL_CLUSTER_NAME" in str(error) else ""
+        raise UserError(f"environment{where}: {error}{hint}") from None
+    if cloud == "alibaba":
+        return lambda: build_alibaba_deps(environ)
+    return lambda: build_aws_deps(environ)
+
+
 def run(args: argparse.Namespace) -> int:
-    module = load_function(args.function, args.functions_dir)
+    module = load_function(args.function, args.functions_dir, cloud=args.cloud)
     event = read_event(args.event_file)
     environ = {**os.environ, **(read_env_file(args.env) if args.env else {})}
     if args.cluster:
         environ["GPUPOOL_CLUSTER_NAME"] = args.cluster
-    from gpupool.adapters.wiring import ConfigError, build_aws_deps, read_aws_environment
-
-    try:
-        read_aws_environment(environ)
-    except ConfigError as error:
-        where = f" (from {args.env})" if args.env else " (pass --env D/env from `gpupool sandbox up`)"
-        hint = "; pass --cluster NAME" if "GPUPOOL_CLUSTER_NAME" in str(error) else ""
-        raise UserError(f"environment{where}: {error}{hint}") from None
+    factory = _deps_factory(args.cloud, environ, args.env)
     with quiet_handler_output(verbose=args.verbose):
-        handler = make_handler(module, lambda: build_aws_deps(environ), dry_run=args.dry_run)
-        body = call_handler(handler, event)
+        handler = make_handler(module, factory, dry_run=args.dry_run)
+        body = call_handler(handler, event, as_bytes=args.cloud == "alibaba")
     outcome = outcome_json(body)
     if args.json:
         print(json.dumps(outcome, indent=2, sort_keys=False))

@@ -32,6 +32,7 @@ def _usage(info: Any) -> str:
             f"gpupool sandbox is up in {files.root} (pid {info.pid})",
             f"  Kubernetes API  {info.kube_url}   kubeconfig: {files.kubeconfig}",
             f"  EC2 (moto)      {info.aws_url}   region us-east-1, credentials testing/testing",
+            f"  ECS (sandbox)   {info.ecs_url}   region cn-hangzhou (GPUPOOL_ECS_ENDPOINT in the env file)",
             "Use it from a shell:",
             f"  set -a; . {files.env}; set +a",
             "  kubectl get gpupools",

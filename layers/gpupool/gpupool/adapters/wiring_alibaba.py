@@ -1,0 +1,184 @@
+"""Build the service's `Deps` for Alibaba Cloud from environment variables (FC, `gpupool invoke`).
+
+Role: `read_alibaba_environment(environ)` parses and checks every variable (pure but for
+reading credential files; a bad value is a `ConfigError` naming the variable, never showing a
+credential) and `build_alibaba_deps(environ)` turns the result into `Deps`: `EcsCompute` on
+the ECS SDK (`ecs_api.SdkEcsApi`), `KubeCluster` on an `ApiClient` from `kube_auth`, a UTC
+clock, and the region's priced offerings from the bundled Alibaba catalog. The SDK and the
+kubernetes client are imported, and their clients built, on first use of each port.
+
+Variables (defaults in brackets; durations as in `gpupool.adapters.wiring`):
+  GPUPOOL_CLUSTER_NAME (required) — the TensorFusion cluster; the instances' cluster tag
+  ALIBABA_CLOUD_REGION_ID, else FC_REGION (set by Function Compute) (required)
+  GPUPOOL_ECS_ENDPOINT [ecs.<region>.aliyuncs.com] — the sandbox's ECS endpoint URL
+  credentials: the FC context's (passed in by the FC handler), else the files named by
+      GPUPOOL_ALIBABA_ACCESS_KEY_PATH / GPUPOOL_ALIBABA_SECRET_KEY_PATH, else
+      ALIBABA_CLOUD_ACCESS_KEY_ID / ALIBABA_CLOUD_ACCESS_KEY_SECRET / ALIBABA_CLOUD_SECURITY_TOKEN,
+      else the default chain of alibabacloud-credentials
+  GPUPOOL_ECS_EXTRA_PARAMS [{}] — the cluster's computingVendor extraParams as a JSON object
+  GPUPOOL_KUBE_ACCESS — incluster | kubeconfig [kubeconfig if KUBECONFIG or GPUPOOL_KUBECONFIG
+      is set, else incluster]; KUBECONFIG, GPUPOOL_KUBECONFIG, GPUPOOL_KUBE_CONTEXT,
+      GPUPOOL_KUBE_NAMESPACE [default], GPUPOOL_KUBE_TIMEOUT [10s], GPUPOOL_ALIBABA_TIMEOUT [20s]
+  and the policy knobs GPUPOOL_LAUNCH_TIMEOUT … GPUPOOL_MAX_LAUNCH_ROUNDS, as on AWS.
+
+Must not: import the ECS SDK or kubernetes at module level, decide anything, read
+`os.environ` (the caller passes the mapping), or log credentials.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, cast
+
+from gpupool.adapters.ecs_api import EcsCredentials
+from gpupool.adapters.ecs_credentials import CredentialsError, from_environment
+from gpupool.adapters.wiring import ConfigError, UtcClock, _Lazy, _settings, catalog_offerings, parse_duration
+from gpupool.service.deps import Deps, Settings
+from gpupool.service.ports import Clock, Cluster, Compute
+
+__all__ = ["AlibabaEnvironment", "build_alibaba_deps", "read_alibaba_environment"]
+
+_KUBE_MODES = ("incluster", "kubeconfig")
+
+
+@dataclass(frozen=True, kw_only=True)
+class AlibabaEnvironment:
+    """Everything `build_alibaba_deps` needs, checked."""
+
+    settings: Settings
+    region: str
+    ecs_endpoint: str | None
+    credentials: EcsCredentials | None  # None: the default chain (or the FC context's)
+    extra_params: dict[str, str]
+    kube_mode: str
+    kubeconfig_path: str | None
+    kubeconfig_content: str | None
+    kube_context: str | None
+    kube_namespace: str
+    kube_timeout_s: float
+    ecs_timeout_s: float
+
+
+def _extra_params(text: str) -> dict[str, str]:
+    try:
+        parsed = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ConfigError(f"GPUPOOL_ECS_EXTRA_PARAMS is not JSON: {error.msg}") from None
+    if not isinstance(parsed, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in parsed.items()
+    ):
+        raise ConfigError(
+            'GPUPOOL_ECS_EXTRA_PARAMS must be a JSON object of strings, e.g. {"systemDiskSize": "100"}'
+        )
+    return cast(dict[str, str], parsed)
+
+
+def read_alibaba_environment(environ: Mapping[str, str]) -> AlibabaEnvironment:
+    """Parse and check the variables listed in this module's docstring. Raises ConfigError."""
+    cluster = environ.get("GPUPOOL_CLUSTER_NAME", "").strip()
+    if not cluster:
+        raise ConfigError(
+            "GPUPOOL_CLUSTER_NAME is required (the TensorFusion cluster these functions manage)"
+        )
+    region = (environ.get("ALIBABA_CLOUD_REGION_ID") or environ.get("FC_REGION") or "").strip()
+    if not region:
+        raise ConfigError("ALIBABA_CLOUD_REGION_ID (or FC_REGION, set by Function Compute) is required")
+    path = (environ.get("KUBECONFIG") or "").split(":")[0] or None
+    content = environ.get("GPUPOOL_KUBECONFIG") or None
+    mode = environ.get("GPUPOOL_KUBE_ACCESS", "").strip() or (
+        "kubeconfig" if path or content else "incluster"
+    )
+    if mode not in _KUBE_MODES:
+        raise ConfigError(
+            f"GPUPOOL_KUBE_ACCESS={mode!r} is not one of: {', '.join(_KUBE_MODES)} (on Alibaba Cloud)"
+        )
+    if mode == "kubeconfig" and not (path or content):
+        raise ConfigError("GPUPOOL_KUBE_ACCESS=kubeconfig needs KUBECONFIG or GPUPOOL_KUBECONFIG")
+    try:
+        credentials = from_environment(environ)
+    except CredentialsError as error:
+        raise ConfigError(str(error)) from None
+    endpoint = (environ.get("GPUPOOL_ECS_ENDPOINT") or "").strip() or None
+    if endpoint is not None and not endpoint.startswith(("http://", "https://")):
+        raise ConfigError(f"GPUPOOL_ECS_ENDPOINT={endpoint!r} must be a URL (http:// or https://)")
+    return AlibabaEnvironment(
+        settings=_settings(environ, cluster, region),
+        region=region,
+        ecs_endpoint=endpoint,
+        credentials=credentials,
+        extra_params=_extra_params(environ.get("GPUPOOL_ECS_EXTRA_PARAMS") or "{}"),
+        kube_mode=mode,
+        kubeconfig_path=path,
+        kubeconfig_content=content,
+        kube_context=environ.get("GPUPOOL_KUBE_CONTEXT") or None,
+        kube_namespace=environ.get("GPUPOOL_KUBE_NAMESPACE") or "default",
+        kube_timeout_s=parse_duration(
+            "GPUPOOL_KUBE_TIMEOUT", environ.get("GPUPOOL_KUBE_TIMEOUT") or "10s"
+        ).total_seconds(),
+        ecs_timeout_s=parse_duration(
+            "GPUPOOL_ALIBABA_TIMEOUT", environ.get("GPUPOOL_ALIBABA_TIMEOUT") or "20s"
+        ).total_seconds(),
+    )
+
+
+def build_alibaba_deps(
+    environ: Mapping[str, str],
+    *,
+    clock: Clock | None = None,
+    credentials: Callable[[], EcsCredentials | None] | None = None,
+) -> Deps:
+    """Deps for Alibaba Cloud from `environ`. Raises ConfigError on a bad variable.
+
+    `credentials` (the FC handler passes the invocation context's) wins over those of the
+    environment when it returns some; clients are built on first use.
+    """
+    env = read_alibaba_environment(environ)
+    clock = clock or UtcClock()
+
+    def current_credentials() -> EcsCredentials | None:
+        given = credentials() if credentials is not None else None
+        return given or env.credentials
+
+    def compute() -> Compute:
+        from gpupool.adapters.ecs import EcsCompute
+        from gpupool.adapters.ecs_api import SdkEcsApi, sdk_client
+
+        def client_for(chosen: EcsCredentials | None) -> Any:
+            return sdk_client(
+                region=env.region, endpoint=env.ecs_endpoint, credentials=chosen, timeout_s=env.ecs_timeout_s
+            )
+
+        return EcsCompute(
+            SdkEcsApi(client_for, current_credentials),
+            cluster=env.settings.cluster_name,
+            region=env.region,
+            default_params=env.extra_params,
+        )
+
+    def cluster() -> Cluster:
+        from gpupool.adapters.kube import KubeCluster
+        from gpupool.adapters.kube_auth import KubeAccess, KubeAccessError, build_api_client
+
+        try:
+            access = KubeAccess(
+                mode=cast(Any, env.kube_mode),
+                kubeconfig_path=env.kubeconfig_path,
+                kubeconfig_content=env.kubeconfig_content,
+                context=env.kube_context,
+            )
+            api_client = build_api_client(access)
+        except KubeAccessError as error:
+            raise ConfigError(f"Kubernetes access ({env.kube_mode}): {error}") from error
+        return KubeCluster(
+            api_client, namespace=env.kube_namespace, request_timeout_s=env.kube_timeout_s, now=clock.now
+        )
+
+    return Deps(
+        compute=cast(Compute, _Lazy(compute)),
+        cluster=cast(Cluster, _Lazy(cluster)),
+        clock=clock,
+        settings=env.settings,
+        offerings=catalog_offerings(env.region, "alibaba"),
+    )

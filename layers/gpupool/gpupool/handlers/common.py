@@ -1,0 +1,219 @@
+"""The body shared by every function handler, on both clouds (Lambda and Function Compute).
+
+Role: given a cause (from the cloud's own intake) and whether the event came over HTTP (the
+Lambda Function URL, the FC HTTP trigger), call the function's service entry point with deps
+built once per cold start and map the outcome. Retryable → raise (the platform retries, then
+its failure destination takes over); permanent → logged and acknowledged; over HTTP → 200 /
+400 (unreadable or misrouted event, nothing changed) / 401 (unsigned or wrongly signed relay
+call, nothing changed) / 503 (retry later). `make_handler(function, intake=..., ...)` binds it
+to one cloud's intake; `gpupool.handlers.aws_lambda` and `gpupool.handlers.fc` are those.
+
+HMAC: when the environment variable GPUPOOL_RELAY_HMAC_SECRET is set, every HTTP request must
+carry a valid `gpupool.core.intake.signature` signature over its exact body bytes, made within
+five minutes; otherwise 401 and neither deps nor the service are touched.
+
+Must not: decide anything, talk to a cloud or Kubernetes itself, import an SDK at module
+import, or log the secret or a request's headers.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import importlib
+import json
+import os
+import time
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, Protocol
+
+from aws_lambda_powertools import Logger, Metrics
+from aws_lambda_powertools.metrics import MetricUnit
+
+from gpupool.core.intake.causes import Cause, Ignored
+from gpupool.core.intake.routing import FUNCTIONS, FunctionName
+from gpupool.core.intake.signature import signature_problem
+
+if TYPE_CHECKING:
+    from gpupool.service.deps import Deps
+    from gpupool.service.outcome import Outcome
+
+__all__ = [
+    "HMAC_SECRET_VARIABLE",
+    "Handler",
+    "RetryableFailure",
+    "ServiceEntry",
+    "http_response",
+    "logger",
+    "make_handler",
+    "metrics",
+    "service_entry",
+    "unsigned_problem",
+]
+
+HMAC_SECRET_VARIABLE = "GPUPOOL_RELAY_HMAC_SECRET"
+
+# Named "gpupool" on purpose: the service's stdlib logger "gpupool.service" is its child, so
+# the service's records go through this JSON handler with the same per-event keys.
+logger = Logger(service="gpupool")
+metrics = Metrics(namespace=os.environ.get("POWERTOOLS_METRICS_NAMESPACE", "gpupool"))
+
+Handler = Callable[[Any, Any], dict[str, Any]]
+# (event, function) → (the cause, whether it came over HTTP, the parsed HTTP request or None)
+Intake = Callable[[Any, FunctionName], tuple[Cause, Mapping[str, Any] | None]]
+
+
+class ServiceEntry(Protocol):
+    def __call__(self, cause: Cause, deps: Deps, /, *, dry_run: bool = False) -> Outcome: ...
+
+
+class RetryableFailure(RuntimeError):
+    """Raised so the platform retries the event (then its failure destination takes it)."""
+
+
+def service_entry(function: FunctionName) -> Callable[[], ServiceEntry]:
+    """A loader of the function's service entry point (``gpupool.service.<f>.handle_<f>``)."""
+
+    def load() -> ServiceEntry:
+        module = importlib.import_module(f"gpupool.service.{function}")
+        entry: ServiceEntry = getattr(module, f"handle_{function}")
+        return entry
+
+    return load
+
+
+def http_response(status: int, body: Mapping[str, object]) -> dict[str, Any]:
+    headers = {"content-type": "application/json"}
+    if status == 503:
+        headers["retry-after"] = "5"
+    return {"statusCode": status, "headers": headers, "body": json.dumps(body, default=str)}
+
+
+def _raw_body(request: Mapping[str, Any]) -> bytes | None:
+    """The exact bytes the caller sent (what the signature covers); None when undecodable."""
+    body = request.get("body")
+    if body is None:
+        return b""
+    if not isinstance(body, str):
+        return None
+    if request.get("isBase64Encoded") is True:
+        try:
+            return base64.b64decode(body, validate=True)
+        except (binascii.Error, ValueError):
+            return None
+    return body.encode("utf-8")
+
+
+def unsigned_problem(request: Mapping[str, Any], secret: str, *, now: float) -> str | None:
+    """Why an HTTP request is not validly signed with `secret`, or None when it is."""
+    body = _raw_body(request)
+    if body is None:
+        return "the body cannot be read as the bytes that were signed"
+    raw_headers = request.get("headers")
+    headers = (
+        {str(k): str(v) for k, v in raw_headers.items() if isinstance(v, str)}
+        if isinstance(raw_headers, Mapping)
+        else {}
+    )
+    return signature_problem(secret.encode("utf-8"), headers, body, now=now)
+
+
+def make_handler(
+    function: FunctionName,
+    deps_factory: Callable[[], Deps],
+    *,
+    intake: Intake,
+    service: Callable[[], ServiceEntry] | None = None,
+    dry_run: bool = False,
+    request_id: Callable[[Any], object] = lambda context: getattr(context, "aws_request_id", None),
+) -> Handler:
+    """A handler whose deps come from ``deps_factory`` (called once, on first need)."""
+    if function not in FUNCTIONS:
+        raise ValueError(f"unknown function {function!r}; expected one of {', '.join(FUNCTIONS)}")
+    load_service = service or service_entry(function)
+    built: dict[str, Any] = {}
+
+    def deps() -> Deps:
+        if "deps" not in built:  # a failed build is not cached: the next event tries again
+            built["deps"] = deps_factory()
+        result: Deps = built["deps"]
+        return result
+
+    def entry() -> ServiceEntry:
+        if "service" not in built:
+            built["service"] = load_service()
+        result: ServiceEntry = built["service"]
+        return result
+
+    def handler(event: Any, context: Any) -> dict[str, Any]:
+        cause, request = intake(event, function)
+        # The fixed keys (pool, claim, node, instance_id, event_id) this cause fills; the
+        # service adds `action` to each action it logs.
+        keys = {"function": function, **cause.log_keys()}
+        with logger.append_context_keys(**keys, request_id=request_id(context)):
+            try:
+                secret = os.environ.get(HMAC_SECRET_VARIABLE)
+                if request is not None and secret:
+                    problem = unsigned_problem(request, secret, now=time.time())
+                    if problem is not None:
+                        logger.warning("relay call refused", extra={"reason": problem})
+                        metrics.add_metric(name="UnauthorizedCalls", unit=MetricUnit.Count, value=1)
+                        return http_response(
+                            401, {"function": function, "status": "refused", "error": problem}
+                        )
+                return _handle(
+                    function, cause, http=request is not None, deps=deps, entry=entry, dry_run=dry_run
+                )
+            finally:
+                # Per flush, not as a default dimension: Powertools' metric store is per process.
+                metrics.add_dimension(name="function", value=function)
+                metrics.flush_metrics(raise_on_empty_metrics=False)
+
+    return handler
+
+
+def _handle(
+    function: FunctionName,
+    cause: Cause,
+    *,
+    http: bool,
+    deps: Callable[[], Deps],
+    entry: Callable[[], ServiceEntry],
+    dry_run: bool,
+) -> dict[str, Any]:
+    summary: dict[str, Any] = {"function": function, "cause": cause.model_dump(mode="json")}
+    if isinstance(cause, Ignored):
+        logger.info("event ignored", extra={"reason": cause.reason})
+        metrics.add_metric(name="EventsIgnored", unit=MetricUnit.Count, value=1)
+        if http:
+            return http_response(400, {**summary, "status": "ignored", "error": cause.reason})
+        return {**summary, "status": "ignored", "reason": cause.reason}
+    metrics.add_metric(name=f"Cause_{cause.kind}", unit=MetricUnit.Count, value=1)
+    try:
+        outcome = entry()(cause, deps(), dry_run=dry_run)
+    except Exception as error:
+        if getattr(error, "retryable", True) is False:
+            # A permanent domain error: retrying cannot help, so acknowledge it and say why.
+            logger.error("permanent failure", extra={"error": str(error)})
+            metrics.add_metric(name="PermanentFailures", unit=MetricUnit.Count, value=1)
+            body = {**summary, "status": "failed", "errors": [str(error)]}
+            return http_response(200, body) if http else body
+        logger.exception("retryable failure")
+        metrics.add_metric(name="RetryableFailures", unit=MetricUnit.Count, value=1)
+        if http:
+            return http_response(503, {**summary, "status": "retry", "errors": [str(error)]})
+        raise
+    result = {**summary, "status": "handled", "dry_run": dry_run, **outcome.to_json()}
+    metrics.add_metric(name="ActionsApplied", unit=MetricUnit.Count, value=len(outcome.applied))
+    metrics.add_metric(name="ActionErrors", unit=MetricUnit.Count, value=len(outcome.errors))
+    if outcome.retryable:
+        logger.warning("retryable errors; asking for a retry", extra={"errors": outcome.errors})
+        metrics.add_metric(name="RetryableFailures", unit=MetricUnit.Count, value=1)
+        if http:
+            return http_response(503, {**result, "status": "retry"})
+        raise RetryableFailure("; ".join(outcome.errors) or f"{function}: retryable failure")
+    if outcome.errors:
+        logger.error("permanent errors acknowledged", extra={"errors": outcome.errors})
+    else:
+        logger.info("handled", extra={"actions": len(outcome.plan.actions), "applied": len(outcome.applied)})
+    return http_response(200, result) if http else result
