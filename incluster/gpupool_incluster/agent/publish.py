@@ -71,6 +71,10 @@ class Publisher:
             if since:
                 self._missing_since[uuid] = datetime.fromisoformat(since.replace("Z", "+00:00"))
 
+    def usable_gpus(self) -> dict[str, str]:
+        """GPU object name → NVML UUID for every device usable now (for the device plugin)."""
+        return {gpu_object_name(u): u for u, d in self._known.items() if u not in self._missing_since}
+
     def publish(self, workers: Iterable[Worker], now: datetime) -> dict[str, Decimal | None]:
         if not self._started:
             self._adopt_existing()

@@ -1,0 +1,99 @@
+"""`gpupool agent run` as a real process against the embedded API server: killing it mid-throttle
+leaves no process stopped.
+
+A CPU-bound worker pod limited to 25 % of its fake GPU is being duty-cycled by the agent; the test
+waits until the worker is caught stopped (state T), then kills the agent — SIGKILL (the guardian
+process resumes the worker) or SIGTERM (the agent resumes it itself) — and checks the worker runs
+again at once and stays running. The agent also publishes the GPU object and the GPUNode.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kubernetes import client, config
+
+from gpupool.local.kubeapi import EmbeddedKubeAPI
+
+sys.path.insert(0, str(Path(__file__).parent))
+from agent_builders import T, process_state, processes, wait_for, write_cgroups, write_fake_nvml
+
+GPU0 = "gpu-00000000-1111-2222-3333-444444444444"
+
+
+@pytest.fixture
+def sandbox() -> Iterator[tuple[EmbeddedKubeAPI, Any]]:
+    with EmbeddedKubeAPI() as api:
+        api_client = config.new_client_from_config(config_file=str(api.kubeconfig_path))
+        try:
+            yield api, api_client
+        finally:
+            api_client.close()
+
+
+def _worker_pod(api_client: Any) -> str:
+    core = client.CoreV1Api(api_client)
+    body = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": "trainer",
+            "namespace": "default",
+            "labels": {T + "enabled": "true"},
+            "annotations": {T + "gpu-ids": GPU0, T + "tflops-request": "20", T + "tflops-limit": "78"},
+        },
+        "spec": {"nodeName": "node-a", "containers": [{"name": "c", "image": "cuda"}]},
+    }
+    created = core.create_namespaced_pod("default", body)
+    return str(created.metadata.uid)
+
+
+def _agent(api: EmbeddedKubeAPI, tmp_path: Path) -> subprocess.Popen[bytes]:
+    command = [
+        sys.executable, "-m", "gpupool.cli.main", "agent", "run", "--node", "node-a",
+        "--kubeconfig", str(api.kubeconfig_path), "--nvml", f"fake:{tmp_path / 'nvml.json'}",
+        "--proc-root", str(tmp_path / "proc"), "--metrics", "off", "--device-plugin-dir", "off",
+        "--discovery-interval", "0.3",
+    ]  # fmt: skip
+    return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def _caught_stopped(pid: int) -> bool:
+    return process_state(pid) == "T"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGTERM], ids=["SIGKILL", "SIGTERM"])
+def test_killed_agent_leaves_no_process_stopped(
+    sandbox: tuple[EmbeddedKubeAPI, Any], tmp_path: Path, how: signal.Signals
+) -> None:
+    api, api_client = sandbox
+    uid = _worker_pod(api_client)
+    with processes(1) as (worker,):
+        write_cgroups(tmp_path / "proc", {worker.pid: uid})
+        write_fake_nvml(tmp_path / "nvml.json", processes=[(worker.pid, 0, 1024)])
+        agent = _agent(api, tmp_path)
+        try:
+            wait_for(lambda: _caught_stopped(worker.pid), "the agent to stop the worker", timeout=20)
+            os.kill(agent.pid, how)
+            agent.wait(10)
+        finally:
+            if agent.poll() is None:
+                agent.kill()
+        wait_for(lambda: process_state(worker.pid) not in ("T", ""), "the worker to run again", timeout=3)
+        for _ in range(50):  # and it stays running: nobody is cycling it any more
+            assert process_state(worker.pid) != "T"
+            time.sleep(0.02)
+        custom = client.CustomObjectsApi(api_client)
+        gpu = custom.get_cluster_custom_object("tensor-fusion.ai", "v1", "gpus", GPU0)
+        assert gpu["status"]["phase"] == "Running" and gpu["status"]["capacity"]["tflops"] == "312"
+        node = custom.get_cluster_custom_object("tensor-fusion.ai", "v1", "gpunodes", "node-a")
+        assert node["status"]["totalGPUs"] == 1
