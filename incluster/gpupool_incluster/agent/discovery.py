@@ -34,7 +34,7 @@ __all__ = [
     "model_tflops",
 ]
 
-ANNOTATION_GPU_MISSING_SINCE = f"{c.DOMAIN}/gpu-missing-since"
+ANNOTATION_GPU_MISSING_SINCE = c.ANNOTATION_GPU_MISSING_SINCE
 USED_BY = c.TAINT_USED_BY_VALUE  # "tensor-fusion": this GPU is managed by TensorFusion's stack
 GIB = 1024**3
 JsonObject = dict[str, Any]
