@@ -65,8 +65,7 @@ def _catalog_models() -> dict[str, Decimal]:
 
 def catalog_model(product_name: str) -> str:
     """NVML's product name → the catalog's model: "NVIDIA A100-SXM4-40GB" → "A100", "Tesla T4" → "T4"."""
-    text = re.sub(r"^(NVIDIA|Tesla|GeForce|Quadro)\s+", "", product_name.strip(), flags=re.IGNORECASE)
-    text = re.sub(r"^(NVIDIA|Tesla)\s+", "", text, flags=re.IGNORECASE)
+    text = re.sub(r"^((NVIDIA|Tesla|GeForce|Quadro)\s+)+", "", product_name.strip(), flags=re.IGNORECASE)
     token = re.split(r"[\s-]+", text, maxsplit=1)[0].upper()
     return token if token in _catalog_models() else text.upper() or product_name
 

@@ -11,7 +11,9 @@ or decide anything from what it reads.
 
 from __future__ import annotations
 
+import importlib
 import threading
+import time
 from typing import Any
 
 from gpupool_incluster.agent.nvml import DeviceGone, DeviceInfo, GpuProcess, NvmlError, UtilSample
@@ -26,11 +28,14 @@ CRITICAL_XIDS = frozenset({48, 63, 64, 74, 79, 92, 94, 95})
 class RealNvml:
     """NVML through pynvml; `nvmlInit` once, handles looked up by UUID on each call."""
 
-    def __init__(self) -> None:
-        try:
-            import pynvml
-        except ImportError as exc:  # pragma: no cover - the agent extra installs it
-            raise NvmlError("nvidia-ml-py is not installed (pip install 'gpupool[agent]')") from exc
+    def __init__(self, module: Any = None) -> None:
+        """`module` is pynvml (imported here when None); tests pass a stand-in with its names."""
+        pynvml: Any = module
+        if pynvml is None:
+            try:
+                pynvml = importlib.import_module("pynvml")
+            except ImportError as exc:  # pragma: no cover - the agent extra installs it
+                raise NvmlError("nvidia-ml-py is not installed (pip install 'gpupool[agent]')") from exc
         self._nvml: Any = pynvml
         try:
             pynvml.nvmlInit()
@@ -142,8 +147,6 @@ class RealNvml:
         return [UtilSample(int(s.pid), int(s.timeStamp), float(s.smUtil)) for s in samples]
 
     def now_us(self) -> int:
-        import time
-
         return time.time_ns() // 1000  # NVML stamps samples in host microseconds since the epoch
 
 
