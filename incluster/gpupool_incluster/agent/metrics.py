@@ -66,5 +66,7 @@ class AgentMetrics:
             "tf_agent_actions", "enforcement actions by kind", ("node", "action"), registry=r
         )
 
-    def serve(self, host: str, port: int) -> None:
-        start_http_server(port, addr=host, registry=self.registry)
+    def serve(self, host: str, port: int) -> int:
+        """Serve /metrics on host:port (0: any free port) in a daemon thread; the bound port."""
+        server, _ = start_http_server(port, addr=host, registry=self.registry)
+        return int(server.server_port)

@@ -17,13 +17,17 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from gpupool_incluster.agent.nvml import Nvml
+from gpupool_incluster.agent.nvml import Nvml, NvmlError
 from gpupool_incluster.agent.procs import CgroupLocator
 from gpupool_incluster.agent.runner import Agent, AgentOptions
 
-__all__ = ["ServeOptions", "build_nvml", "serve"]
+__all__ = ["ServeOptions", "StartupError", "build_nvml", "serve"]
 
 log = logging.getLogger("gpupool.agent")
+
+
+class StartupError(Exception):
+    """The agent cannot start: no NVML, no cluster credentials. The message says which."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,17 +57,24 @@ def _api_client(kubeconfig: str | None) -> Any:
 
     client: Any = kubernetes.client
     config: Any = kubernetes.config
-    if kubeconfig is None:
-        config.load_incluster_config()
-        return client.ApiClient()
-    return config.new_client_from_config(config_file=kubeconfig)
+    try:
+        if kubeconfig is None:
+            config.load_incluster_config()
+            return client.ApiClient()
+        return config.new_client_from_config(config_file=kubeconfig)
+    except config.ConfigException as exc:
+        where = kubeconfig or "the in-cluster service account (pass --kubeconfig outside a pod)"
+        raise StartupError(f"cannot reach the cluster with {where}: {exc}") from None
 
 
 def serve(options: ServeOptions) -> None:
     """Block running the agent until SIGTERM / SIGINT."""
     from gpupool_incluster.agent.kube import KubeAgentCluster
 
-    nvml = build_nvml(options.nvml)
+    try:
+        nvml = build_nvml(options.nvml)
+    except NvmlError as exc:
+        raise StartupError(str(exc)) from None
     cluster = KubeAgentCluster(_api_client(options.kubeconfig))
     agent = Agent(options.agent, nvml=nvml, cluster=cluster, locator=CgroupLocator(options.proc_root))
     stop = threading.Event()

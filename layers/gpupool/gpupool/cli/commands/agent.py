@@ -65,9 +65,8 @@ def run(args: argparse.Namespace) -> int:
     plugin_dir = None if args.device_plugin_dir == "off" else Path(args.device_plugin_dir)
     if plugin_dir is not None and not plugin_dir.is_dir():
         raise UserError(f"--device-plugin-dir {plugin_dir}: no such directory (or pass 'off')")
-    from gpupool_incluster.agent.nvml import NvmlError
     from gpupool_incluster.agent.runner import AgentOptions
-    from gpupool_incluster.agent.serve import ServeOptions, serve
+    from gpupool_incluster.agent.serve import ServeOptions, StartupError, serve
 
     try:
         options = AgentOptions(
@@ -96,6 +95,6 @@ def run(args: argparse.Namespace) -> int:
                 device_plugin_dir=plugin_dir,
             )
         )
-    except NvmlError as exc:
+    except StartupError as exc:
         raise UserError(str(exc)) from None
     return 0
