@@ -18,7 +18,9 @@ from gpupool.core.model.foreign import Pod
 
 T = "tensor-fusion.ai/"
 GIB = 1024**3
-BUSY = "import os\nos.nice(19)\nwhile True:\n    pass\n"  # niced: kind to the shared machine
+# Not niced: a niced process that is sent SIGSTOP stays runnable until it gets a CPU to take the
+# signal, which on a loaded machine counts as "running" on the fake GPU (see nvml_fake).
+BUSY = "while True:\n    pass\n"
 IDLE = "import time\nwhile True:\n    time.sleep(0.05)\n"
 
 

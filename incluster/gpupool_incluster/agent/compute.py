@@ -23,7 +23,7 @@ __all__ = ["ComputeController", "WorkerOnGpu", "WorkerReading"]
 
 log = logging.getLogger("gpupool.agent")
 UNTHROTTLED = 99.5  # a target at or above this is "no limit"
-MIN_DUTY = 0.02  # never starve a worker completely: it keeps answering health checks
+MIN_DUTY = 0.01  # never starve a worker completely: it keeps answering health checks
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,7 +26,7 @@ from gpupool_incluster.agent.compute import ComputeController, WorkerOnGpu
 from gpupool_incluster.agent.metrics import AgentMetrics
 from gpupool_incluster.agent.nvml import GpuProcess, Nvml, NvmlError
 from gpupool_incluster.agent.ports import AgentCluster
-from gpupool_incluster.agent.procs import CgroupLocator
+from gpupool_incluster.agent.procs import PodLocator
 from gpupool_incluster.agent.vram import VramAction, VramUse, VramWatch
 from gpupool_incluster.agent.workers import Worker, shares
 
@@ -64,7 +64,7 @@ class Enforcer:
     node: str
     nvml: Nvml
     cluster: AgentCluster
-    locator: CgroupLocator
+    locator: PodLocator
     controller: ComputeController
     vram: VramWatch
     metrics: AgentMetrics
@@ -101,7 +101,7 @@ class Enforcer:
                 request, limit = shares(worker, tflops)
                 pids = frozenset(pid for pid, _ in pids_memory)
                 placements.append(WorkerOnGpu(worker.uid, uuid, worker.rank, request, limit, pids))
-                memory.append(VramUse(worker.uid, uuid, worker.vram_limit, tuple(pids_memory)))
+                memory.append(VramUse(worker.key, uuid, worker.vram_limit, tuple(pids_memory)))
                 labels = (self.node, worker.namespace, worker.name, uuid)
                 self.metrics.worker_memory.labels(*labels).set(sum(m for _, m in pids_memory))
                 self.metrics.worker_vram_limit.labels(*labels).set(worker.vram_limit)
@@ -137,7 +137,7 @@ class Enforcer:
             self._throttled[placement.key] = total
 
     def _apply(self, action: VramAction) -> None:
-        worker = self.workers.get(action.key)
+        worker = next((w for w in self.workers.values() if w.key == action.key), None)
         if worker is None:
             return
         self.metrics.actions.labels(self.node, f"vram-{action.kind}").inc()

@@ -83,3 +83,7 @@ class Nvml(Protocol):
     def now_us(self) -> int:
         """NVML's sample clock now, in microseconds (to pass back as `since_us`)."""
         ...
+
+    def close(self) -> None:
+        """Release NVML (the agent is exiting)."""
+        ...

@@ -10,6 +10,9 @@ i.e. the share of the interval the process was running *or ready to run*. A CPU-
 nobody stops reads ~100 % however loaded the machine is (the CPU time it was denied by other load
 counts as time it "could have had"); SIGSTOP removes it from both counters, so the agent's duty
 cycling changes exactly what the fake measures, and the compute controller runs in closed loop.
+One bias remains, and the closed loop absorbs it: a process sent SIGSTOP stays runnable until it
+gets a CPU to take the signal, so on a loaded machine each stop costs a few ms of "busy" time (tens
+of ms for a niced process, which is why the tests' workers are not niced).
 Processes do not contend with each other on the fake GPU (a real GPU time-slices them; the GPU
 benchmark measures that); the device's own utilisation is the sum of its processes', capped at 100.
 
@@ -155,3 +158,6 @@ class FakeNvml:
 
     def now_us(self) -> int:
         return time.monotonic_ns() // 1000
+
+    def close(self) -> None:
+        """Nothing to release: the fake holds no handle."""

@@ -146,9 +146,19 @@ class RealNvml:
             raise NvmlError(f"GPU {uuid}: {exc}") from None
         return [UtilSample(int(s.pid), int(s.timeStamp), float(s.smUtil)) for s in samples]
 
+    def close(self) -> None:
+        _shutdown(self._nvml)
+
     def now_us(self) -> int:
         return time.time_ns() // 1000  # NVML stamps samples in host microseconds since the epoch
 
 
 def _memory(value: Any) -> int | None:
     return None if value is None else int(value)
+
+
+def _shutdown(nvml: Any) -> None:
+    try:
+        nvml.nvmlShutdown()
+    except (nvml.NVMLError, AttributeError):
+        return

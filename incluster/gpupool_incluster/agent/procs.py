@@ -14,8 +14,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
-__all__ = ["CgroupLocator", "PodProcess", "parse_cgroup"]
+__all__ = ["CgroupLocator", "PodLocator", "PodProcess", "parse_cgroup"]
 
 _UID = r"[0-9a-fA-F]{8}[-_][0-9a-fA-F]{4}[-_][0-9a-fA-F]{4}[-_][0-9a-fA-F]{4}[-_][0-9a-fA-F]{12}"
 _POD = re.compile(rf"pod({_UID})(?:\.slice)?(?:/|$)")
@@ -28,6 +29,12 @@ class PodProcess:
 
     pod_uid: str
     container_id: str | None
+
+
+class PodLocator(Protocol):
+    def locate(self, pid: int) -> PodProcess | None:
+        """The pod `pid` runs in, or None (not in a pod, gone, or not visible)."""
+        ...
 
 
 def parse_cgroup(text: str) -> PodProcess | None:

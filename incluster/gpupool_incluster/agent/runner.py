@@ -24,7 +24,7 @@ from gpupool_incluster.agent.enforce import Enforcer, Outbox
 from gpupool_incluster.agent.metrics import AgentMetrics
 from gpupool_incluster.agent.nvml import Nvml, NvmlError
 from gpupool_incluster.agent.ports import AgentCluster
-from gpupool_incluster.agent.procs import CgroupLocator
+from gpupool_incluster.agent.procs import CgroupLocator, PodLocator
 from gpupool_incluster.agent.publish import Publisher
 from gpupool_incluster.agent.throttle import DutyCycler, Guardian
 from gpupool_incluster.agent.vram import VramWatch
@@ -65,7 +65,7 @@ class Agent:
         *,
         nvml: Nvml,
         cluster: AgentCluster,
-        locator: CgroupLocator | None = None,
+        locator: PodLocator | None = None,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
         self.options = options
@@ -151,3 +151,4 @@ class Agent:
         if self.guardian is not None:
             self.guardian.close()
         self.outbox.close()
+        self.nvml.close()

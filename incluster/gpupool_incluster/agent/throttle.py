@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import os
 import signal
 import subprocess
@@ -28,6 +29,7 @@ from typing import IO
 __all__ = ["DutyCycler", "Guardian"]
 
 log = logging.getLogger("gpupool.agent")
+_MAX_EVERY = 20
 Kill = Callable[[int, int], None]
 
 
@@ -76,6 +78,7 @@ class _Entry:
     pids: frozenset[int]
     duty: float
     throttled_s: float = 0.0
+    every: int = 1  # run in one period out of `every` (very small duties)
     stops: int = 0
 
 
@@ -96,10 +99,12 @@ class DutyCycler:
         guardian: Guardian | None = None,
         kill: Kill = os.kill,
         dry_run: bool = False,
+        min_on: float = 0.1,
     ) -> None:
         if not 0.005 <= period_s <= 10:
             raise ValueError(f"throttle period {period_s}s must be within 5 ms … 10 s")
         self.period_s = period_s
+        self.min_on = min_on
         self.dry_run = dry_run
         self._guardian = guardian
         self._kill = kill
@@ -123,9 +128,13 @@ class DutyCycler:
                 self._state.entries.pop(key, None)
                 released = entry.pids if entry else frozenset()
             elif entry is None:
-                self._state.entries[key] = _Entry(pids, duty)
+                entry = self._state.entries[key] = _Entry(pids, duty)
             else:
                 entry.pids, entry.duty = pids, duty
+            if entry is not None and duty < 1.0:
+                # A stop takes effect only once the process gets a CPU to take the signal: a run of
+                # a few ms per period would be mostly that delay. Below `min_on`, run longer, less often.
+                entry.every = min(_MAX_EVERY, math.ceil(self.min_on / duty)) if 0 < duty < self.min_on else 1
             self._resume(released)
 
     def clear(self, key: str) -> None:
@@ -175,13 +184,28 @@ class DutyCycler:
             self._stopped.discard(pid)
             self._state.resumes += 1
 
+    def _stop_all(self, entry: _Entry) -> None:
+        for pid in entry.pids - self._stopped:
+            self._signal(pid, stop=True)
+            self._stopped.add(pid)
+            self._state.stops += 1
+
     def _run(self) -> None:
         period = self.period_s
         next_start = time.monotonic()
+        count = 0
         while not self._stop_event.is_set():
+            count += 1
             with self._lock:
-                self._resume(frozenset(self._stopped))
-                plan = sorted((e.duty, key) for key, e in self._state.entries.items())
+                resting = {key for key, e in self._state.entries.items() if count % e.every}
+                kept = {pid for key in resting for pid in self._state.entries[key].pids}
+                self._resume(frozenset(self._stopped - kept))
+                for key in resting:
+                    self._state.entries[key].throttled_s += period
+                    self._stop_all(self._state.entries[key])
+                plan = sorted(
+                    (e.duty * e.every, key) for key, e in self._state.entries.items() if key not in resting
+                )
             for duty, key in plan:
                 stop_at = next_start + duty * period
                 delay = stop_at - time.monotonic()
@@ -191,10 +215,7 @@ class DutyCycler:
                     entry = self._state.entries.get(key)
                     if entry is None or entry.duty >= 1.0:
                         continue
-                    for pid in entry.pids:
-                        self._signal(pid, stop=True)
-                        self._stopped.add(pid)
-                        self._state.stops += 1
+                    self._stop_all(entry)
                     entry.throttled_s += max(0.0, next_start + period - max(time.monotonic(), next_start))
                     entry.stops += 1
             next_start += period
