@@ -22,9 +22,22 @@ import pytest
 from kubernetes import client, config
 
 from gpupool.local.kubeapi import EmbeddedKubeAPI
+from gpupool_incluster.agent.nvml_fake import FakeNvml
+from gpupool_incluster.agent.procs import CgroupLocator
+from gpupool_incluster.agent.runner import Agent, AgentOptions
 
 sys.path.insert(0, str(Path(__file__).parent))
-from agent_builders import T, process_state, processes, wait_for, write_cgroups, write_fake_nvml
+from agent_builders import (
+    FakeCluster,
+    T,
+    pod_uid,
+    process_state,
+    processes,
+    wait_for,
+    worker_pod,
+    write_cgroups,
+    write_fake_nvml,
+)
 
 GPU0 = "gpu-00000000-1111-2222-3333-444444444444"
 
@@ -97,3 +110,25 @@ def test_killed_agent_leaves_no_process_stopped(
         assert gpu["status"]["phase"] == "Running" and gpu["status"]["capacity"]["tflops"] == "312"
         node = custom.get_cluster_custom_object("tensor-fusion.ai", "v1", "gpunodes", "node-a")
         assert node["status"]["totalGPUs"] == 1
+
+
+def test_a_new_agent_resumes_workers_a_previous_one_left_stopped(tmp_path: Path) -> None:
+    """The guardian dies with the agent when the whole container is killed: the next agent resumes."""
+    with processes(2) as (worker, stranger):
+        write_cgroups(tmp_path / "proc", {worker.pid: pod_uid(0)})
+        write_fake_nvml(tmp_path / "nvml.json", processes=[(worker.pid, 0, 1024), (stranger.pid, 0, 1024)])
+        os.kill(worker.pid, signal.SIGSTOP)
+        os.kill(stranger.pid, signal.SIGSTOP)  # not a worker's: not ours to resume
+        wait_for(lambda: process_state(worker.pid) == "T", "the worker to be stopped")
+        agent = Agent(
+            AgentOptions(node="node-a"),
+            nvml=FakeNvml(tmp_path / "nvml.json"),
+            cluster=FakeCluster([worker_pod(0, tflops_limit="312")]),
+            locator=CgroupLocator(tmp_path / "proc"),
+        )
+        try:
+            agent.run_slow_once()
+        finally:
+            agent.close()
+        wait_for(lambda: process_state(worker.pid) not in ("T", ""), "the worker to run again", timeout=3)
+        assert process_state(stranger.pid) == "T"

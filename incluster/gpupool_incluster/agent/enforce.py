@@ -21,6 +21,7 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
+from pathlib import Path
 
 from gpupool_incluster.agent.compute import ComputeController, WorkerOnGpu
 from gpupool_incluster.agent.metrics import AgentMetrics
@@ -112,6 +113,33 @@ class Enforcer:
             for action in self.vram.check(memory):
                 self._apply(action)
 
+    def resume_leftovers(self, proc_root: Path = Path("/proc")) -> list[int]:
+        """SIGCONT workers' GPU processes found stopped that this agent did not stop.
+
+        A previous agent killed together with its guardian (its container restarted) may have
+        left some stopped; run once at start, after the first discovery.
+        """
+        resumed = []
+        mine = self.controller.cycler.stopped_pids()
+        for uuid in list(self.gpu_tflops):
+            try:
+                processes = self.nvml.compute_processes(uuid)
+            except NvmlError:
+                continue
+            for worker, pids_memory in self._by_worker(processes).items():
+                for pid, _ in pids_memory:
+                    if pid in mine or _state(proc_root, pid) != "T" or self.dry_run:
+                        continue
+                    try:
+                        self.kill(pid, signal.SIGCONT)
+                    except ProcessLookupError:
+                        continue
+                    resumed.append(pid)
+                    why = "left stopped by a previous agent"
+                    extra = {"action": "resume-leftover", "worker": worker.key}
+                    log.warning("resumed process %s of worker %s %s", pid, worker.key, why, extra=extra)
+        return resumed
+
     def _by_worker(self, processes: Sequence[GpuProcess]) -> dict[Worker, list[tuple[int, int]]]:
         owned: dict[Worker, list[tuple[int, int]]] = {}
         for process in processes:
@@ -179,3 +207,10 @@ class Enforcer:
         elif action.kind == "evict":
             self.metrics.worker_evictions.labels(self.node, worker.namespace, worker.name).inc()
             self.outbox.put(lambda: self.cluster.evict_pod(worker.namespace, worker.name))
+
+
+def _state(proc_root: Path, pid: int) -> str:
+    try:
+        return (proc_root / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return ""

@@ -94,6 +94,7 @@ class Agent:
         self.workers: dict[str, Worker] = {}
         self._threads: list[threading.Thread] = []
         self._closed = False
+        self._leftovers_checked = False
 
     # ---- one round of each loop ---------------------------------------------------------------
     def run_slow_once(self) -> None:
@@ -107,6 +108,9 @@ class Agent:
         self.workers = workers
         self.enforcer.workers = workers
         self.enforcer.gpu_tflops = self.publisher.publish(workers.values(), self.clock())
+        if not self._leftovers_checked:
+            self.enforcer.resume_leftovers()
+            self._leftovers_checked = True
 
     def tick(self) -> None:
         self.enforcer.tick(time.monotonic())
