@@ -58,10 +58,11 @@ class Pods:
         self.pods: list[Pod] = []
         self.owner: dict[int, str] = {}
 
-    def add(self, pid: int, name: str, gpu: int, **annotations: str) -> None:
+    def add(self, pid: int, name: str, gpu: str, **annotations: str) -> None:
+        """A worker pod named `name` holding GPU object `gpu`, owning process `pid`."""
         uid = f"uid-{name}"
         self.owner[pid] = uid
-        notes = {T + "gpu-ids": gpu_name(gpu), **{T + k.replace("_", "-"): v for k, v in annotations.items()}}
+        notes = {T + "gpu-ids": gpu, **{T + k.replace("_", "-"): v for k, v in annotations.items()}}
         self.pods.append(
             Pod.model_validate(
                 {
@@ -130,7 +131,7 @@ def compute_shares(folder: Path, window: float) -> None:
                 ("w75", 0, "234", "20", "medium", 75), ("critical", 1, "312", "187.2", "critical", 60),
                 ("low", 1, "312", "187.2", "low", 40)]  # fmt: skip
         for process, (name, gpu, limit, request, qos, _) in zip(workers, plan, strict=True):
-            pods.add(process.pid, name, gpu, tflops_limit=limit, tflops_request=request, qos=qos)
+            pods.add(process.pid, name, gpu_name(gpu), tflops_limit=limit, tflops_request=request, qos=qos)
         write_nvml(folder / "nvml.json", 2, [(p.pid, plan[i][1], GIB) for i, p in enumerate(workers)])
         agent = make_agent(folder, pods, discovery_s=1.0)
         cpu_before = resource.getrusage(resource.RUSAGE_SELF)
@@ -171,7 +172,7 @@ def vram_reaction(folder: Path, runs: int) -> None:
     try:
         for run in range(runs):
             victim = subprocess.Popen([sys.executable, "-c", IDLE])
-            pods.add(victim.pid, f"v{run}", 0, vram_limit="4Gi", vram_request="1Gi")
+            pods.add(victim.pid, f"v{run}", gpu_name(0), vram_limit="4Gi", vram_request="1Gi")
             write_nvml(folder / "nvml.json", 1, [(innocent.pid, 0, 30 * GIB), (victim.pid, 0, 3 * GIB)])
             while f"uid-v{run}" not in agent.enforcer.workers:
                 time.sleep(0.01)
