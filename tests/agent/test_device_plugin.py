@@ -1,12 +1,12 @@
 """The device plugin against a fake kubelet over unix sockets (real gRPC, the v1beta1 API).
 
-The fake kubelet serves Registration on kubelet.sock and records what registers; then, as the
-kubelet does, it dials each plugin's endpoint: ListAndWatch must list the virtual devices of all
-16 index resources (and re-send them Unhealthy when the node loses its GPUs), GetPreferredAllocation
-must honour must-include devices, and Allocate must hand the container exactly the GPUs the
-scheduler annotated (as NVIDIA_VISIBLE_DEVICES UUIDs) with its limits — and refuse a pod whose
-GPUs this node does not have, or a request no pending worker matches. The committed generated
-module must equal what api.proto compiles to.
+The fake kubelet serves Registration on kubelet.sock and records what registers (again after it
+restarts); then, as the kubelet does, it dials each plugin's endpoint: ListAndWatch must list the
+virtual devices of all 16 index resources (and re-send them Unhealthy when the node loses its
+GPUs), GetPreferredAllocation must honour must-include devices, and Allocate must hand the
+container exactly the GPUs the scheduler annotated (as NVIDIA_VISIBLE_DEVICES UUIDs) with its
+limits — and refuse a pod whose GPUs this node does not have, or a request no pending worker
+matches. The committed generated module must equal what api.proto compiles to.
 """
 
 from __future__ import annotations
@@ -14,6 +14,8 @@ from __future__ import annotations
 import ast
 import re
 import tempfile
+import threading
+import time
 from collections.abc import Iterator
 from concurrent import futures
 from pathlib import Path
@@ -140,6 +142,33 @@ def test_registers_16_index_resources_and_lists_their_devices(
                 plugins.set_healthy(True)
                 assert {d.health for d in next(stream).devices} == {"Healthy"}
             stream.cancel()
+
+
+def test_plugins_register_again_after_a_kubelet_restart(
+    setup: tuple[DevicePlugins, FakeKubelet, list[Pod]],
+) -> None:
+    plugins, kubelet, _ = setup
+    plugins.register()
+    stop = threading.Event()
+    watcher = threading.Thread(target=plugins.keep_registered, args=(stop, 0.05), daemon=True)
+    watcher.start()
+    try:
+        kubelet.server.stop(0).wait(5)
+        for path in plugins.socket_dir.glob("*.sock"):  # a restarting kubelet wipes the directory
+            path.unlink()
+        restarted = FakeKubelet(plugins.socket_dir)
+        deadline = time.monotonic() + 10
+        while len(restarted.registered) < 16 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert [r.resource_name for r in restarted.registered][-1] == "tensor-fusion.ai/index_f"
+        assert len(restarted.registered) == 16
+        channel, calls = restarted.dial(plugins.plugins[0].socket_path)
+        with channel:
+            assert len(next(calls["ListAndWatch"](pb.Empty(), timeout=10)).devices) == 8
+        restarted.server.stop(0)
+    finally:
+        stop.set()
+        watcher.join(5)
 
 
 def test_allocate_gives_exactly_the_annotated_gpus_oldest_pending_pod_first(

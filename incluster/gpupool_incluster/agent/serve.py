@@ -99,6 +99,12 @@ def serve(options: ServeOptions) -> None:
         )
         plugins.start()
         plugins.register()
+        threading.Thread(
+            target=plugins.keep_registered,
+            args=(stop,),
+            name="gpupool-device-plugin-registration",
+            daemon=True,
+        ).start()
     try:
         agent.run(stop)
     finally:

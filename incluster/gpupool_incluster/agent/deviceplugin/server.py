@@ -33,7 +33,7 @@ __all__ = ["API_VERSION", "DEFAULT_SOCKET_DIR", "DevicePlugins", "IndexPlugin"]
 log = logging.getLogger("gpupool.agent")
 API_VERSION = "v1beta1"
 DEFAULT_SOCKET_DIR = Path("/var/lib/kubelet/device-plugins")
-KUBELET_SOCKET = "kubelet.sock"
+KUBELET_SOCKET = "kubelet.sock"  # the kubelet's Registration service, in the same directory
 HEALTHY, UNHEALTHY = "Healthy", "Unhealthy"
 
 
@@ -80,6 +80,34 @@ class DevicePlugins:
                 )
                 register(request, timeout=10)
                 log.info("registered %s with the kubelet", plugin.resource, extra={"action": "register"})
+
+    def _kubelet_identity(self) -> tuple[int, int] | None:
+        try:
+            stat = (self.socket_dir / KUBELET_SOCKET).stat()
+        except OSError:
+            return None
+        return stat.st_ino, stat.st_ctime_ns
+
+    def keep_registered(self, stop: threading.Event, interval_s: float = 2.0) -> None:
+        """Until `stop`: when the kubelet restarts (its socket is recreated, which also wipes the
+        plugins' sockets), serve again and re-register. Failures are logged and retried."""
+        registered = self._kubelet_identity()
+        while not stop.wait(interval_s):
+            current = self._kubelet_identity()
+            sockets_gone = any(not p.socket_path.exists() for p in self.plugins)
+            if current is None or (current == registered and not sockets_gone):
+                continue
+            log.info("kubelet restarted: serving and registering the device plugins again")
+            try:
+                for plugin in self.plugins:
+                    plugin.stop()
+                    plugin.start()
+                self.register()
+                registered = current
+            except (grpc.RpcError, OSError, RuntimeError) as exc:
+                log.warning(
+                    "device plugin re-registration failed: %s", exc, extra={"action": "register-failed"}
+                )
 
     def set_healthy(self, healthy: bool) -> None:
         with self.changed:
