@@ -10,11 +10,15 @@ import sys
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
+from concurrent import futures
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Literal
 
+import grpc
+
 from gpupool.core.model.foreign import Pod
+from gpupool_incluster.agent.deviceplugin import api_pb2 as pb
 
 T = "tensor-fusion.ai/"
 GIB = 1024**3
@@ -188,3 +192,39 @@ def process_state(pid: int) -> str:
     except OSError:
         return ""
     return text.rsplit(")", 1)[1].split()[0]
+
+
+class FakeKubelet:
+    def __init__(self, socket_dir: Path) -> None:
+        self.registered: list[pb.RegisterRequest] = []
+        self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+        handler = grpc.unary_unary_rpc_method_handler(
+            self._register, pb.RegisterRequest.FromString, pb.Empty.SerializeToString
+        )
+        self.server.add_generic_rpc_handlers(
+            (grpc.method_handlers_generic_handler("v1beta1.Registration", {"Register": handler}),)
+        )
+        self.server.add_insecure_port(f"unix://{socket_dir / 'kubelet.sock'}")
+        self.server.start()
+
+    def _register(self, request: pb.RegisterRequest, context: Any) -> pb.Empty:
+        self.registered.append(request)
+        return pb.Empty()
+
+    def dial(self, socket: Path) -> tuple[grpc.Channel, dict[str, Any]]:
+        channel = grpc.insecure_channel(f"unix://{socket}")
+        base = "/v1beta1.DevicePlugin/"
+        calls = {
+            "ListAndWatch": channel.unary_stream(
+                base + "ListAndWatch", pb.Empty.SerializeToString, pb.ListAndWatchResponse.FromString
+            ),
+            "Allocate": channel.unary_unary(
+                base + "Allocate", pb.AllocateRequest.SerializeToString, pb.AllocateResponse.FromString
+            ),
+            "GetPreferredAllocation": channel.unary_unary(
+                base + "GetPreferredAllocation",
+                pb.PreferredAllocationRequest.SerializeToString,
+                pb.PreferredAllocationResponse.FromString,
+            ),
+        }
+        return channel, calls

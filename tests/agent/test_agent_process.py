@@ -13,6 +13,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,6 +23,7 @@ import pytest
 from kubernetes import client, config
 
 from gpupool.local.kubeapi import EmbeddedKubeAPI
+from gpupool_incluster.agent.deviceplugin import api_pb2 as pb
 from gpupool_incluster.agent.nvml_fake import FakeNvml
 from gpupool_incluster.agent.procs import CgroupLocator
 from gpupool_incluster.agent.runner import Agent, AgentOptions
@@ -29,7 +31,9 @@ from gpupool_incluster.agent.runner import Agent, AgentOptions
 sys.path.insert(0, str(Path(__file__).parent))
 from agent_builders import (
     FakeCluster,
+    FakeKubelet,
     T,
+    gpu_uuid,
     pod_uid,
     process_state,
     processes,
@@ -52,7 +56,7 @@ def sandbox() -> Iterator[tuple[EmbeddedKubeAPI, Any]]:
             api_client.close()
 
 
-def _worker_pod(api_client: Any) -> str:
+def _worker_pod(api_client: Any, *, index_resource: bool = False) -> str:
     core = client.CoreV1Api(api_client)
     body = {
         "apiVersion": "v1",
@@ -65,15 +69,17 @@ def _worker_pod(api_client: Any) -> str:
         },
         "spec": {"nodeName": "node-a", "containers": [{"name": "c", "image": "cuda"}]},
     }
+    if index_resource:
+        body["spec"]["containers"][0]["resources"] = {"limits": {T + "index_0": "1"}}  # type: ignore[index]
     created = core.create_namespaced_pod("default", body)
     return str(created.metadata.uid)
 
 
-def _agent(api: EmbeddedKubeAPI, tmp_path: Path) -> subprocess.Popen[bytes]:
+def _agent(api: EmbeddedKubeAPI, tmp_path: Path, plugin_dir: str = "off") -> subprocess.Popen[bytes]:
     command = [
         sys.executable, "-m", "gpupool.cli.main", "agent", "run", "--node", "node-a",
         "--kubeconfig", str(api.kubeconfig_path), "--nvml", f"fake:{tmp_path / 'nvml.json'}",
-        "--proc-root", str(tmp_path / "proc"), "--metrics", "off", "--device-plugin-dir", "off",
+        "--proc-root", str(tmp_path / "proc"), "--metrics", "off", "--device-plugin-dir", plugin_dir,
         "--discovery-interval", "0.3",
     ]  # fmt: skip
     return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -132,3 +138,27 @@ def test_a_new_agent_resumes_workers_a_previous_one_left_stopped(tmp_path: Path)
             agent.close()
         wait_for(lambda: process_state(worker.pid) not in ("T", ""), "the worker to run again", timeout=3)
         assert process_state(stranger.pid) == "T"
+
+
+def test_served_device_plugin_allocates_from_the_clusters_pods(
+    sandbox: tuple[EmbeddedKubeAPI, Any], tmp_path: Path
+) -> None:
+    api, api_client = sandbox
+    _worker_pod(api_client, index_resource=True)
+    write_fake_nvml(tmp_path / "nvml.json", gpus=2)
+    with tempfile.TemporaryDirectory(prefix="dp-", dir="/tmp") as scratch:
+        kubelet = FakeKubelet(Path(scratch))
+        agent = _agent(api, tmp_path, plugin_dir=scratch)
+        try:
+            wait_for(lambda: len(kubelet.registered) == 16, "the agent's 16 registrations", timeout=20)
+            channel, calls = kubelet.dial(Path(scratch) / kubelet.registered[0].endpoint)
+            request = pb.AllocateRequest(
+                container_requests=[pb.ContainerAllocateRequest(devices_ids=["index_0-000"])]
+            )
+            with channel:
+                envs = calls["Allocate"](request, timeout=10).container_responses[0].envs
+            assert envs["NVIDIA_VISIBLE_DEVICES"] == gpu_uuid(0) and envs["GPUPOOL_GPU_IDS"] == GPU0
+        finally:
+            agent.terminate()
+            agent.wait(10)
+            kubelet.server.stop(0)

@@ -13,13 +13,12 @@ from __future__ import annotations
 
 import ast
 import re
+import sys
 import tempfile
 import threading
 import time
 from collections.abc import Iterator
-from concurrent import futures
 from pathlib import Path
-from typing import Any
 
 import grpc
 import pytest
@@ -28,6 +27,9 @@ from gpupool.core.model.foreign import Pod
 from gpupool_incluster.agent.deviceplugin import api_pb2 as pb
 from gpupool_incluster.agent.deviceplugin.generate import compile_proto
 from gpupool_incluster.agent.deviceplugin.server import DevicePlugins
+
+sys.path.insert(0, str(Path(__file__).parent))
+from agent_builders import FakeKubelet
 
 T = "tensor-fusion.ai/"
 UUIDS = {"gpu-aaaa": "GPU-AAAA", "gpu-bbbb": "GPU-BBBB", "gpu-cccc": "GPU-CCCC"}
@@ -58,42 +60,6 @@ def _pod(name: str, gpus: str, *, created: str, index: str = "index_0", count: s
             "status": {"phase": "Pending"},
         }
     )
-
-
-class FakeKubelet:
-    def __init__(self, socket_dir: Path) -> None:
-        self.registered: list[pb.RegisterRequest] = []
-        self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
-        handler = grpc.unary_unary_rpc_method_handler(
-            self._register, pb.RegisterRequest.FromString, pb.Empty.SerializeToString
-        )
-        self.server.add_generic_rpc_handlers(
-            (grpc.method_handlers_generic_handler("v1beta1.Registration", {"Register": handler}),)
-        )
-        self.server.add_insecure_port(f"unix://{socket_dir / 'kubelet.sock'}")
-        self.server.start()
-
-    def _register(self, request: pb.RegisterRequest, context: Any) -> pb.Empty:
-        self.registered.append(request)
-        return pb.Empty()
-
-    def dial(self, socket: Path) -> tuple[grpc.Channel, dict[str, Any]]:
-        channel = grpc.insecure_channel(f"unix://{socket}")
-        base = "/v1beta1.DevicePlugin/"
-        calls = {
-            "ListAndWatch": channel.unary_stream(
-                base + "ListAndWatch", pb.Empty.SerializeToString, pb.ListAndWatchResponse.FromString
-            ),
-            "Allocate": channel.unary_unary(
-                base + "Allocate", pb.AllocateRequest.SerializeToString, pb.AllocateResponse.FromString
-            ),
-            "GetPreferredAllocation": channel.unary_unary(
-                base + "GetPreferredAllocation",
-                pb.PreferredAllocationRequest.SerializeToString,
-                pb.PreferredAllocationResponse.FromString,
-            ),
-        }
-        return channel, calls
 
 
 @pytest.fixture

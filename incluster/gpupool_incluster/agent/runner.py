@@ -95,6 +95,8 @@ class Agent:
         self._threads: list[threading.Thread] = []
         self._closed = False
         self._leftovers_checked = False
+        # Called after each discovery with the usable GPUs (object name → UUID): the device plugin.
+        self.on_discovery: list[Callable[[dict[str, str]], None]] = []
 
     # ---- one round of each loop ---------------------------------------------------------------
     def run_slow_once(self) -> None:
@@ -108,6 +110,9 @@ class Agent:
         self.workers = workers
         self.enforcer.workers = workers
         self.enforcer.gpu_tflops = self.publisher.publish(workers.values(), self.clock())
+        usable = self.publisher.usable_gpus()
+        for listener in self.on_discovery:
+            listener(usable)
         if not self._leftovers_checked:
             self.enforcer.resume_leftovers()
             self._leftovers_checked = True

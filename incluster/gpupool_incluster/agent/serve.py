@@ -87,6 +87,10 @@ def serve(options: ServeOptions) -> None:
     signal.signal(signal.SIGINT, _stop)
     if options.metrics_port is not None:
         agent.metrics.serve(options.metrics_host, options.metrics_port)
+    try:
+        agent.run_slow_once()  # discover before the device plugin answers Allocate
+    except Exception as exc:  # the loop retries; the plugin refuses until the GPUs are known
+        log.error("first discovery failed: %s", exc, extra={"action": "discovery-failed"})
     plugins = None
     if options.device_plugin_dir is not None:
         from gpupool_incluster.agent.deviceplugin.server import DevicePlugins
@@ -97,6 +101,7 @@ def serve(options: ServeOptions) -> None:
             pods=lambda: cluster.node_pods(node),
             gpus=agent.publisher.usable_gpus,
         )
+        agent.on_discovery.append(lambda usable: plugins.set_healthy(bool(usable)))
         plugins.start()
         plugins.register()
         threading.Thread(
