@@ -77,6 +77,7 @@ class Enforcer:
     gpu_tflops: dict[str, Decimal | None] = field(default_factory=dict)  # by uuid, set by the runner
     _last_memory: float = float("-inf")
     _throttled: dict[str, float] = field(default_factory=dict)
+    _since: dict[str, int] = field(default_factory=dict)  # per GPU: NVML time of the newest sample seen
 
     def tick(self, now: float) -> None:
         """One compute tick at monotonic time `now` (and a memory check when due)."""
@@ -87,14 +88,20 @@ class Enforcer:
         for uuid, tflops in list(self.gpu_tflops.items()):
             try:
                 processes = self.nvml.compute_processes(uuid)
-                util = self.nvml.process_utilization(uuid, 0)
+                util = self.nvml.process_utilization(
+                    uuid, self._since.get(uuid, self.nvml.now_us() - 1_000_000)
+                )
             except NvmlError:
                 continue  # discovery marks the device; enforcement skips it
             owned = self._by_worker(processes)
-            gpu_sm = 0.0
-            for sample in util:
-                samples[sample.pid] = sample.sm_percent
-                gpu_sm += sample.sm_percent
+            latest: dict[int, tuple[int, float]] = {}
+            for sample in util:  # NVML may return several samples per process: keep the newest
+                if sample.pid not in latest or sample.timestamp_us >= latest[sample.pid][0]:
+                    latest[sample.pid] = (sample.timestamp_us, sample.sm_percent)
+            if util:
+                self._since[uuid] = max(sample.timestamp_us for sample in util)
+            gpu_sm = sum(sm for _, sm in latest.values())
+            samples.update({pid: sm for pid, (_, sm) in latest.items()})
             used_total = sum(p.used_memory or 0 for p in processes)
             self.metrics.gpu_compute.labels(self.node, uuid).set(min(100.0, gpu_sm))
             self.metrics.gpu_memory.labels(self.node, uuid).set(used_total)

@@ -49,6 +49,7 @@ class Publisher:
     _written: dict[str, JsonObject] = field(default_factory=dict)
     _node_status: JsonObject | None = None
     _started: bool = False
+    _unknown_models: set[str] = field(default_factory=set)
 
     def _adopt_existing(self) -> None:
         for body in self.cluster.node_gpus(self.node):
@@ -70,6 +71,10 @@ class Publisher:
             since = ((body.get("metadata") or {}).get("annotations") or {}).get(ANNOTATION_GPU_MISSING_SINCE)
             if since:
                 self._missing_since[uuid] = datetime.fromisoformat(since.replace("Z", "+00:00"))
+
+    def device_states(self) -> dict[str, tuple[DeviceInfo, bool]]:
+        """Every device ever seen on this node by UUID, and whether it is usable now."""
+        return {u: (d, u not in self._missing_since) for u, d in self._known.items()}
 
     def usable_gpus(self) -> dict[str, str]:
         """GPU object name → NVML UUID for every device usable now (for the device plugin)."""
@@ -105,6 +110,14 @@ class Publisher:
             bodies.append(body)
             if problem is None:
                 usable[uuid] = model_tflops(catalog_model(device.name))
+                if usable[uuid] is None and device.name not in self._unknown_models:
+                    self._unknown_models.add(device.name)
+                    log.warning(
+                        "the catalog has no TFLOPS for %s: its capacity is published as 0 TFLOPS and its "
+                        "workers' compute limits are not enforced",
+                        device.name,
+                        extra={"action": "unknown-model", "gpu": uuid},
+                    )
             self._write(name, body)
         status = gpunode_status(
             bodies, node=self.node, driver_version=self.nvml.driver_version(), host=_host_info(), now=now

@@ -111,6 +111,9 @@ class Agent:
         self.enforcer.workers = workers
         self.enforcer.gpu_tflops = self.publisher.publish(workers.values(), self.clock())
         usable = self.publisher.usable_gpus()
+        for uuid, (device, ok) in self.publisher.device_states().items():
+            self.metrics.gpu_usable.labels(self.options.node, uuid).set(1 if ok else 0)
+            self.metrics.gpu_memory_total.labels(self.options.node, uuid).set(device.memory_total)
         for listener in self.on_discovery:
             listener(usable)
         if not self._leftovers_checked:
