@@ -13,7 +13,7 @@ Must not: read NVML or the cluster, or read the clock (`now` is passed in).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
@@ -176,7 +176,3 @@ def gpunode_status(
 
 def _bytes(text: str) -> int:
     return int(text[:-2]) * GIB if text.endswith("Gi") else int(text)
-
-
-def names(objects: Iterable[JsonObject]) -> set[str]:
-    return {str(o["metadata"]["name"]) for o in objects}
