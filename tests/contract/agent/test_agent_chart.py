@@ -10,7 +10,7 @@ from typing import Any
 import helm_python as helm
 import yaml
 
-CHART = Path(__file__).resolve().parents[2] / "incluster" / "chart"
+CHART = Path(__file__).resolve().parents[3] / "incluster" / "chart"
 
 
 def _objects(values: dict[str, Any]) -> list[dict[str, Any]]:
