@@ -13,6 +13,7 @@ samples and workers in), or touch a process that is not a worker's.
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -59,6 +60,7 @@ class ComputeController:
     gain: float = 0.25
     smoothing: float = 0.35
     readings: dict[str, WorkerReading] = field(default_factory=dict)
+    actions: Counter[str] = field(default_factory=Counter)  # throttle / release, for /metrics
     _loops: dict[str, _Loop] = field(default_factory=dict)
 
     def step(self, placements: Sequence[WorkerOnGpu], samples: Mapping[int, float]) -> None:
@@ -88,7 +90,9 @@ class ComputeController:
             self._control(key, target, measured[key], pids[key])
 
     def _release(self, key: str) -> None:
-        self._loops.pop(key, None)
+        if self._loops.pop(key, None) is not None:
+            self.actions["release"] += 1
+            log.info("released %s", key, extra={"action": "release", "worker": key})
         self.readings.pop(key, None)
         self.cycler.clear(key)
 
@@ -99,6 +103,7 @@ class ComputeController:
         if loop is None:
             loop = self._loops[key] = _Loop(duty=min(1.0, max(MIN_DUTY, target / 100.0)))
             if target < UNTHROTTLED:
+                self.actions["throttle"] += 1
                 log.info(
                     "throttling %s to %.1f%% SM",
                     key,

@@ -77,7 +77,10 @@ class Enforcer:
     gpu_tflops: dict[str, Decimal | None] = field(default_factory=dict)  # by uuid, set by the runner
     _last_memory: float = float("-inf")
     _throttled: dict[str, float] = field(default_factory=dict)
-    _since: dict[str, int] = field(default_factory=dict)  # per GPU: NVML time of the newest sample seen
+    _since: dict[str, int] = field(default_factory=dict)
+    _exported: dict[str, int] = field(
+        default_factory=dict
+    )  # controller actions already counted  # per GPU: NVML time of the newest sample seen
 
     def tick(self, now: float) -> None:
         """One compute tick at monotonic time `now` (and a memory check when due)."""
@@ -114,6 +117,11 @@ class Enforcer:
                 self.metrics.worker_memory.labels(*labels).set(sum(m for _, m in pids_memory))
                 self.metrics.worker_vram_limit.labels(*labels).set(worker.vram_limit)
         self.controller.step(placements, samples)
+        for kind, count in self.controller.actions.items():
+            delta = count - self._exported.get(kind, 0)
+            if delta > 0:
+                self.metrics.actions.labels(self.node, kind).inc(delta)
+                self._exported[kind] = count
         self._export_compute(placements)
         if check_memory:
             self._last_memory = now

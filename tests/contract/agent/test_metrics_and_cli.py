@@ -67,6 +67,7 @@ def test_metrics_show_throttling_and_kills(tmp_path: Path) -> None:
     assert _value(text, "tf_worker_vram_limit_bytes", worker="w1", uuid=uuid) == 4 * GIB
     assert 0 < _value(text, "tf_gpu_usage_compute_percentage", node="node-a", uuid=uuid) <= 100
     assert _value(text, "tf_agent_actions_total", action="vram-kill") == 1.0
+    assert _value(text, "tf_agent_actions_total", action="throttle") >= 1.0
     assert _value(text, "tf_gpu_usable", uuid=uuid) == 1.0
     assert _value(text, "tf_gpu_memory_total_bytes", uuid=uuid) == 40 * GIB
 

@@ -1,6 +1,7 @@
 """The duty cycler's promises, with a recording `kill` instead of real signals: it stops and
 resumes only the pids it was given, a lifted throttle resumes at once, close() leaves nothing
-stopped, very small duties rest whole periods, and dry-run signals nothing."""
+stopped, very small duties rest whole periods, dry-run signals nothing; and the compute controller
+releases a worker at once when its limit is lifted or it leaves the GPU."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import time
 
 import pytest
 
+from gpupool_incluster.agent.compute import ComputeController, WorkerOnGpu
 from gpupool_incluster.agent.throttle import DutyCycler
 
 
@@ -76,3 +78,28 @@ def test_dry_run_signals_nothing() -> None:
 def test_bad_period_is_refused() -> None:
     with pytest.raises(ValueError, match="5 ms"):
         DutyCycler(period_s=0.001)
+
+
+def test_lifting_a_limit_or_leaving_the_gpu_resumes_at_once() -> None:
+    kill = Recorder()
+    cycler = DutyCycler(period_s=0.01, kill=kill)
+    controller = ComputeController(cycler)
+    cycler.start()
+    try:
+        limited = WorkerOnGpu("w", "gpu-0", 1, 10.0, 25.0, frozenset({5}))
+        for _ in range(20):
+            controller.step([limited], {5: 100.0})
+            time.sleep(0.01)
+        assert cycler.duty("w") < 0.25 and kill.count(signal.SIGSTOP) > 0
+        assert controller.readings["w"].target == 25.0
+        lifted = WorkerOnGpu("w", "gpu-0", 1, 10.0, 100.0, frozenset({5}))
+        controller.step([lifted], {5: 100.0})
+        time.sleep(0.05)
+        assert kill.stopped() == set() and cycler.duty("w") == 1.0
+        controller.step([limited], {5: 100.0})
+        time.sleep(0.05)
+        controller.step([], {})  # the worker left the GPU
+        time.sleep(0.05)
+        assert kill.stopped() == set() and "w" not in controller.readings
+    finally:
+        cycler.close()
