@@ -86,13 +86,21 @@ def serve(options: ServeOptions) -> None:
     signal.signal(signal.SIGTERM, _stop)
     signal.signal(signal.SIGINT, _stop)
     if options.metrics_port is not None:
-        agent.metrics.serve(options.metrics_host, options.metrics_port)
+        try:
+            agent.metrics.serve(options.metrics_host, options.metrics_port)
+        except OSError as exc:
+            agent.close()
+            raise StartupError(
+                f"cannot serve /metrics on {options.metrics_host}:{options.metrics_port}: {exc}"
+            ) from None
     try:
         agent.run_slow_once()  # discover before the device plugin answers Allocate
     except Exception as exc:  # the loop retries; the plugin refuses until the GPUs are known
         log.error("first discovery failed: %s", exc, extra={"action": "discovery-failed"})
     plugins = None
     if options.device_plugin_dir is not None:
+        import grpc
+
         from gpupool_incluster.agent.deviceplugin.server import DevicePlugins
 
         node = options.agent.node
@@ -103,10 +111,17 @@ def serve(options: ServeOptions) -> None:
         )
         agent.on_discovery.append(lambda usable: plugins.set_healthy(bool(usable)))
         plugins.start()
-        plugins.register()
+        registered = True
+        try:
+            plugins.register()
+        except grpc.RpcError as exc:  # the kubelet is not up yet: keep_registered retries
+            log.warning(
+                "device plugin registration failed, will retry: %s", exc, extra={"action": "register-failed"}
+            )
+            registered = False
         threading.Thread(
             target=plugins.keep_registered,
-            args=(stop,),
+            args=(stop, 2.0, registered),
             name="gpupool-device-plugin-registration",
             daemon=True,
         ).start()

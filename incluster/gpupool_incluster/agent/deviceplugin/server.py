@@ -88,10 +88,13 @@ class DevicePlugins:
             return None
         return stat.st_ino, stat.st_ctime_ns
 
-    def keep_registered(self, stop: threading.Event, interval_s: float = 2.0) -> None:
+    def keep_registered(
+        self, stop: threading.Event, interval_s: float = 2.0, registered_now: bool = True
+    ) -> None:
         """Until `stop`: when the kubelet restarts (its socket is recreated, which also wipes the
-        plugins' sockets), serve again and re-register. Failures are logged and retried."""
-        registered = self._kubelet_identity()
+        plugins' sockets) or the first registration failed, serve again and re-register. Failures
+        are logged and retried."""
+        registered = self._kubelet_identity() if registered_now else None
         while not stop.wait(interval_s):
             current = self._kubelet_identity()
             sockets_gone = any(not p.socket_path.exists() for p in self.plugins)
