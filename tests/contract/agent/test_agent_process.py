@@ -82,7 +82,12 @@ def _agent(api: EmbeddedKubeAPI, tmp_path: Path, plugin_dir: str = "off") -> sub
         "--proc-root", str(tmp_path / "proc"), "--metrics", "off", "--device-plugin-dir", plugin_dir,
         "--discovery-interval", "0.3",
     ]  # fmt: skip
-    return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    log = (tmp_path / "agent.log").open("wb")
+    return subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+
+
+def _log(tmp_path: Path) -> str:
+    return (tmp_path / "agent.log").read_text()[-3000:]
 
 
 def _caught_stopped(pid: int) -> bool:
@@ -101,7 +106,10 @@ def test_killed_agent_leaves_no_process_stopped(
         write_fake_nvml(tmp_path / "nvml.json", processes=[(worker.pid, 0, 1024)])
         agent = _agent(api, tmp_path)
         try:
-            wait_for(lambda: _caught_stopped(worker.pid), "the agent to stop the worker", timeout=20)
+            try:  # a cold start under load (kubernetes, pydantic, the first discovery) can take a while
+                wait_for(lambda: _caught_stopped(worker.pid), "the agent to stop the worker", timeout=60)
+            except AssertionError as late:
+                raise AssertionError(f"{late}; agent exit {agent.poll()}, log:\n{_log(tmp_path)}") from None
             os.kill(agent.pid, how)
             agent.wait(10)
         finally:
@@ -150,7 +158,10 @@ def test_served_device_plugin_allocates_from_the_clusters_pods(
         kubelet = FakeKubelet(Path(scratch))
         agent = _agent(api, tmp_path, plugin_dir=scratch)
         try:
-            wait_for(lambda: len(kubelet.registered) == 16, "the agent's 16 registrations", timeout=20)
+            try:
+                wait_for(lambda: len(kubelet.registered) == 16, "the agent's 16 registrations", timeout=60)
+            except AssertionError as late:
+                raise AssertionError(f"{late}; agent exit {agent.poll()}, log:\n{_log(tmp_path)}") from None
             channel, calls = kubelet.dial(Path(scratch) / kubelet.registered[0].endpoint)
             request = pb.AllocateRequest(
                 container_requests=[pb.ContainerAllocateRequest(devices_ids=["index_0-000"])]
