@@ -4,7 +4,8 @@ Eight fake GPUs become eight GPU objects (TensorFusion's fields) and the GPUNode
 relay (its watches and allocator) places an 8-GPU pod on them. Then one GPU disappears from the
 driver and another reports an Xid: both are marked unusable (`tensor-fusion.ai/gpu-missing-since`,
 phase Unknown, a Warning Event), the GPUNode totals drop, and the relay stops placing on them.
-When they come back the mark is lifted.
+When they come back the mark is lifted. The Kubernetes adapter's other calls (pods by node,
+Events, eviction, the pool label) are checked against the same server.
 """
 
 from __future__ import annotations
@@ -156,3 +157,32 @@ def test_eight_gpus_published_then_a_lost_one_is_marked_and_avoided(sandbox: Any
             stop.set()
     finally:
         agent.close()
+
+
+def test_kube_adapter_evicts_records_events_and_reads_the_pool(sandbox: Any) -> None:
+    api_client = sandbox
+    core = client.CoreV1Api(api_client)
+    body = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "hog", "namespace": "default"},
+        "spec": {"nodeName": "node-a", "containers": [{"name": "c", "image": "cuda"}]},
+    }
+    core.create_namespaced_pod("default", body)
+    cluster = KubeAgentCluster(api_client)
+    assert [p.metadata.name for p in cluster.node_pods("node-a")] == ["hog"]
+    assert cluster.node_pods("node-b") == []
+    involved = {"apiVersion": "v1", "kind": "Pod", "name": "hog", "namespace": "default"}
+    cluster.record_event(involved=involved, reason="VRAMLimitExceeded", message="over", kind="Warning")
+    events = core.list_namespaced_event("default").items
+    assert [(e.reason, e.type, e.involved_object.name) for e in events] == [
+        ("VRAMLimitExceeded", "Warning", "hog")
+    ]
+    cluster.evict_pod("default", "hog")
+    left = core.list_namespaced_pod("default").items
+    assert left == [] or left[0].metadata.deletion_timestamp is not None
+    assert cluster.node_pool("node-a") is None
+    gpunode = {"apiVersion": "tensor-fusion.ai/v1", "kind": "GPUNode", "metadata": {"name": "node-a"}}
+    gpunode["metadata"]["labels"] = {T + "pool-training": "true"}  # type: ignore[index]
+    client.CustomObjectsApi(api_client).create_cluster_custom_object(G, V, "gpunodes", gpunode)
+    assert cluster.node_pool("node-a") == "training"
