@@ -1,6 +1,7 @@
 """incluster/Dockerfile, read statically (no Docker here): multi-stage on a slim Python, installs only
-the `incluster` extra, copies only paths that exist, runs as a numeric non-root user (the chart's
-runAsNonRoot needs a number), and starts `gpupool`.
+the `incluster` and `agent` extras (the node agent's DaemonSet runs the same image), copies only
+paths that exist, runs as a numeric non-root user (the chart's runAsNonRoot needs a number), and
+starts `gpupool`.
 """
 
 from __future__ import annotations
@@ -26,9 +27,10 @@ def test_two_stages_on_a_slim_python() -> None:
     assert bases[0].endswith(" AS build") and "--from=build" in " ".join(_instructions("COPY"))
 
 
-def test_it_installs_only_the_incluster_extra_from_paths_that_exist() -> None:
+def test_it_installs_only_the_incluster_and_agent_extras_from_paths_that_exist() -> None:
     (run,) = [r for r in _instructions("RUN") if "pip install" in r]
-    assert '".[incluster]"' in run and "[dev]" not in run and "[aws]" not in run
+    assert '".[incluster,agent]"' in run and "agent run --help" in run
+    assert "[dev]" not in run and "[aws]" not in run
     for copy in _instructions("COPY"):
         if copy.startswith("--from"):
             continue

@@ -34,6 +34,14 @@ def _bytes(value: Quantity | None) -> int | None:
     return None if value is None else math.ceil(value.value)
 
 
+def gpu_phase(gpu: GPU) -> str:
+    """The GPU's phase, unless the node agent marked it unusable (`gpu-missing-since`): then never Running."""
+    missing = gpu.metadata.annotations.get(c.ANNOTATION_GPU_MISSING_SINCE)
+    if missing:
+        return f"Unusable (missing since {missing})"
+    return gpu.status.phase if gpu.status is not None else "Pending"
+
+
 def gpu_info(gpu: GPU) -> GpuInfo | None:
     """The allocator's view of a GPU object; None when it has no node or no capacity yet."""
     status = gpu.status
@@ -51,7 +59,7 @@ def gpu_info(gpu: GPU) -> GpuInfo | None:
         pool=gpu.metadata.labels.get(c.LABEL_GPU_POOL, ""),
         tflops_capacity=_milli(status.capacity.tflops) or 0,
         vram_capacity=_bytes(status.capacity.vram) or 0,
-        phase=status.phase,
+        phase=gpu_phase(gpu),
         model=status.gpu_model or "",
         vendor=status.vendor or "",
         index=status.index if status.index is not None else 0,

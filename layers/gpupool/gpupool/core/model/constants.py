@@ -38,6 +38,7 @@ TAG_CLUSTER: Final = f"{DOMAIN}/cluster"
 # ---- GPU objects and orphans -------------------------------------------------------------
 LABEL_GPU_POOL: Final = f"{DOMAIN}/gpupool"  # on GPU objects: <pool>
 LABEL_ORPHAN: Final = f"{DOMAIN}/orphan"  # "true" on a node whose claim is gone
+ANNOTATION_GPU_MISSING_SINCE: Final = f"{DOMAIN}/gpu-missing-since"  # RFC3339: GPU gone or failed; unusable
 
 # ---- compaction --------------------------------------------------------------------------
 LABEL_SHOULD_DELETE: Final = f"{DOMAIN}/should-delete"  # "true" (AutoSelect)

@@ -1,0 +1,97 @@
+"""A TensorFusion worker as the agent enforces it: the pod's GPUs, limits and QoS.
+
+Role: read a pod on this node into a `Worker` — only pods labelled `tensor-fusion.ai/enabled=true`
+whose `tensor-fusion.ai/gpu-ids` annotation names the GPUs the scheduler gave them are workers;
+every other process on a GPU is left alone. Annotations are parsed by the allocator's own reader
+(`request_from_pod`), so the agent enforces exactly what the scheduler placed. `shares` turns a
+worker's TFLOPS (or compute-percent) request and limit into percentages of one GPU.
+
+Must not: read the cluster or act on processes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from decimal import Decimal
+
+from gpupool.core.allocator.pod_request import RequestError, request_from_pod
+from gpupool.core.model import constants as c
+from gpupool.core.model.foreign import Pod
+
+__all__ = ["QOS_RANK", "Worker", "shares", "worker_from_pod"]
+
+QOS_RANK = {name: rank for rank, name in enumerate(c.QOS_LEVELS)}  # low 0 … critical 3
+
+
+@dataclass(frozen=True, slots=True)
+class Worker:
+    """One pod's enforceable limits; TFLOPS in milli-TFLOPS, VRAM in bytes (0 = no limit)."""
+
+    uid: str
+    namespace: str
+    name: str
+    gpus: tuple[str, ...]
+    qos: str = "medium"
+    vram_limit: int = 0
+    vram_request: int = 0
+    tflops_request: int = 0
+    tflops_limit: int = 0
+    percent_request: float | None = None
+    percent_limit: float | None = None
+    dedicated: bool = False
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def rank(self) -> int:
+        return QOS_RANK.get(self.qos, QOS_RANK["medium"])
+
+
+def worker_from_pod(pod: Pod) -> tuple[Worker | None, str | None]:
+    """The worker a pod is, or (None, None) when it is not one, or (None, why) when unreadable."""
+    meta = pod.metadata
+    gpu_ids = meta.annotations.get(c.ANNOTATION_GPU_IDS, "")
+    gpus = tuple(name.strip() for name in gpu_ids.split(",") if name.strip())
+    if meta.labels.get(c.LABEL_ENABLED) != "true" or not gpus or not meta.uid:
+        return None, None
+    if pod.status.phase in ("Succeeded", "Failed"):
+        return None, None
+    try:
+        request = request_from_pod(pod)
+    except RequestError as exc:
+        return None, f"pod {meta.namespace}/{meta.name}: {exc}; not enforced"
+    return (
+        Worker(
+            uid=meta.uid,
+            namespace=meta.namespace or "default",
+            name=meta.name or "",
+            gpus=gpus,
+            qos=request.qos,
+            vram_limit=max(request.vram_limit, request.vram_request),
+            vram_request=request.vram_request,
+            tflops_request=request.tflops_request,
+            tflops_limit=max(request.tflops_limit, request.tflops_request),
+            percent_request=request.compute_percent_request,
+            percent_limit=request.compute_percent_limit,
+            dedicated=request.dedicated,
+        ),
+        None,
+    )
+
+
+def shares(worker: Worker, gpu_tflops: Decimal | None) -> tuple[float, float]:
+    """(request, limit) as percent of one GPU: tflops ÷ the GPU's TFLOPS, or compute-percent.
+
+    No limit, a dedicated GPU, or a GPU of unknown TFLOPS → 100 (not throttled).
+    """
+    if worker.dedicated:
+        return 100.0, 100.0
+    if worker.percent_request is not None:
+        request = worker.percent_request
+        return min(request, 100.0), min(max(worker.percent_limit or request, request), 100.0)
+    if not worker.tflops_limit or not gpu_tflops:
+        return 100.0, 100.0
+    total = float(gpu_tflops) * 1000.0
+    return min(100.0, 100.0 * worker.tflops_request / total), min(100.0, 100.0 * worker.tflops_limit / total)
