@@ -8,9 +8,10 @@ Must not: resolve selectors against a cloud (adapters do that).
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+import re
+from typing import Annotated, ClassVar, Literal
 
-from pydantic import Field
+from pydantic import BeforeValidator, Field
 
 from gpupool.core.model.base import Qty, SpecModel, TensorFusionObject
 
@@ -42,10 +43,20 @@ class MetadataOptions(SpecModel):
     http_tokens: Literal["required", "optional"] | None = None
 
 
-class EbsSettings(SpecModel):
-    """A block device's volume."""
+def _binary_unit_spelling(value: object) -> object:
+    # "100GiB" / "100GB" are common spellings of a disk size; TensorFusion's schema takes them
+    # (a string), so gpupool reads them as the quantities they clearly mean ("100Gi", "100G").
+    if isinstance(value, str):
+        match = re.fullmatch(r"\s*([0-9.]+)\s*([KMGTPE]i?)B\s*", value)
+        if match is not None:
+            return match.group(1) + match.group(2)
+    return value
 
-    volume_size: Qty | None = None
+
+class EbsSettings(SpecModel):
+    """A block device's volume (`volumeSize` also as "100GiB", read as 100Gi)."""
+
+    volume_size: Annotated[Qty | None, BeforeValidator(_binary_unit_spelling)] = None
     volume_type: str | None = None
     iops: int | None = Field(default=None, ge=0)
     throughput: int | None = Field(default=None, ge=0)
