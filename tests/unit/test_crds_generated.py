@@ -75,8 +75,13 @@ def test_scope_status_and_columns() -> None:
         "GPU",
         "SchedulingConfigTemplate",
         "GPUResourceQuota",
+        "ProviderConfig",
+        "WorkloadProfile",
+        "TensorFusionWorkload",
+        "TensorFusionConnection",
     }
-    assert {k for k, c in by_kind.items() if c["spec"]["scope"] == "Namespaced"} == {"GPUResourceQuota"}
+    namespaced = {k for k, c in by_kind.items() if c["spec"]["scope"] == "Namespaced"}
+    assert namespaced == {"GPUResourceQuota", "WorkloadProfile", "TensorFusionWorkload", "TensorFusionConnection"}
     assert _schema("GPUPool")["subresources"] == {"status": {}}
     claim_columns = {c["name"]: c["jsonPath"] for c in _schema("GPUNodeClaim")["additionalPrinterColumns"]}
     assert claim_columns["Phase"] == ".status.phase"
