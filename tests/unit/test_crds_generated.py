@@ -81,7 +81,12 @@ def test_scope_status_and_columns() -> None:
         "TensorFusionConnection",
     }
     namespaced = {k for k, c in by_kind.items() if c["spec"]["scope"] == "Namespaced"}
-    assert namespaced == {"GPUResourceQuota", "WorkloadProfile", "TensorFusionWorkload", "TensorFusionConnection"}
+    assert namespaced == {
+        "GPUResourceQuota",
+        "WorkloadProfile",
+        "TensorFusionWorkload",
+        "TensorFusionConnection",
+    }
     assert _schema("GPUPool")["subresources"] == {"status": {}}
     claim_columns = {c["name"]: c["jsonPath"] for c in _schema("GPUNodeClaim")["additionalPrinterColumns"]}
     assert claim_columns["Phase"] == ".status.phase"

@@ -233,6 +233,7 @@ class SchedulerHub(PolicyObjects):
                 quota_usage=usage_copy(self.allocator, namespace),
                 progressive_migration=self.settings.progressive_migration,
                 migrated_replicas=self.replicas.migrated(owner),
+                workload_profiles=dict(self.profiles.get(namespace, {})),
             )
 
     def admit(self, pod: Mapping[str, Any], namespace: str, *, record: bool = True) -> Mutation:

@@ -25,6 +25,7 @@ from kubernetes import watch as _watch
 from gpupool.core.allocator.progressive import taints_after
 from gpupool.core.model import constants as c
 from gpupool_incluster.relay.hub import SchedulerHub
+from gpupool_incluster.relay.unreadable import event_reporter, skipping_unreadable
 
 __all__ = ["KubeWriter", "start_watches"]
 
@@ -139,15 +140,36 @@ def _key(item: Mapping[str, Any]) -> str:
 
 
 def start_watches(api: Any, hub: SchedulerHub, stop: threading.Event) -> list[threading.Thread]:
-    """One watch thread per kind; `hub.synced` is set once every kind has been listed."""
+    """One watch thread per kind; `hub.synced` is set once every kind has been listed. An object
+    a watch cannot read is skipped with a Warning Event on it (`unreadable`)."""
     core = client.CoreV1Api(api)
+    report = event_reporter(api)
     kinds: list[tuple[str, Callable[..., Any], Apply]] = [
-        ("gpupools", _custom_lister(api, "gpupools"), hub.apply_pool),
-        ("schedulingconfigtemplates", _custom_lister(api, "schedulingconfigtemplates"), hub.apply_template),
-        ("gpuresourcequotas", _custom_lister(api, "gpuresourcequotas"), hub.apply_quota),
-        ("nodes", core.list_node, hub.apply_node),
-        ("gpus", _custom_lister(api, "gpus"), hub.apply_gpu),
-        ("pods", core.list_pod_for_all_namespaces, hub.apply_pod),
+        (kind, lister, skipping_unreadable(model_kind, apply, report))
+        for kind, model_kind, lister, apply in (
+            ("gpupools", "GPUPool", _custom_lister(api, "gpupools"), hub.apply_pool),
+            (
+                "schedulingconfigtemplates",
+                "SchedulingConfigTemplate",
+                _custom_lister(api, "schedulingconfigtemplates"),
+                hub.apply_template,
+            ),
+            (
+                "gpuresourcequotas",
+                "GPUResourceQuota",
+                _custom_lister(api, "gpuresourcequotas"),
+                hub.apply_quota,
+            ),
+            (
+                "workloadprofiles",
+                "WorkloadProfile",
+                _custom_lister(api, "workloadprofiles"),
+                hub.apply_profile,
+            ),
+            ("nodes", "Node", core.list_node, hub.apply_node),
+            ("gpus", "GPU", _custom_lister(api, "gpus"), hub.apply_gpu),
+            ("pods", "Pod", core.list_pod_for_all_namespaces, hub.apply_pod),
+        )
     ]
     flags = [threading.Event() for _ in kinds]
     threads = []
