@@ -31,6 +31,7 @@ from gpupool.core.allocator.progressive import has_used_by_taint
 from gpupool.core.extender import ExtenderArgs, handle_filter, handle_prioritize, reserve_for_bind
 from gpupool.core.model.foreign import Node, Pod
 from gpupool.core.model.node import GPU
+from gpupool_incluster.relay.gangs import GangGate
 from gpupool_incluster.relay.migration import TaintKeeper
 from gpupool_incluster.relay.policies import DEFAULT_POOL_ANNOTATION, PolicyObjects
 from gpupool_incluster.relay.ports import BindFailed, ClusterWriter, HubSettings, NodeTainter
@@ -61,6 +62,7 @@ class SchedulerHub(PolicyObjects):
         self.holders: dict[str, set[str]] = {}
         self.bound: dict[str, Pod] = {}
         self.replicas = ReplicaLedger()
+        self.gangs = GangGate()  # gang-min-members: all-or-nothing binding, with gang-timeout
         self.synced = threading.Event()
         self.taints: TaintKeeper | None = None
         if self.settings.progressive_migration and tainter is not None:
@@ -134,6 +136,7 @@ class SchedulerHub(PolicyObjects):
         self._track_native(pod, key, finished)
         self._forget_bound(key)
         if finished:
+            self.gangs.forget(key)
             self.allocator.release(key)
             return
         # Only bound pods hold GPUs here: an annotated but unbound pod is a bind in flight
@@ -178,6 +181,7 @@ class SchedulerHub(PolicyObjects):
     # ---- requests ------------------------------------------------------------------------
     def filter(self, args: ExtenderArgs) -> dict[str, Any]:
         with self.lock:
+            self.gangs.sweep(self.allocator)
             return handle_filter(self.allocator, args, default_pool=self.default_pool)
 
     def prioritize(self, args: ExtenderArgs) -> list[dict[str, Any]]:
@@ -193,11 +197,14 @@ class SchedulerHub(PolicyObjects):
         if uid and (pod.get("metadata") or {}).get("uid") not in (None, "", uid):
             raise BindFailed(f"pod {namespace}/{name} was replaced (uid {uid} is gone)")
         with self.lock:
+            self.gangs.sweep(self.allocator)
             held_before = self.allocator.state.allocations.get(f"{namespace}/{name}")
             try:
                 allocation = reserve_for_bind(self.allocator, pod, node, default_pool=self.default_pool)
             except (AllocationError, RequestError) as exc:
                 raise BindFailed(str(exc)) from exc
+            if allocation is not None:
+                self.gangs.check(pod, f"{namespace}/{name}")  # a short gang keeps its GPUs, binds later
         fresh = allocation is not None and allocation is not held_before
         annotated = False
         try:
