@@ -3,10 +3,10 @@
 Role: `KubeWriter` reads a pod, merges the GPU annotation onto it and creates the pods/binding
 subresource (a conflict — the pod already bound — surfaces as an exception, so the hub releases
 its reservation). `start_watches` lists then watches GPUs, GPUPools, SchedulingConfigTemplates,
-GPUResourceQuotas, Nodes and Pods with the official client, one daemon thread each, relisting
-after any error (a relist replaces what that kind knew, so nothing deleted while disconnected
-lingers), and starts the hub's taint keeper when progressive migration is on. `KubeWriter`
-also edits that one taint (`set_used_by_taint`).
+GPUResourceQuotas, WorkloadProfiles, Nodes and Pods (skipping an unreadable object) with the
+official client, one daemon thread each, relisting after any error (a relist replaces what that
+kind knew, so nothing deleted while disconnected lingers), and starts the hub's taint keeper
+when progressive migration is on. `KubeWriter` also edits that one taint (`set_used_by_taint`).
 
 Must not: decide placement or admission.
 """

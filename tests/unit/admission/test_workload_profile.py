@@ -28,6 +28,7 @@ PROFILE = parse_as(
             "gpuCount": 2,
             "gpuModel": "L4",
             "isolation": "hard",
+            "gangScheduling": {"minMembers": 4, "timeout": "2m"},
             "resources": {
                 "requests": {"tflops": "10", "vram": "4Gi"},
                 "limits": {"tflops": "20", "vram": "8Gi"},
@@ -53,6 +54,7 @@ def test_a_profile_pod_is_admitted_with_the_profiles_requests() -> None:
     assert result[T + "gpu-count"] == "2" and result[T + "gpu-model"] == "L4"
     assert result[T + "gpupool"] == "shared" and result[T + "qos"] == "medium"
     assert result[T + "isolation"] == "hard"
+    assert (result[T + "gang-min-members"], result[T + "gang-timeout"]) == ("4", "2m")
     patched: dict[str, Any] = pod(result)
     request = request_from_pod(Pod.model_validate(patched), default_pool="other")
     assert (request.pool, request.gpu_count, request.isolation) == ("shared", 2, "hard")

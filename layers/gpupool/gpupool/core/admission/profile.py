@@ -2,9 +2,10 @@
 
 Role: `apply_workload_profile(notes, profiles)` fills each GPU annotation the pod did not set
 from the named WorkloadProfile of the pod's namespace — requests and limits (TFLOPS, compute
-percent, VRAM), gpu-count, gpu-model, vendor, qos, pool, isolation, is-local-gpu and
-gpu-indices. An annotation on the pod wins over the profile (it is the more specific of the
-two, as in TensorFusion's webhook). A named profile that does not exist is a Denial.
+percent, VRAM), gpu-count, gpu-model, vendor, qos, pool, isolation, is-local-gpu, gpu-indices
+and gangScheduling (as gang-min-members / gang-timeout). An annotation on the pod wins over the
+profile (it is the more specific of the two, as in TensorFusion's webhook). A named profile
+that does not exist is a Denial.
 
 Must not: read the cluster (the relay passes the namespace's profiles in) or judge the values
 (the webhook's checks run afterwards, on the merged annotations).
@@ -67,6 +68,11 @@ def profile_annotations(spec: WorkloadProfileSpec) -> dict[str, str]:
         out[c.ANNOTATION_IS_LOCAL_GPU] = "true" if spec.is_local_gpu else "false"
     if spec.gpu_indices:
         out[c.ANNOTATION_GPU_INDICES] = ",".join(str(index) for index in spec.gpu_indices)
+    gang = spec.gang_scheduling
+    if gang is not None and gang.min_members:
+        out[c.ANNOTATION_GANG_MIN_MEMBERS] = str(gang.min_members)
+        if gang.timeout:
+            out[c.ANNOTATION_GANG_TIMEOUT] = gang.timeout
     return out
 
 

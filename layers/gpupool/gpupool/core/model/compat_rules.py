@@ -95,6 +95,7 @@ RULES: dict[tuple[str, str], Verdict] = {
     ("WorkloadProfile", "spec.isolation"): (_H, "tensor-fusion.ai/isolation"),
     ("WorkloadProfile", "spec.isLocalGPU"): (_H, "tensor-fusion.ai/is-local-gpu"),
     ("WorkloadProfile", "spec.gpuIndices"): (_H, "tensor-fusion.ai/gpu-indices"),
+    ("WorkloadProfile", "spec.gangScheduling"): (_H, "gang-min-members / gang-timeout"),
     ("TensorFusionWorkload", "spec"): (_N, "TensorFusion's workload controller; kept"),
     ("TensorFusionConnection", "spec"): (_N, "remote vGPU connections; kept"),
     ("ProviderConfig", "spec"): (_N, "vendor images and partitions; kept"),

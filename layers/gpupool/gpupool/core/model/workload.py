@@ -3,7 +3,7 @@
 Role: the shape of a workload's GPU wants as TensorFusion names them (WorkloadProfileSpec:
 replicas, poolName, resources {requests, limits}, qos, isLocalGPU, sidecarWorker, isolation
 (default soft), gpuModel, gpuCount, gpuIndices, vendor, autoScalingConfig, nodeAffinity,
-workerPodTemplate), which a pod names with `tensor-fusion.ai/workload-profile`; a
+workerPodTemplate, gangScheduling), which a pod names with `tensor-fusion.ai/workload-profile`; a
 TensorFusionWorkload carries the same spec; a TensorFusionConnection ties a client to a worker.
 Fields TensorFusion adds in later versions are kept as written (these are TensorFusion's
 objects, not gpupool's own).
@@ -28,6 +28,7 @@ from gpupool.core.model.base import (
 )
 
 __all__ = [
+    "GangScheduling",
     "TensorFusionConnection",
     "TensorFusionConnectionSpec",
     "TensorFusionConnectionStatus",
@@ -44,6 +45,13 @@ class WorkloadResources(PreservedModel):
 
     requests: Resource | None = None
     limits: Resource | None = None
+
+
+class GangScheduling(PreservedModel):
+    """All-or-nothing binding of a workload's pods (the same as the gang-* pod annotations)."""
+
+    min_members: int | None = Field(default=None, ge=0)
+    timeout: str | None = None
 
 
 class WorkloadProfileSpec(PreservedModel):
@@ -63,6 +71,7 @@ class WorkloadProfileSpec(PreservedModel):
     auto_scaling_config: Kept = None
     node_affinity: Kept = None
     worker_pod_template: Kept = None
+    gang_scheduling: GangScheduling | None = None
 
 
 class WorkloadProfile(TensorFusionObject):
