@@ -47,6 +47,14 @@ def test_every_spec_field_survives_a_round_trip(doc: dict[str, Any]) -> None:
     assert parsed["metadata"] == doc["metadata"]
 
 
+def test_a_gang_workload_is_accepted_and_its_kept_keys_listed(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["validate", str(SAMPLES / "gang.yaml")]) == 0
+    out = capsys.readouterr().out
+    assert "Job/tf-job-gang: ok (not validated in depth)" in out
+    assert "not acted on: tensor-fusion.ai/gang-enabled" in out
+    assert "gang-min-members" not in out and "gang-timeout" not in out, "honoured keys are not listed"
+
+
 def test_tensor_fusion_defaults_mean_the_same_in_gpupool() -> None:
     bare = parse_as(
         GPUPool,

@@ -15,11 +15,11 @@ START = datetime(2026, 12, 1, 2, 0, tzinfo=UTC)
 MIN, TIMEOUT = T + "gang-min-members", T + "gang-timeout"
 
 
-def member(annotations: dict[str, str], *, workload: str | None = "train") -> Pod:
+def member(annotations: dict[str, str], *, workload: str | None = "train", owner: str | None = None) -> Pod:
     labels = {T + "workload": workload} if workload else {}
-    return Pod.model_validate(
-        {"metadata": {"name": "p", "namespace": "ml", "labels": labels, "annotations": annotations}}
-    )
+    owners = [{"apiVersion": "batch/v1", "kind": "Job", "name": owner, "controller": True}] if owner else []
+    metadata = {"name": "p", "namespace": "ml", "labels": labels, "annotations": annotations}
+    return Pod.model_validate({"metadata": {**metadata, "ownerReferences": owners}})
 
 
 @pytest.mark.parametrize(
@@ -45,6 +45,11 @@ def member(annotations: dict[str, str], *, workload: str | None = "train") -> Po
 )
 def test_gang_keys(annotations: dict[str, str], workload: str | None, expected: GangSpec | None) -> None:
     assert gang_of(member(annotations, workload=workload)) == expected
+
+
+def test_without_a_workload_label_the_controlling_owner_is_the_group() -> None:
+    pod = member({MIN: "4"}, workload=None, owner="train-job")
+    assert gang_of(pod) == GangSpec("ml/Job/train-job", 4, None)
 
 
 @pytest.mark.parametrize(

@@ -1,13 +1,16 @@
 """Gang scheduling: a group of pods binds all together or not at all, within its timeout.
 
-Role: `gang_of(pod)` reads TensorFusion's gang keys — `tensor-fusion.ai/gang-min-members`
-(> 0), the group (the pod's namespace and its `tensor-fusion.ai/workload` label) and
+Role: `gang_of(pod)` reads TensorFusion's gang keys — `tensor-fusion.ai/gang-min-members` (>
+0), the group (the pod's namespace and its `tensor-fusion.ai/workload` label, or, for pods
+TensorFusion's webhook did not label, its controlling owner, e.g. the ReplicaSet or Job) and
 `tensor-fusion.ai/gang-timeout` (a Go duration; empty, "0" or "0s" waits indefinitely);
-unreadable values mean no gang, as in TensorFusion. `GangBook` is the waiting room the bind
-verb consults: each member that reserved its GPUs is `arrive`d; until `min-members` have
-arrived the bind answers "waiting" and the member keeps its reservation (kube-scheduler retries
-it on the same node), once they have, every member binds. `expire(now)` hands back the members
-of gangs whose timeout passed before they were complete, so their GPUs are released.
+unreadable values mean no gang, as in TensorFusion. (`gang-enabled` without min-members asks
+for a quorum of the workload's replica count, which a pod does not carry: not acted on.)
+`GangBook` is the waiting room the bind verb consults: each member that reserved its GPUs is
+`arrive`d; until `min-members` have arrived the bind answers "waiting" and the member keeps its
+reservation (kube-scheduler retries it on the same node), once they have, every member binds.
+`expire(now)` hands back the members of gangs whose timeout passed before they were complete,
+so their GPUs are released.
 
 Must not: hold GPUs, bind, lock, read a clock (time is passed in) or log.
 """
@@ -46,7 +49,7 @@ def parse_go_duration(text: str) -> timedelta | None:
 @dataclass(frozen=True, slots=True)
 class GangSpec:
     group: str
-    """`namespace/workload`: the pods that bind together."""
+    """`namespace/workload` (or `namespace/Kind/owner`): the pods that bind together."""
     min_members: int
     timeout: timedelta | None
     """None: wait indefinitely."""
@@ -56,6 +59,9 @@ def gang_of(pod: Pod) -> GangSpec | None:
     """The pod's gang, or None (no or unreadable gang keys, or no workload label)."""
     text = pod.metadata.annotations.get(c.ANNOTATION_GANG_MIN_MEMBERS, "").strip()
     workload = pod.metadata.labels.get(c.LABEL_WORKLOAD, "")
+    if not workload:
+        owner = next((o for o in pod.metadata.owner_references if o.controller), None)
+        workload = f"{owner.kind}/{owner.name}" if owner is not None else ""
     if not text or not workload or not text.isdigit() or int(text) <= 0:
         return None
     timeout_text = pod.metadata.annotations.get(c.ANNOTATION_GANG_TIMEOUT, "").strip()

@@ -140,8 +140,13 @@ DIFFERENT: dict[tuple[str, str], Verdict] = {
 NOT_ACTED_KEYS: dict[str, str] = {
     c.ANNOTATION_GANG_MIN_MEMBERS: "honoured: all-or-nothing binding (see gang scheduling)",
     c.ANNOTATION_GANG_TIMEOUT: "honoured: a partial gang is released after it",
+    c.LABEL_WORKLOAD: "honoured: the gang's group (else the pod's controlling owner)",
 }
 for _key, _what in (
+    (
+        "gang-enabled",
+        "alone (quorum = the workload's replicas) a pod cannot say its quorum; set gang-min-members",
+    ),
     ("partition-id", "partition template; partitioned GPUs are matched, templates are not applied"),
     ("partition", "partition mode"),
     ("topology", "GPU topology preference"),

@@ -81,6 +81,8 @@ SHALLOW_KINDS: frozenset[tuple[str, str]] = frozenset(
         ("apps/v1", "Deployment"),
         ("apps/v1", "DaemonSet"),
         ("apps/v1", "StatefulSet"),
+        ("apps/v1", "ReplicaSet"),
+        ("batch/v1", "Job"),
         ("karpenter.sh/v1", "NodePool"),
         ("karpenter.sh/v1", "NodeClaim"),
         ("karpenter.k8s.aws/v1", "EC2NodeClass"),
