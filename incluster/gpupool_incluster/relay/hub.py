@@ -181,7 +181,8 @@ class SchedulerHub(PolicyObjects):
     # ---- requests ------------------------------------------------------------------------
     def filter(self, args: ExtenderArgs) -> dict[str, Any]:
         with self.lock:
-            self.gangs.sweep(self.allocator)
+            if self.gangs.sweep(self.allocator):  # a timed-out gang's GPUs are free again
+                self._wake_taints()
             return handle_filter(self.allocator, args, default_pool=self.default_pool)
 
     def prioritize(self, args: ExtenderArgs) -> list[dict[str, Any]]:
@@ -197,14 +198,19 @@ class SchedulerHub(PolicyObjects):
         if uid and (pod.get("metadata") or {}).get("uid") not in (None, "", uid):
             raise BindFailed(f"pod {namespace}/{name} was replaced (uid {uid} is gone)")
         with self.lock:
-            self.gangs.sweep(self.allocator)
+            if self.gangs.sweep(self.allocator):  # a timed-out gang's GPUs are free again
+                self._wake_taints()
             held_before = self.allocator.state.allocations.get(f"{namespace}/{name}")
             try:
                 allocation = reserve_for_bind(self.allocator, pod, node, default_pool=self.default_pool)
             except (AllocationError, RequestError) as exc:
                 raise BindFailed(str(exc)) from exc
             if allocation is not None:
-                self.gangs.check(pod, f"{namespace}/{name}")  # a short gang keeps its GPUs, binds later
+                try:
+                    self.gangs.check(pod, f"{namespace}/{name}")
+                except BindFailed:  # a short gang keeps its GPUs (the node is busy) and binds later
+                    self._wake_taints()
+                    raise
         fresh = allocation is not None and allocation is not held_before
         annotated = False
         try:
