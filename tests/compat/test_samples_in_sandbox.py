@@ -64,6 +64,23 @@ def test_the_kubernetes_adapter_reads_every_sample(sandbox: Any) -> None:
     assert _unreadable_warnings(sandbox) == []
 
 
+def test_what_tensor_fusions_schema_accepts_is_stored_and_read_normalised() -> None:
+    with EmbeddedKubeAPI() as api:
+        api_client = config.new_client_from_config(config_file=str(api.kubeconfig_path))
+        store(api_client, documents("lenient.yaml"))
+        cluster = KubeCluster(api_client)
+        pool = cluster.get_pool("lenient")
+        compaction = pool.spec.node_manager_config.node_compaction
+        assert compaction is not None and compaction.period == "24h"
+        node_class = next(c for c in cluster.list_node_classes() if c.name == "sizes")
+        ebs = node_class.spec.block_device_mappings[0].ebs
+        assert ebs is not None and str(ebs.volume_size) == "100Gi"
+        claim = cluster.get_claim("lowercase")
+        assert claim.spec.capacity_type == "Spot"
+        assert _unreadable_warnings(api_client) == []
+        api_client.close()
+
+
 def test_the_relay_watches_read_every_sample(sandbox: Any) -> None:
     hub = SchedulerHub(KubeWriter(sandbox))
     stop = threading.Event()

@@ -114,6 +114,8 @@ def test_lenient_inputs_are_accepted_and_normalised() -> None:
     assert isinstance(node_class, GPUNodeClass)
     ebs = node_class.spec.block_device_mappings[0].ebs
     assert ebs is not None and str(ebs.volume_size) == "100Gi"
+    options = node_class.spec.metadata_options
+    assert options is not None and (options.http_endpoint, options.http_protocol_ipv6) == (True, False)
     assert isinstance(claim, GPUNodeClaim) and claim.spec.capacity_type == "Spot"
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Annotated, ClassVar, Literal
 
-from pydantic import BeforeValidator, Field
+from pydantic import BeforeValidator, Field, WithJsonSchema
 
 from gpupool.core.model.base import (
     Condition,
@@ -55,7 +55,10 @@ class GPUNodeClaimSpec(SpecModel):
     zone: str | None = None
     instance_type: str | None = None
     node_class_ref: GroupKindName | None = None
-    capacity_type: Annotated[CapacityType | None, BeforeValidator(_capacity_type_spelling)] = None
+    # The CRD takes any spelling (the model reads spot / on-demand as Spot / OnDemand).
+    capacity_type: Annotated[
+        CapacityType | None, BeforeValidator(_capacity_type_spelling), WithJsonSchema({"type": "string"})
+    ] = None
     tflops_offered: Qty
     vram_offered: Qty
     gpu_device_offered: int = Field(ge=0)

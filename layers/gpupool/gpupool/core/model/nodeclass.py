@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, ClassVar, Literal
 
-from pydantic import BeforeValidator, Field
+from pydantic import BeforeValidator, Field, WithJsonSchema
 
 from gpupool.core.model.base import Qty, SpecModel, TensorFusionObject
 
@@ -34,11 +34,27 @@ class SelectorTerm(SpecModel):
     tags: dict[str, str] = Field(default_factory=dict)
 
 
-class MetadataOptions(SpecModel):
-    """AWS IMDS options."""
+def _on_off_spelling(value: object) -> object:
+    # TensorFusion's CRD types httpEndpoint / httpProtocolIPv6 as strings ("enabled" /
+    # "disabled", EC2's spelling); gpupool also takes true / false.
+    if isinstance(value, str) and value.strip().lower() in ("enabled", "disabled"):
+        return value.strip().lower() == "enabled"
+    return value
 
-    http_endpoint: bool | None = None
-    http_protocol_ipv6: bool | None = Field(default=None, alias="httpProtocolIPv6")
+
+# true / false, or TensorFusion's "enabled" / "disabled"; any of them passes the CRD.
+OnOff = Annotated[
+    bool | None,
+    BeforeValidator(_on_off_spelling),
+    WithJsonSchema({"x-kubernetes-preserve-unknown-fields": True}),
+]
+
+
+class MetadataOptions(SpecModel):
+    """AWS IMDS options (httpEndpoint / httpProtocolIPv6 as true/false or "enabled"/"disabled")."""
+
+    http_endpoint: OnOff = None
+    http_protocol_ipv6: OnOff = Field(default=None, alias="httpProtocolIPv6")
     http_put_response_hop_limit: int | None = Field(default=None, ge=1, le=64)
     http_tokens: Literal["required", "optional"] | None = None
 
@@ -56,7 +72,12 @@ def _binary_unit_spelling(value: object) -> object:
 class EbsSettings(SpecModel):
     """A block device's volume (`volumeSize` also as "100GiB", read as 100Gi)."""
 
-    volume_size: Annotated[Qty | None, BeforeValidator(_binary_unit_spelling)] = None
+    # TensorFusion's CRD types volumeSize as a plain string: the CRD lets "100GiB" through too.
+    volume_size: Annotated[
+        Qty | None,
+        BeforeValidator(_binary_unit_spelling),
+        WithJsonSchema({"x-kubernetes-preserve-unknown-fields": True}),
+    ] = None
     volume_type: str | None = None
     iops: int | None = Field(default=None, ge=0)
     throughput: int | None = Field(default=None, ge=0)
