@@ -7,8 +7,11 @@ invocation still plans and launches the good pool's minimum on EC2 (moto).
 
 from __future__ import annotations
 
+import json
+import logging
 from typing import Any
 
+import pytest
 from kubernetes import client as k8s
 from kubernetes import config as kube_config
 
@@ -41,11 +44,14 @@ def _store_bad_pool(api: EmbeddedKubeAPI) -> Any:
 
 
 def test_one_malformed_pool_is_skipped_and_the_good_one_is_planned(
-    world: tuple[Deps, Any, EmbeddedKubeAPI],
+    world: tuple[Deps, Any, EmbeddedKubeAPI], caplog: pytest.LogCaptureFixture
 ) -> None:
     deps, ec2, api = world
     api_client = _store_bad_pool(api)
-    assert [pool.name for pool in deps.cluster.list_pools()] == ["pool-a"]
+    with caplog.at_level(logging.WARNING, logger="gpupool.adapters.kube_reading"):
+        assert [pool.name for pool in deps.cluster.list_pools()] == ["pool-a"]
+    logged = [json.loads(record.getMessage()) for record in caplog.records]
+    assert any(line["action"] == "skip_unreadable" and BAD_FIELD in line["message"] for line in logged)
     outcome = handle_launch(Reconcile(pool=None, trigger="schedule", event_id="evt-bad"), deps)
     assert not outcome.errors, outcome.errors
     real_adapters._assert_one_instance_per_claim(deps, ec2)

@@ -4,6 +4,8 @@ Event naming its field, and a WorkloadProfile stored in the sandbox reaches the 
 
 from __future__ import annotations
 
+import json
+import logging
 import sys
 import threading
 import time
@@ -17,6 +19,7 @@ from kubernetes import client, config
 from gpupool.local.kubeapi import EmbeddedKubeAPI
 from gpupool_incluster.relay.hub import SchedulerHub
 from gpupool_incluster.relay.kube import KubeWriter, start_watches
+from gpupool_incluster.relay.unreadable import skipping_unreadable
 
 sys.path.insert(0, str(Path(__file__).parent))
 from relay_builders import gpu_object, pool_object, tf_pod
@@ -77,9 +80,10 @@ def _warnings(api_client: Any) -> list[Any]:
 
 
 def test_one_malformed_pool_is_skipped_with_a_warning_and_the_rest_schedule(
-    watched: tuple[SchedulerHub, Any],
+    watched: tuple[SchedulerHub, Any], caplog: pytest.LogCaptureFixture
 ) -> None:
     hub, api_client = watched
+    caplog.set_level(logging.WARNING, logger="gpupool.relay")
     _wait(lambda: {"shared", "second"} <= set(hub.pools), "the good pools")
     assert "broken" not in hub.pools
     _wait(lambda: bool(_warnings(api_client)), "the Warning Event on the bad pool")
@@ -88,6 +92,11 @@ def test_one_malformed_pool_is_skipped_with_a_warning_and_the_rest_schedule(
     assert BAD_FIELD in warning.message and "example.com/rack" in warning.message
     _mutation, simulation = hub.simulate(tf_pod("p"), "team")
     assert simulation.node == "a"
+    reports: list[str] = []  # a relist applies the bad pool again: skipped and reported again
+    skipping_unreadable("GPUPool", hub.apply_pool, lambda bad: reports.append(bad.message))(_bad_pool())
+    assert reports and BAD_FIELD in reports[0], "skipped and reported, not raised"
+    logged = [json.loads(record.getMessage()) for record in caplog.records if record.name == "gpupool.relay"]
+    assert any(line.get("action") == "skip_unreadable" and BAD_FIELD in line["message"] for line in logged)
 
 
 def test_a_workload_profile_in_the_sandbox_reaches_the_webhook(watched: tuple[SchedulerHub, Any]) -> None:
