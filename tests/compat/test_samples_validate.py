@@ -124,6 +124,7 @@ def test_lenient_inputs_are_accepted_and_normalised() -> None:
     [
         ({"key": "example.com/rack", "values": ["r1"]}, "unknown requirement key 'example.com/rack'"),
         ({"key": "kubernetes.io/arch", "operator": "Near", "values": ["x"]}, "operator"),
+        ({"operator": "Exists"}, "a requirement needs a key"),
     ],
 )
 def test_what_tensor_fusions_schema_rejects_is_rejected(

@@ -86,6 +86,8 @@ class ProvisionerRequirement(Requirement):
 
     @model_validator(mode="after")
     def _values_fit_operator(self) -> ProvisionerRequirement:
+        if not self.key:
+            raise ValueError("a requirement needs a key")
         if not _provisioner_key_known(self.key):
             known = ", ".join(sorted(PROVISIONER_KEYS | PROVISIONER_EXTENSION_KEYS))
             raise ValueError(f"unknown requirement key {self.key!r} (TensorFusion lists: {known})")
