@@ -33,9 +33,12 @@ def test_crds_command_writes_the_same_files(tmp_path: Path, capsys: pytest.Captu
 
 
 def _walk(schema: dict[str, Any], where: str) -> list[str]:
-    """Structural-schema violations: a node without a type (unless int-or-string)."""
+    """Structural-schema violations: a node without a type (unless int-or-string, or any value
+    kept with x-kubernetes-preserve-unknown-fields, as Kubernetes allows)."""
     problems: list[str] = []
     if schema.get("x-kubernetes-int-or-string"):
+        return problems
+    if "type" not in schema and schema.get("x-kubernetes-preserve-unknown-fields") and len(schema) == 1:
         return problems
     if "type" not in schema:
         problems.append(f"{where}: no type")
@@ -72,8 +75,18 @@ def test_scope_status_and_columns() -> None:
         "GPU",
         "SchedulingConfigTemplate",
         "GPUResourceQuota",
+        "ProviderConfig",
+        "WorkloadProfile",
+        "TensorFusionWorkload",
+        "TensorFusionConnection",
     }
-    assert {k for k, c in by_kind.items() if c["spec"]["scope"] == "Namespaced"} == {"GPUResourceQuota"}
+    namespaced = {k for k, c in by_kind.items() if c["spec"]["scope"] == "Namespaced"}
+    assert namespaced == {
+        "GPUResourceQuota",
+        "WorkloadProfile",
+        "TensorFusionWorkload",
+        "TensorFusionConnection",
+    }
     assert _schema("GPUPool")["subresources"] == {"status": {}}
     claim_columns = {c["name"]: c["jsonPath"] for c in _schema("GPUNodeClaim")["additionalPrinterColumns"]}
     assert claim_columns["Phase"] == ".status.phase"

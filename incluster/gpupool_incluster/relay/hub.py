@@ -32,6 +32,7 @@ from gpupool.core.allocator.progressive import has_used_by_taint
 from gpupool.core.extender import ExtenderArgs, handle_filter, handle_prioritize, reserve_for_bind
 from gpupool.core.model.foreign import Node, Pod
 from gpupool.core.model.node import GPU
+from gpupool_incluster.relay.gangs import GangGate
 from gpupool_incluster.relay.migration import TaintKeeper
 from gpupool_incluster.relay.policies import DEFAULT_POOL_ANNOTATION, PolicyObjects
 from gpupool_incluster.relay.ports import BindFailed, ClusterWriter, HubSettings, NodeTainter
@@ -64,6 +65,7 @@ class SchedulerHub(PolicyObjects):
         self.holders: dict[str, set[str]] = {}
         self.bound: dict[str, Pod] = {}
         self.replicas = ReplicaLedger()
+        self.gangs = GangGate()  # gang-min-members: all-or-nothing binding, with gang-timeout
         self.synced = threading.Event()
         self.taints: TaintKeeper | None = None
         if self.settings.progressive_migration and tainter is not None:
@@ -137,6 +139,7 @@ class SchedulerHub(PolicyObjects):
         self._track_native(pod, key, finished)
         self._forget_bound(key)
         if finished:
+            self.gangs.forget(key)
             self.allocator.release(key)
             return
         # Only bound pods hold GPUs here: an annotated but unbound pod is a bind in flight
@@ -181,6 +184,8 @@ class SchedulerHub(PolicyObjects):
     # ---- requests ------------------------------------------------------------------------
     def filter(self, args: ExtenderArgs) -> dict[str, Any]:
         with self.lock:
+            if self.gangs.sweep(self.allocator):  # a timed-out gang's GPUs are free again
+                self._wake_taints()
             return handle_filter(self.allocator, args, default_pool=self.default_pool)
 
     def prioritize(self, args: ExtenderArgs) -> list[dict[str, Any]]:
@@ -198,11 +203,19 @@ class SchedulerHub(PolicyObjects):
         if uid and (pod.get("metadata") or {}).get("uid") not in (None, "", uid):
             raise BindFailed(f"pod {namespace}/{name} was replaced (uid {uid} is gone)")
         with self.lock:
+            if self.gangs.sweep(self.allocator):  # a timed-out gang's GPUs are free again
+                self._wake_taints()
             held_before = self.allocator.state.allocations.get(f"{namespace}/{name}")
             try:
                 allocation = reserve_for_bind(self.allocator, pod, node, default_pool=self.default_pool)
             except (AllocationError, RequestError) as exc:
                 raise BindFailed(str(exc)) from exc
+            if allocation is not None:
+                try:
+                    self.gangs.check(pod, f"{namespace}/{name}")
+                except BindFailed:  # a short gang keeps its GPUs (the node is busy) and binds later
+                    self._wake_taints()
+                    raise
         fresh = allocation is not None and allocation is not held_before
         annotated = False
         try:
@@ -240,6 +253,7 @@ class SchedulerHub(PolicyObjects):
                 quota_usage=usage_copy(self.allocator, namespace),
                 progressive_migration=self.settings.progressive_migration,
                 migrated_replicas=self.replicas.migrated(owner),
+                workload_profiles=dict(self.profiles.get(namespace, {})),
             )
 
     def admit(self, pod: Mapping[str, Any], namespace: str, *, record: bool = True) -> Mutation:

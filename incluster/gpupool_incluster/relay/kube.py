@@ -3,11 +3,11 @@
 Role: `KubeWriter` reads a pod, merges the GPU annotation onto it and creates the pods/binding
 subresource (a conflict — the pod already bound — surfaces as an exception, so the hub releases
 its reservation). `start_watches` lists then watches GPUs, GPUPools, SchedulingConfigTemplates,
-GPUResourceQuotas, Nodes and Pods with the official client, one daemon thread each
-(`watching.ListWatch`: resumes from the last resourceVersion, re-lists on 410 Gone or an error,
-and a re-list reports what vanished meanwhile as deleted, so nothing lingers), and starts the
-hub's taint keeper when progressive migration is on. `KubeWriter` also edits that one taint
-(`set_used_by_taint`).
+GPUResourceQuotas, WorkloadProfiles, Nodes and Pods with the official client, one daemon thread
+each (`watching.ListWatch`: resumes from the last resourceVersion, re-lists on 410 Gone or an
+error, and a re-list reports what vanished meanwhile as deleted, so nothing lingers; an object a
+watch cannot read is skipped with a Warning Event on it), and starts the hub's taint keeper when
+progressive migration is on. `KubeWriter` also edits that one taint (`set_used_by_taint`).
 
 Must not: decide placement or admission.
 """
@@ -26,6 +26,7 @@ from gpupool.core.allocator.progressive import taints_after
 from gpupool.core.model import constants as c
 from gpupool_incluster.relay.hub import SchedulerHub
 from gpupool_incluster.relay.metrics import RelayMetrics
+from gpupool_incluster.relay.unreadable import event_reporter, skipping_unreadable
 from gpupool_incluster.relay.watching import ListWatch
 
 __all__ = ["KubeWriter", "start_watches"]
@@ -104,15 +105,36 @@ def start_watches(
     api: Any, hub: SchedulerHub, stop: threading.Event, metrics: RelayMetrics | None = None
 ) -> list[threading.Thread]:
     """One list+watch thread per kind (`watching.ListWatch`: bookmarks, re-list on 410 Gone, back-off
-    on errors, restarts counted in `metrics`); `hub.synced` is set once every kind has been listed."""
+    on errors, restarts counted in `metrics`); `hub.synced` is set once every kind has been listed.
+    An object a watch cannot read is skipped with a Warning Event on it (`unreadable`)."""
     core = client.CoreV1Api(api)
+    report = event_reporter(api)
     kinds: list[tuple[str, Callable[..., Any], Apply]] = [
-        ("gpupools", _custom_lister(api, "gpupools"), hub.apply_pool),
-        ("schedulingconfigtemplates", _custom_lister(api, "schedulingconfigtemplates"), hub.apply_template),
-        ("gpuresourcequotas", _custom_lister(api, "gpuresourcequotas"), hub.apply_quota),
-        ("nodes", core.list_node, hub.apply_node),
-        ("gpus", _custom_lister(api, "gpus"), hub.apply_gpu),
-        ("pods", core.list_pod_for_all_namespaces, hub.apply_pod),
+        (kind, lister, skipping_unreadable(model_kind, apply, report))
+        for kind, model_kind, lister, apply in (
+            ("gpupools", "GPUPool", _custom_lister(api, "gpupools"), hub.apply_pool),
+            (
+                "schedulingconfigtemplates",
+                "SchedulingConfigTemplate",
+                _custom_lister(api, "schedulingconfigtemplates"),
+                hub.apply_template,
+            ),
+            (
+                "gpuresourcequotas",
+                "GPUResourceQuota",
+                _custom_lister(api, "gpuresourcequotas"),
+                hub.apply_quota,
+            ),
+            (
+                "workloadprofiles",
+                "WorkloadProfile",
+                _custom_lister(api, "workloadprofiles"),
+                hub.apply_profile,
+            ),
+            ("nodes", "Node", core.list_node, hub.apply_node),
+            ("gpus", "GPU", _custom_lister(api, "gpus"), hub.apply_gpu),
+            ("pods", "Pod", core.list_pod_for_all_namespaces, hub.apply_pod),
+        )
     ]
     counters = metrics or RelayMetrics()
     watches = [

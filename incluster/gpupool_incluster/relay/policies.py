@@ -20,6 +20,7 @@ from gpupool.core.model import constants as c
 from gpupool.core.model.pool import GPUPool
 from gpupool.core.model.quota import GPUResourceQuota
 from gpupool.core.model.scheduling import SchedulingConfigTemplate
+from gpupool.core.model.workload import WorkloadProfile, WorkloadProfileSpec
 
 __all__ = ["DEFAULT_POOL_ANNOTATION", "PolicyObjects"]
 
@@ -39,6 +40,8 @@ class PolicyObjects:
         self.quotas: dict[str, GPUResourceQuota] = {}
         self.template_modes: dict[str, PlacementMode] = {}
         self.pool_templates: dict[str, str] = {}
+        # WorkloadProfiles by namespace, then name: the webhook resolves a pod's profile here.
+        self.profiles: dict[str, dict[str, WorkloadProfileSpec]] = {}
 
     def apply_pool(self, raw: Mapping[str, Any], *, deleted: bool = False) -> None:
         pool = GPUPool.model_validate(raw)
@@ -76,6 +79,16 @@ class PolicyObjects:
             for pool, template in self.pool_templates.items()
             if template in self.template_modes
         }
+
+    def apply_profile(self, raw: Mapping[str, Any], *, deleted: bool = False) -> None:
+        """A WorkloadProfile: pods of its namespace may name it (tensor-fusion.ai/workload-profile)."""
+        profile = WorkloadProfile.model_validate(raw)
+        namespace, name = profile.metadata.namespace or "default", profile.name
+        with self.lock:
+            if deleted:
+                self.profiles.get(namespace, {}).pop(name, None)
+            else:
+                self.profiles.setdefault(namespace, {})[name] = profile.spec
 
     def apply_quota(self, raw: Mapping[str, Any], *, deleted: bool = False) -> None:
         quota = GPUResourceQuota.model_validate(raw)

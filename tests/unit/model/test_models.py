@@ -174,9 +174,10 @@ def _set(manifest: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
         ),
         (
             pool_manifest(),
-            "spec.nodeManagerConfig.nodeProvisioner.gpuRequirements.0.values",
-            [],
-            "spec.nodeManagerConfig.nodeProvisioner.gpuRequirements[0]: operator In needs at least one value",
+            "spec.nodeManagerConfig.nodeProvisioner.gpuRequirements.0.key",
+            "example.com/rack",
+            "spec.nodeManagerConfig.nodeProvisioner.gpuRequirements[0]: "
+            "unknown requirement key 'example.com/rack'",
         ),
         (
             pool_manifest(),
@@ -197,7 +198,7 @@ def _set(manifest: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
             "spec.capacityConfig.oversubscription.vramExpandToHostMem: "
             "Input should be less than or equal to 100",
         ),
-        (claim_manifest(), "spec.capacityType", "spot", "spec.capacityType: Input should be 'OnDemand'"),
+        (claim_manifest(), "spec.capacityType", "cheap", "spec.capacityType: Input should be 'OnDemand'"),
         (
             cluster_manifest(),
             "spec.computingVendor.type",
@@ -254,7 +255,7 @@ def test_karpenter_node_class_ref_needs_all_four_fields() -> None:
         ("Exists", ["a"], False),
         ("Gt", ["four"], False),
         ("Lt", ["1", "2"], False),
-        ("NotIn", [], False),
+        ("NotIn", [], True),
     ],
 )
 def test_requirement_operators(operator: str, values: list[str], ok: bool) -> None:

@@ -4,7 +4,9 @@ Role: implements `gpupool.service.ports.Cluster`. Reads come back as gpupool's p
 models (raw JSON, so no client model round trip); writes that carry a resourceVersion are
 optimistic (a stale one is `Conflict`); statuses go through the status subresource; merge
 patches are sent as `application/merge-patch+json` (the client's default is JSON patch).
-Every failure is translated by `kube_errors`. Leases and evictions live in `kube_coordination`.
+Every failure is translated by `kube_errors`; a listed object that does not fit its model is
+skipped with a Warning Event on it (`kube_reading`), so one bad pool never fails a whole list.
+Leases and evictions live in `kube_coordination`.
 
 Must not: decide anything, retry, check dry-run, or build its own client (the wiring passes
 an `ApiClient` in, authenticated by `kube_auth`).
@@ -22,6 +24,7 @@ from pydantic import BaseModel, ValidationError
 
 from gpupool.adapters.kube_coordination import Coordination
 from gpupool.adapters.kube_errors import read_body, translated
+from gpupool.adapters.kube_reading import read_each
 from gpupool.core.model.cluster import TensorFusionCluster
 from gpupool.core.model.constants import API_GROUP, COMPONENT_WORKER, LABEL_COMPONENT, LABEL_ENABLED
 from gpupool.core.model.foreign import Node, Pod
@@ -29,6 +32,7 @@ from gpupool.core.model.node import GPU, GPUNode
 from gpupool.core.model.nodeclaim import GPUNodeClaim, GPUNodeClaimStatus
 from gpupool.core.model.nodeclass import GPUNodeClass
 from gpupool.core.model.pool import GPUPool, GPUPoolStatus
+from gpupool.core.model.unreadable import REASON_UNREADABLE, UnreadableObject
 from gpupool.service.errors import PermanentError
 from gpupool.service.ports import EventType
 
@@ -90,7 +94,19 @@ class KubeCluster:
             raw = self._custom.list_cluster_custom_object(
                 API_GROUP, VERSION, plural, label_selector=label_selector, _request_timeout=self._timeout
             )
-        return [_parse(model, item, plural) for item in raw.get("items") or []]
+        kind = getattr(model, "KIND", plural)
+        return read_each(model, raw.get("items") or [], kind=kind, report=self._warn)
+
+    def _warn(self, unreadable: UnreadableObject) -> None:
+        """A Warning Event on an object a list skipped, naming its invalid fields."""
+        self.record_event(
+            kind=unreadable.kind,
+            name=unreadable.name,
+            namespace=unreadable.namespace,
+            event_type="Warning",
+            reason=REASON_UNREADABLE,
+            message=unreadable.message,
+        )
 
     def _get(self, model: type[Model], plural: str, name: str) -> Model:
         with translated(f"get {plural}/{name}"):
@@ -160,7 +176,8 @@ class KubeCluster:
         return items
 
     def list_nodes(self) -> list[Node]:
-        return [_parse(Node, item, "Node") for item in self._raw_items("list nodes", self._core.list_node)]
+        items = self._raw_items("list nodes", self._core.list_node)
+        return read_each(Node, items, kind="Node", report=self._warn)
 
     def list_pods(self, *, node_name: str | None = None, worker_only: bool = False) -> list[Pod]:
         selectors: dict[str, Any] = {}
@@ -169,7 +186,7 @@ class KubeCluster:
         if worker_only:
             selectors["label_selector"] = f"{LABEL_ENABLED}=true,{LABEL_COMPONENT}={COMPONENT_WORKER}"
         items = self._raw_items("list pods", self._core.list_pod_for_all_namespaces, **selectors)
-        return [_parse(Pod, item, "Pod") for item in items]
+        return read_each(Pod, items, kind="Pod", report=self._warn)
 
     # ---- pools ---------------------------------------------------------------------------------
     def create_pool(self, pool: GPUPool) -> GPUPool:

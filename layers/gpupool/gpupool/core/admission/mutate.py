@@ -1,7 +1,8 @@
 """The pod mutating webhook's decision: which pods move to TensorFusion, with which defaults.
 
-Role: for a pod labelled `tensor-fusion.ai/enabled=true` (and within `enabled-replicas`), fill in
-the GPU annotations' defaults (request = limit when only the limit is set; GPUResourceQuota
+Role: for a pod labelled `tensor-fusion.ai/enabled=true` (and within `enabled-replicas`), take
+what the pod did not set from its `workload-profile`, fill in the GPU annotations' defaults
+(request = limit when only the limit is set; GPUResourceQuota
 single defaults; qos high when request == limit, else the pool's defaultQoS, else medium; the
 default pool; isolation soft; gpu-count from nvidia.com/gpu), validate every value, enforce the
 namespace's GPUResourceQuota, set schedulerName, drop native nvidia.com/gpu and add the
@@ -23,6 +24,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from gpupool.core.admission.errors import Denial
+from gpupool.core.admission.profile import apply_workload_profile
 from gpupool.core.admission.quota import check_quota
 from gpupool.core.admission.review import pointer
 from gpupool.core.allocator.pod_request import RequestError, request_from_pod
@@ -30,6 +32,7 @@ from gpupool.core.allocator.quota import QuotaUsage
 from gpupool.core.model import constants as c
 from gpupool.core.model.foreign import Pod
 from gpupool.core.model.quota import GPUResourceQuota
+from gpupool.core.model.workload import WorkloadProfileSpec
 
 __all__ = ["NATIVE_GPU_RESOURCE", "AdmissionContext", "Denial", "Mutation", "PoolInfo", "mutate_pod"]
 
@@ -54,6 +57,8 @@ class AdmissionContext:
     quota_usage: QuotaUsage = field(default_factory=QuotaUsage)
     progressive_migration: bool = False
     migrated_replicas: int = 0
+    workload_profiles: Mapping[str, WorkloadProfileSpec] = field(default_factory=dict)
+    """The WorkloadProfiles of the pod's namespace, by name."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,6 +204,9 @@ def mutate_pod(raw: Mapping[str, Any], namespace: str, ctx: AdmissionContext) ->
     if not _enabled_here(pod, ctx, notes_out):
         return _route_native(raw, pod, ctx, notes_out)
     notes = dict(pod.metadata.annotations)
+    profile = apply_workload_profile(notes, ctx.workload_profiles, namespace=namespace)
+    if profile is not None:
+        notes_out.append(f"GPU wants from WorkloadProfile {profile!r}")
     _apply_quota_defaults(notes, ctx.quota)
     _default_request_to_limit(notes)
     native = _native_gpus(pod)

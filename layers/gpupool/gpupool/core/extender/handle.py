@@ -2,7 +2,8 @@
 
 Role: classify the pod (a TensorFusion worker with GPU annotations; a pod keeping native
 nvidia.com/gpu under progressive migration; anything else), then answer in kube-scheduler's
-shapes. Bind here only reserves (or explains why it cannot); writing the GPU annotation and the
+shapes. A pod that already holds GPUs (a gang member waiting for the rest, see `gang`) passes only
+its node. Bind here only reserves (or explains why it cannot); writing the GPU annotation and the
 Binding is the relay's job, which releases the reservation if either write fails.
 
 Must not: lock, call the API server, or log.
@@ -90,6 +91,11 @@ def handle_filter(allocator: Allocator, args: ExtenderArgs, *, default_pool: str
         passed, failed = _native_filter(allocator, args.node_names)
         return filter_result(args, passed=passed, failed=failed)
     assert isinstance(kind, GpuRequest)
+    held = allocator.state.allocations.get(kind.key)
+    if held is not None:  # a gang member waiting for the rest keeps its GPUs on one node
+        reason = f"pod holds GPUs {', '.join(held.gpus)} on {held.node} (waiting for its gang)"
+        others = {node: reason for node in args.node_names if node != held.node}
+        return filter_result(args, passed=[n for n in args.node_names if n == held.node], failed=others)
     result = allocator.filter(kind, args.node_names)
     return filter_result(args, passed=result.passed, failed=result.failed)
 

@@ -22,6 +22,7 @@ from pydantic import (
     SerializerFunctionWrapHandler,
     WithJsonSchema,
     model_serializer,
+    model_validator,
 )
 from pydantic.alias_generators import to_camel
 
@@ -33,16 +34,19 @@ __all__ = [
     "Duration",
     "ForeignModel",
     "GroupKindName",
+    "Kept",
     "Loose",
     "ObjectMeta",
     "ObservedResource",
     "OwnerReference",
+    "PreservedModel",
     "Qty",
     "Resource",
     "SpecModel",
     "StatusModel",
     "TensorFusionObject",
     "TopLevel",
+    "crd_default",
     "duration_seconds",
 ]
 
@@ -61,16 +65,25 @@ Loose = Annotated[
     WithJsonSchema({"type": "object", "x-kubernetes-preserve-unknown-fields": True}),
 ]
 
+# A value TensorFusion's controllers write that gpupool keeps but never reads (any JSON shape).
+Kept = Annotated[Any, WithJsonSchema({"x-kubernetes-preserve-unknown-fields": True})]
+
 _GO_DURATION = re.compile(r"^(0|([0-9]+(\.[0-9]*)?(ns|us|µs|ms|s|m|h))+)$")
+_WHOLE_DAYS = re.compile(r"^([0-9]+)d(.*)$")
 
 
 def _check_duration(text: str) -> str:
+    days = _WHOLE_DAYS.match(text.strip())
+    if days is not None:
+        # TensorFusion's schema takes any string here; "1d" has one clear meaning: 24h.
+        rest = days.group(2)
+        text = f"{int(days.group(1)) * 24}h{rest}"
     if not _GO_DURATION.match(text):
-        raise ValueError(f"not a duration: {text!r} (expected e.g. '30s', '5m', '1h30m')")
+        raise ValueError(f"not a duration: {text!r} (expected e.g. '30s', '5m', '1h30m', '1d')")
     return text
 
 
-# A Go duration string such as "5m" or "1h30m"; kept as text so it round-trips unchanged.
+# A Go duration string such as "5m" or "1h30m" ("1d" is read as "24h"); otherwise kept as text.
 Duration = Annotated[str, AfterValidator(_check_duration)]
 
 _DURATION_PART = re.compile(r"([0-9]+(?:\.[0-9]*)?)(ns|us|µs|ms|s|m|h)")
@@ -79,12 +92,28 @@ _UNIT_SECONDS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m":
 
 def duration_seconds(text: str) -> float:
     """Seconds in a Go duration string; raises ValueError on anything `Duration` rejects."""
-    _check_duration(text)
-    return sum(float(number) * _UNIT_SECONDS[unit] for number, unit in _DURATION_PART.findall(text))
+    normalised = _check_duration(text)  # "1d" → "24h"
+    return sum(float(number) * _UNIT_SECONDS[unit] for number, unit in _DURATION_PART.findall(normalised))
+
+
+_CRD_DEFAULT = "x-gpupool-crd-default"
+
+
+def crd_default(value: Any, **kwargs: Any) -> Any:
+    """A field default TensorFusion's CRD declares: the model reads a missing value as `value`
+    and the generated CRD declares it, but a manifest written back leaves it out when the input
+    did (the API server fills it in), so a round trip changes nothing."""
+    return Field(default=value, json_schema_extra={_CRD_DEFAULT: True}, **kwargs)
+
+
+def _is_crd_default(info: Any) -> bool:
+    extra = info.json_schema_extra
+    return isinstance(extra, dict) and bool(extra.get(_CRD_DEFAULT))
 
 
 class _Model(BaseModel):
-    """Drops empty collections the input did not set, so a round trip adds no `labels: {}`."""
+    """Drops empty collections and CRD defaults the input did not set, so a round trip adds
+    no `labels: {}` and no defaulted field."""
 
     @model_serializer(mode="wrap")
     def _drop_unset_empty_collections(self, handler: SerializerFunctionWrapHandler) -> Any:
@@ -95,7 +124,7 @@ class _Model(BaseModel):
             if field_name in self.model_fields_set:
                 continue
             value = getattr(self, field_name)
-            if isinstance(value, list | dict) and not value:
+            if (isinstance(value, list | dict) and not value) or _is_crd_default(info):
                 data.pop(info.alias or field_name, None)
                 data.pop(field_name, None)
         return data
@@ -118,6 +147,18 @@ class StatusModel(_Model):
     model_config = ConfigDict(
         frozen=True,
         extra="ignore",
+        populate_by_name=True,
+        alias_generator=to_camel,
+    )
+
+
+class PreservedModel(_Model):
+    """A block TensorFusion defines that gpupool reads by name but does not act on: the fields
+    listed are typed, anything else TensorFusion writes there is kept as it is."""
+
+    model_config = ConfigDict(
+        frozen=True,
+        extra="allow",
         populate_by_name=True,
         alias_generator=to_camel,
     )
@@ -220,6 +261,15 @@ class TopLevel(_Model):
     api_version: str = API_VERSION
     kind: str = ""
     metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _null_blocks_are_absent(cls, data: Any) -> Any:
+        # The API server stores `spec: null` (or `status: null`) as written; TensorFusion reads
+        # it as an empty block, and so does gpupool.
+        if isinstance(data, dict) and any(data.get(k, ...) is None for k in ("spec", "status", "metadata")):
+            return {k: v for k, v in data.items() if not (k in ("spec", "status", "metadata") and v is None)}
+        return data
 
     def to_manifest(self) -> dict[str, Any]:
         """The object as Kubernetes JSON (camelCase, no nulls)."""

@@ -47,6 +47,8 @@ def _structural(node: dict[str, Any], defs: dict[str, Any], where: str) -> dict[
             "x-kubernetes-int-or-string": True,
         }
     if node.get("x-kubernetes-preserve-unknown-fields"):
+        if "type" not in node:  # any JSON value (a structural schema may leave the type out)
+            return {"x-kubernetes-preserve-unknown-fields": True}
         return {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
     if "anyOf" in node:
         options = [option for option in node["anyOf"] if option.get("type") != "null"]

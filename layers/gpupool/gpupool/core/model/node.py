@@ -15,6 +15,7 @@ from pydantic import Field
 
 from gpupool.core.model.base import (
     Condition,
+    Kept,
     Loose,
     ObservedResource,
     Qty,
@@ -78,6 +79,9 @@ class GPUNodeStatus(StatusModel):
     managed_gpu_device_ids: list[str] = Field(default_factory=list, alias="managedGPUDeviceIDs")
     observed_generation: int | None = None
     allocation_info: list[Loose] = Field(default_factory=list)
+    # Written by TensorFusion's controllers; kept, not acted on (docs/compatibility.md).
+    allocated_pods: Kept = None
+    total_gpu_pods: Kept = Field(default=None, alias="totalGPUPods")
 
 
 class GPUNode(TensorFusionObject):
@@ -115,6 +119,13 @@ class GPUStatus(StatusModel):
     message: str | None = None
     running_apps: list[Loose] = Field(default_factory=list)
     allocated_partitions: Loose | None = None
+    # Written by TensorFusion's node agent and scheduler; kept, not acted on (docs/compatibility.md).
+    nv_link: Kept = Field(default=None, alias="nvLink")
+    topology: Kept = None
+    isolation_policy: Kept = None
+    active_isolation_mode: Kept = None
+    dynamic_isolation_conflict: Kept = None
+    model: Kept = None
 
 
 class GPU(TensorFusionObject):

@@ -8,9 +8,9 @@ Must not: launch anything or decide timeouts (the service and the claim lifecycl
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+from typing import Annotated, ClassVar, Literal
 
-from pydantic import Field
+from pydantic import BeforeValidator, Field, WithJsonSchema
 
 from gpupool.core.model.base import (
     Condition,
@@ -30,6 +30,22 @@ __all__ = [
 ]
 
 CapacityType = Literal["OnDemand", "Spot", "Reserved"]
+_CAPACITY_TYPE_SPELLINGS: dict[str, str] = {
+    "ondemand": "OnDemand",
+    "on-demand": "OnDemand",
+    "spot": "Spot",
+    "reserved": "Reserved",
+}
+
+
+def _capacity_type_spelling(value: object) -> object:
+    # TensorFusion's schema takes any string here; Karpenter's spelling (spot, on-demand) and
+    # any case mean the same capacity type, so gpupool reads them as TensorFusion's names.
+    if isinstance(value, str):
+        return _CAPACITY_TYPE_SPELLINGS.get(value.strip().lower(), value)
+    return value
+
+
 ClaimPhase = Literal["Pending", "Creating", "Bound", "Failed"]
 
 
@@ -39,7 +55,10 @@ class GPUNodeClaimSpec(SpecModel):
     zone: str | None = None
     instance_type: str | None = None
     node_class_ref: GroupKindName | None = None
-    capacity_type: CapacityType | None = None
+    # The CRD takes any spelling (the model reads spot / on-demand as Spot / OnDemand).
+    capacity_type: Annotated[
+        CapacityType | None, BeforeValidator(_capacity_type_spelling), WithJsonSchema({"type": "string"})
+    ] = None
     tflops_offered: Qty
     vram_offered: Qty
     gpu_device_offered: int = Field(ge=0)

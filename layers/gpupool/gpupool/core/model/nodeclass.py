@@ -8,9 +8,10 @@ Must not: resolve selectors against a cloud (adapters do that).
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+import re
+from typing import Annotated, ClassVar, Literal
 
-from pydantic import Field
+from pydantic import BeforeValidator, Field, WithJsonSchema
 
 from gpupool.core.model.base import Qty, SpecModel, TensorFusionObject
 
@@ -33,19 +34,50 @@ class SelectorTerm(SpecModel):
     tags: dict[str, str] = Field(default_factory=dict)
 
 
-class MetadataOptions(SpecModel):
-    """AWS IMDS options."""
+def _on_off_spelling(value: object) -> object:
+    # TensorFusion's CRD types httpEndpoint / httpProtocolIPv6 as strings ("enabled" /
+    # "disabled", EC2's spelling); gpupool also takes true / false.
+    if isinstance(value, str) and value.strip().lower() in ("enabled", "disabled"):
+        return value.strip().lower() == "enabled"
+    return value
 
-    http_endpoint: bool | None = None
-    http_protocol_ipv6: bool | None = Field(default=None, alias="httpProtocolIPv6")
+
+# true / false, or TensorFusion's "enabled" / "disabled"; any of them passes the CRD.
+OnOff = Annotated[
+    bool | None,
+    BeforeValidator(_on_off_spelling),
+    WithJsonSchema({"x-kubernetes-preserve-unknown-fields": True}),
+]
+
+
+class MetadataOptions(SpecModel):
+    """AWS IMDS options (httpEndpoint / httpProtocolIPv6 as true/false or "enabled"/"disabled")."""
+
+    http_endpoint: OnOff = None
+    http_protocol_ipv6: OnOff = Field(default=None, alias="httpProtocolIPv6")
     http_put_response_hop_limit: int | None = Field(default=None, ge=1, le=64)
     http_tokens: Literal["required", "optional"] | None = None
 
 
-class EbsSettings(SpecModel):
-    """A block device's volume."""
+def _binary_unit_spelling(value: object) -> object:
+    # "100GiB" / "100GB" are common spellings of a disk size; TensorFusion's schema takes them
+    # (a string), so gpupool reads them as the quantities they clearly mean ("100Gi", "100G").
+    if isinstance(value, str):
+        match = re.fullmatch(r"\s*([0-9.]+)\s*([KMGTPE]i?)B\s*", value)
+        if match is not None:
+            return match.group(1) + match.group(2)
+    return value
 
-    volume_size: Qty | None = None
+
+class EbsSettings(SpecModel):
+    """A block device's volume (`volumeSize` also as "100GiB", read as 100Gi)."""
+
+    # TensorFusion's CRD types volumeSize as a plain string: the CRD lets "100GiB" through too.
+    volume_size: Annotated[
+        Qty | None,
+        BeforeValidator(_binary_unit_spelling),
+        WithJsonSchema({"x-kubernetes-preserve-unknown-fields": True}),
+    ] = None
     volume_type: str | None = None
     iops: int | None = Field(default=None, ge=0)
     throughput: int | None = Field(default=None, ge=0)

@@ -2,7 +2,10 @@
 
 Role: the exact shape of a pool spec as TensorFusion names it (field names and enums from
 TensorFusion's api/v1 gpupool types and the reference documents), with the defaults gpupool
-relies on: provisioningMode AutoSelect, nodeCompaction.period 5m.
+relies on, and the defaults TensorFusion's CRD writes into every stored pool (provisioningMode
+AutoSelect, defaultVendor NVIDIA, defaultIsolationMode soft, nodeCompaction.period 5m,
+oversubscription 500 % / 50 % / 70 %, budget 100 / 1000 / 3000 AlertOnly, rolling update
+100 % / 1s / 10m, QoS pricing), so an object means the same in both systems.
 
 Must not: compute gaps or choose offerings (see the capacity planning modules).
 """
@@ -12,7 +15,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import ClassVar, Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from gpupool.core.model.base import (
     Condition,
@@ -22,8 +25,9 @@ from gpupool.core.model.base import (
     SpecModel,
     StatusModel,
     TensorFusionObject,
+    crd_default,
 )
-from gpupool.core.model.common import NodeSelector, Requirement, Taint
+from gpupool.core.model.common import LabelSelector, NodeSelector, ProvisionerRequirement, Taint
 
 __all__ = [
     "Budget",
@@ -32,6 +36,8 @@ __all__ = [
     "GPUPool",
     "GPUPoolSpec",
     "GPUPoolStatus",
+    "IsolationMode",
+    "IsolationModeRule",
     "KarpenterNodeClassRef",
     "MaintenanceWindow",
     "NodeCompaction",
@@ -48,6 +54,8 @@ __all__ = [
 
 ProvisioningMode = Literal["AutoSelect", "Karpenter", "Provisioned"]
 QoSLevel = Literal["low", "medium", "high", "critical"]
+# TensorFusion's IsolationModeType (shared is a whole-GPU allocation policy since v2.13).
+IsolationMode = Literal["shared", "soft", "hard", "partitioned"]
 
 
 class ResourceAmount(SpecModel):
@@ -62,9 +70,9 @@ class ResourceAmount(SpecModel):
 class Oversubscription(SpecModel):
     """How far the scheduler may oversell: percentages as TensorFusion defines them."""
 
-    tflops_oversell_ratio: int | None = Field(default=None, ge=100, le=100000)
-    vram_expand_to_host_mem: int | None = Field(default=None, alias="vramExpandToHostMem", ge=0, le=100)
-    vram_expand_to_host_disk: int | None = Field(default=None, alias="vramExpandToHostDisk", ge=0, le=100)
+    tflops_oversell_ratio: int = crd_default(500, ge=100, le=100000)
+    vram_expand_to_host_mem: int = crd_default(50, alias="vramExpandToHostMem", ge=0, le=100)
+    vram_expand_to_host_disk: int = crd_default(70, alias="vramExpandToHostDisk", ge=0, le=100)
 
 
 class CapacityConfig(SpecModel):
@@ -86,12 +94,12 @@ class KarpenterNodeClassRef(SpecModel):
 
 
 class Budget(SpecModel):
-    """Spending limits in dollars (TensorFusion declares them; gpupool enforces them)."""
+    """Spending limits in dollars (TensorFusion's defaults; read and kept, not enforced yet)."""
 
-    budget_per_day: str | None = None
-    budget_per_month: str | None = None
-    budget_per_quarter: str | None = None
-    budget_exceed_strategy: Literal["AlertOnly", "AlertAndTerminateVM"] | None = None
+    budget_per_day: str = crd_default("100")
+    budget_per_month: str = crd_default("1000")
+    budget_per_quarter: str = crd_default("3000")
+    budget_exceed_strategy: Literal["AlertOnly", "AlertAndTerminateVM"] = crd_default("AlertOnly")
 
 
 class NodeProvisioner(SpecModel):
@@ -99,14 +107,21 @@ class NodeProvisioner(SpecModel):
 
     node_class: str | None = None
     karpenter_node_class_ref: KarpenterNodeClassRef | None = None
-    gpu_requirements: list[Requirement] = Field(default_factory=list, alias="gpuRequirements")
+    gpu_requirements: list[ProvisionerRequirement] = Field(default_factory=list, alias="gpuRequirements")
     gpu_taints: list[Taint] = Field(default_factory=list, alias="gpuTaints")
     gpu_node_labels: dict[str, str] = Field(default_factory=dict, alias="gpuNodeLabels")
     gpu_node_annotations: dict[str, str] = Field(default_factory=dict, alias="gpuNodeAnnotations")
-    cpu_requirements: list[Requirement] = Field(default_factory=list, alias="cpuRequirements")
+    cpu_requirements: list[ProvisionerRequirement] = Field(default_factory=list, alias="cpuRequirements")
     cpu_taints: list[Taint] = Field(default_factory=list, alias="cpuTaints")
     cpu_node_labels: dict[str, str] = Field(default_factory=dict, alias="cpuNodeLabels")
     budget: Budget | None = None
+
+    @field_validator("gpu_taints", "cpu_taints")
+    @classmethod
+    def _drop_keyless_taints(cls, taints: list[Taint]) -> list[Taint]:
+        # TensorFusion's schema lets a taint's key be empty; Kubernetes would refuse such a
+        # node taint, so gpupool reads it and leaves it out (docs/compatibility.md).
+        return [taint for taint in taints if taint.has_key]
 
 
 class NodeDefrag(SpecModel):
@@ -118,6 +133,7 @@ class NodeDefrag(SpecModel):
     utilization_threshold_percent: int = Field(default=40, ge=0, le=100)
     evicted_pod_marker_ttl: str | None = Field(default=None, alias="evictedPodMarkerTTL")
     source_node_marker_ttl: str | None = Field(default=None, alias="sourceNodeMarkerTTL")
+    timezone: str | None = None
 
 
 class NodeCompaction(SpecModel):
@@ -139,18 +155,29 @@ class NodePoolRollingUpdatePolicy(SpecModel):
     auto_update_hypervisor: bool | None = None
     auto_update_worker: bool | None = None
     auto_update_client: bool | None = None
-    batch_percentage: int | None = Field(default=None, ge=0, le=100)
-    batch_interval: Duration | None = None
-    max_duration: Duration | None = None
+    batch_percentage: int = crd_default(100, ge=0, le=100)
+    batch_interval: Duration = crd_default("1s")
+    max_duration: Duration = crd_default("10m")
     maintenance_window: MaintenanceWindow | None = None
+
+
+class IsolationModeRule(SpecModel):
+    """Nodes matching `selector` run in `mode` (rules are tried in order; the first match wins)."""
+
+    mode: IsolationMode
+    selector: LabelSelector = Field(default_factory=LabelSelector)
 
 
 class NodeManagerConfig(SpecModel):
     """How the pool's nodes are found or provisioned."""
 
     provisioning_mode: ProvisioningMode = "AutoSelect"
+    default_vendor: str = crd_default("NVIDIA")
+    default_isolation_mode: IsolationMode = crd_default("soft")
+    isolation_mode_rules: list[IsolationModeRule] = Field(default_factory=list)
     node_provisioner: NodeProvisioner | None = None
     node_selector: NodeSelector | None = None
+    multi_vendor_node_selector: dict[str, NodeSelector] = Field(default_factory=dict)
     node_compaction: NodeCompaction | None = None
     node_pool_rolling_update_policy: NodePoolRollingUpdatePolicy | None = None
 
@@ -162,14 +189,14 @@ class QosDefinition(SpecModel):
 
 
 class QosPricingUnit(SpecModel):
-    per_fp16_tflops_per_hour: str | None = Field(default=None, alias="perFP16TFlopsPerHour")
-    per_gb_of_vram_per_hour: str | None = Field(default=None, alias="perGBOfVRAMPerHour")
+    per_fp16_tflops_per_hour: str = crd_default("$0.0069228", alias="perFP16TFlopsPerHour")
+    per_gb_of_vram_per_hour: str = crd_default("$0.01548", alias="perGBOfVRAMPerHour")
 
 
 class QosPricing(SpecModel):
     qos: QoSLevel
     requests: QosPricingUnit | None = None
-    limits_over_requests: str | None = None
+    limits_over_requests: str = crd_default("1")
 
 
 class QosConfig(SpecModel):
@@ -178,7 +205,7 @@ class QosConfig(SpecModel):
     definitions: list[QosDefinition] = Field(default_factory=list)
     default_qos: QoSLevel | None = Field(default=None, alias="defaultQoS")
     pricing: list[QosPricing] = Field(default_factory=list)
-    eviction_protection_price_ratio: str | None = None
+    eviction_protection_price_ratio: str = crd_default("1.2")
 
 
 class ComponentConfig(SpecModel):

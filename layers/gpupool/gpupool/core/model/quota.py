@@ -1,7 +1,7 @@
 """GPUResourceQuota (tensor-fusion.ai/v1, namespaced): namespace totals and per-workload limits.
 
-Role: spec.total {requests, limits, maxWorkers, alertThresholdPercent} and spec.single
-{maxRequests, maxLimits, maxGPUCount, defaultRequests, defaultLimits}; usage in status.
+Role: spec.total {requests, limits, maxWorkers (default 32768), alertThresholdPercent (default
+95)} and spec.single {maxRequests, maxLimits, maxGPUCount, defaultRequests, defaultLimits}; usage in status.
 
 Must not: admit or reject workloads (the webhook's decision module does).
 """
@@ -19,6 +19,7 @@ from gpupool.core.model.base import (
     SpecModel,
     StatusModel,
     TensorFusionObject,
+    crd_default,
 )
 
 __all__ = [
@@ -33,8 +34,8 @@ __all__ = [
 class GPUResourceQuotaTotal(SpecModel):
     requests: Resource | None = None
     limits: Resource | None = None
-    max_workers: int | None = Field(default=None, ge=0)
-    alert_threshold_percent: int | None = Field(default=None, ge=0, le=100)
+    max_workers: int = crd_default(32768, ge=0)
+    alert_threshold_percent: int = crd_default(95, ge=0, le=100)
 
 
 class GPUResourceQuotaSingle(SpecModel):

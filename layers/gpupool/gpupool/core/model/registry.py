@@ -25,8 +25,10 @@ from gpupool.core.model.node import GPU, GPUNode
 from gpupool.core.model.nodeclaim import GPUNodeClaim
 from gpupool.core.model.nodeclass import GPUNodeClass
 from gpupool.core.model.pool import GPUPool
+from gpupool.core.model.provider import ProviderConfig
 from gpupool.core.model.quota import GPUResourceQuota
 from gpupool.core.model.scheduling import SchedulingConfigTemplate
+from gpupool.core.model.workload import TensorFusionConnection, TensorFusionWorkload, WorkloadProfile
 
 __all__ = [
     "FOREIGN_KINDS",
@@ -56,6 +58,10 @@ TENSOR_FUSION_KINDS: tuple[type[TopLevel], ...] = (
     GPU,
     SchedulingConfigTemplate,
     GPUResourceQuota,
+    ProviderConfig,
+    WorkloadProfile,
+    TensorFusionWorkload,
+    TensorFusionConnection,
 )
 # Foreign envelopes the services read (extra fields ignored).
 FOREIGN_KINDS: tuple[type[TopLevel], ...] = (Node, Pod, KarpenterNodeClaim, KarpenterNodePool)
@@ -75,14 +81,12 @@ SHALLOW_KINDS: frozenset[tuple[str, str]] = frozenset(
         ("apps/v1", "Deployment"),
         ("apps/v1", "DaemonSet"),
         ("apps/v1", "StatefulSet"),
+        ("apps/v1", "ReplicaSet"),
+        ("batch/v1", "Job"),
         ("karpenter.sh/v1", "NodePool"),
         ("karpenter.sh/v1", "NodeClaim"),
         ("karpenter.k8s.aws/v1", "EC2NodeClass"),
-        # TensorFusion kinds gpupool does not act on.
-        ("tensor-fusion.ai/v1", "TensorFusionWorkload"),
-        ("tensor-fusion.ai/v1", "WorkloadProfile"),
-        ("tensor-fusion.ai/v1", "TensorFusionConnection"),
-        ("tensor-fusion.ai/v1", "ProviderConfig"),
+        # TensorFusion kinds gpupool does not model (ClientProfile is deprecated upstream).
         ("tensor-fusion.ai/v1", "ClientProfile"),
     }
 )

@@ -1,7 +1,9 @@
 """SchedulingConfigTemplate (tensor-fusion.ai/v1): placement policy referenced by pools.
 
 Role: placement {mode (default NodeCompactGPULowLoad), allowUsingLocalGPU, gpuFilters};
-verticalScalingRules, reBalancer and hypervisor are preserved as TensorFusion writes them.
+verticalScalingRules, reBalancer, hypervisor (and the older autoScaling) as typed models whose
+first-level fields TensorFusion names; gpupool has none of these features yet, so each is
+kept as written (deeper blocks included) and `gpupool validate` lists it as not acted on.
 
 Must not: score nodes or GPUs (the scheduling decision modules do).
 """
@@ -12,14 +14,18 @@ from typing import ClassVar, Literal
 
 from pydantic import Field
 
-from gpupool.core.model.base import Loose, SpecModel, TensorFusionObject
+from gpupool.core.model.base import Kept, Loose, PreservedModel, SpecModel, TensorFusionObject
+from gpupool.core.model.common import LabelSelector
 
 __all__ = [
     "GPUFilter",
+    "HypervisorScheduling",
     "PlacementConfig",
     "PlacementMode",
+    "ReBalancerConfig",
     "SchedulingConfigTemplate",
     "SchedulingConfigTemplateSpec",
+    "VerticalScalingRule",
 ]
 
 PlacementMode = Literal["CompactFirst", "LowLoadFirst", "NodeCompactGPULowLoad"]
@@ -36,11 +42,38 @@ class PlacementConfig(SpecModel):
     gpu_filters: list[GPUFilter] = Field(default_factory=list, alias="gpuFilters")
 
 
+class ReBalancerConfig(PreservedModel):
+    """Move workloads off hot GPUs (TensorFusion's ReBalancerConfig): not acted on by gpupool."""
+
+    enable: bool | None = None
+    interval: str | None = None
+    re_balance_cool_down_time: str | None = None
+    threshold: Kept = None
+
+
+class VerticalScalingRule(PreservedModel):
+    """Autoscaling settings for the workloads a selector picks: not acted on by gpupool."""
+
+    name: str | None = None
+    selector: LabelSelector | None = None
+    auto_scaling_config: Kept = None
+
+
+class HypervisorScheduling(PreservedModel):
+    """Per-GPU queuing, rate limiting and auto-freeze (TensorFusion's HypervisorScheduling):
+    enforced by TensorFusion's hypervisor on the node, not by gpupool."""
+
+    auto_freeze_and_resume: Kept = None
+    elastic_rate_limit_parameters: Kept = None
+    multi_process_queuing_parameters: Kept = None
+
+
 class SchedulingConfigTemplateSpec(SpecModel):
     placement: PlacementConfig = Field(default_factory=PlacementConfig)
-    vertical_scaling_rules: list[Loose] = Field(default_factory=list)
-    re_balancer: Loose | None = None
-    hypervisor: Loose | None = None
+    vertical_scaling_rules: list[VerticalScalingRule] = Field(default_factory=list)
+    re_balancer: ReBalancerConfig | None = None
+    hypervisor: HypervisorScheduling | None = None
+    auto_scaling: Loose | None = None
 
 
 class SchedulingConfigTemplate(TensorFusionObject):
