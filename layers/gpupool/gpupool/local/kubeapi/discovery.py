@@ -26,8 +26,6 @@ VERSION_INFO: JsonObject = {
     "compiler": "gc",
     "platform": "linux/amd64",
 }
-# openapi_v2.Document with only `swagger: "2.0"` (field 1, length-delimited), protobuf-encoded.
-EMPTY_OPENAPI_V2 = b"\x0a\x032.0"
 
 
 def core_versions(server_address: str) -> JsonObject:

@@ -174,5 +174,80 @@ BUILTIN_TYPES: tuple[ResourceType, ...] = (
     ),
 )
 
+
+def _kind(
+    group: str,
+    plural: str,
+    kind: str,
+    *,
+    namespaced: bool = True,
+    has_status: bool = False,
+    tracks_generation: bool = True,
+    short_names: tuple[str, ...] = (),
+    categories: tuple[str, ...] = (),
+    version: str = "v1",
+) -> ResourceType:
+    """One more served kind: a line per kind in `MORE_TYPES`."""
+    return ResourceType(
+        group,
+        version,
+        plural,
+        kind,
+        kind.lower(),
+        namespaced,
+        has_status=has_status,
+        tracks_generation=tracks_generation,
+        short_names=short_names,
+        categories=categories,
+    )
+
+
+_ALL = ("all",)
+# Stored and validated like any object; no controllers act on them (gpupool's stories need none).
+MORE_TYPES: tuple[ResourceType, ...] = (
+    _kind("", "serviceaccounts", "ServiceAccount", tracks_generation=False, short_names=("sa",)),
+    _kind("", "services", "Service", has_status=True, short_names=("svc",), categories=_ALL),
+    _kind("", "endpoints", "Endpoints", tracks_generation=False, short_names=("ep",)),
+    _kind("", "persistentvolumeclaims", "PersistentVolumeClaim", has_status=True, short_names=("pvc",)),
+    _kind("", "resourcequotas", "ResourceQuota", has_status=True, short_names=("quota",)),
+    _kind("", "limitranges", "LimitRange", short_names=("limits",)),
+    _kind("apps", "deployments", "Deployment", has_status=True, short_names=("deploy",), categories=_ALL),
+    _kind("apps", "replicasets", "ReplicaSet", has_status=True, short_names=("rs",), categories=_ALL),
+    _kind("apps", "daemonsets", "DaemonSet", has_status=True, short_names=("ds",), categories=_ALL),
+    _kind("apps", "statefulsets", "StatefulSet", has_status=True, short_names=("sts",), categories=_ALL),
+    _kind("batch", "jobs", "Job", has_status=True, categories=_ALL),
+    _kind("batch", "cronjobs", "CronJob", has_status=True, short_names=("cj",), categories=_ALL),
+    _kind("rbac.authorization.k8s.io", "roles", "Role"),
+    _kind("rbac.authorization.k8s.io", "rolebindings", "RoleBinding"),
+    _kind("rbac.authorization.k8s.io", "clusterroles", "ClusterRole", namespaced=False),
+    _kind("rbac.authorization.k8s.io", "clusterrolebindings", "ClusterRoleBinding", namespaced=False),
+    _kind(
+        "admissionregistration.k8s.io",
+        "mutatingwebhookconfigurations",
+        "MutatingWebhookConfiguration",
+        namespaced=False,
+    ),
+    _kind(
+        "admissionregistration.k8s.io",
+        "validatingwebhookconfigurations",
+        "ValidatingWebhookConfiguration",
+        namespaced=False,
+    ),
+    _kind("apiregistration.k8s.io", "apiservices", "APIService", namespaced=False, has_status=True),
+    _kind("scheduling.k8s.io", "priorityclasses", "PriorityClass", namespaced=False, short_names=("pc",)),
+    _kind("networking.k8s.io", "networkpolicies", "NetworkPolicy", short_names=("netpol",)),
+    _kind("storage.k8s.io", "storageclasses", "StorageClass", namespaced=False, short_names=("sc",)),
+    _kind("node.k8s.io", "runtimeclasses", "RuntimeClass", namespaced=False),
+    _kind(
+        "autoscaling",
+        "horizontalpodautoscalers",
+        "HorizontalPodAutoscaler",
+        has_status=True,
+        short_names=("hpa",),
+        version="v2",
+    ),
+)
+BUILTIN_TYPES = BUILTIN_TYPES + MORE_TYPES
+
 # The group versions a fresh server always answers, even before any CRD exists.
 PREFERRED_GROUP_VERSIONS = {"": "v1"}

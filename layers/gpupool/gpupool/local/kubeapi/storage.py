@@ -71,6 +71,14 @@ class ObjectStorage:
         self._by_uid: dict[str, tuple[StorageKey, str, str]] = {}
         self._dependents: dict[str, set[str]] = {}
         self._events: list[WatchEvent] = []
+        self._next_cluster_ip = 1  # Services get 10.96.0.1 (the `kubernetes` Service's) and up
+
+    def allocate_cluster_ip(self) -> str:
+        """The next free address of the sandbox's service range, 10.96.0.0/12."""
+        with self.lock:
+            self._next_cluster_ip += 1
+            offset = self._next_cluster_ip
+        return f"10.{96 + (offset >> 16)}.{(offset >> 8) & 255}.{offset & 255}"
 
     # ----- reading -------------------------------------------------------------------------
     @property
