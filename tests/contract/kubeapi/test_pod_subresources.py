@@ -1,6 +1,6 @@
 """Pod subresources: binding assigns a node once and answers a Success Status (as upstream, so
-the official client needs `_preload_content=False`, as the relay passes); eviction (policy/v1) deletes a pod with 201
-unless a PodDisruptionBudget in its namespace forbids it (429)."""
+the official client needs `_preload_content=False`, as the relay passes); eviction (policy/v1)
+deletes a pod with 201 unless a PodDisruptionBudget in its namespace forbids it (429)."""
 
 from __future__ import annotations
 
