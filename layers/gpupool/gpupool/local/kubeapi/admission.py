@@ -76,7 +76,8 @@ def admit(
     _unknown_fields(decoded.unknown, options)
     admitted = decoded.obj
     apply_defaults(rt.group, admitted, allocate_ip)
-    problems = schema_problems(schema, admitted, rt.kind) + kind_problems(rt.group, admitted, old)
+    found = schema_problems(schema, admitted, rt.kind) + kind_problems(rt.group, admitted, old)
+    problems = list(dict.fromkeys(found))  # a rule and the schema may name the same field
     if problems:
         raise errors.invalid(rt.kind, rt.group, name, problems)
     return admitted

@@ -64,8 +64,10 @@ ENUMS: dict[tuple[str, str], tuple[str, ...]] = {
 
 
 def schema_problems(definition: Schema, obj: JsonObject, struct: str) -> Problems:
+    """Missing required fields and unsupported enum values; `status` is the controllers' own
+    and is not held to the schema's `required` lists (upstream does not validate it so)."""
     problems: Problems = []
-    _walk(definition, obj, "", struct, problems)
+    _walk(definition, {k: v for k, v in obj.items() if k != "status"}, "", struct, problems)
     return problems
 
 
@@ -88,7 +90,7 @@ def _walk(schema: Schema, value: Any, path: str, struct: str, problems: Problems
     if name is not None:
         struct = name.rsplit(".", 1)[-1]
     for required in schema.get("required") or []:
-        if value.get(required) in (None, ""):
+        if value.get(required) is None:
             problems.append((_join(path, required), "Required value"))
     for key, item in value.items():
         allowed = ENUMS.get((struct, key))

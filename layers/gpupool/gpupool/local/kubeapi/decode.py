@@ -28,7 +28,7 @@ _PYTHON_TYPES: dict[str, tuple[type, ...]] = {
 _GO_TYPES = {"string": "string", "integer": "int64", "number": "float64", "boolean": "bool"}
 _JSON_NAMES = {dict: "object", list: "array", str: "string", int: "number", float: "number", bool: "bool"}
 DROP = object()
-_INDEX = re.compile(r"\[\d+\]")
+_INDEX = re.compile(r"\[[^\]]*\]")  # list indices and map keys: Go names neither
 
 
 @dataclass
@@ -112,15 +112,16 @@ def _walk_object(
     decoded: dict[str, Any] = {}
     for key, item in value.items():
         child = properties.get(key) if isinstance(properties, dict) else None
+        where = _join(path, key)
         if child is None and isinstance(additional, dict):
-            child = additional
+            child, where = additional, f"{path}[{key}]"
         if child is None:
             if additional is False or properties is not None:
                 result.unknown.append(_join(path, key))
                 continue
             decoded[key] = item  # a free-form object (RawExtension, JSON)
             continue
-        walked = _walk(child, item, _join(path, key), struct, result)
+        walked = _walk(child, item, where, struct, result)
         if walked is not DROP:
             decoded[key] = walked
     return decoded
