@@ -118,6 +118,21 @@ def _printable(path: Path) -> str:
     )
 
 
+def _conflict_message(causes: list[JsonObject]) -> str:
+    """Upstream's wording: one conflict on one line, several listed per manager."""
+    if len(causes) == 1:
+        return f"Apply failed with 1 conflict: {causes[0]['message']}: {causes[0]['field']}"
+    by_manager: dict[str, list[str]] = {}
+    for cause in causes:
+        by_manager.setdefault(str(cause["message"]).replace("conflict with", "conflicts with", 1), []).append(
+            str(cause["field"])
+        )
+    listed = "\n".join(
+        f"{who}:\n" + "\n".join(f"- {field}" for field in fields) for who, fields in by_manager.items()
+    )
+    return f"Apply failed with {len(causes)} conflicts: {listed}"
+
+
 def server_side_apply(
     live: JsonObject | None,
     applied: JsonObject,
@@ -151,12 +166,8 @@ def server_side_apply(
             }
             for entry, path in conflicts
         ]
-        listed = "\n".join(f"- {cause['message']}: {cause['field']}" for cause in causes)
         raise errors.ApiError(
-            409,
-            "Conflict",
-            f"Apply failed with {len(conflicts)} conflict{'s' if len(conflicts) > 1 else ''}: {listed}",
-            details={"name": name, "kind": kind, "causes": causes},
+            409, "Conflict", _conflict_message(causes), details={"name": name, "kind": kind, "causes": causes}
         )
     for entry, path in conflicts:
         entry.paths.discard(path)

@@ -90,7 +90,7 @@ def _walk(schema: Schema, value: Any, path: str, struct: str, problems: Problems
     if name is not None:
         struct = name.rsplit(".", 1)[-1]
     for required in schema.get("required") or []:
-        if value.get(required) is None:
+        if value.get(required) in (None, ""):  # "" is a missing string's zero value
             problems.append((_join(path, required), "Required value"))
     for key, item in value.items():
         allowed = ENUMS.get((struct, key))

@@ -4,7 +4,8 @@ Walks the object along its OpenAPI definition (`builtin_schemas`): a value of th
 type is a decoding error (upstream: 400 "cannot unmarshal … into Go struct field …"); a field
 the definition does not have is unknown — dropped, and reported so the caller can answer
 `fieldValidation` (Ignore / Warn / Strict); `null` decodes to the zero value, i.e. the field
-is dropped. The result is a new object; the input is never changed.
+is dropped; a missing scalar the definition lists as `required` (a Go field without
+`omitempty`) comes back as its zero value, as the real server writes it. The result is a new object; the input is never changed.
 
 Must not: apply defaults or semantic rules (see `builtin_defaults`, `builtin_rules`).
 """
@@ -28,6 +29,7 @@ _PYTHON_TYPES: dict[str, tuple[type, ...]] = {
 _GO_TYPES = {"string": "string", "integer": "int64", "number": "float64", "boolean": "bool"}
 _JSON_NAMES = {dict: "object", list: "array", str: "string", int: "number", float: "number", bool: "bool"}
 DROP = object()
+_ZEROS: dict[str, Any] = {"string": "", "integer": 0, "number": 0, "boolean": False}
 _INDEX = re.compile(r"\[[^\]]*\]")  # list indices and map keys: Go names neither
 
 
@@ -124,4 +126,21 @@ def _walk_object(
         walked = _walk(child, item, where, struct, result)
         if walked is not DROP:
             decoded[key] = walked
+    if isinstance(properties, dict):
+        for required in schema.get("required") or []:
+            zero = _zero_value(properties.get(required))
+            if required not in decoded and zero is not None:
+                decoded[required] = zero
     return decoded
+
+
+def _zero_value(declared: Schema | None) -> Any:
+    """Go's zero value of a scalar field without `omitempty` (a schema's `required`), which the
+    real server always writes back: "" / 0 / false. None for anything else."""
+    if declared is None:
+        return None
+    schema = resolve(declared)
+    if "oneOf" in schema:
+        return None
+    types = types_of(schema)
+    return _ZEROS.get(types[0]) if types else None

@@ -78,7 +78,8 @@ def leaf_paths(obj: Mapping[str, Any], schema: Schema | None) -> set[Path]:
             continue
         if key == "metadata" and isinstance(value, dict):
             meta = {k: v for k, v in value.items() if k not in IGNORED_METADATA}
-            _walk(meta, child_schema(schema, key), ("f:metadata",), found)
+            if meta:
+                _walk(meta, child_schema(schema, key), ("f:metadata",), found)
             continue
         _walk(value, child_schema(schema, key), (f"f:{key}",), found)
     return found
