@@ -5,7 +5,8 @@ type is a decoding error (upstream: 400 "cannot unmarshal … into Go struct fie
 the definition does not have is unknown — dropped, and reported so the caller can answer
 `fieldValidation` (Ignore / Warn / Strict); `null` decodes to the zero value, i.e. the field
 is dropped; a missing scalar the definition lists as `required` (a Go field without
-`omitempty`) comes back as its zero value, as the real server writes it. The result is a new object; the input is never changed.
+`omitempty`) comes back as its zero value, as the real server writes it. The result is a
+new object; the input is never changed.
 
 Must not: apply defaults or semantic rules (see `builtin_defaults`, `builtin_rules`).
 """
