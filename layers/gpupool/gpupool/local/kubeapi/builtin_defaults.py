@@ -221,10 +221,8 @@ def _webhooks(obj: JsonObject, _allocate: IpAllocator) -> None:
 
 def _role_binding(obj: JsonObject, _allocate: IpAllocator) -> None:
     for subject in obj.get("subjects") or []:
-        if subject.get("kind") in ("User", "Group"):
+        if subject.get("kind") in ("User", "Group"):  # a ServiceAccount's "" is omitted, as upstream
             subject.setdefault("apiGroup", "rbac.authorization.k8s.io")
-        elif subject.get("kind") == "ServiceAccount":
-            subject.setdefault("apiGroup", "")
 
 
 def _crd(obj: JsonObject, _allocate: IpAllocator) -> None:

@@ -165,7 +165,7 @@ class Cluster:
                 raise errors.bad_request("a merge patch must be a JSON object")
             apply = lambda current: _as_object(merge_patch(current, patch))  # noqa: E731
         else:
-            apply = lambda current: strategic_merge_patch(current, patch)  # noqa: E731
+            apply = lambda current: strategic_merge_patch(current, patch, schema_for(rt))  # noqa: E731
 
         def checked(current: JsonObject) -> JsonObject:
             patched = apply(current)

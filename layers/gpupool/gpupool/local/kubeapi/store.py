@@ -19,7 +19,7 @@ from gpupool.local.kubeapi import errors
 from gpupool.local.kubeapi.admission import admit, schema_for
 from gpupool.local.kubeapi.apply import record_update
 from gpupool.local.kubeapi.clock import rfc3339
-from gpupool.local.kubeapi.objects import metadata, prepare_create, prepare_update, same_content
+from gpupool.local.kubeapi.objects import metadata, prepare_create, prepare_update, same_content, spec_of
 from gpupool.local.kubeapi.query import WriteOptions
 from gpupool.local.kubeapi.resources import ResourceType
 from gpupool.local.kubeapi.storage import NAMESPACES, Entry, ObjectStorage, WatchEvent
@@ -126,6 +126,9 @@ class Store(ObjectStorage):
                 raise errors.conflict(rt.group, rt.plural, name)
             prepared = prepare_update(rt, current, candidate, status_only=status_only)
             updated = self._admit(rt, prepared, None if trusted else current, current, options)
+            if rt.tracks_generation and spec_of(updated) == spec_of(current):
+                # Defaults can make a changed request store the same spec: nothing to observe.
+                metadata(updated)["generation"] = metadata(current).get("generation")
             validate(rt, updated, None if trusted else current)
             updated_meta = metadata(updated)
             if options.dry_run:
