@@ -63,7 +63,8 @@ class Cluster:
     ) -> tuple[list[Entry], int]:
         entries, resource_version = self.store.entries(rt, namespace)
         if labels.requirements:
-            entries = [e for e in entries if labels.matches(metadata(e.obj).get("labels") or {})]
+            matches = labels.matches
+            entries = [e for e in entries if matches(e.labels)]
         if fields.terms:
             entries = [e for e in entries if fields.matches(e.obj)]
         return entries, resource_version

@@ -31,10 +31,11 @@ NAMESPACES = next(rt for rt in BUILTIN_TYPES if rt.plural == "namespaces")
 class Entry:
     """A stored object and its JSON encoding, computed once and reused by lists and watches."""
 
-    __slots__ = ("_encoded", "obj")
+    __slots__ = ("_encoded", "labels", "obj")
 
     def __init__(self, obj: JsonObject) -> None:
         self.obj = obj
+        self.labels: dict[str, str] = metadata(obj).get("labels") or {}  # selectors read these often
         self._encoded: bytes | None = None
 
     @property
