@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Callable
 from typing import Any
 
 from gpupool.local.kubeapi import errors, listing, pods
@@ -20,7 +19,7 @@ from gpupool.local.kubeapi.apply import server_side_apply
 from gpupool.local.kubeapi.clock import Clock, rfc3339
 from gpupool.local.kubeapi.crd import established_status, resource_types, validate_crd
 from gpupool.local.kubeapi.objects import check_type, metadata
-from gpupool.local.kubeapi.patch import json_patch, merge_patch, strategic_merge_patch
+from gpupool.local.kubeapi.patch import STRATEGIC, patcher
 from gpupool.local.kubeapi.query import WriteOptions
 from gpupool.local.kubeapi.registry import Registry
 from gpupool.local.kubeapi.resources import BUILTIN_TYPES, ResourceType
@@ -31,11 +30,6 @@ JsonObject = dict[str, Any]
 CRDS = next(rt for rt in BUILTIN_TYPES if rt.plural == "customresourcedefinitions")
 INITIAL_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 PROTECTED_NAMESPACES = frozenset({"default", "kube-system", "kube-public"})  # upstream's NamespaceLifecycle
-PATCH_TYPES = {
-    "application/merge-patch+json": "merge",
-    "application/json-patch+json": "json",
-    "application/strategic-merge-patch+json": "strategic",
-}
 
 
 class Cluster:
@@ -155,18 +149,9 @@ class Cluster:
         subresource: str | None,
         options: WriteOptions | None = None,
     ) -> JsonObject:
-        kind = PATCH_TYPES.get(content_type)
-        if kind is None or (kind == "strategic" and not rt.builtin):
+        if content_type == STRATEGIC and not rt.builtin:
             raise errors.unsupported_media_type(content_type)
-        apply: Callable[[JsonObject], JsonObject]
-        if kind == "json":
-            apply = lambda current: _as_object(json_patch(current, patch))  # noqa: E731
-        elif kind == "merge":
-            if not isinstance(patch, dict):
-                raise errors.bad_request("a merge patch must be a JSON object")
-            apply = lambda current: _as_object(merge_patch(current, patch))  # noqa: E731
-        else:
-            apply = lambda current: strategic_merge_patch(current, patch, schema_for(rt))  # noqa: E731
+        apply = patcher(content_type, patch, schema_for(rt))
 
         def checked(current: JsonObject) -> JsonObject:
             patched = apply(current)
@@ -293,9 +278,3 @@ class Cluster:
 
     def evict(self, namespace: str, name: str, options: WriteOptions | None = None) -> JsonObject:
         return pods.evict(self.store, namespace, name, dry_run=bool(options and options.dry_run))
-
-
-def _as_object(value: Any) -> JsonObject:
-    if not isinstance(value, dict):
-        raise errors.ApiError(422, "Invalid", "the patched object is not a JSON object")
-    return value

@@ -17,6 +17,7 @@ Must not: validate the result or touch storage; callers re-check the patched obj
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from typing import Any
 
 from gpupool.local.kubeapi.builtin_schemas import Schema, resolve
@@ -250,3 +251,29 @@ def _merge_list(original: Any, patch: list[Any], path: tuple[str, ...], schema: 
         else:
             current[position] = _merge_map(current[position], item, path, item_schema(schema))
     return current
+
+
+STRATEGIC = "application/strategic-merge-patch+json"
+Patcher = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+def patcher(content_type: str, patch: Any, schema: Schema | None) -> Patcher:
+    """The function a PATCH request's body applies to the stored object, by Content-Type
+    (415 for a type the server does not speak)."""
+    if content_type == "application/json-patch+json":
+        return lambda current: _as_object(json_patch(current, patch))
+    if content_type == "application/merge-patch+json":
+        if not isinstance(patch, dict):
+            raise bad_request("a merge patch must be a JSON object")
+        return lambda current: _as_object(merge_patch(current, patch))
+    if content_type == STRATEGIC:
+        return lambda current: strategic_merge_patch(current, patch, schema)
+    raise ApiError(
+        415, "UnsupportedMediaType", f"the body of the request was in an unknown format: {content_type}"
+    )
+
+
+def _as_object(value: Any) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise ApiError(422, "Invalid", "the patched object is not a JSON object")
+    return value
