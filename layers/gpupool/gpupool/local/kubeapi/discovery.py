@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from gpupool.local.kubeapi.registry import Registry
-from gpupool.local.kubeapi.resources import VERBS, ResourceType
+from gpupool.local.kubeapi.resources import ResourceType
 
 JsonObject = dict[str, Any]
 VERSION_INFO: JsonObject = {
@@ -59,7 +59,7 @@ def _resource(rt: ResourceType) -> list[JsonObject]:
         "singularName": rt.singular,
         "namespaced": rt.namespaced,
         "kind": rt.kind,
-        "verbs": VERBS,
+        "verbs": list(rt.verbs),
         "storageVersionHash": "",
     }
     if rt.short_names:

@@ -3,8 +3,8 @@
 The answer is `(code, body)` or an iterator of watch lines. Gets, lists and watches honour
 the response formats clients ask for in `Accept` (a `Table`, `PartialObjectMetadata[List]`);
 writes honour `dryRun`, `fieldValidation`, `fieldManager` and `force` through `WriteOptions`.
-Subresources other than `status` are looked up in `SUBRESOURCE_HANDLERS`, a table that takes
-one more entry per new subresource.
+Subresources other than `status` are looked up in `SUBRESOURCE_HANDLERS`, and create-only
+kinds (access reviews) in `CREATE_ONLY_HANDLERS`: tables that take one more entry per addition.
 
 Must not: touch sockets or parse the query string (see `handler` and `query`).
 """
@@ -62,6 +62,12 @@ SUBRESOURCE_HANDLERS: dict[tuple[str, str], SubresourceHandler] = {
 }
 
 
+CreateOnlyHandler = Callable[[Cluster, ResourceType, Request], JsonObject]
+# (group, plural) → what a POST to a create-only kind answers (201); nothing is stored and every
+# other verb is 405. Access reviews (authentication.k8s.io, authorization.k8s.io) plug in here.
+CREATE_ONLY_HANDLERS: dict[tuple[str, str], CreateOnlyHandler] = {}
+
+
 def no_such_path() -> errors.ApiError:
     return errors.ApiError(404, "NotFound", "the server could not find the requested resource")
 
@@ -114,6 +120,11 @@ def _single(cluster: Cluster, rt: ResourceType, namespace: str, name: str, reque
 
 def _collection(cluster: Cluster, rt: ResourceType, namespace: str | None, request: Request) -> Answer:
     method, query = request.method, request.query
+    create_only = CREATE_ONLY_HANDLERS.get((rt.group, rt.plural))
+    if create_only is not None:
+        if method != "POST":
+            raise errors.method_not_allowed(f"{method} is not supported on {rt.plural}")
+        return 201, create_only(cluster, rt, request)
     if method == "POST":
         if rt.namespaced and namespace is None:
             raise errors.method_not_allowed("create a namespaced object under /namespaces/NAME/")

@@ -4,6 +4,8 @@ A resource type says how its objects behave: namespaced or cluster-scoped, wheth
 status subresource (then the main endpoint ignores status changes and `/status` changes only
 status), whether strategic merge patch applies (built-in kinds only), which field selectors
 it supports, and which extra subresources it answers (`pods/binding`, `pods/eviction`).
+`MORE_TYPES` takes one `_kind(...)` line per further built-in kind (with `verbs=("create",)`
+for a kind that is answered, not stored, such as an access review).
 
 Must not: hold objects; storage lives in `store`.
 """
@@ -39,6 +41,9 @@ class ResourceType:
     printer_columns: tuple[tuple[str, str, str], ...] = ()
     # A CRD version's openAPIV3Schema (custom resources only), enforced when the server says so.
     schema: Mapping[str, Any] | None = field(default=None, compare=False, hash=False)
+    # What discovery lists; a create-only kind (an access review) answers through
+    # `endpoints.CREATE_ONLY_HANDLERS` instead of storage.
+    verbs: tuple[str, ...] = tuple(VERBS)
 
     @property
     def api_version(self) -> str:
@@ -186,6 +191,7 @@ def _kind(
     short_names: tuple[str, ...] = (),
     categories: tuple[str, ...] = (),
     version: str = "v1",
+    verbs: tuple[str, ...] = tuple(VERBS),
 ) -> ResourceType:
     """One more served kind: a line per kind in `MORE_TYPES`."""
     return ResourceType(
@@ -199,6 +205,7 @@ def _kind(
         tracks_generation=tracks_generation,
         short_names=short_names,
         categories=categories,
+        verbs=verbs,
     )
 
 
