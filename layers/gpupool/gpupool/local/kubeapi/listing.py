@@ -26,8 +26,7 @@ JsonObject = dict[str, Any]
 
 
 def _key(entry: Entry) -> tuple[str, str]:
-    meta = entry.obj["metadata"]
-    return (meta.get("namespace", ""), meta["name"])
+    return entry.key
 
 
 def list_body(
@@ -52,7 +51,10 @@ def list_body(
         list_meta["remainingItemCount"] = len(entries) - limit
         entries = entries[:limit]
     head = json.dumps({"kind": rt.list_kind_name, "apiVersion": rt.api_version, "metadata": list_meta})
-    items = b",".join(encode(entry) for entry in entries)
+    served = rt.api_version
+    items = b",".join(
+        entry.encoded if entry.obj.get("apiVersion") == served else encode(entry) for entry in entries
+    )
     return head[:-1].encode() + b',"items":[' + items + b"]}"
 
 

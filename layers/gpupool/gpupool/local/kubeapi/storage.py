@@ -31,11 +31,16 @@ NAMESPACES = next(rt for rt in BUILTIN_TYPES if rt.plural == "namespaces")
 class Entry:
     """A stored object and its JSON encoding, computed once and reused by lists and watches."""
 
-    __slots__ = ("_encoded", "labels", "obj")
+    __slots__ = ("_encoded", "key", "labels", "obj")
 
     def __init__(self, obj: JsonObject) -> None:
         self.obj = obj
-        self.labels: dict[str, str] = metadata(obj).get("labels") or {}  # selectors read these often
+        meta = metadata(obj)
+        self.labels: dict[str, str] = meta.get("labels") or {}  # selectors read these often
+        self.key: tuple[str, str] = (
+            str(meta.get("namespace") or ""),
+            str(meta.get("name") or ""),
+        )  # list order
         self._encoded: bytes | None = None
 
     @property
