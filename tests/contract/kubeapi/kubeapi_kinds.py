@@ -83,4 +83,9 @@ PATHS = {
     "PodDisruptionBudget": "/apis/policy/v1/namespaces/default/poddisruptionbudgets",
     "Lease": "/apis/coordination.k8s.io/v1/namespaces/default/leases",
     "ServiceAccount": "/api/v1/namespaces/default/serviceaccounts",
+    "Secret": "/api/v1/namespaces/default/secrets",
+    "ReplicaSet": "/apis/apps/v1/namespaces/default/replicasets",
+    "ClusterRole": "/apis/rbac.authorization.k8s.io/v1/clusterroles",
+    "Event": "/api/v1/namespaces/default/events",
+    "APIService": "/apis/apiregistration.k8s.io/v1/apiservices",
 }

@@ -1,11 +1,14 @@
 """Semantic validation of built-in kinds (422 Invalid), after decoding and defaulting.
 
-From the OpenAPI definition: every `required` field (`Required value`) and upstream's enums
+From the OpenAPI definition: every `required` field that is absent or an empty string
+(`Required value`; missing numbers and booleans decode to Go's zero values, which the
+per-kind range rules judge) outside `status`, and upstream's enums
 (`Unsupported value`), which the published schemas leave in prose — listed here per Go
 struct and field. Per kind: container names are unique DNS labels, ports in range,
 ConfigMap/Secret keys valid and frozen once `immutable`, a workload's selector matches its
 template and never changes, a Job's pods restart `OnFailure` or `Never`, a Service's
-cluster IP never changes, a PDB sets at most one of `minAvailable` / `maxUnavailable`.
+cluster IP never changes, a PDB sets at most one of `minAvailable` / `maxUnavailable`, an
+APIService's priorities are positive.
 Problems are (field path, message) pairs, as the real server lists its causes.
 
 Must not: change the object or reach storage.
@@ -222,6 +225,16 @@ def _pdb_problems(obj: JsonObject, _old: JsonObject | None) -> Problems:
     return []
 
 
+def _api_service_problems(obj: JsonObject, _old: JsonObject | None) -> Problems:
+    spec = obj.get("spec") or {}
+    limits = (("groupPriorityMinimum", 20000), ("versionPriority", 1000))
+    return [
+        (f"spec.{field}", f"Invalid value: {spec.get(field)}: must be positive and less than {limit}")
+        for field, limit in limits
+        if not (isinstance(spec.get(field), int) and 0 < spec[field] <= limit)
+    ]
+
+
 KIND_RULES: dict[tuple[str, str], Callable[[JsonObject, JsonObject | None], Problems]] = {
     ("", "Pod"): lambda obj, _old: pod_spec_problems(obj.get("spec"), "spec"),
     ("", "ConfigMap"): _data_problems,
@@ -233,6 +246,7 @@ KIND_RULES: dict[tuple[str, str], Callable[[JsonObject, JsonObject | None], Prob
     ("apps", "StatefulSet"): _workload_problems,
     ("batch", "Job"): _job_problems,
     ("policy", "PodDisruptionBudget"): _pdb_problems,
+    ("apiregistration.k8s.io", "APIService"): _api_service_problems,
 }
 
 

@@ -5,15 +5,19 @@ type is a decoding error (upstream: 400 "cannot unmarshal … into Go struct fie
 the definition does not have is unknown — dropped, and reported so the caller can answer
 `fieldValidation` (Ignore / Warn / Strict); `null` decodes to the zero value, i.e. the field
 is dropped; a missing scalar the definition lists as `required` (a Go field without
-`omitempty`) comes back as its zero value, as the real server writes it. The result is a
-new object; the input is never changed.
+`omitempty`) comes back as its zero value, as the real server writes it. A `[]byte` field
+(`format: byte`) must hold valid base64. The result is a new object; the input is never
+changed.
 
 Must not: apply defaults or semantic rules (see `builtin_defaults`, `builtin_rules`).
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import re
+import string
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,6 +35,7 @@ _GO_TYPES = {"string": "string", "integer": "int64", "number": "float64", "boole
 _JSON_NAMES = {dict: "object", list: "array", str: "string", int: "number", float: "number", bool: "bool"}
 DROP = object()
 _ZEROS: dict[str, Any] = {"string": "", "integer": 0, "number": 0, "boolean": False}
+_BASE64 = frozenset(string.ascii_letters + string.digits + "+/=")
 _INDEX = re.compile(r"\[[^\]]*\]")  # list indices and map keys: Go names neither
 
 
@@ -92,6 +97,9 @@ def _walk(declared: Schema, value: Any, path: str, struct: str, result: Decoded)
         return DROP
     if isinstance(value, dict) and "object" in types_of(schema):
         return _walk_object(schema, declared, value, path, struct, result)
+    if schema.get("format") == "byte" and isinstance(value, str) and (bad := _bad_base64(value)) is not None:
+        result.type_errors.append(f"illegal base64 data at input byte {bad}")
+        return DROP
     if isinstance(value, list):
         items = schema.get("items") or {}
         walked = [_walk(items, item, f"{path}[{index}]", struct, result) for index, item in enumerate(value)]
@@ -133,6 +141,20 @@ def _walk_object(
             if required not in decoded and zero is not None:
                 decoded[required] = zero
     return decoded
+
+
+def _bad_base64(text: str) -> int | None:
+    """Where Go's base64 decoder would stop on `text` (a []byte field), or None when it is valid."""
+    for index, char in enumerate(text):
+        if char not in _BASE64:
+            return index
+    if len(text) % 4:
+        return len(text) - len(text) % 4
+    try:
+        base64.b64decode(text, validate=True)
+    except binascii.Error:
+        return max(len(text) - 4, 0)
+    return None
 
 
 def _zero_value(declared: Schema | None) -> Any:
