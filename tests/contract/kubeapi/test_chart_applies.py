@@ -4,7 +4,8 @@ kubectl 1.30 `apply -f`, reads back equal to what was applied (the server adds o
 defaults), and a second apply writes nothing.
 
 Rendered with helm-python-sdk (the real Helm library, offline); kubectl is found as in
-test_kubectl_130.py and the test is skipped where there is none.
+test_kubectl_130.py and that test is skipped where there is none — the same objects then
+still go in by server-side apply over raw HTTP (the second test), which needs no kubectl.
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ from gpupool.local.kubeapi import EmbeddedKubeAPI
 
 CHART = Path(__file__).resolve().parents[3] / "incluster" / "chart"
 NAMESPACE = "gpupool-system"
-pytestmark = pytest.mark.skipif(KUBECTL is None, reason="kubectl 1.30 is not installed on this machine")
+APPLY = "application/apply-patch+yaml"
+NO_KUBECTL = pytest.mark.skipif(KUBECTL is None, reason="kubectl 1.30 is not installed on this machine")
 
 
 def _documents() -> list[dict[str, Any]]:
@@ -70,6 +72,7 @@ def _expected(doc: dict[str, Any]) -> dict[str, Any]:
     return {**{k: v for k, v in doc.items() if k != "stringData"}, "data": data}
 
 
+@NO_KUBECTL
 def test_every_chart_object_applies_and_reads_back(kube_api: EmbeddedKubeAPI, tmp_path: Path) -> None:
     assert KUBECTL is not None
     documents = _documents()
@@ -105,3 +108,27 @@ def test_every_chart_object_applies_and_reads_back(kube_api: EmbeddedKubeAPI, tm
         path: http_call(kube_api.port, "GET", path)[1]["metadata"]["resourceVersion"] for path in versions
     }
     assert after == versions
+
+
+def test_every_chart_object_server_side_applies_and_reads_back(kube_api: EmbeddedKubeAPI) -> None:
+    documents = _documents()
+    http_call(kube_api.port, "POST", "/api/v1/namespaces", {"metadata": {"name": NAMESPACE}})
+    versions = {}
+    for doc in documents:
+        path = _path(kube_api, doc)
+        body = yaml.safe_dump(doc).encode()
+        query = "?fieldManager=helm&force=true"
+        status, live, _ = http_call(kube_api.port, "PATCH", path + query, body, content_type=APPLY)
+        assert status in (200, 201), (doc["kind"], doc["metadata"]["name"], live)
+        assert _contained(_expected(doc), live) == [], (doc["kind"], doc["metadata"]["name"])
+        versions[path] = live["metadata"]["resourceVersion"]
+    for doc in documents:
+        path = _path(kube_api, doc)
+        status, live, _ = http_call(
+            kube_api.port,
+            "PATCH",
+            path + "?fieldManager=helm",
+            yaml.safe_dump(doc).encode(),
+            content_type=APPLY,
+        )
+        assert (status, live["metadata"]["resourceVersion"]) == (200, versions[path]), doc["metadata"]["name"]

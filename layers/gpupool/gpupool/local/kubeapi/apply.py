@@ -23,11 +23,11 @@ from gpupool.local.kubeapi.fieldsets import (
     Path,
     child_schema,
     from_fields_v1,
-    item_key,
     item_schema,
     leaf_paths,
     list_keys,
     remove_path,
+    same_item,
     to_fields_v1,
     value_at,
 )
@@ -100,10 +100,7 @@ def merge(live: Any, applied: Any, schema: Schema | None) -> Any:
     if isinstance(applied, list) and isinstance(live, list) and keys:
         merged_items = list(live)
         for item in applied:
-            wanted = item_key(item, keys)
-            index = next(
-                (i for i, old in enumerate(merged_items) if wanted and item_key(old, keys) == wanted), None
-            )
+            index = next((i for i, old in enumerate(merged_items) if same_item(old, item, keys)), None)
             if index is None:
                 merged_items.append(copy.deepcopy(item))
             else:
@@ -171,7 +168,16 @@ def server_side_apply(
         )
     for entry, path in conflicts:
         entry.paths.discard(path)
+    previous = next((m for m in managers if m.manager == manager and m.operation == "Apply"), None)
+    unchanged = (
+        not conflicts
+        and previous is not None
+        and previous.paths == applied_paths
+        and all(value_at(live, path) == value_at(applied, path) for path in applied_paths)
+    )
     own = _own(managers, manager, "Apply", api_version, now)
+    if unchanged and previous is not None:
+        own.time = previous.time  # a no-op apply writes nothing, not even a new timestamp
     dropped = own.paths - applied_paths
     result: JsonObject = merge(copy.deepcopy(live) if live is not None else {}, applied, schema)
     for path in sorted(dropped, key=len, reverse=True):

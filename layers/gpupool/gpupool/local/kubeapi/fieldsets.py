@@ -65,9 +65,20 @@ def list_keys(schema: Schema | None) -> list[str]:
 
 
 def item_key(item: Any, keys: list[str]) -> str | None:
-    if not isinstance(item, dict) or any(key not in item for key in keys):
+    """The item's `k:{...}` key from the key fields it has (a defaulted one, such as a port's
+    `protocol`, may be missing from an applied configuration); None when it has none."""
+    present = sorted(key for key in keys if isinstance(item, dict) and key in item)
+    if not present:
         return None
-    return "k:" + json.dumps({key: item[key] for key in sorted(keys)}, separators=(",", ":"))
+    return "k:" + json.dumps({key: item[key] for key in present}, separators=(",", ":"))
+
+
+def same_item(live: Any, applied: Any, keys: list[str]) -> bool:
+    """Whether a live list item is the one an applied item names (by the keys the latter has)."""
+    if not isinstance(live, dict) or not isinstance(applied, dict):
+        return False
+    present = [key for key in keys if key in applied]
+    return bool(present) and all(live.get(key) == applied[key] for key in present)
 
 
 def leaf_paths(obj: Mapping[str, Any], schema: Schema | None) -> set[Path]:
