@@ -1,6 +1,7 @@
 """kubectl 1.30 against the embedded API server: client-side `apply` (create, unchanged,
 configured), `diff`, server-side apply with its conflicts and `--force-conflicts`,
-`create --dry-run=server`, `explain` (OpenAPI v3) and `get -o wide` with each kind's columns.
+`create --dry-run=server`, `explain` (OpenAPI v3), `get -o wide` with each kind's columns and
+`get -w` (Table watch events).
 
 kubectl 1.30 is looked for as `$GPUPOOL_KUBECTL`, `kubectl.1.30` on PATH or in the Google Cloud
 SDK's bin directory (Debian's google-cloud-cli ships one per minor version); skipped where
@@ -176,3 +177,25 @@ def test_get_wide_prints_each_kinds_columns(
     assert nodes[0].split()[:6] == ["NAME", "STATUS", "ROLES", "AGE", "VERSION", "INTERNAL-IP"]
     row = nodes[1].split()
     assert (row[0], row[1], row[2], row[4], row[5]) == ("n1", "Ready", "gpu", "v1.30.2", "10.0.0.5")
+
+
+def test_get_watch_prints_rows_as_they_come(
+    kube_api: EmbeddedKubeAPI, core: client.CoreV1Api, tmp_path: Path
+) -> None:
+    assert KUBECTL is not None
+    core.create_namespaced_pod(
+        "default", {"metadata": {"name": "a"}, "spec": {"containers": [{"name": "c", "image": "i"}]}}
+    )
+    env = {"KUBECONFIG": str(kube_api.kubeconfig_path), "HOME": str(tmp_path), "PATH": "/usr/bin:/bin"}
+    watcher = subprocess.Popen([KUBECTL, "get", "pods", "-w"], env=env, stdout=subprocess.PIPE, text=True)
+    try:
+        assert watcher.stdout is not None
+        assert watcher.stdout.readline().split()[:5] == ["NAME", "READY", "STATUS", "RESTARTS", "AGE"]
+        assert watcher.stdout.readline().split()[:3] == ["a", "0/1", "Pending"]
+        core.create_namespaced_pod(
+            "default", {"metadata": {"name": "b"}, "spec": {"containers": [{"name": "c", "image": "i"}]}}
+        )
+        assert watcher.stdout.readline().split()[:3] == ["b", "0/1", "Pending"]
+    finally:
+        watcher.terminate()
+        watcher.wait(timeout=10)
