@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import http.client
 import json
 from typing import Any
 
@@ -62,3 +63,22 @@ def status_body(error: ApiException) -> JsonObject:
     body = json.loads(error.body)
     assert isinstance(body, dict)
     return body
+
+
+def http_call(
+    port: int,
+    method: str,
+    path: str,
+    body: Any = None,
+    content_type: str = "application/json",
+    accept: str = "application/json",
+) -> tuple[int, Any, list[str]]:
+    """One raw HTTP request: (status, decoded JSON body, Warning headers)."""
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    data = (body if isinstance(body, bytes) else json.dumps(body).encode()) if body is not None else None
+    connection.request(method, path, body=data, headers={"Content-Type": content_type, "Accept": accept})
+    response = connection.getresponse()
+    raw = response.read()
+    warnings = response.headers.get_all("Warning") or []
+    connection.close()
+    return response.status, json.loads(raw) if raw else None, warnings

@@ -36,7 +36,8 @@ def test_kubectl_get_create_delete(kube_api: EmbeddedKubeAPI, core: client.CoreV
 
     table = _kubectl(kube_api, tmp_path, "get", "pods", "-n", "demo")
     assert table.returncode == 0, table.stderr
-    assert table.stdout.split()[:3] == ["NAME", "STATUS", "AGE"] and "web" in table.stdout
+    assert table.stdout.split()[:5] == ["NAME", "READY", "STATUS", "RESTARTS", "AGE"], table.stdout
+    assert table.stdout.splitlines()[1].split()[:3] == ["web", "0/1", "Pending"]
     name = _kubectl(
         kube_api,
         tmp_path,

@@ -1,7 +1,10 @@
-"""Pod subresources: binding assigns a node once; eviction (policy/v1) deletes a pod with 201
-unless a PodDisruptionBudget in its namespace forbids it (429)."""
+"""Pod subresources: binding assigns a node once and answers a Success Status (as upstream, so
+the official client needs `_preload_content=False`, as the relay passes); eviction (policy/v1)
+deletes a pod with 201 unless a PodDisruptionBudget in its namespace forbids it (429)."""
 
 from __future__ import annotations
+
+import json
 
 import pytest
 from kubeapi_builders import pod, status_body
@@ -17,15 +20,15 @@ def _binding(name: str, node: str) -> client.V1Binding:
 
 def test_binding_assigns_a_node_once(core: client.CoreV1Api) -> None:
     core.create_namespaced_pod("default", pod("p"))
-    _body, code, _headers = core.create_namespaced_pod_binding_with_http_info(
-        "p", "default", _binding("p", "n1")
-    )
-    assert code == 201
+    response = core.create_namespaced_pod_binding("p", "default", _binding("p", "n1"), _preload_content=False)
+    assert response.status == 201
+    answer = json.loads(response.data)
+    assert (answer["kind"], answer["status"], answer["code"]) == ("Status", "Success", 201)
     bound = core.read_namespaced_pod("p", "default")
     assert bound.spec.node_name == "n1"
     assert [(c.type, c.status) for c in bound.status.conditions] == [("PodScheduled", "True")]
     with pytest.raises(ApiException) as raised:
-        core.create_namespaced_pod_binding("p", "default", _binding("p", "n2"))
+        core.create_namespaced_pod_binding("p", "default", _binding("p", "n2"), _preload_content=False)
     assert raised.value.status == 409
 
 

@@ -9,16 +9,18 @@ Must not: parse HTTP; the handler turns requests into these calls.
 
 from __future__ import annotations
 
-import base64
+import dataclasses
 import json
-from collections.abc import Callable
 from typing import Any
 
-from gpupool.local.kubeapi import errors, pods
+from gpupool.local.kubeapi import errors, listing, pods
+from gpupool.local.kubeapi.admission import schema_for
+from gpupool.local.kubeapi.apply import server_side_apply
 from gpupool.local.kubeapi.clock import Clock, rfc3339
 from gpupool.local.kubeapi.crd import established_status, resource_types, validate_crd
 from gpupool.local.kubeapi.objects import check_type, metadata
-from gpupool.local.kubeapi.patch import json_patch, merge_patch, strategic_merge_patch
+from gpupool.local.kubeapi.patch import STRATEGIC, patcher
+from gpupool.local.kubeapi.query import WriteOptions
 from gpupool.local.kubeapi.registry import Registry
 from gpupool.local.kubeapi.resources import BUILTIN_TYPES, ResourceType
 from gpupool.local.kubeapi.selectors import FieldSelector, LabelSelector
@@ -28,11 +30,6 @@ JsonObject = dict[str, Any]
 CRDS = next(rt for rt in BUILTIN_TYPES if rt.plural == "customresourcedefinitions")
 INITIAL_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 PROTECTED_NAMESPACES = frozenset({"default", "kube-system", "kube-public"})  # upstream's NamespaceLifecycle
-PATCH_TYPES = {
-    "application/merge-patch+json": "merge",
-    "application/json-patch+json": "json",
-    "application/strategic-merge-patch+json": "strategic",
-}
 
 
 class Cluster:
@@ -41,6 +38,8 @@ class Cluster:
         self.store = Store(clock, history=watch_history)
         self.store.enforce_schemas = enforce_schemas
         self.registry = Registry()
+        # How long a request naming a future resourceVersion waits for it (upstream: 3 s).
+        self.too_large_wait_seconds = 3.0
         self.store.removal_hooks.append(self._on_removed)
         namespaces = next(rt for rt in BUILTIN_TYPES if rt.plural == "namespaces")
         for name in INITIAL_NAMESPACES:
@@ -58,7 +57,8 @@ class Cluster:
     ) -> tuple[list[Entry], int]:
         entries, resource_version = self.store.entries(rt, namespace)
         if labels.requirements:
-            entries = [e for e in entries if labels.matches(metadata(e.obj).get("labels") or {})]
+            matches = labels.matches
+            entries = [e for e in entries if matches(e.labels)]
         if fields.terms:
             entries = [e for e in entries if fields.matches(e.obj)]
         return entries, resource_version
@@ -74,25 +74,23 @@ class Cluster:
         continue_token: str = "",
     ) -> bytes:
         entries, resource_version = self.matching_entries(rt, namespace, labels, fields)
-        list_meta: JsonObject = {"resourceVersion": str(resource_version)}
-        if limit > 0 or continue_token:
-            entries.sort(key=lambda e: (metadata(e.obj).get("namespace", ""), metadata(e.obj)["name"]))
-            if continue_token:
-                start = _decode_continue(continue_token)
-                entries = [
-                    e
-                    for e in entries
-                    if (metadata(e.obj).get("namespace", ""), metadata(e.obj)["name"]) > start
-                ]
-            if limit > 0 and len(entries) > limit:
-                last = metadata(entries[limit - 1].obj)
-                token = json.dumps([last.get("namespace", ""), last["name"]]).encode()
-                list_meta["continue"] = base64.urlsafe_b64encode(token).decode()
-                list_meta["remainingItemCount"] = len(entries) - limit
-                entries = entries[:limit]
-        head = json.dumps({"kind": rt.list_kind_name, "apiVersion": rt.api_version, "metadata": list_meta})
-        items = b",".join(self.encode(rt, entry) for entry in entries)
-        return head[:-1].encode() + b',"items":[' + items + b"]}"
+        return listing.list_body(
+            rt,
+            entries,
+            resource_version,
+            lambda entry: self.encode(rt, entry),
+            limit=limit,
+            continue_token=continue_token,
+        )
+
+    def check_list_version(self, resource_version: str, match: str) -> None:
+        """A list at a future resourceVersion waits briefly, then 504; Exact needs the current one."""
+        listing.wait_for_version(self.store, resource_version, self.too_large_wait_seconds)
+        listing.check_exact(self.store, resource_version, match)
+
+    def check_watch_start(self, resource_version: str) -> None:
+        """A watch from a future resourceVersion waits briefly, then 504 Too large resource version."""
+        listing.wait_for_version(self.store, resource_version, self.too_large_wait_seconds)
 
     def encode(self, rt: ResourceType, entry: Entry) -> bytes:
         """The object as `rt`'s version serves it (custom resources may have several versions)."""
@@ -105,12 +103,14 @@ class Cluster:
         return found if found.get("apiVersion") == rt.api_version else {**found, "apiVersion": rt.api_version}
 
     # ----- writes --------------------------------------------------------------------------
-    def create(self, rt: ResourceType, namespace: str | None, body: Any) -> JsonObject:
+    def create(
+        self, rt: ResourceType, namespace: str | None, body: Any, *, options: WriteOptions | None = None
+    ) -> JsonObject:
         body = check_type(rt, body)
         if rt is CRDS:
             validate_crd(body)
-        created = self.store.create(rt, namespace, body)
-        if rt is CRDS:
+        created = self.store.create(rt, namespace, body, options)
+        if rt is CRDS and not (options and options.dry_run):
             self.registry.install(metadata(created)["name"], resource_types(created))
             status = established_status(created, rfc3339(self.clock.now()))
             return self.store.mutate(
@@ -119,13 +119,23 @@ class Cluster:
         return created
 
     def update(
-        self, rt: ResourceType, namespace: str, name: str, body: Any, *, subresource: str | None
+        self,
+        rt: ResourceType,
+        namespace: str,
+        name: str,
+        body: Any,
+        *,
+        subresource: str | None,
+        options: WriteOptions | None = None,
     ) -> JsonObject:
         body = check_type(rt, body)
         if rt is CRDS and subresource is None:
             validate_crd(body)
-        updated = self.store.update(rt, namespace, name, body, status_only=subresource == "status")
-        self._after_crd_write(rt, updated)
+        updated = self.store.update(
+            rt, namespace, name, body, status_only=subresource == "status", options=options
+        )
+        if not (options and options.dry_run):
+            self._after_crd_write(rt, updated)
         return updated
 
     def patch(
@@ -137,19 +147,11 @@ class Cluster:
         content_type: str,
         *,
         subresource: str | None,
+        options: WriteOptions | None = None,
     ) -> JsonObject:
-        kind = PATCH_TYPES.get(content_type)
-        if kind is None or (kind == "strategic" and not rt.builtin):
+        if content_type == STRATEGIC and not rt.builtin:
             raise errors.unsupported_media_type(content_type)
-        apply: Callable[[JsonObject], JsonObject]
-        if kind == "json":
-            apply = lambda current: _as_object(json_patch(current, patch))  # noqa: E731
-        elif kind == "merge":
-            if not isinstance(patch, dict):
-                raise errors.bad_request("a merge patch must be a JSON object")
-            apply = lambda current: _as_object(merge_patch(current, patch))  # noqa: E731
-        else:
-            apply = lambda current: strategic_merge_patch(current, patch)  # noqa: E731
+        apply = patcher(content_type, patch, schema_for(rt))
 
         def checked(current: JsonObject) -> JsonObject:
             patched = apply(current)
@@ -158,31 +160,97 @@ class Cluster:
                 validate_crd(patched)
             return patched
 
-        updated = self.store.mutate(rt, namespace, name, checked, status_only=subresource == "status")
-        self._after_crd_write(rt, updated)
+        updated = self.store.mutate(
+            rt, namespace, name, checked, status_only=subresource == "status", options=options
+        )
+        if not (options and options.dry_run):
+            self._after_crd_write(rt, updated)
         return updated
 
+    def apply(
+        self,
+        rt: ResourceType,
+        namespace: str,
+        name: str,
+        body: Any,
+        *,
+        subresource: str | None,
+        options: WriteOptions | None = None,
+    ) -> tuple[JsonObject, bool]:
+        """Server-side apply; returns the object and whether the apply created it."""
+        options = options or WriteOptions()
+        body = check_type(rt, body)
+        body_name = metadata(body).get("name")
+        if body_name not in (None, name):
+            raise errors.bad_request(
+                f"the name of the object ({body_name}) does not match the name on the URL ({name})"
+            )
+        store_options = dataclasses.replace(options, field_manager="")
+        now = rfc3339(self.clock.now())
+
+        def applied_to(live: JsonObject | None) -> JsonObject:
+            return server_side_apply(
+                live,
+                body,
+                schema_for(rt),
+                manager=options.field_manager,
+                force=options.force,
+                now=now,
+                kind=rt.plural,
+                name=name,
+            )
+
+        with self.store.lock:
+            if self.store.exists(rt, namespace, name):
+                updated = self.store.mutate(
+                    rt,
+                    namespace,
+                    name,
+                    applied_to,
+                    status_only=subresource == "status",
+                    options=store_options,
+                )
+                if not options.dry_run:
+                    self._after_crd_write(rt, updated)
+                return updated, False
+            if subresource is not None:
+                raise errors.not_found(rt.group, rt.plural, name)
+            created = applied_to(None)
+            created.setdefault("metadata", {})["name"] = name
+            return self.create(rt, namespace if rt.namespaced else None, created, options=store_options), True
+
     def delete(
-        self, rt: ResourceType, namespace: str, name: str, options: JsonObject
+        self,
+        rt: ResourceType,
+        namespace: str,
+        name: str,
+        delete_options: JsonObject,
+        *,
+        options: WriteOptions | None = None,
     ) -> tuple[JsonObject, bool]:
         """Delete; returns the last state and whether the object is gone already."""
+        dry_run = bool(options and options.dry_run) or delete_options.get("dryRun") == ["All"]
         if rt.group == "" and rt.plural == "namespaces" and name in PROTECTED_NAMESPACES:
             raise errors.ApiError(
                 403, "Forbidden", f'namespaces "{name}" is forbidden: this namespace may not be deleted'
             )
-        propagation = str(options.get("propagationPolicy") or "Background")
+        propagation = str(delete_options.get("propagationPolicy") or "Background")
         if propagation not in ("Background", "Foreground", "Orphan"):
             raise errors.bad_request(f"unsupported propagationPolicy {propagation!r}")
-        preconditions = options.get("preconditions") or {}
+        preconditions = delete_options.get("preconditions") or {}
         with self.store.lock:
             if preconditions.get("resourceVersion") not in (None, ""):
                 current = self.store.get(rt, namespace, name)
                 if metadata(current)["resourceVersion"] != str(preconditions["resourceVersion"]):
                     raise errors.conflict(rt.group, rt.plural, name)
             last = self.store.delete(
-                rt, namespace, name, propagation=propagation, uid=preconditions.get("uid")
+                rt, namespace, name, propagation=propagation, uid=preconditions.get("uid"), dry_run=dry_run
             )
-            gone = not self.store.exists(rt, namespace, name)
+            gone = (
+                not metadata(last).get("finalizers")
+                if dry_run
+                else not self.store.exists(rt, namespace, name)
+            )
         return last, gone
 
     def install_crd(self, crd: JsonObject) -> None:
@@ -203,22 +271,10 @@ class Cluster:
                 self.store.drop_resource(served)
 
     # ----- pod subresources ----------------------------------------------------------------
-    def bind(self, namespace: str, name: str, body: Any) -> JsonObject:
-        return pods.bind(self.store, self.clock, namespace, name, body)
+    def bind(self, namespace: str, name: str, body: Any, options: WriteOptions | None = None) -> JsonObject:
+        return pods.bind(
+            self.store, self.clock, namespace, name, body, dry_run=bool(options and options.dry_run)
+        )
 
-    def evict(self, namespace: str, name: str) -> JsonObject:
-        return pods.evict(self.store, namespace, name)
-
-
-def _as_object(value: Any) -> JsonObject:
-    if not isinstance(value, dict):
-        raise errors.ApiError(422, "Invalid", "the patched object is not a JSON object")
-    return value
-
-
-def _decode_continue(token: str) -> tuple[str, str]:
-    try:
-        namespace, name = json.loads(base64.urlsafe_b64decode(token.encode()))
-        return str(namespace), str(name)
-    except (ValueError, TypeError) as exc:
-        raise errors.bad_request("invalid continue token") from exc
+    def evict(self, namespace: str, name: str, options: WriteOptions | None = None) -> JsonObject:
+        return pods.evict(self.store, namespace, name, dry_run=bool(options and options.dry_run))

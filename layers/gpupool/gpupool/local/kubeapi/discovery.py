@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from gpupool.local.kubeapi.registry import Registry
-from gpupool.local.kubeapi.resources import VERBS, ResourceType
+from gpupool.local.kubeapi.resources import ResourceType
 
 JsonObject = dict[str, Any]
 VERSION_INFO: JsonObject = {
@@ -26,8 +26,6 @@ VERSION_INFO: JsonObject = {
     "compiler": "gc",
     "platform": "linux/amd64",
 }
-# openapi_v2.Document with only `swagger: "2.0"` (field 1, length-delimited), protobuf-encoded.
-EMPTY_OPENAPI_V2 = b"\x0a\x032.0"
 
 
 def core_versions(server_address: str) -> JsonObject:
@@ -61,7 +59,7 @@ def _resource(rt: ResourceType) -> list[JsonObject]:
         "singularName": rt.singular,
         "namespaced": rt.namespaced,
         "kind": rt.kind,
-        "verbs": VERBS,
+        "verbs": list(rt.verbs),
         "storageVersionHash": "",
     }
     if rt.short_names:

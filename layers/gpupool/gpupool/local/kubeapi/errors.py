@@ -85,13 +85,30 @@ def conflict(group: str, plural: str, name: str) -> ApiError:
     )
 
 
+_CAUSE_REASONS = (
+    ("Required value", "FieldValueRequired"),
+    ("Unsupported value", "FieldValueNotSupported"),
+    ("Duplicate value", "FieldValueDuplicate"),
+    ("Forbidden", "FieldValueForbidden"),
+    ("Too many", "FieldValueTooMany"),
+    ("Too long", "FieldValueTooLong"),
+)
+
+
+def _cause_reason(message: str) -> str:
+    """Upstream's cause reason, from the message prefix field.Error gives each error type."""
+    return next(
+        (reason for prefix, reason in _CAUSE_REASONS if message.startswith(prefix)), "FieldValueInvalid"
+    )
+
+
 def invalid(kind: str, group: str, name: str, causes: list[tuple[str, str]]) -> ApiError:
     """422 Invalid: `causes` are (field path, message) pairs, as the real server lists them."""
     summary = ", ".join(f"{field}: {message}" for field, message in causes)
     details: JsonObject = {
         "name": name,
         "kind": kind,
-        "causes": [{"reason": "FieldValueInvalid", "message": m, "field": f} for f, m in causes],
+        "causes": [{"reason": _cause_reason(m), "message": m, "field": f} for f, m in causes],
     }
     if group:
         details["group"] = group

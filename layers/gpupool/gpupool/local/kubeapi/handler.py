@@ -1,8 +1,8 @@
 """The HTTP face of the embedded API server (stdlib `http.server`, HTTP/1.1 keep-alive).
 
-Turns each request into a `Cluster` call and the answer into JSON: 200/201/202 with the
-object, a `Status` body on errors, a chunked stream of events for `?watch=true`, and a
-`Table` when kubectl asks for one. No authentication: the server binds to 127.0.0.1.
+Parses the query (`query`), the body (JSON, or YAML for server-side apply) and hands resource
+paths to `endpoints`; writes the answer as JSON (with `Warning` headers), a `Status` body on
+errors, or a chunked stream of watch events. No authentication: the server binds to 127.0.0.1.
 
 Must not: implement API semantics itself; every rule lives in `cluster` and `store`.
 """
@@ -15,17 +15,16 @@ import traceback
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import urlsplit
 
-from gpupool.local.kubeapi import discovery, errors, reviews, tables
+import yaml
+
+from gpupool.local.kubeapi import discovery, endpoints, errors, openapi
 from gpupool.local.kubeapi.cluster import Cluster
-from gpupool.local.kubeapi.resources import ResourceType
-from gpupool.local.kubeapi.routes import DiscoveryPath, ResourcePath, parse
-from gpupool.local.kubeapi.selectors import parse_field_selector, parse_label_selector
-from gpupool.local.kubeapi.watch import watch_lines
+from gpupool.local.kubeapi.query import Query, WriteOptions, parse_query
+from gpupool.local.kubeapi.routes import DiscoveryPath, parse
 
 JsonObject = dict[str, Any]
-DEFAULT_WATCH_SECONDS = 1800.0
 
 
 class KubeHTTPServer(ThreadingHTTPServer):
@@ -71,13 +70,12 @@ class KubeRequestHandler(BaseHTTPRequestHandler):
     def _dispatch(self, method: str) -> None:
         try:
             url = urlsplit(self.path)
-            query = {key: values[-1] for key, values in parse_qs(url.query, keep_blank_values=True).items()}
+            query = parse_query(url.query)
+            options = query.write_options()
             body = self._read_body()
-            if query.get("dryRun"):
-                raise errors.bad_request("dryRun is not supported by the embedded API server")
-            answer = self._answer(method, url.path.rstrip("/") or "/", query, body)
+            answer = self._answer(method, url.path.rstrip("/") or "/", query, options, body)
             if isinstance(answer, tuple):
-                self._send_json(*answer)
+                self._send_json(*answer, warnings=options.warnings)
             else:
                 self._stream(answer)
         except errors.ApiError as error:
@@ -95,15 +93,22 @@ class KubeRequestHandler(BaseHTTPRequestHandler):
         if length <= 0:
             return None
         raw = self.rfile.read(length)
+        if self._content_type() == endpoints.APPLY_PATCH:
+            try:  # server-side apply sends YAML (JSON is YAML too)
+                return yaml.safe_load(raw)
+            except yaml.YAMLError as exc:
+                raise errors.bad_request(f"the request body is not valid YAML: {exc}") from exc
         try:
             return json.loads(raw)
         except ValueError as exc:
             raise errors.bad_request(f"the request body is not valid JSON: {exc}") from exc
 
-    def _send_json(self, code: int, payload: JsonObject | bytes) -> None:
+    def _send_json(self, code: int, payload: JsonObject | bytes, warnings: list[str] | None = None) -> None:
         data = payload if isinstance(payload, bytes) else json.dumps(payload, separators=(",", ":")).encode()
         self.send_response(code)
         self.send_header("Content-Type", "application/json")
+        for warning in warnings or []:
+            self.send_header("Warning", '299 - "' + warning.replace('"', '\\"') + '"')
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
@@ -128,26 +133,37 @@ class KubeRequestHandler(BaseHTTPRequestHandler):
 
     # ----- routing -------------------------------------------------------------------------
     def _answer(
-        self, method: str, path: str, query: dict[str, str], body: Any
-    ) -> tuple[int, JsonObject | bytes] | Iterator[bytes]:
-        cluster = self.server.cluster
+        self, method: str, path: str, query: Query, options: WriteOptions, body: Any
+    ) -> endpoints.Answer:
+        accept = self.headers.get("Accept", "")
         if path in ("/healthz", "/readyz", "/livez"):
             return 200, b"ok"
         if path == "/version":
             return 200, discovery.VERSION_INFO
-        if path == "/openapi/v2" and "protobuf" in self.headers.get("Accept", ""):
-            # An empty protobuf message is a valid, empty OpenAPI document: kubectl then
-            # skips client-side schema validation instead of refusing `create -f`.
-            return 200, discovery.EMPTY_OPENAPI_V2
-        review = reviews.answer(cluster, method, path, body, self.headers.get("Authorization") or "")
-        if review is not None:
-            return review
+        if path.startswith("/openapi/"):
+            found = openapi.document(path, accept, self.server.cluster.registry)
+            if found is None:
+                raise endpoints.no_such_path()
+            return 200, found
         target = parse(path)
         if isinstance(target, DiscoveryPath):
             return 200, self._discovery(target)
         if target is None:
-            raise _no_such_path()
-        return self._resource(cluster, method, target, query, body)
+            raise endpoints.no_such_path()
+        request = endpoints.Request(
+            method=method,
+            target=target,
+            query=query,
+            options=options,
+            body=body,
+            accept=accept,
+            content_type=self._content_type(),
+            authorization=self.headers.get("Authorization") or "",
+        )
+        return endpoints.answer(self.server.cluster, request)
+
+    def _content_type(self) -> str:
+        return (self.headers.get("Content-Type") or "").split(";")[0].strip()
 
     def _discovery(self, target: DiscoveryPath) -> JsonObject:
         registry = self.server.cluster.registry
@@ -162,118 +178,5 @@ class KubeRequestHandler(BaseHTTPRequestHandler):
         else:
             found = discovery.resource_list(registry, target.group, target.version)
         if found is None:
-            raise _no_such_path()
+            raise endpoints.no_such_path()
         return found
-
-    def _resource(
-        self, cluster: Cluster, method: str, target: ResourcePath, query: dict[str, str], body: Any
-    ) -> tuple[int, JsonObject | bytes] | Iterator[bytes]:
-        rt = cluster.resolve(target.group, target.version, target.plural)
-        if rt.namespaced is False and target.namespace is not None:
-            raise _no_such_path()
-        namespace = target.namespace if rt.namespaced else ""
-        sub = target.subresource
-        if sub is not None and not (sub == "status" and rt.has_status) and sub not in rt.subresources:
-            raise _no_such_path()
-        if target.name is None:
-            return self._collection(
-                cluster, method, rt, target.namespace if rt.namespaced else None, query, body
-            )
-        assert namespace is not None
-        if rt.namespaced and target.namespace is None:
-            raise _no_such_path()
-        if method == "GET" and sub in (None, "status"):
-            obj = cluster.get(rt, namespace, target.name)
-            if tables.wants_table(self.headers.get("Accept", "")):
-                meta = obj.get("metadata", {})
-                return 200, tables.table(
-                    [obj],
-                    rt=rt,
-                    resource_version=meta.get("resourceVersion", ""),
-                    now=cluster.clock.now(),
-                )
-            return 200, obj
-        if method == "PUT" and sub in (None, "status"):
-            return 200, cluster.update(rt, namespace, target.name, body, subresource=sub)
-        if method == "PATCH" and sub in (None, "status"):
-            content_type = (self.headers.get("Content-Type") or "").split(";")[0].strip()
-            return 200, cluster.patch(rt, namespace, target.name, body, content_type, subresource=sub)
-        if method == "DELETE" and sub is None:
-            options = dict(body) if isinstance(body, dict) else {}
-            if "propagationPolicy" in query:
-                options["propagationPolicy"] = query["propagationPolicy"]
-            last, gone = cluster.delete(rt, namespace, target.name, options)
-            return (200 if gone else 202), last
-        if method == "POST" and sub == "binding":
-            return 201, cluster.bind(namespace, target.name, body)
-        if method == "POST" and sub == "eviction":
-            return 201, cluster.evict(namespace, target.name)
-        raise errors.method_not_allowed(f"{method} is not supported on this path")
-
-    def _collection(
-        self,
-        cluster: Cluster,
-        method: str,
-        rt: ResourceType,
-        namespace: str | None,
-        query: dict[str, str],
-        body: Any,
-    ) -> tuple[int, JsonObject | bytes] | Iterator[bytes]:
-        if method == "POST":
-            if rt.namespaced and namespace is None:
-                raise errors.method_not_allowed("create a namespaced object under /namespaces/NAME/")
-            return 201, cluster.create(rt, namespace, body)
-        labels = parse_label_selector(query.get("labelSelector", ""))
-        fields = parse_field_selector(query.get("fieldSelector", ""), rt.field_paths, rt.kind)
-        if method == "GET" and query.get("watch") in ("true", "1"):
-            timeout = _number(query, "timeoutSeconds") or DEFAULT_WATCH_SECONDS
-            return watch_lines(
-                cluster,
-                rt,
-                namespace,
-                labels,
-                fields,
-                resource_version=query.get("resourceVersion", ""),
-                timeout_seconds=timeout,
-                bookmarks=query.get("allowWatchBookmarks") in ("true", "1"),
-            )
-        if method == "GET":
-            if tables.wants_table(self.headers.get("Accept", "")):
-                entries, rv = cluster.matching_entries(rt, namespace, labels, fields)
-                return 200, tables.table(
-                    [e.obj for e in entries], rt=rt, resource_version=str(rv), now=cluster.clock.now()
-                )
-            limit = int(_number(query, "limit"))
-            return 200, cluster.list_body(
-                rt, namespace, labels, fields, limit=limit, continue_token=query.get("continue", "")
-            )
-        if method == "DELETE":
-            entries, _rv = cluster.matching_entries(rt, namespace, labels, fields)
-            options = dict(body) if isinstance(body, dict) else {}
-            removed = []
-            for entry in entries:
-                meta = entry.obj["metadata"]
-                removed.append(cluster.delete(rt, meta.get("namespace", ""), meta["name"], options)[0])
-            return 200, {
-                "kind": rt.list_kind_name,
-                "apiVersion": rt.api_version,
-                "metadata": {},
-                "items": removed,
-            }
-        raise errors.method_not_allowed(f"{method} is not supported on a collection")
-
-
-def _number(query: dict[str, str], name: str) -> float:
-    """A non-negative numeric query parameter (0 when absent); anything else is a 400."""
-    raw = query.get(name) or "0"
-    try:
-        value = float(raw)
-    except ValueError as exc:
-        raise errors.bad_request(f"{name} must be a number, not {raw!r}") from exc
-    if value < 0:
-        raise errors.bad_request(f"{name} must not be negative")
-    return value
-
-
-def _no_such_path() -> errors.ApiError:
-    return errors.ApiError(404, "NotFound", "the server could not find the requested resource")

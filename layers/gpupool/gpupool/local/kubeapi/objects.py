@@ -117,12 +117,12 @@ def prepare_update(
             updated["status"] = copy.deepcopy(current["status"])
         else:
             updated.pop("status", None)
-    if rt.tracks_generation and _spec_of(updated) != _spec_of(current):
+    if rt.tracks_generation and spec_of(updated) != spec_of(current):
         meta["generation"] = int(current_meta.get("generation") or 0) + 1
     return updated
 
 
-def _spec_of(obj: JsonObject) -> JsonObject:
+def spec_of(obj: JsonObject) -> JsonObject:
     """Everything generation tracks: all top-level fields except metadata, status and type info."""
     return _without(obj, "metadata", "status", "apiVersion", "kind")
 

@@ -6,8 +6,10 @@
   merge key in Kubernetes' Go types merge item by item (containers, volumes, env by `name`;
   conditions and node addresses by `type`; ownerReferences by `uid`; finalizers as a set);
   lists without one (tolerations, taints, container statuses) are replaced, as upstream does.
-  Directives `$patch: replace|delete`, `$deleteFromPrimitiveList/<field>` and `$retainKeys`
-  are honoured; `$setElementOrder/<field>` is accepted and ignored.
+  Given the kind's OpenAPI schema, each list's `x-kubernetes-patch-strategy` / merge key
+  decides instead of the table below (so every built-in kind merges as upstream). Directives
+  `$patch: replace|delete`, `$deleteFromPrimitiveList/<field>` and `$retainKeys` are honoured;
+  `$setElementOrder/<field>` is accepted and ignored.
 
 Must not: validate the result or touch storage; callers re-check the patched object.
 """
@@ -15,9 +17,12 @@ Must not: validate the result or touch storage; callers re-check the patched obj
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from typing import Any
 
+from gpupool.local.kubeapi.builtin_schemas import Schema, resolve
 from gpupool.local.kubeapi.errors import ApiError, bad_request
+from gpupool.local.kubeapi.fieldsets import child_schema, item_schema
 
 MERGE_KEYS: dict[tuple[str, ...], str] = {
     ("metadata", "ownerReferences"): "uid",
@@ -157,15 +162,32 @@ def _resolve(document: Any, parts: list[str]) -> Any:
     return current
 
 
-def strategic_merge_patch(original: dict[str, Any], patch: Any) -> dict[str, Any]:
-    """Strategic merge patch for built-in kinds (see the module docstring for the list rules)."""
+def strategic_merge_patch(
+    original: dict[str, Any], patch: Any, schema: Schema | None = None
+) -> dict[str, Any]:
+    """Strategic merge patch for built-in kinds (see the module docstring for the list rules).
+    With the kind's OpenAPI `schema`, every list follows its `x-kubernetes-patch-strategy` and
+    `x-kubernetes-patch-merge-key` (webhooks by name, finalizers as a set, ...)."""
     if not isinstance(patch, dict):
         raise bad_request("a strategic merge patch must be a JSON object")
-    merged = _merge_map(original, patch, ())
+    merged = _merge_map(original, patch, (), schema)
     return merged if isinstance(merged, dict) else {}
 
 
-def _merge_map(original: Any, patch: dict[str, Any], path: tuple[str, ...]) -> Any:
+def _list_strategy(path: tuple[str, ...], schema: Schema | None) -> tuple[bool, str | None]:
+    """(merge?, merge key) for the list at `path`: from the schema, else the built-in table."""
+    if schema is not None:
+        node = resolve(schema)
+        merging = "merge" in str(node.get("x-kubernetes-patch-strategy") or "")
+        key = node.get("x-kubernetes-patch-merge-key")
+        return merging, str(key) if merging and key else None
+    if path in PRIMITIVE_SETS:
+        return True, None
+    key = MERGE_KEYS.get(path)
+    return key is not None, key
+
+
+def _merge_map(original: Any, patch: dict[str, Any], path: tuple[str, ...], schema: Schema | None) -> Any:
     directive = patch.get("$patch")
     if directive == "replace":
         return {k: copy.deepcopy(v) for k, v in patch.items() if k != "$patch"}
@@ -184,13 +206,13 @@ def _merge_map(original: Any, patch: dict[str, Any], path: tuple[str, ...]) -> A
         if value is None:
             result.pop(key, None)
         elif isinstance(value, dict):
-            merged = _merge_map(result.get(key), value, (*path, key))
+            merged = _merge_map(result.get(key), value, (*path, key), child_schema(schema, key))
             if merged is None:
                 result.pop(key, None)
             else:
                 result[key] = merged
         elif isinstance(value, list):
-            result[key] = _merge_list(result.get(key), value, (*path, key))
+            result[key] = _merge_list(result.get(key), value, (*path, key), child_schema(schema, key))
         else:
             result[key] = copy.deepcopy(value)
     if isinstance(retain, list):
@@ -198,11 +220,11 @@ def _merge_map(original: Any, patch: dict[str, Any], path: tuple[str, ...]) -> A
     return result
 
 
-def _merge_list(original: Any, patch: list[Any], path: tuple[str, ...]) -> list[Any]:
+def _merge_list(original: Any, patch: list[Any], path: tuple[str, ...], schema: Schema | None) -> list[Any]:
     current = list(original) if isinstance(original, list) else []
-    if path in PRIMITIVE_SETS:
+    merging, merge_key = _list_strategy(path, schema)
+    if merging and merge_key is None:
         return current + [item for item in patch if item not in current]
-    merge_key = MERGE_KEYS.get(path)
     if merge_key is None:
         return [copy.deepcopy(item) for item in patch if not (isinstance(item, dict) and "$patch" in item)]
     for item in patch:
@@ -227,5 +249,31 @@ def _merge_list(original: Any, patch: list[Any], path: tuple[str, ...]) -> list[
         if position is None:
             current.append({k: copy.deepcopy(v) for k, v in item.items() if k != "$patch"})
         else:
-            current[position] = _merge_map(current[position], item, path)
+            current[position] = _merge_map(current[position], item, path, item_schema(schema))
     return current
+
+
+STRATEGIC = "application/strategic-merge-patch+json"
+Patcher = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+def patcher(content_type: str, patch: Any, schema: Schema | None) -> Patcher:
+    """The function a PATCH request's body applies to the stored object, by Content-Type
+    (415 for a type the server does not speak)."""
+    if content_type == "application/json-patch+json":
+        return lambda current: _as_object(json_patch(current, patch))
+    if content_type == "application/merge-patch+json":
+        if not isinstance(patch, dict):
+            raise bad_request("a merge patch must be a JSON object")
+        return lambda current: _as_object(merge_patch(current, patch))
+    if content_type == STRATEGIC:
+        return lambda current: strategic_merge_patch(current, patch, schema)
+    raise ApiError(
+        415, "UnsupportedMediaType", f"the body of the request was in an unknown format: {content_type}"
+    )
+
+
+def _as_object(value: Any) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise ApiError(422, "Invalid", "the patched object is not a JSON object")
+    return value

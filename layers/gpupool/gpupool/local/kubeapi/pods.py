@@ -25,8 +25,11 @@ PDBS = next(rt for rt in BUILTIN_TYPES if rt.plural == "poddisruptionbudgets")
 PODS = next(rt for rt in BUILTIN_TYPES if rt.plural == "pods")
 
 
-def bind(store: Store, clock: Clock, namespace: str, name: str, body: Any) -> JsonObject:
-    """`pods/binding`: set spec.nodeName once (409 after) and the PodScheduled condition."""
+def bind(
+    store: Store, clock: Clock, namespace: str, name: str, body: Any, *, dry_run: bool = False
+) -> JsonObject:
+    """`pods/binding`: set spec.nodeName once (409 after) and the PodScheduled condition.
+    Answers a `Status` (Success, 201), as upstream does."""
     if not isinstance(body, dict):
         raise errors.bad_request("a Binding must be a JSON object")
     target = body.get("target") or {}
@@ -38,20 +41,21 @@ def bind(store: Store, clock: Clock, namespace: str, name: str, body: Any) -> Js
         assigned = (pod.get("spec") or {}).get("nodeName")
         if assigned:
             raise errors.ApiError(409, "Conflict", f'pod {name} is already assigned to node "{assigned}"')
+        if dry_run:
+            return _success(201)
         store.mutate(
             PODS, namespace, name, lambda p: _with_node(p, str(node)), status_only=False, trusted=True
         )
         now = rfc3339(clock.now())
         store.mutate(PODS, namespace, name, lambda p: _scheduled(p, now), status_only=True)
-    return {
-        "apiVersion": "v1",
-        "kind": "Binding",
-        "metadata": {"name": name, "namespace": namespace},
-        "target": target,
-    }
+    return _success(201)
 
 
-def evict(store: Store, namespace: str, name: str) -> JsonObject:
+def _success(code: int) -> JsonObject:
+    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": code}
+
+
+def evict(store: Store, namespace: str, name: str, *, dry_run: bool = False) -> JsonObject:
     """`pods/eviction`: delete the pod unless a matching PodDisruptionBudget forbids it (429)."""
     with store.lock:
         pod = store.get(PODS, namespace, name)
@@ -61,8 +65,8 @@ def evict(store: Store, namespace: str, name: str) -> JsonObject:
                 selector = selector_from_object((pdb_entry.obj.get("spec") or {}).get("selector") or {})
                 if selector.requirements and selector.matches(labels):
                     _check_budget(store, namespace, pdb_entry.obj, selector)
-        store.delete(PODS, namespace, name)
-    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success"}
+        store.delete(PODS, namespace, name, dry_run=dry_run)
+    return _success(201)
 
 
 def _check_budget(store: Store, namespace: str, pdb: JsonObject, selector: LabelSelector) -> None:

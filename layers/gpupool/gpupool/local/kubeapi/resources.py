@@ -4,6 +4,8 @@ A resource type says how its objects behave: namespaced or cluster-scoped, wheth
 status subresource (then the main endpoint ignores status changes and `/status` changes only
 status), whether strategic merge patch applies (built-in kinds only), which field selectors
 it supports, and which extra subresources it answers (`pods/binding`, `pods/eviction`).
+`MORE_TYPES` takes one `_kind(...)` line per further built-in kind (with `verbs=("create",)`
+for a kind that is answered, not stored, such as an access review).
 
 Must not: hold objects; storage lives in `store`.
 """
@@ -39,6 +41,9 @@ class ResourceType:
     printer_columns: tuple[tuple[str, str, str], ...] = ()
     # A CRD version's openAPIV3Schema (custom resources only), enforced when the server says so.
     schema: Mapping[str, Any] | None = field(default=None, compare=False, hash=False)
+    # What discovery lists; a create-only kind (an access review) answers through
+    # `endpoints.CREATE_ONLY_HANDLERS` instead of storage.
+    verbs: tuple[str, ...] = tuple(VERBS)
 
     @property
     def api_version(self) -> str:
@@ -173,6 +178,92 @@ BUILTIN_TYPES: tuple[ResourceType, ...] = (
         short_names=("crd", "crds"),
     ),
 )
+
+
+def _kind(
+    group: str,
+    plural: str,
+    kind: str,
+    *,
+    namespaced: bool = True,
+    has_status: bool = False,
+    tracks_generation: bool = True,
+    short_names: tuple[str, ...] = (),
+    categories: tuple[str, ...] = (),
+    version: str = "v1",
+    verbs: tuple[str, ...] = tuple(VERBS),
+) -> ResourceType:
+    """One more served kind: a line per kind in `MORE_TYPES`."""
+    return ResourceType(
+        group,
+        version,
+        plural,
+        kind,
+        kind.lower(),
+        namespaced,
+        has_status=has_status,
+        tracks_generation=tracks_generation,
+        short_names=short_names,
+        categories=categories,
+        verbs=verbs,
+    )
+
+
+_ALL = ("all",)
+# Stored and validated like any object; no controllers act on them (gpupool's stories need none).
+MORE_TYPES: tuple[ResourceType, ...] = (
+    _kind("", "serviceaccounts", "ServiceAccount", tracks_generation=False, short_names=("sa",)),
+    _kind("", "services", "Service", has_status=True, short_names=("svc",), categories=_ALL),
+    _kind("", "endpoints", "Endpoints", tracks_generation=False, short_names=("ep",)),
+    _kind("", "persistentvolumeclaims", "PersistentVolumeClaim", has_status=True, short_names=("pvc",)),
+    _kind("", "resourcequotas", "ResourceQuota", has_status=True, short_names=("quota",)),
+    _kind("", "limitranges", "LimitRange", short_names=("limits",)),
+    _kind("apps", "deployments", "Deployment", has_status=True, short_names=("deploy",), categories=_ALL),
+    _kind("apps", "replicasets", "ReplicaSet", has_status=True, short_names=("rs",), categories=_ALL),
+    _kind("apps", "daemonsets", "DaemonSet", has_status=True, short_names=("ds",), categories=_ALL),
+    _kind("apps", "statefulsets", "StatefulSet", has_status=True, short_names=("sts",), categories=_ALL),
+    _kind("batch", "jobs", "Job", has_status=True, categories=_ALL),
+    _kind("batch", "cronjobs", "CronJob", has_status=True, short_names=("cj",), categories=_ALL),
+    _kind("rbac.authorization.k8s.io", "roles", "Role"),
+    _kind("rbac.authorization.k8s.io", "rolebindings", "RoleBinding"),
+    _kind("rbac.authorization.k8s.io", "clusterroles", "ClusterRole", namespaced=False),
+    _kind("rbac.authorization.k8s.io", "clusterrolebindings", "ClusterRoleBinding", namespaced=False),
+    _kind(
+        "admissionregistration.k8s.io",
+        "mutatingwebhookconfigurations",
+        "MutatingWebhookConfiguration",
+        namespaced=False,
+    ),
+    _kind(
+        "admissionregistration.k8s.io",
+        "validatingwebhookconfigurations",
+        "ValidatingWebhookConfiguration",
+        namespaced=False,
+    ),
+    _kind("apiregistration.k8s.io", "apiservices", "APIService", namespaced=False, has_status=True),
+    # Answered, not stored (`reviews`, through endpoints.CREATE_ONLY_HANDLERS).
+    _kind("authentication.k8s.io", "tokenreviews", "TokenReview", namespaced=False, verbs=("create",)),
+    *(
+        _kind("authorization.k8s.io", plural, kind, namespaced=False, verbs=("create",))
+        for plural, kind in (
+            ("subjectaccessreviews", "SubjectAccessReview"),
+            ("selfsubjectaccessreviews", "SelfSubjectAccessReview"),
+        )
+    ),
+    _kind("scheduling.k8s.io", "priorityclasses", "PriorityClass", namespaced=False, short_names=("pc",)),
+    _kind("networking.k8s.io", "networkpolicies", "NetworkPolicy", short_names=("netpol",)),
+    _kind("storage.k8s.io", "storageclasses", "StorageClass", namespaced=False, short_names=("sc",)),
+    _kind("node.k8s.io", "runtimeclasses", "RuntimeClass", namespaced=False),
+    _kind(
+        "autoscaling",
+        "horizontalpodautoscalers",
+        "HorizontalPodAutoscaler",
+        has_status=True,
+        short_names=("hpa",),
+        version="v2",
+    ),
+)
+BUILTIN_TYPES = BUILTIN_TYPES + MORE_TYPES
 
 # The group versions a fresh server always answers, even before any CRD exists.
 PREFERRED_GROUP_VERSIONS = {"": "v1"}

@@ -8,9 +8,11 @@ Role: a sandbox has no identity provider and no authorizer, so each `Cluster` ge
   and `rules` in their rbac.authorization.k8s.io/v1 shapes (User, Group, ServiceAccount;
   apiGroups / resources / resourceNames / verbs, or nonResourceURLs / verbs, `*` wildcards and
   a trailing `*` on a URL), so a chart's rendered ClusterRole can be loaded as is.
-`answer(...)` serves `POST /apis/authentication.k8s.io/v1/tokenreviews` and
-`/apis/authorization.k8s.io/v1/{subject,selfsubject}accessreviews` (the latter for the caller's
-own bearer token), returning the review with its `status` filled, as kube-apiserver does (201).
+`token_review`, `access_review` and `self_access_review` answer `POST
+/apis/authentication.k8s.io/v1/tokenreviews` and `/apis/authorization.k8s.io/v1/{subject,
+selfsubject}accessreviews` (the latter for the caller's own bearer token) through
+`endpoints.CREATE_ONLY_HANDLERS`, returning the review with its `status` filled, as
+kube-apiserver does (201); other verbs get 405.
 
 Must not: guard the rest of the API (the embedded server still answers everyone on 127.0.0.1)
 or touch the object store.
@@ -26,12 +28,9 @@ from typing import Any
 
 from gpupool.local.kubeapi import errors
 
-__all__ = ["ReviewBook", "answer", "book_of"]
+__all__ = ["ReviewBook", "access_review", "book_of", "self_access_review", "token_review"]
 
 JsonObject = dict[str, Any]
-TOKEN_REVIEWS = "/apis/authentication.k8s.io/v1/tokenreviews"
-ACCESS_REVIEWS = "/apis/authorization.k8s.io/v1/subjectaccessreviews"
-SELF_ACCESS_REVIEWS = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"
 
 
 @dataclass
@@ -133,31 +132,33 @@ def _access(book: ReviewBook, review: JsonObject, user: str, groups: Sequence[st
     return review | {"status": {"allowed": allowed, "reason": reason}}
 
 
-def answer(
-    cluster: object, method: str, path: str, body: Any, authorization: str
-) -> tuple[int, JsonObject] | None:
-    """The review for a POST to one of the review paths; None for any other request."""
-    if method != "POST" or path not in (TOKEN_REVIEWS, ACCESS_REVIEWS, SELF_ACCESS_REVIEWS):
-        return None
-    book = book_of(cluster)
-    if path == TOKEN_REVIEWS:
-        review = _review(body, "TokenReview")
-        known = book.tokens.get(str(review["spec"].get("token") or ""))
-        if known is None:
-            return 201, review | {
-                "status": {"authenticated": False, "error": "token not known to the sandbox"}
-            }
-        user, groups = known
-        return 201, review | {
-            "status": {"authenticated": True, "user": {"username": user, "groups": list(groups)}}
-        }
-    if path == ACCESS_REVIEWS:
-        review = _review(body, "SubjectAccessReview")
-        spec = review["spec"]
-        if not spec.get("user") and not spec.get("groups"):
-            raise errors.bad_request("at least one of user or groups must be specified")
-        return 201, _access(book, review, str(spec.get("user") or ""), list(spec.get("groups") or []))
+def token_review(cluster: object, body: Any) -> JsonObject:
+    """A TokenReview answered from the cluster's token table."""
+    review = _review(body, "TokenReview")
+    known = book_of(cluster).tokens.get(str(review["spec"].get("token") or ""))
+    if known is None:
+        return review | {"status": {"authenticated": False, "error": "token not known to the sandbox"}}
+    user, groups = known
+    return review | {"status": {"authenticated": True, "user": {"username": user, "groups": list(groups)}}}
+
+
+def access_review(cluster: object, body: Any) -> JsonObject:
+    """A SubjectAccessReview answered from the RBAC bindings registered with the cluster."""
+    review = _review(body, "SubjectAccessReview")
+    spec = review["spec"]
+    if not spec.get("user") and not spec.get("groups"):
+        raise errors.bad_request("at least one of user or groups must be specified")
+    return _access(book_of(cluster), review, str(spec.get("user") or ""), list(spec.get("groups") or []))
+
+
+def self_access_review(cluster: object, body: Any, authorization: str) -> JsonObject:
+    """The caller's own review. While no RBAC binding is registered the sandbox authorises
+    every request (it enforces none), so it truthfully answers allowed; once a test registers
+    bindings, they decide, for the caller's bearer token (unknown → system:anonymous)."""
     review = _review(body, "SelfSubjectAccessReview")
+    book = book_of(cluster)
+    if not book.bindings:
+        return review | {"status": {"allowed": True, "reason": "the sandbox enforces no authorization"}}
     caller = book.tokens.get(_bearer(authorization))
     user, groups = caller if caller is not None else ("system:anonymous", ("system:unauthenticated",))
-    return 201, _access(book, review, user, groups)
+    return _access(book, review, user, groups)

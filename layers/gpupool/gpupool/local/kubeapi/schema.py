@@ -1,17 +1,20 @@
-"""Structural-schema enforcement for custom resources: pruning, then validation (422).
+"""Structural-schema enforcement for custom resources: pruning, defaulting, then validation (422).
 
 What the real server does with a CRD's `openAPIV3Schema`, in the subset structural schemas
-use: unknown fields are dropped unless `x-kubernetes-preserve-unknown-fields` (at any level);
-nulls are dropped unless `nullable`; then types, `required`, `enum`, `minimum`/`maximum`,
-`minLength`/`maxLength`, `pattern` and `x-kubernetes-int-or-string` are checked. The root's
-`apiVersion`, `kind` and `metadata` are the server's business and are left alone.
-Defaulting, `anyOf`/`allOf`/`oneOf` and CEL rules are not applied.
+use: unknown fields are dropped (and reported, for `fieldValidation`) unless
+`x-kubernetes-preserve-unknown-fields` (at any level); nulls are dropped unless `nullable`;
+then every absent field with a `default` gets it — at any depth, in every array item and map
+value, and inside defaults themselves (a `nullable` field sent as null keeps its null) — and
+types, `required`, `enum`, `minimum`/`maximum`, `minLength`/`maxLength`, `pattern` and
+`x-kubernetes-int-or-string` are checked. The root's `apiVersion`, `kind` and `metadata` are
+the server's business and are left alone. `anyOf`/`allOf`/`oneOf` and CEL rules are not applied.
 
 Must not: touch storage; it maps an object to its pruned copy or raises.
 """
 
 from __future__ import annotations
 
+import copy
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -28,16 +31,25 @@ ROOT_FIELDS = ("apiVersion", "kind", "metadata")
 
 
 def conform(schema: Mapping[str, Any], obj: dict[str, Any]) -> tuple[dict[str, Any], list[tuple[str, str]]]:
-    """The pruned object and the (field path, message) problems found in it."""
+    """The pruned, defaulted object and the (field path, message) problems found in it."""
+    pruned, problems, _unknown = conform_reporting(schema, obj)
+    return pruned, problems
+
+
+def conform_reporting(
+    schema: Mapping[str, Any], obj: dict[str, Any]
+) -> tuple[dict[str, Any], list[tuple[str, str]], list[str]]:
+    """As `conform`, plus the paths of the unknown fields that were pruned."""
     problems: list[tuple[str, str]] = []
+    unknown: list[str] = []
     root = {key: obj[key] for key in ROOT_FIELDS if key in obj}
     body = {key: value for key, value in obj.items() if key not in ROOT_FIELDS}
     body_schema = {
         **schema,
         "properties": {k: v for k, v in (schema.get("properties") or {}).items() if k not in ROOT_FIELDS},
     }
-    pruned = _walk(body_schema, body, "", problems)
-    return {**root, **(pruned if isinstance(pruned, dict) else {})}, problems
+    pruned = _walk(body_schema, body, "", problems, unknown)
+    return {**root, **(pruned if isinstance(pruned, dict) else {})}, problems, unknown
 
 
 def _join(path: str, key: str) -> str:
@@ -56,7 +68,9 @@ def _type_ok(schema: Mapping[str, Any], value: Any) -> bool:
     return isinstance(value, allowed)
 
 
-def _walk(schema: Mapping[str, Any], value: Any, path: str, problems: list[tuple[str, str]]) -> Any:
+def _walk(
+    schema: Mapping[str, Any], value: Any, path: str, problems: list[tuple[str, str]], unknown: list[str]
+) -> Any:
     if not _type_ok(schema, value):
         expected = "integer or string" if schema.get("x-kubernetes-int-or-string") else schema.get("type")
         problems.append(
@@ -64,18 +78,24 @@ def _walk(schema: Mapping[str, Any], value: Any, path: str, problems: list[tuple
         )
         return value
     if isinstance(value, dict):
-        return _walk_object(schema, value, path, problems)
+        return _walk_object(schema, value, path, problems, unknown)
     if isinstance(value, list):
         items = schema.get("items")
         if isinstance(items, Mapping):
-            return [_walk(items, item, f"{path}[{index}]", problems) for index, item in enumerate(value)]
+            return [
+                _walk(items, item, f"{path}[{index}]", problems, unknown) for index, item in enumerate(value)
+            ]
         return value
     _check_scalar(schema, value, path, problems)
     return value
 
 
 def _walk_object(
-    schema: Mapping[str, Any], value: dict[str, Any], path: str, problems: list[tuple[str, str]]
+    schema: Mapping[str, Any],
+    value: dict[str, Any],
+    path: str,
+    problems: list[tuple[str, str]],
+    unknown: list[str],
 ) -> Any:
     properties: Mapping[str, Any] = schema.get("properties") or {}
     additional = schema.get("additionalProperties")
@@ -88,10 +108,15 @@ def _walk_object(
         if child is None:
             if keep_unknown:
                 result[key] = item
-            continue  # pruned, as upstream
+            else:
+                unknown.append(_join(path, key))  # pruned, as upstream
+            continue
         if item is None and not child.get("nullable"):
             continue  # nulls are dropped for non-nullable fields
-        result[key] = item if item is None else _walk(child, item, _join(path, key), problems)
+        result[key] = item if item is None else _walk(child, item, _join(path, key), problems, unknown)
+    for key, child in properties.items():
+        if key not in result and isinstance(child, Mapping) and "default" in child:
+            result[key] = _walk(child, copy.deepcopy(child["default"]), _join(path, key), problems, unknown)
     for required in schema.get("required") or []:
         if required not in result:
             problems.append((_join(path, str(required)), "Required value"))

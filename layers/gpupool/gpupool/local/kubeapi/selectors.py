@@ -109,7 +109,10 @@ class LabelSelector:
     requirements: tuple[Requirement, ...]
 
     def matches(self, labels: Labels) -> bool:
-        return all(requirement.matches(labels) for requirement in self.requirements)
+        for requirement in self.requirements:  # noqa: SIM110 -- a plain loop: runs per object per list
+            if not requirement.matches(labels):
+                return False
+        return True
 
 
 def parse_label_selector(selector: str) -> LabelSelector:

@@ -13,6 +13,8 @@ Must not: reach the network beyond 127.0.0.1 or keep state on disk (the kubeconf
 
 from __future__ import annotations
 
+import copy
+import functools
 import importlib
 import tempfile
 import threading
@@ -34,6 +36,12 @@ CONTEXT = "gpupool-sandbox"
 
 def gpupool_crds() -> list[JsonObject]:
     """tensor-fusion.ai CRDs from the core's generator; empty until that generator exists."""
+    return copy.deepcopy(_generated_crds())
+
+
+@functools.cache
+def _generated_crds() -> list[JsonObject]:
+    """Generated once per process: the pydantic schema generation costs ~0.4 s per server."""
     try:
         module = importlib.import_module("gpupool.core.model.crd")
     except ImportError:

@@ -31,10 +31,16 @@ NAMESPACES = next(rt for rt in BUILTIN_TYPES if rt.plural == "namespaces")
 class Entry:
     """A stored object and its JSON encoding, computed once and reused by lists and watches."""
 
-    __slots__ = ("_encoded", "obj")
+    __slots__ = ("_encoded", "key", "labels", "obj")
 
     def __init__(self, obj: JsonObject) -> None:
         self.obj = obj
+        meta = metadata(obj)
+        self.labels: dict[str, str] = meta.get("labels") or {}  # selectors read these often
+        self.key: tuple[str, str] = (
+            str(meta.get("namespace") or ""),
+            str(meta.get("name") or ""),
+        )  # list order
         self._encoded: bytes | None = None
 
     @property
@@ -71,6 +77,14 @@ class ObjectStorage:
         self._by_uid: dict[str, tuple[StorageKey, str, str]] = {}
         self._dependents: dict[str, set[str]] = {}
         self._events: list[WatchEvent] = []
+        self._next_cluster_ip = 1  # Services get 10.96.0.1 (the `kubernetes` Service's) and up
+
+    def allocate_cluster_ip(self) -> str:
+        """The next free address of the sandbox's service range, 10.96.0.0/12."""
+        with self.lock:
+            self._next_cluster_ip += 1
+            offset = self._next_cluster_ip
+        return f"10.{96 + (offset >> 16)}.{(offset >> 8) & 255}.{offset & 255}"
 
     # ----- reading -------------------------------------------------------------------------
     @property

@@ -16,10 +16,12 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from gpupool.local.kubeapi import errors
+from gpupool.local.kubeapi.admission import admit, schema_for
+from gpupool.local.kubeapi.apply import record_update
 from gpupool.local.kubeapi.clock import rfc3339
-from gpupool.local.kubeapi.objects import metadata, prepare_create, prepare_update, same_content
+from gpupool.local.kubeapi.objects import metadata, prepare_create, prepare_update, same_content, spec_of
+from gpupool.local.kubeapi.query import WriteOptions
 from gpupool.local.kubeapi.resources import ResourceType
-from gpupool.local.kubeapi.schema import conform
 from gpupool.local.kubeapi.storage import NAMESPACES, Entry, ObjectStorage, WatchEvent
 from gpupool.local.kubeapi.validation import validate
 
@@ -31,27 +33,41 @@ class Store(ObjectStorage):
     """Storage plus the API's rules for writes and deletion."""
 
     # ----- writing -------------------------------------------------------------------------
-    def create(self, rt: ResourceType, namespace: str | None, body: JsonObject) -> JsonObject:
+    def create(
+        self, rt: ResourceType, namespace: str | None, body: JsonObject, options: WriteOptions | None = None
+    ) -> JsonObject:
+        """Store a new object; with `options.dry_run` return what would be stored, storing nothing."""
+        options = options or WriteOptions()
         with self.lock:
             if rt.namespaced:
                 assert namespace is not None
                 self._check_namespace_accepts(namespace)
-            obj = self._conform(rt, prepare_create(rt, body, namespace, self.clock.now()))
+            obj = self._admit(rt, prepare_create(rt, body, namespace, self.clock.now()), None, None, options)
             validate(rt, obj)
             meta = metadata(obj)
             ns = str(meta.get("namespace") or "")
             if meta["name"] in self._objects.get(rt.storage_key, {}).get(ns, {}):
                 raise errors.already_exists(rt.group, rt.plural, meta["name"])
+            if options.dry_run:
+                return obj
             return self._write(rt, ns, obj, "ADDED", None).obj
 
-    def _conform(self, rt: ResourceType, obj: JsonObject) -> JsonObject:
-        """Prune and validate a custom resource against its CRD schema (when enforced)."""
-        if not self.enforce_schemas or rt.schema is None:
-            return obj
-        pruned, problems = conform(rt.schema, obj)
-        if problems:
-            raise errors.invalid(rt.kind, rt.group, str(metadata(obj).get("name") or ""), problems)
-        return pruned
+    def _admit(
+        self,
+        rt: ResourceType,
+        obj: JsonObject,
+        old: JsonObject | None,
+        previous: JsonObject | None,
+        options: WriteOptions,
+    ) -> JsonObject:
+        """Decode, default and validate; then credit the changed fields to the request's manager."""
+        admitted = admit(
+            rt, obj, old, options, self.allocate_cluster_ip, enforce_schemas=self.enforce_schemas
+        )
+        if options.field_manager:
+            now = rfc3339(self.clock.now())
+            record_update(previous, admitted, schema_for(rt), manager=options.field_manager, now=now)
+        return admitted
 
     def _check_namespace_accepts(self, namespace: str) -> None:
         found = self._objects.get(NAMESPACES.storage_key, {}).get("", {}).get(namespace)
@@ -65,7 +81,14 @@ class Store(ObjectStorage):
             )
 
     def update(
-        self, rt: ResourceType, namespace: str, name: str, body: JsonObject, *, status_only: bool
+        self,
+        rt: ResourceType,
+        namespace: str,
+        name: str,
+        body: JsonObject,
+        *,
+        status_only: bool,
+        options: WriteOptions | None = None,
     ) -> JsonObject:
         """PUT semantics: a resourceVersion in the body must be the stored one (else 409)."""
         body_name = metadata(body).get("name")
@@ -73,7 +96,9 @@ class Store(ObjectStorage):
             raise errors.bad_request(
                 f"the name of the object ({body_name}) does not match the name on the URL ({name})"
             )
-        return self.mutate(rt, namespace, name, lambda _current: body, status_only=status_only)
+        return self.mutate(
+            rt, namespace, name, lambda _current: body, status_only=status_only, options=options
+        )
 
     def mutate(
         self,
@@ -84,12 +109,14 @@ class Store(ObjectStorage):
         *,
         status_only: bool,
         trusted: bool = False,
+        options: WriteOptions | None = None,
     ) -> JsonObject:
         """Apply `change` to a copy of the stored object under the lock (update and patch).
 
         `trusted` skips update-only rules (pod spec immutability) for server-side writers
         such as `pods/binding`.
         """
+        options = options or WriteOptions()
         with self.lock:
             entry = self._entry(rt, namespace, name)
             current = entry.obj
@@ -97,9 +124,16 @@ class Store(ObjectStorage):
             wanted_rv = metadata(candidate).get("resourceVersion")
             if wanted_rv not in (None, "") and str(wanted_rv) != metadata(current)["resourceVersion"]:
                 raise errors.conflict(rt.group, rt.plural, name)
-            updated = self._conform(rt, prepare_update(rt, current, candidate, status_only=status_only))
+            prepared = prepare_update(rt, current, candidate, status_only=status_only)
+            updated = self._admit(rt, prepared, None if trusted else current, current, options)
+            if rt.tracks_generation and spec_of(updated) == spec_of(current):
+                # Defaults can make a changed request store the same spec: nothing to observe.
+                metadata(updated)["generation"] = metadata(current).get("generation")
             validate(rt, updated, None if trusted else current)
             updated_meta = metadata(updated)
+            if options.dry_run:
+                updated_meta["resourceVersion"] = metadata(current)["resourceVersion"]
+                return updated
             if updated_meta.get("deletionTimestamp") and not updated_meta.get("finalizers"):
                 return self._remove(rt, namespace, name, final=updated)
             if same_content(updated, current):
@@ -114,13 +148,17 @@ class Store(ObjectStorage):
         *,
         propagation: str = "Background",
         uid: str | None = None,
+        dry_run: bool = False,
     ) -> JsonObject:
-        """Delete now, or mark deleting while finalizers remain; returns the last state."""
+        """Delete now, or mark deleting while finalizers remain; returns the last state.
+        With `dry_run`, checks the request and returns the object as it stands."""
         with self.lock:
             current = self._entry(rt, namespace, name).obj
             meta = metadata(current)
             if uid is not None and uid != meta["uid"]:
                 raise errors.conflict(rt.group, rt.plural, name)
+            if dry_run:
+                return current
             if propagation == "Orphan":
                 self._orphan_dependents(str(meta["uid"]))
             elif propagation == "Foreground":

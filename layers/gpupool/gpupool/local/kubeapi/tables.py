@@ -1,7 +1,9 @@
 """Server-side printing for kubectl: `meta.k8s.io/v1 Table` answers when the client asks.
 
 kubectl sends `Accept: application/json;as=Table;v=v1;g=meta.k8s.io,...`; the real server
-then prints columns itself. We print Name (plus Status for pods and namespaces) and Age.
+then prints columns itself: a built-in kind's upstream columns (`printers`), or for a custom
+resource Name, its CRD's `additionalPrinterColumns`, and Age. Each row carries the object's
+metadata (`PartialObjectMetadata`), as upstream's default `includeObject=Metadata`.
 
 Must not: change state.
 """
@@ -12,69 +14,84 @@ from datetime import datetime
 from typing import Any
 
 from gpupool.local.kubeapi.objects import metadata
+from gpupool.local.kubeapi.printers import Cell, age, columns_for
 from gpupool.local.kubeapi.resources import ResourceType
 from gpupool.local.kubeapi.selectors import field_value
 
 JsonObject = dict[str, Any]
+_NUMBERS = {"Restarts", "Data", "Secrets", "Webhooks", "Active"}
 
 
 def wants_table(accept: str) -> bool:
     return "as=Table" in accept and "g=meta.k8s.io" in accept
 
 
-def _age(created: str | None, now: datetime) -> str:
-    if not created:
-        return "<unknown>"
-    seconds = int((now - datetime.fromisoformat(created.replace("Z", "+00:00"))).total_seconds())
-    seconds = max(seconds, 0)
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        if seconds >= size:
-            return f"{seconds // size}{unit}"
-    return f"{seconds}s"
-
-
-def _column(name: str, fmt: str = "") -> JsonObject:
-    return {"name": name, "type": "string", "format": fmt, "description": name, "priority": 0}
-
-
 def _printed(value: str) -> str:
     return value if value else "<none>"
 
 
-def table(objects: list[JsonObject], *, rt: ResourceType, resource_version: str, now: datetime) -> JsonObject:
-    """Name, then a CRD's printer columns (or Status for pods and namespaces), then Age."""
-    with_status = rt.builtin and rt.kind in ("Pod", "Namespace")
+def _custom_columns(rt: ResourceType) -> list[tuple[str, str, int, Cell]]:
     extra = [
         (name, kind, path.lstrip(".")) for name, kind, path in rt.printer_columns if path.startswith(".")
     ]
-    own_age = not any(name == "Age" for name, _kind, _path in extra)
-    columns = [_column("Name", fmt="name")]
-    columns += [_column(name) for name, _kind, _path in extra]
-    if with_status:
-        columns.append(_column("Status"))
-    if own_age:
-        columns.append(_column("Age"))
-    rows = []
-    for obj in objects:
-        meta = metadata(obj)
-        cells: list[Any] = [meta.get("name")]
-        for _name, kind, path in extra:
+    columns: list[tuple[str, str, int, Cell]] = [
+        ("Name", "string", 0, lambda obj, _now: metadata(obj).get("name"))
+    ]
+    for name, kind, path in extra:
+
+        def cell(obj: JsonObject, now: datetime, path: str = path, kind: str = kind) -> Any:
             value = field_value(obj, path)
-            cells.append(_age(value, now) if kind == "date" and value else _printed(value))
-        if with_status:
-            cells.append((obj.get("status") or {}).get("phase", ""))
-        if own_age:
-            cells.append(_age(meta.get("creationTimestamp"), now))
-        rows.append(
-            {
-                "cells": cells,
-                "object": {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": meta},
-            }
-        )
+            return age(value, now) if kind == "date" and value else _printed(value)
+
+        columns.append((name, kind, 0, cell))
+    if not any(name == "Age" for name, _kind, _path in extra):
+        columns.append(("Age", "date", 0, lambda obj, now: age(metadata(obj).get("creationTimestamp"), now)))
+    return columns
+
+
+def _columns(rt: ResourceType) -> list[tuple[str, str, int, Cell]]:
+    if not rt.builtin:
+        return _custom_columns(rt)
+    return [
+        (name, "integer" if name in _NUMBERS else "string", priority, cell)
+        for name, priority, cell in columns_for(rt.group, rt.kind)
+    ]
+
+
+def table(
+    objects: list[JsonObject],
+    *,
+    rt: ResourceType,
+    resource_version: str,
+    now: datetime,
+    with_definitions: bool = True,
+) -> JsonObject:
+    columns = _columns(rt)
+    rows = [
+        {
+            "cells": [cell(obj, now) for _name, _kind, _priority, cell in columns],
+            "object": {
+                "kind": "PartialObjectMetadata",
+                "apiVersion": "meta.k8s.io/v1",
+                "metadata": metadata(obj),
+            },
+        }
+        for obj in objects
+    ]
+    definitions = [
+        {
+            "name": name,
+            "type": kind if kind in ("integer", "number", "boolean", "date") else "string",
+            "format": "name" if name == "Name" else "",
+            "description": name,
+            "priority": priority,
+        }
+        for name, kind, priority, _cell in columns
+    ]
     return {
         "kind": "Table",
         "apiVersion": "meta.k8s.io/v1",
         "metadata": {"resourceVersion": resource_version},
-        "columnDefinitions": columns,
+        "columnDefinitions": definitions if with_definitions else [],
         "rows": rows,
     }
