@@ -35,6 +35,7 @@ RELAY_CLUSTER_CALLS = frozenset(
                 "schedulingconfigtemplates",
                 "gpunodeclaims",
                 "tensorfusionclusters",
+                "workloadprofiles",
             )
             for verb in ("list", "watch")
         ),
