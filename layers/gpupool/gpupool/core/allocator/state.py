@@ -28,6 +28,7 @@ from gpupool.core.allocator.tenancy import Tenancy
 __all__ = ["UNBOUNDED", "AllocatorState"]
 
 UNBOUNDED = np.int64(UNBOUNDED_LIMIT)
+MAX_TRACKED_CHANGES = 4096
 I64 = npt.NDArray[np.int64]
 I32 = npt.NDArray[np.int32]
 F64 = npt.NDArray[np.float64]
@@ -64,6 +65,11 @@ class AllocatorState:
         self._empty_placed()
         self.node_workers: I32 = np.zeros(0, dtype=np.int32)
         self.node_native: I32 = np.zeros(0, dtype=np.int32)
+        # Slots whose free capacity changed since a cache last read them (see `take_changed_slots`),
+        # and a counter bumped whenever capacities, models or the layout change.
+        self.changed_slots: list[int] = []
+        self.changes_overflowed = False
+        self.static_version = 0
 
     # ---- layout --------------------------------------------------------------------------
     def _empty_arrays(self, size: int = 0) -> None:
@@ -127,6 +133,7 @@ class AllocatorState:
         self.generation += 1
 
     def _write_static(self, slot: int, gpu: GpuInfo, *, sharing: int) -> None:
+        self.static_version += 1
         self.valid[slot] = True
         self.pool_code[slot] = self.code(gpu.pool)
         self.model_code[slot] = self.code(gpu.model)
@@ -151,6 +158,16 @@ class AllocatorState:
         self.avail_t[slot] = int(self.cap_t[slot]) - int(self._placed_t[slot]) - external_t
         self.avail_v[slot] = int(self.cap_v[slot]) - int(self._placed_v[slot]) - external_v
         self._rescore(slot)
+        if len(self.changed_slots) < MAX_TRACKED_CHANGES:
+            self.changed_slots.append(slot)
+        else:
+            self.changes_overflowed = True
+
+    def take_changed_slots(self) -> list[int] | None:
+        """Slots whose free capacity changed since the last call; None when too many to list."""
+        changed, overflowed = self.changed_slots, self.changes_overflowed
+        self.changed_slots, self.changes_overflowed = [], False
+        return None if overflowed else changed
 
     def _measure_external(self, slot: int) -> None:
         name = self.slot_names[slot]
