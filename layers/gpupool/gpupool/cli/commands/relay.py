@@ -13,7 +13,7 @@ from gpupool.cli.errors import UserError
 NAME = "relay"
 HELP = "run the in-cluster relay: scheduler extender, pod webhook, simulate-schedule and allocation API"
 
-MODES = ("CompactFirst", "LowLoadFirst", "NodeCompactGPULowLoad")
+MODES = ("CompactFirst", "LowLoadFirst", "NodeCompactGPULowLoad", "FragmentationAware")
 
 
 def register(parser: argparse.ArgumentParser) -> None:

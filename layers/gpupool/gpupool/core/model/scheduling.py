@@ -1,6 +1,7 @@
 """SchedulingConfigTemplate (tensor-fusion.ai/v1): placement policy referenced by pools.
 
-Role: placement {mode (default NodeCompactGPULowLoad), allowUsingLocalGPU, gpuFilters};
+Role: placement {mode (default NodeCompactGPULowLoad; FragmentationAware is gpupool's own, see
+docs/placement.md), allowUsingLocalGPU, gpuFilters};
 verticalScalingRules, reBalancer and hypervisor are preserved as TensorFusion writes them.
 
 Must not: score nodes or GPUs (the scheduling decision modules do).
@@ -22,7 +23,7 @@ __all__ = [
     "SchedulingConfigTemplateSpec",
 ]
 
-PlacementMode = Literal["CompactFirst", "LowLoadFirst", "NodeCompactGPULowLoad"]
+PlacementMode = Literal["CompactFirst", "LowLoadFirst", "NodeCompactGPULowLoad", "FragmentationAware"]
 
 
 class GPUFilter(SpecModel):
