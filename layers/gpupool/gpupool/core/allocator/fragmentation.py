@@ -25,7 +25,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from gpupool.core.allocator.mix import RequestMix, RequestShape
+from gpupool.core.allocator.fragmentation_host import host_deltas, host_only_deltas
+from gpupool.core.allocator.mix import RequestMix, RequestShape, gpu_part
 from gpupool.core.allocator.rows import row_any
 from gpupool.core.allocator.state import AllocatorState
 
@@ -95,8 +96,40 @@ class FragmentationScorer:
         self._entries: dict[RequestShape, _Entry] = {}
 
     def deltas(self, state: AllocatorState, shape: RequestShape) -> F32:
-        """Δ expected fragmentation (GPUs) of placing one GPU of `shape` on each slot, flat."""
+        """Δ expected fragmentation (GPUs) of placing one GPU of `shape` on each slot, flat.
+
+        With nodes' CPU and memory known (`set_host_free`), these count too (`fragmentation_host`).
+        """
         weighted = self.mix.weights()
+        gpu_only = self._gpu_deltas(state, shape.gpu_part(), weighted)
+        if not state.host_free or not self._shapes:
+            return gpu_only
+        entry = self._entries[shape.gpu_part()]
+        amount_t, _ = shape_amounts(state, shape)
+        return host_deltas(
+            state,
+            shape,
+            amount_t,
+            weighted,
+            self._shapes,
+            entry.parts,
+            self._threshold_rows(state, self._shapes),
+        )
+
+    def node_deltas_without_gpu(self, state: AllocatorState, shape: RequestShape) -> F32:
+        """Δ per node (rows) of a pod taking only CPU and memory; zeros when hosts are unknown."""
+        weighted = self.mix.weights()
+        state.ensure_layout()
+        if not state.host_free or not weighted:
+            return np.zeros(len(state.node_names), dtype=np.float32)
+        self._gpu_deltas(state, weighted[0][0].gpu_part(), weighted)  # brings the mix's shapes up to date
+        return host_only_deltas(
+            state, shape, weighted, self._shapes, self._threshold_rows(state, self._shapes)
+        )
+
+    def _gpu_deltas(
+        self, state: AllocatorState, shape: RequestShape, weighted: tuple[tuple[RequestShape, float], ...]
+    ) -> F32:
         changed = state.take_changed_slots()
         layout = (state.static_version, state.cap_t.size)
         if layout != self._layout or changed is None:
@@ -108,10 +141,12 @@ class FragmentationScorer:
             rows = {slot // state.width for slot in changed}
             for entry in self._entries.values():
                 entry.dirty.update(rows)
-        weight_of = dict(weighted)
+        weight_of: dict[RequestShape, float] = {}
+        for mix_shape, weight in weighted:  # GPU shapes; their CPU and memory only matter with hosts
+            weight_of[gpu_part(mix_shape)] = weight_of.get(gpu_part(mix_shape), 0.0) + weight
         if weight_of.keys() != set(self._shapes):  # keep the old order: rows stay where they are
             kept = tuple(s for s in self._shapes if s in weight_of)
-            self._reshape(state, kept + tuple(s for s, _ in weighted if s not in set(kept)))
+            self._reshape(state, kept + tuple(s for s in weight_of if s not in set(kept)))
         entry = self._entries.get(shape) or self._new_entry(state, shape)
         weights = np.array([weight_of[s] for s in self._shapes], dtype=np.float32)
         if entry.dirty:

@@ -13,11 +13,12 @@ Must not: look at the cluster's state, score anything, read the clock or do I/O.
 from __future__ import annotations
 
 from collections import Counter, deque
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import lru_cache
 
 from gpupool.core.allocator.request import GpuRequest
 
-__all__ = ["RequestMix", "RequestShape"]
+__all__ = ["RequestMix", "RequestShape", "gpu_part"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,28 +36,44 @@ class RequestShape:
     compute_percent: float | None = None
     dedicated: bool = False
     model: str | None = None
+    cpu_milli: int = 0
+    memory: int = 0
+
+    def gpu_part(self) -> RequestShape:
+        """The same shape without its CPU and memory: what one GPU of it takes."""
+        return replace(self, cpu_milli=0, memory=0) if self.cpu_milli or self.memory else self
 
     @classmethod
     def of(cls, request: GpuRequest) -> RequestShape:
         if request.dedicated:
-            return cls(gpu_count=request.gpu_count, dedicated=True, model=request.gpu_model)
-        if request.gpu_share_milli is not None:
-            return cls(
+            gpu = cls(gpu_count=request.gpu_count, dedicated=True, model=request.gpu_model)
+        elif request.gpu_share_milli is not None:
+            gpu = cls(
                 gpu_count=request.gpu_count, share_milli=request.gpu_share_milli, model=request.gpu_model
             )
-        return cls(
-            gpu_count=request.gpu_count,
-            tflops=0 if request.compute_percent_request is not None else request.tflops_request,
-            vram=request.vram_request,
-            compute_percent=request.compute_percent_request,
-            model=request.gpu_model,
-        )
+        else:
+            gpu = cls(
+                gpu_count=request.gpu_count,
+                tflops=0 if request.compute_percent_request is not None else request.tflops_request,
+                vram=request.vram_request,
+                compute_percent=request.compute_percent_request,
+                model=request.gpu_model,
+            )
+        if request.cpu_milli or request.memory:
+            return replace(gpu, cpu_milli=request.cpu_milli, memory=request.memory)
+        return gpu
+
+
+@lru_cache(maxsize=4096)
+def gpu_part(shape: RequestShape) -> RequestShape:
+    """`shape.gpu_part()`, remembered: the hot path asks for it once per mix entry per decision."""
+    return shape.gpu_part()
 
 
 class RequestMix:
     """A sliding window of request shapes, read as weights that sum to 1."""
 
-    def __init__(self, *, window: int = 1000, refresh_every: int = 256, max_shapes: int = 32) -> None:
+    def __init__(self, *, window: int = 1000, refresh_every: int = 256, max_shapes: int = 64) -> None:
         if window < 1 or refresh_every < 1 or max_shapes < 1:
             raise ValueError("window, refresh_every and max_shapes must be at least 1")
         self.window = window

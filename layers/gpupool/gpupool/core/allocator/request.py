@@ -104,6 +104,10 @@ class GpuRequest:
     gpu_share_milli: int | None = None
     gpu_model: str | None = None
     vendor: str | None = None
+    # The pod's CPU (milli) and memory (bytes) requests: FragmentationAware weighs them against
+    # what nodes have left when it is told (AllocatorState.set_host_free); no filter uses them.
+    cpu_milli: int = 0
+    memory: int = 0
     gpu_indices: frozenset[int] | None = None
     qos: str = "medium"
     isolation: str = "soft"

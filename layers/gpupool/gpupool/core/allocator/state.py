@@ -29,6 +29,7 @@ __all__ = ["UNBOUNDED", "AllocatorState"]
 
 UNBOUNDED = np.int64(UNBOUNDED_LIMIT)
 MAX_TRACKED_CHANGES = 4096
+HOST_UNKNOWN = 2**62  # CPU or memory left on a node nobody told us about: never short
 I64 = npt.NDArray[np.int64]
 I32 = npt.NDArray[np.int32]
 F64 = npt.NDArray[np.float64]
@@ -67,6 +68,11 @@ class AllocatorState:
         self.node_native: I32 = np.zeros(0, dtype=np.int32)
         # Slots whose free capacity changed since a cache last read them (see `take_changed_slots`),
         # and a counter bumped whenever capacities, models or the layout change.
+        # CPU (milli) and memory (bytes) a node has left for pods, when told (the simulator);
+        # FragmentationAware then counts a node that can no longer host a request as fragmented.
+        self.host_free: dict[str, tuple[int, int]] = {}
+        self.host_cpu: I64 = np.zeros(0, dtype=np.int64)
+        self.host_memory: I64 = np.zeros(0, dtype=np.int64)
         self.changed_slots: list[int] = []
         self.changes_overflowed = False
         self.static_version = 0
@@ -126,6 +132,9 @@ class AllocatorState:
                 self.slot_names[slot] = gpu.name
                 self._write_static(slot, gpu, sharing=len(ordered))
             self.node_native[row] = self.native_gpu_pods.get(node, 0)
+        rooms = [self.host_free.get(node, (HOST_UNKNOWN, HOST_UNKNOWN)) for node in self.node_names]
+        self.host_cpu = np.array([r[0] for r in rooms], dtype=np.int64).reshape(-1)
+        self.host_memory = np.array([r[1] for r in rooms], dtype=np.int64).reshape(-1)
         for allocation in self.allocations.values():
             self._apply(allocation, sign=1)
         self._refresh_all()
@@ -275,6 +284,13 @@ class AllocatorState:
         if host_memory or host_disk:
             self.node_host[node] = (host_memory, host_disk)
         self._dirty = True
+
+    def set_host_free(self, node: str, cpu_milli: int, memory: int) -> None:
+        """CPU (milli) and memory (bytes) `node` has left for pods."""
+        self.host_free[node] = (cpu_milli, memory)
+        row = self.node_index.get(node)
+        if row is not None and not self._dirty:
+            self.host_cpu[row], self.host_memory[row] = cpu_milli, memory
 
     def set_native_gpu_pods(self, node: str, count: int) -> None:
         """Pods on `node` holding native nvidia.com/gpu (progressive migration)."""
