@@ -1,11 +1,11 @@
 """Scheduler benchmark: in-process filter + score + reserve throughput, and HTTP filter latency.
 
-Prints, for every placement mode and for 1,000 and 5,000 nodes x 8 GPUs with 20,000 existing workers (one in 20 with `hard`
-isolation, so the isolation stage removes candidates for both kinds of pod), how many pods per second
-the allocator places (filter, score, reserve — the whole decision, one pod at a time), and the
-p50 / p99 of POST /scheduler/filter over loopback HTTP at 1,000 nodes (the relay app under
-uvicorn in this process, a keep-alive client, every node name in each request, as kube-scheduler
-sends with nodeCacheCapable).
+Prints, for every placement mode and for 1,000 and 5,000 nodes x 8 GPUs with 20,000 existing
+workers (one in 20 with `hard` isolation, so the isolation stage removes candidates for both
+kinds of pod), how many pods per second the allocator places (filter, score, reserve — the
+whole decision, one pod at a time), and the p50 / p99 of POST /scheduler/filter over loopback
+HTTP at 1,000 nodes (the relay app under uvicorn in this process, a keep-alive client, every
+node name in each request, as kube-scheduler sends with nodeCacheCapable).
 
 Usage: .venv/bin/python benchmarks/scheduler.py [--pods 2000] [--requests 400] [--mode MODE]...
 Targets (issues 5, 12): >= 800 pods/s at 5,000 nodes in every mode; filter p99 <= 20 ms at 1,000 nodes.
@@ -113,7 +113,7 @@ def in_process(nodes: int, pods: int, mode: str) -> None:
             failed += 1
     elapsed = time.perf_counter() - begin
     print(
-        f"in-process  {mode:<22} {nodes:>5} nodes x {GPUS_PER_NODE} GPUs, {EXISTING_WORKERS} existing workers: "
+        f"in-process  {mode:<22} {nodes:>5} nodes x {GPUS_PER_NODE} GPUs, {EXISTING_WORKERS} workers: "
         f"{pods / elapsed:8.0f} pods/s  ({placed} placed, {failed} refused, "
         f"{elapsed * 1000 / pods:.3f} ms/pod; state built in {built:.1f} s)"
     )

@@ -35,7 +35,15 @@ from gpupool.core.placement_sim import (
     spec_for,
 )
 
-__all__ = ["assignments_csv", "result_json", "simulate_placement"]
+__all__ = [
+    "assignments_csv",
+    "load_pyplot",
+    "plot_results",
+    "read_trace",
+    "result_json",
+    "results_table",
+    "simulate_placement",
+]
 
 
 def _rows(path: Path, what: str) -> tuple[list[str], list[dict[str, str]]]:
@@ -78,7 +86,7 @@ def assignments_csv(assignments: Sequence[Assignment]) -> str:
     return out.getvalue()
 
 
-def _table(results: Sequence[ModeResult]) -> str:
+def results_table(results: Sequence[ModeResult]) -> str:
     best_fit = next((r for r in results if r.placement == "BestFit"), None)
     lines = [
         f"{'placement':<22} {'GPUs':>6} {'requested':>10} {'allocated':>10} {'unallocated':>11} "
@@ -120,7 +128,7 @@ def _check_writable(path: Path | None, flag: str) -> None:
         raise UserError(f"{flag} {path}: folder {path.parent} does not exist")
 
 
-def _plot(results: Sequence[ModeResult], path: Path, pyplot: Any) -> None:
+def plot_results(results: Sequence[ModeResult], path: Path, pyplot: Any) -> None:
     figure, axes = pyplot.subplots(figsize=(7, 4.5))
     for r in results:
         axes.plot([c[0] for c in r.curve], [c[1] for c in r.curve], label=r.placement, linewidth=1.2)
@@ -135,7 +143,7 @@ def _plot(results: Sequence[ModeResult], path: Path, pyplot: Any) -> None:
     pyplot.close(figure)
 
 
-def _pyplot() -> Any:
+def load_pyplot() -> Any:
     """matplotlib's pyplot (headless), imported only when a plot is asked for."""
     try:
         import matplotlib
@@ -153,7 +161,7 @@ def simulate_placement(args: argparse.Namespace) -> int:
         raise UserError("--assignments needs exactly one --placement (the file has no placement column)")
     _check_writable(args.assignments, "--assignments")
     _check_writable(args.plot, "--plot")
-    pyplot = _pyplot() if args.plot is not None else None
+    pyplot = load_pyplot() if args.plot is not None else None
     nodes, tasks = read_trace(args.nodes, args.pods)
     specs = catalog_specs()
     defaulted = sorted({n.model for n in nodes if n.gpus and not spec_for(n.model, specs).known})
@@ -182,9 +190,9 @@ def simulate_placement(args: argparse.Namespace) -> int:
     if args.assignments is not None:
         args.assignments.write_text(assignments_csv(results[0].assignments), encoding="utf-8")
     if pyplot is not None:
-        _plot(results, args.plot, pyplot)
+        plot_results(results, args.plot, pyplot)
     if args.json:
         print(json.dumps({"modes": [result_json(r) for r in results]}, indent=2))
     else:
-        print(_table(results))
+        print(results_table(results))
     return 0
