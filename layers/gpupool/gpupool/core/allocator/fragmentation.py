@@ -94,6 +94,8 @@ class FragmentationScorer:
         self._thresholds: dict[RequestShape, tuple[I64, I64]] = {}
         self._stacked: tuple[I64, I64] | None = None
         self._entries: dict[RequestShape, _Entry] = {}
+        self._weights: F32 = np.zeros(0, dtype=np.float32)
+        self._weights_version: tuple[int, tuple[int, int] | None] | None = None
 
     def deltas(self, state: AllocatorState, shape: RequestShape) -> F32:
         """Δ expected fragmentation (GPUs) of placing one GPU of `shape` on each slot, flat.
@@ -141,14 +143,17 @@ class FragmentationScorer:
             rows = {slot // state.width for slot in changed}
             for entry in self._entries.values():
                 entry.dirty.update(rows)
-        weight_of: dict[RequestShape, float] = {}
-        for mix_shape, weight in weighted:  # GPU shapes; their CPU and memory only matter with hosts
-            weight_of[gpu_part(mix_shape)] = weight_of.get(gpu_part(mix_shape), 0.0) + weight
-        if weight_of.keys() != set(self._shapes):  # keep the old order: rows stay where they are
-            kept = tuple(s for s in self._shapes if s in weight_of)
-            self._reshape(state, kept + tuple(s for s in weight_of if s not in set(kept)))
+        if self._weights_version != (self.mix.version, self._layout):
+            weight_of: dict[RequestShape, float] = {}
+            for mix_shape, weight in weighted:  # GPU shapes; their CPU and memory only matter with hosts
+                weight_of[gpu_part(mix_shape)] = weight_of.get(gpu_part(mix_shape), 0.0) + weight
+            if weight_of.keys() != set(self._shapes):  # keep the old order: rows stay where they are
+                kept = tuple(s for s in self._shapes if s in weight_of)
+                self._reshape(state, kept + tuple(s for s in weight_of if s not in set(kept)))
+            self._weights = np.array([weight_of[s] for s in self._shapes], dtype=np.float32)
+            self._weights_version = (self.mix.version, self._layout)
         entry = self._entries.get(shape) or self._new_entry(state, shape)
-        weights = np.array([weight_of[s] for s in self._shapes], dtype=np.float32)
+        weights = self._weights
         if entry.dirty:
             rows_array = np.fromiter(sorted(entry.dirty), dtype=np.intp, count=len(entry.dirty))
             entry.dirty.clear()
