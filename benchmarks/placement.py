@@ -19,7 +19,7 @@ import sys
 import time
 from pathlib import Path
 
-DEFAULT_DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "openb"
+DEFAULT_DATA = (Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "openb").resolve()
 TENSORFUSION_MODES = ("CompactFirst", "LowLoadFirst", "NodeCompactGPULowLoad")
 
 

@@ -52,9 +52,12 @@ def register(parser: argparse.ArgumentParser) -> None:
         "--inflation",
         type=_positive_float,
         default=1.3,
+        metavar="X",
         help="repeat the pod list until GPU requested reaches this times the cluster's GPUs (default 1.3)",
     )
-    placement.add_argument("--seed", type=int, default=0, help="breaks exact score ties; seeds Random-fit")
+    placement.add_argument(
+        "--seed", type=int, default=0, metavar="N", help="breaks exact score ties; seeds Random-fit"
+    )
     placement.add_argument(
         "--assignments", type=Path, metavar="OUT.csv", help="write pod,node,gpus (needs one --placement)"
     )
