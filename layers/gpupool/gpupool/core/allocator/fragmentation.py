@@ -63,17 +63,20 @@ def _thresholds(state: AllocatorState, shape: RequestShape) -> tuple[I64, I64]:
     return np.where(usable, tflops, NEVER), np.where(usable, vram, NEVER)
 
 
-def _weighted(weights: F32, parts: F32) -> F32:
+def _weighted(weights: F32, parts: list[F32]) -> F32:
     """Σ weight × Δ per slot, rounded to 1e-5 GPU so equal placements tie exactly (float32 noise)."""
-    total: F32 = np.round(np.einsum("i,ij->j", weights, parts), 5)
-    return total
+    total = np.zeros(parts[0].size if parts else 0, dtype=np.float32)
+    for weight, part in zip(weights.tolist(), parts, strict=True):
+        total += part * np.float32(weight)
+    rounded: F32 = np.round(total, 5)
+    return rounded
 
 
 @dataclass(slots=True)
 class _Entry:
-    """One request shape: Δ per (mix shape, slot), and their weighted sum under `version`."""
+    """One request shape: Δ per slot for each mix shape, and their weighted sum under `version`."""
 
-    parts: F32
+    parts: dict[RequestShape, F32]
     delta: F32
     version: int = -1
     dirty: set[int] = field(default_factory=set)
@@ -114,7 +117,7 @@ class FragmentationScorer:
             amount_t,
             weighted,
             self._shapes,
-            entry.parts,
+            np.stack([entry.parts[s] for s in self._shapes]),
             self._threshold_rows(state, self._shapes),
         )
 
@@ -159,33 +162,34 @@ class FragmentationScorer:
             entry.dirty.clear()
             width = state.width
             fresh = self._parts(state, shape, self._shapes, rows_array)
-            view = entry.parts.reshape(len(self._shapes), -1, width)
-            view[:, rows_array] = fresh.reshape(len(self._shapes), -1, width)
+            for i, mix_shape in enumerate(self._shapes):
+                entry.parts[mix_shape].reshape(-1, width)[rows_array] = fresh[i].reshape(-1, width)
             if entry.version == self.mix.version:
-                entry.delta.reshape(-1, width)[rows_array] = _weighted(weights, fresh).reshape(-1, width)
+                entry.delta.reshape(-1, width)[rows_array] = _weighted(weights, list(fresh)).reshape(
+                    -1, width
+                )
         if entry.version != self.mix.version:
-            entry.delta = _weighted(weights, entry.parts)
+            entry.delta = _weighted(weights, [entry.parts[s] for s in self._shapes])
             entry.version = self.mix.version
         return entry.delta
 
     def _new_entry(self, state: AllocatorState, shape: RequestShape) -> _Entry:
         if len(self._entries) >= self.cached_shapes:  # forget the oldest shape
             self._entries.pop(next(iter(self._entries)))
-        parts = self._parts(state, shape, self._shapes, None)
-        entry = self._entries[shape] = _Entry(parts, np.zeros(parts.shape[1], dtype=np.float32))
+        block = self._parts(state, shape, self._shapes, None)
+        parts = {mix_shape: block[i] for i, mix_shape in enumerate(self._shapes)}
+        entry = self._entries[shape] = _Entry(parts, np.zeros(state.cap_t.size, dtype=np.float32))
         return entry
 
     def _reshape(self, state: AllocatorState, shapes: tuple[RequestShape, ...]) -> None:
         """A new set of mix shapes: keep the rows of shapes that stayed, compute the new ones."""
-        old = {s: i for i, s in enumerate(self._shapes)}
-        added = tuple(s for s in shapes if s not in old)
+        added = tuple(s for s in shapes if s not in set(self._shapes))
         for request_shape, entry in self._entries.items():
             fresh = self._parts(state, request_shape, added, None) if added else None
-            rows = [
-                entry.parts[old[s]] if s in old else fresh[added.index(s)]  # type: ignore[index]
+            entry.parts = {
+                s: entry.parts[s] if fresh is None or s not in added else fresh[added.index(s)]
                 for s in shapes
-            ]
-            entry.parts = np.stack(rows) if rows else np.zeros((0, state.cap_t.size), dtype=np.float32)
+            }
             entry.version = -1
         self._shapes = shapes
         self._stacked = None
