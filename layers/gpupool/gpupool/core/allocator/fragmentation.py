@@ -15,7 +15,8 @@ weights), and recomputed only for nodes whose GPUs changed since (the state's ch
 for shapes that join the mix, and all at once when the layout or capacities change; so a decision
 costs a masked argmin over the slots, plus the rows the last reservations touched.
 
-Must not: filter (the filters already ran), mutate the allocator's state, or do I/O.
+Must not: filter (the filters already ran), change the allocator's state (it only drains the state's
+change journal), or do I/O.
 """
 
 from __future__ import annotations
