@@ -206,3 +206,22 @@ def test_unknown_hosts_leave_only_the_gpu_measure() -> None:
     )
     without = allocator.fragmentation.deltas(allocator.state, RequestShape(share_milli=300))
     assert np.array_equal(with_cpu, without)
+
+
+def test_a_scheduling_config_template_selects_the_mode_and_keeps_the_default() -> None:
+    from gpupool.core.model.scheduling import SchedulingConfigTemplate
+
+    def template(spec: dict[str, object]) -> SchedulingConfigTemplate:
+        raw = {
+            "apiVersion": "tensor-fusion.ai/v1",
+            "kind": "SchedulingConfigTemplate",
+            "metadata": {"name": "t"},
+        }
+        return SchedulingConfigTemplate.model_validate({**raw, "spec": spec})
+
+    chosen = template({"placement": {"mode": "FragmentationAware"}}).spec.placement.mode
+    assert PlacementMode(chosen) is FA
+    assert template({}).spec.placement.mode == "NodeCompactGPULowLoad"
+    assert Allocator(pool_modes={"frag": PlacementMode(chosen)}).mode_for("other") is (
+        PlacementMode.NODE_COMPACT_GPU_LOW_LOAD
+    )
