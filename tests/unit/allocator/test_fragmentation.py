@@ -225,3 +225,13 @@ def test_a_scheduling_config_template_selects_the_mode_and_keeps_the_default() -
     assert Allocator(pool_modes={"frag": PlacementMode(chosen)}).mode_for("other") is (
         PlacementMode.NODE_COMPACT_GPU_LOW_LOAD
     )
+
+
+def test_prioritize_and_simulate_work_before_any_request_was_seen() -> None:
+    """An empty mix: every Δ is 0, so the first node (by name) wins and scores are all 10."""
+    allocator = Allocator(PlacementPolicy(mode=FA))
+    for node in ("b", "a"):
+        allocator.state.upsert_gpu(GpuInfo(f"{node}-0", node, "p", 100_000, 16 * GI))
+    request = GpuRequest("ns", "first", "p", gpu_share_milli=500)
+    assert allocator.prioritize(request, ["a", "b"]) == {"a": 10, "b": 10}
+    assert allocator.simulate(request).node == "a"

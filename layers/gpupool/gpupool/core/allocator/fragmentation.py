@@ -64,9 +64,9 @@ def _thresholds(state: AllocatorState, shape: RequestShape) -> tuple[I64, I64]:
     return np.where(usable, tflops, NEVER), np.where(usable, vram, NEVER)
 
 
-def _weighted(weights: F32, parts: list[F32]) -> F32:
+def _weighted(weights: F32, parts: list[F32], size: int) -> F32:
     """Σ weight × Δ per slot, rounded to 1e-5 GPU so equal placements tie exactly (float32 noise)."""
-    total = np.zeros(parts[0].size if parts else 0, dtype=np.float32)
+    total = np.zeros(size, dtype=np.float32)
     for weight, part in zip(weights.tolist(), parts, strict=True):
         total += part * np.float32(weight)
     rounded: F32 = np.round(total, 5)
@@ -166,11 +166,11 @@ class FragmentationScorer:
             for i, mix_shape in enumerate(self._shapes):
                 entry.parts[mix_shape].reshape(-1, width)[rows_array] = fresh[i].reshape(-1, width)
             if entry.version == self.mix.version:
-                entry.delta.reshape(-1, width)[rows_array] = _weighted(weights, list(fresh)).reshape(
-                    -1, width
-                )
+                entry.delta.reshape(-1, width)[rows_array] = _weighted(
+                    weights, list(fresh), rows_array.size * width
+                ).reshape(-1, width)
         if entry.version != self.mix.version:
-            entry.delta = _weighted(weights, [entry.parts[s] for s in self._shapes])
+            entry.delta = _weighted(weights, [entry.parts[s] for s in self._shapes], state.cap_t.size)
             entry.version = self.mix.version
         return entry.delta
 
