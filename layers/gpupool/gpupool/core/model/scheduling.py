@@ -1,7 +1,6 @@
 """SchedulingConfigTemplate (tensor-fusion.ai/v1): placement policy referenced by pools.
 
-Role: placement {mode (default NodeCompactGPULowLoad; FragmentationAware is gpupool's own, see
-docs/placement.md), allowUsingLocalGPU, gpuFilters};
+Role: placement {mode (default NodeCompactGPULowLoad), allowUsingLocalGPU, gpuFilters};
 verticalScalingRules, reBalancer and hypervisor are preserved as TensorFusion writes them.
 
 Must not: score nodes or GPUs (the scheduling decision modules do).
@@ -23,6 +22,7 @@ __all__ = [
     "SchedulingConfigTemplateSpec",
 ]
 
+# FragmentationAware is gpupool's own mode (docs/placement.md); the other three are TensorFusion's.
 PlacementMode = Literal["CompactFirst", "LowLoadFirst", "NodeCompactGPULowLoad", "FragmentationAware"]
 
 
