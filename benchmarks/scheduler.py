@@ -1,14 +1,14 @@
 """Scheduler benchmark: in-process filter + score + reserve throughput, and HTTP filter latency.
 
-Prints, for 1,000 and 5,000 nodes x 8 GPUs with 20,000 existing workers (one in 20 with `hard`
-isolation, so the isolation stage removes candidates for both kinds of pod), how many pods per second
-the allocator places (filter, score, reserve — the whole decision, one pod at a time), and the
-p50 / p99 of POST /scheduler/filter over loopback HTTP at 1,000 nodes (the relay app under
-uvicorn in this process, a keep-alive client, every node name in each request, as kube-scheduler
-sends with nodeCacheCapable).
+Prints, for every placement mode and for 1,000 and 5,000 nodes x 8 GPUs with 20,000 existing
+workers (one in 20 with `hard` isolation, so the isolation stage removes candidates for both
+kinds of pod), how many pods per second the allocator places (filter, score, reserve — the
+whole decision, one pod at a time), and the p50 / p99 of POST /scheduler/filter over loopback
+HTTP at 1,000 nodes (the relay app under uvicorn in this process, a keep-alive client, every
+node name in each request, as kube-scheduler sends with nodeCacheCapable).
 
-Usage: .venv/bin/python benchmarks/scheduler.py [--pods 2000] [--requests 400]
-Targets (issue 5): >= 800 pods/s at 5,000 nodes; filter p99 <= 20 ms at 1,000 nodes.
+Usage: .venv/bin/python benchmarks/scheduler.py [--pods 2000] [--requests 400] [--mode MODE]...
+Targets (issues 5, 12): >= 800 pods/s at 5,000 nodes in every mode; filter p99 <= 20 ms at 1,000 nodes.
 """
 
 from __future__ import annotations
@@ -27,11 +27,11 @@ GPUS_PER_NODE = 8
 EXISTING_WORKERS = 20_000
 
 
-def build_allocator(nodes: int, *, seed: int = 7) -> Any:
-    from gpupool.core.allocator import Allocation, Allocator, GpuInfo
+def build_allocator(nodes: int, *, seed: int = 7, mode: str = "NodeCompactGPULowLoad") -> Any:
+    from gpupool.core.allocator import Allocation, Allocator, GpuInfo, PlacementMode, PlacementPolicy
 
     rng = random.Random(seed)
-    allocator = Allocator()
+    allocator = Allocator(PlacementPolicy(mode=PlacementMode(mode)))
     for n in range(nodes):
         zone = f"zone-{n % 3}"
         for g in range(GPUS_PER_NODE):
@@ -96,11 +96,11 @@ def requests(count: int, *, seed: int = 11) -> list[Any]:
     return made
 
 
-def in_process(nodes: int, pods: int) -> None:
+def in_process(nodes: int, pods: int, mode: str) -> None:
     from gpupool.core.allocator import AllocationError
 
     started = time.perf_counter()
-    allocator = build_allocator(nodes)
+    allocator = build_allocator(nodes, mode=mode)
     built = time.perf_counter() - started
     batch = requests(pods)
     placed = failed = 0
@@ -113,7 +113,7 @@ def in_process(nodes: int, pods: int) -> None:
             failed += 1
     elapsed = time.perf_counter() - begin
     print(
-        f"in-process  {nodes:>5} nodes x {GPUS_PER_NODE} GPUs, {EXISTING_WORKERS} existing workers: "
+        f"in-process  {mode:<22} {nodes:>5} nodes x {GPUS_PER_NODE} GPUs, {EXISTING_WORKERS} workers: "
         f"{pods / elapsed:8.0f} pods/s  ({placed} placed, {failed} refused, "
         f"{elapsed * 1000 / pods:.3f} ms/pod; state built in {built:.1f} s)"
     )
@@ -190,9 +190,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pods", type=int, default=2000, help="pods placed per in-process run")
     parser.add_argument("--requests", type=int, default=400, help="HTTP filter requests timed")
+    parser.add_argument(
+        "--mode", action="append", help="placement mode to time (repeatable; default: every mode)"
+    )
     args = parser.parse_args()
-    for nodes in (1_000, 5_000):
-        in_process(nodes, args.pods)
+    from gpupool.core.allocator import PlacementMode
+
+    for mode in args.mode or [m.value for m in PlacementMode]:
+        for nodes in (1_000, 5_000):
+            in_process(nodes, args.pods, mode)
     http_filter(1_000, args.requests)
 
 

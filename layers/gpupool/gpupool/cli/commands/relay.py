@@ -19,7 +19,7 @@ HELP = "run the in-cluster relay: scheduler extender, pod webhook, simulate API,
 FUNCTIONS = ("launch", "bind", "compact")
 AUTH_MODES = ("sigv4", "fc", "hmac", "none")
 
-MODES = ("CompactFirst", "LowLoadFirst", "NodeCompactGPULowLoad")
+MODES = ("CompactFirst", "LowLoadFirst", "NodeCompactGPULowLoad", "FragmentationAware")
 
 
 def register(parser: argparse.ArgumentParser) -> None:

@@ -9,12 +9,15 @@ Must not: lock (the relay serialises calls), do I/O, read the clock, or log.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
+import numpy.typing as npt
 
 from gpupool.core.allocator.filters import FilterOutcome, run_filters
+from gpupool.core.allocator.fragmentation import FragmentationScorer
+from gpupool.core.allocator.mix import RequestShape
 from gpupool.core.allocator.quota import QuotaUsage, quota_failure
 from gpupool.core.allocator.reasons import node_reasons, stage_reasons
 from gpupool.core.allocator.records import Allocation
@@ -23,7 +26,11 @@ from gpupool.core.allocator.rows import row_any
 from gpupool.core.allocator.scoring import node_scores, select_gpus, select_node, to_extender_priority
 from gpupool.core.allocator.state import AllocatorState
 
-__all__ = ["AllocationError", "Allocator", "FilterResult", "Simulation", "StageReport"]
+__all__ = ["AllocationError", "Allocator", "Chooser", "FilterResult", "Simulation", "StageReport"]
+
+# A placement rule from outside the modes (the simulator's baselines): given the state, the
+# surviving (nodes × GPU slots) mask and the request, the chosen row and slots, or None.
+Chooser = Callable[[AllocatorState, npt.NDArray[np.bool_], GpuRequest], "tuple[int, list[int]] | None"]
 
 
 class AllocationError(Exception):
@@ -71,6 +78,7 @@ class Allocator:
         )
         self.quotas: dict[str, QuotaLimits] = {}
         self.usage: dict[str, QuotaUsage] = {}
+        self.fragmentation = FragmentationScorer()
 
     # ---- inputs -----------------------------------------------------------------------------
     def mode_for(self, pool: str) -> PlacementMode:
@@ -105,6 +113,10 @@ class Allocator:
         if request.dedicated:  # a whole GPU: judged by the largest GPU, as a percentage is
             wanted = ceiling = largest
             vram = vram_ceiling = int(self.state.cap_v.max()) if self.state.cap_v.size else 0
+        elif request.gpu_share_milli is not None:
+            wanted = ceiling = largest * request.gpu_share_milli // 1000
+            largest_v = int(self.state.cap_v.max()) if self.state.cap_v.size else 0
+            vram = vram_ceiling = largest_v * request.gpu_share_milli // 1000
         elif request.compute_percent_request is not None:
             wanted = int(np.ceil(largest * request.compute_percent_request / 100))
             ceiling = int(
@@ -161,31 +173,66 @@ class Allocator:
         """The extender's prioritize: 0..10 per node (0 when no GPU on it fits)."""
         node_list = list(nodes)
         outcome, _ = self._filter(request, node_list, record=False)
-        scores = node_scores(self.state, outcome.alive, self.mode_for(request.pool))
+        scores = self._node_scores(request, outcome.alive)
         index = self.state.node_index
         return {
             node: to_extender_priority(float(scores[index[node]])) if node in index else 0
             for node in node_list
         }
 
-    def reserve(self, request: GpuRequest, node: str | None = None) -> Allocation:
-        """Filter, score and hold GPUs for the pod, on `node` when given; AllocationError says why not."""
+    def _node_scores(self, request: GpuRequest, alive: npt.NDArray[np.bool_]) -> npt.NDArray[np.float64]:
+        mode = self.mode_for(request.pool)
+        if mode is PlacementMode.FRAGMENTATION_AWARE:
+            return self.fragmentation.node_scores(self.state, alive, RequestShape.of(request))
+        return node_scores(self.state, alive, mode)
+
+    def _choose(
+        self, request: GpuRequest, alive: npt.NDArray[np.bool_], chooser: Chooser | None
+    ) -> tuple[int, list[int]] | None:
+        """The row and GPU slots the pod's mode (or `chooser`) picks among the surviving slots."""
+        if chooser is not None:
+            return chooser(self.state, alive, request)
+        mode = self.mode_for(request.pool)
+        if mode is PlacementMode.FRAGMENTATION_AWARE:
+            return self.fragmentation.choose(self.state, alive, RequestShape.of(request))
+        row = select_node(self.state, alive, mode)
+        if row is None:
+            return None
+        return row, select_gpus(self.state, alive, row, request.gpu_count, mode)
+
+    def reserve(
+        self,
+        request: GpuRequest,
+        node: str | None = None,
+        *,
+        among: Iterable[str] | None = None,
+        chooser: Chooser | None = None,
+    ) -> Allocation:
+        """Filter, score and hold GPUs for the pod; AllocationError says why not.
+
+        `node` pins the pod to one node (a bind); `among` narrows the candidates to some nodes
+        (what kube-scheduler's own filters left); `chooser` replaces the mode's choice.
+        """
+        if node is not None and among is not None:
+            raise ValueError("give either node or among, not both")
         if request.key in self.state.allocations:
             held = self.state.allocations[request.key]
             raise AllocationError(
                 f"pod {request.key} already holds GPUs {', '.join(held.gpus)} on {held.node}"
             )
-        outcome, unknown = self._filter(request, None if node is None else [node], record=node is not None)
-        if unknown:
+        self.fragmentation.mix.record(RequestShape.of(request))
+        narrowed = among if node is None else [node]
+        outcome, unknown = self._filter(request, narrowed, record=node is not None)
+        if unknown and node is not None:
             raise AllocationError(f"node {node} has no GPU managed by gpupool")
-        mode = self.mode_for(request.pool)
-        row = select_node(self.state, outcome.alive, mode)
-        if row is None:
+        choice = self._choose(request, outcome.alive, chooser)
+        if choice is None:
             if node is not None:
                 why = node_reasons(self.state, request, outcome).get(node, "no GPU fits")
                 raise AllocationError(f"pod {request.key} no longer fits node {node}: {why}")
             raise AllocationError(f"no node can take pod {request.key}")
-        slots = select_gpus(self.state, outcome.alive, row, request.gpu_count, mode)
+        row, slots = choice
+        per_slot_vram = request.dedicated or request.gpu_share_milli is not None
         allocation = Allocation(
             namespace=request.namespace,
             name=request.name,
@@ -198,7 +245,7 @@ class Allocator:
             uid=request.uid,
             isolation=request.isolation,
             dedicated=request.dedicated,
-            vram_requests=tuple(outcome.vram_at(s) for s in slots) if request.dedicated else (),
+            vram_requests=tuple(outcome.vram_at(s) for s in slots) if per_slot_vram else (),
         )
         self.add_allocation(allocation)
         return allocation
@@ -219,13 +266,12 @@ class Allocator:
             )
             for s in outcome.stages
         ]
-        mode = self.mode_for(request.pool)
-        scores = node_scores(self.state, outcome.alive, mode)
+        scores = self._node_scores(request, outcome.alive)
         scored = {
             self.state.node_names[r]: float(scores[r]) for r in np.nonzero(~np.isnan(scores))[0].tolist()
         }
-        row = select_node(self.state, outcome.alive, mode)
-        if row is None:
+        choice = self._choose(request, outcome.alive, None)
+        if choice is None:
             emptied = next((s.stage for s in stages if s.before and not s.after), None)
             diagnosis = (
                 "no GPU in the cluster"
@@ -233,7 +279,7 @@ class Allocator:
                 else f"no candidate left after stage {emptied!r}"
             )
             return Simulation(None, [], stages, scored, diagnosis, node_reasons(self.state, request, outcome))
-        slots = select_gpus(self.state, outcome.alive, row, request.gpu_count, mode)
+        row, slots = choice
         return Simulation(
             self.state.node_names[row], [self.state.slot_names[s] for s in slots], stages, scored
         )

@@ -23,7 +23,15 @@ from gpupool.core.allocator.request import GpuRequest, NodeConstraints
 from gpupool.core.allocator.rows import row_count
 from gpupool.core.allocator.state import AllocatorState
 
-__all__ = ["STAGES", "FilterOutcome", "StageMasks", "per_gpu_tflops", "per_gpu_vram", "run_filters"]
+__all__ = [
+    "STAGES",
+    "FilterOutcome",
+    "StageMasks",
+    "per_gpu_tflops",
+    "per_gpu_vram",
+    "run_filters",
+    "share_of",
+]
 
 B = npt.NDArray[np.bool_]
 I64 = npt.NDArray[np.int64]
@@ -94,10 +102,18 @@ def _ceil_percent(capacity: I64, percent: float) -> I64:
     return np.ceil(capacity.astype(np.float64) * (percent / 100.0)).astype(np.int64)
 
 
+def share_of(capacity: I64, share_milli: int) -> I64:
+    """`share_milli` thousandths of each capacity, rounded down: shares summing to 1000 fit exactly."""
+    return (capacity * share_milli) // 1000
+
+
 def per_gpu_tflops(state: AllocatorState, request: GpuRequest) -> tuple[I64 | int, I64 | int]:
-    """TFLOPS request and limit: one number, or per slot for a percentage of each GPU's capacity."""
+    """TFLOPS request and limit: one number, or per slot for a share of each GPU's capacity."""
     if request.dedicated:
         return state.cap_t, state.cap_t
+    if request.gpu_share_milli is not None:
+        share = share_of(state.cap_t, request.gpu_share_milli)
+        return share, share
     if request.compute_percent_request is not None:
         wanted = _ceil_percent(state.cap_t, request.compute_percent_request)
         ceiling = _ceil_percent(state.cap_t, request.compute_percent_limit or request.compute_percent_request)
@@ -106,9 +122,12 @@ def per_gpu_tflops(state: AllocatorState, request: GpuRequest) -> tuple[I64 | in
 
 
 def per_gpu_vram(state: AllocatorState, request: GpuRequest) -> tuple[I64 | int, I64 | int]:
-    """VRAM request and limit: one number, or each GPU's whole VRAM for a dedicated GPU."""
+    """VRAM request and limit: one number, or per slot for a dedicated GPU or a share of each GPU."""
     if request.dedicated:
         return state.cap_v, state.cap_v
+    if request.gpu_share_milli is not None:
+        share = share_of(state.cap_v, request.gpu_share_milli)
+        return share, share
     return request.vram_request, max(request.vram_limit, request.vram_request)
 
 

@@ -13,11 +13,16 @@ from enum import StrEnum
 
 
 class PlacementMode(StrEnum):
-    """TensorFusion's placement modes (SchedulingConfigTemplate `placement.mode`)."""
+    """Placement modes (SchedulingConfigTemplate `placement.mode`): TensorFusion's three, plus ours.
+
+    FragmentationAware places each pod where it grows the expected fragmentation of the cluster,
+    measured against the recent mix of requests, the least (see docs/placement.md).
+    """
 
     COMPACT_FIRST = "CompactFirst"
     LOW_LOAD_FIRST = "LowLoadFirst"
     NODE_COMPACT_GPU_LOW_LOAD = "NodeCompactGPULowLoad"
+    FRAGMENTATION_AWARE = "FragmentationAware"
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,8 +99,15 @@ class GpuRequest:
     compute_percent_request: float | None = None
     compute_percent_limit: float | None = None
     gpu_count: int = 1
+    # A share of each GPU in thousandths (TFLOPS and VRAM alike, rounded down so shares that sum
+    # to 1000 fill a GPU exactly); when set it replaces the TFLOPS and VRAM amounts above.
+    gpu_share_milli: int | None = None
     gpu_model: str | None = None
     vendor: str | None = None
+    # The pod's CPU (milli) and memory (bytes) requests: FragmentationAware weighs them against
+    # what nodes have left when it is told (AllocatorState.set_host_free); no filter uses them.
+    cpu_milli: int = 0
+    memory: int = 0
     gpu_indices: frozenset[int] | None = None
     qos: str = "medium"
     isolation: str = "soft"

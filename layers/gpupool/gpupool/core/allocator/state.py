@@ -28,6 +28,8 @@ from gpupool.core.allocator.tenancy import Tenancy
 __all__ = ["UNBOUNDED", "AllocatorState"]
 
 UNBOUNDED = np.int64(UNBOUNDED_LIMIT)
+MAX_TRACKED_CHANGES = 4096
+HOST_UNKNOWN = 2**62  # CPU or memory left on a node nobody told us about: never short
 I64 = npt.NDArray[np.int64]
 I32 = npt.NDArray[np.int32]
 F64 = npt.NDArray[np.float64]
@@ -64,6 +66,16 @@ class AllocatorState:
         self._empty_placed()
         self.node_workers: I32 = np.zeros(0, dtype=np.int32)
         self.node_native: I32 = np.zeros(0, dtype=np.int32)
+        # Slots whose free capacity changed since a cache last read them (see `take_changed_slots`),
+        # and a counter bumped whenever capacities, models or the layout change.
+        # CPU (milli) and memory (bytes) a node has left for pods, when told (the simulator);
+        # FragmentationAware then counts a node that can no longer host a request as fragmented.
+        self.host_free: dict[str, tuple[int, int]] = {}
+        self.host_cpu: I64 = np.zeros(0, dtype=np.int64)
+        self.host_memory: I64 = np.zeros(0, dtype=np.int64)
+        self.changed_slots: list[int] = []
+        self.changes_overflowed = False
+        self.static_version = 0
 
     # ---- layout --------------------------------------------------------------------------
     def _empty_arrays(self, size: int = 0) -> None:
@@ -120,6 +132,9 @@ class AllocatorState:
                 self.slot_names[slot] = gpu.name
                 self._write_static(slot, gpu, sharing=len(ordered))
             self.node_native[row] = self.native_gpu_pods.get(node, 0)
+        rooms = [self.host_free.get(node, (HOST_UNKNOWN, HOST_UNKNOWN)) for node in self.node_names]
+        self.host_cpu = np.array([r[0] for r in rooms], dtype=np.int64).reshape(-1)
+        self.host_memory = np.array([r[1] for r in rooms], dtype=np.int64).reshape(-1)
         for allocation in self.allocations.values():
             self._apply(allocation, sign=1)
         self._refresh_all()
@@ -127,6 +142,7 @@ class AllocatorState:
         self.generation += 1
 
     def _write_static(self, slot: int, gpu: GpuInfo, *, sharing: int) -> None:
+        self.static_version += 1
         self.valid[slot] = True
         self.pool_code[slot] = self.code(gpu.pool)
         self.model_code[slot] = self.code(gpu.model)
@@ -151,6 +167,16 @@ class AllocatorState:
         self.avail_t[slot] = int(self.cap_t[slot]) - int(self._placed_t[slot]) - external_t
         self.avail_v[slot] = int(self.cap_v[slot]) - int(self._placed_v[slot]) - external_v
         self._rescore(slot)
+        if len(self.changed_slots) < MAX_TRACKED_CHANGES:
+            self.changed_slots.append(slot)
+        else:
+            self.changes_overflowed = True
+
+    def take_changed_slots(self) -> list[int] | None:
+        """Slots whose free capacity changed since the last call; None when too many to list."""
+        changed, overflowed = self.changed_slots, self.changes_overflowed
+        self.changed_slots, self.changes_overflowed = [], False
+        return None if overflowed else changed
 
     def _measure_external(self, slot: int) -> None:
         name = self.slot_names[slot]
@@ -258,6 +284,13 @@ class AllocatorState:
         if host_memory or host_disk:
             self.node_host[node] = (host_memory, host_disk)
         self._dirty = True
+
+    def set_host_free(self, node: str, cpu_milli: int, memory: int) -> None:
+        """CPU (milli) and memory (bytes) `node` has left for pods."""
+        self.host_free[node] = (cpu_milli, memory)
+        row = self.node_index.get(node)
+        if row is not None and not self._dirty:
+            self.host_cpu[row], self.host_memory[row] = cpu_milli, memory
 
     def set_native_gpu_pods(self, node: str, count: int) -> None:
         """Pods on `node` holding native nvidia.com/gpu (progressive migration)."""

@@ -28,7 +28,8 @@ __all__ = [
     "VerticalScalingRule",
 ]
 
-PlacementMode = Literal["CompactFirst", "LowLoadFirst", "NodeCompactGPULowLoad"]
+# FragmentationAware is gpupool's own mode (docs/placement.md); the other three are TensorFusion's.
+PlacementMode = Literal["CompactFirst", "LowLoadFirst", "NodeCompactGPULowLoad", "FragmentationAware"]
 
 
 class GPUFilter(SpecModel):

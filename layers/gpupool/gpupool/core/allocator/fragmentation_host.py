@@ -1,0 +1,121 @@
+"""FragmentationAware with CPU and memory: a node that cannot host a shape wastes all its free GPUs.
+
+Role: when the allocator is told what CPU and memory nodes have left (`set_host_free`), each mix
+entry m (a GPU shape g plus CPU and memory) can run on node n only while n has that CPU and
+memory. Then, per slot s of node n, for one pod with GPU shape r and its own CPU and memory:
+- m could not run on n before: Δ_m = −(GPU capacity the pod takes at s) — all free was lost anyway;
+- m could run before and still can: Δ_m is the GPU-only Δ of g (cached per shape, see `fragmentation`);
+- m could run before but not after: Δ_m = (n's free GPUs after) − (n's GPU-only fragmentation for g).
+Summed with the mix's weights, grouped by GPU shape so the cost is (GPU shapes × slots), not
+(mix entries × slots).
+
+Must not: cache (its inputs change with every placement), mutate state, or do I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from gpupool.core.allocator.mix import RequestShape, gpu_part
+from gpupool.core.allocator.state import AllocatorState
+
+__all__ = ["host_deltas", "host_only_deltas"]
+
+F32 = npt.NDArray[np.float32]
+I64 = npt.NDArray[np.int64]
+
+
+@dataclass(frozen=True, slots=True)
+class _NodeTerms:
+    total_b: F32  # (nodes,) free GPU capacity, in GPUs
+    still: F32  # (nodes, GPU shapes) mix weight that can still run there after the pod
+    never: F32  # (nodes,) mix weight that could not run there before
+    lost_total: F32  # (nodes,) mix weight the pod's CPU or memory pushes off the node
+    lost_frag: F32  # (nodes,) Σ over that weight of the node's GPU-only fragmentation before
+
+
+def _node_terms(
+    state: AllocatorState,
+    request: RequestShape,
+    free_b: F32,
+    weighted: Sequence[tuple[RequestShape, float]],
+    gpu_shapes: Sequence[RequestShape],
+    thresholds: tuple[I64, I64],
+) -> _NodeTerms:
+    width, rows = state.width, len(state.node_names)
+    count = len(gpu_shapes)
+    ones = np.ones(width, dtype=np.float32)  # row sums as products (see `rows`)
+    total_b = free_b.reshape(rows, width) @ ones
+    thr_t, thr_v = thresholds
+    fit_b = (state.avail_t >= thr_t) & (state.avail_v >= thr_v)
+    words = np.bitwise_count(fit_b.view(np.uint64))  # width is a multiple of 8: whole words per node
+    fits = words.reshape(count, rows, width // 8).sum(axis=2, dtype=np.int64)
+    used = ((free_b * fit_b).reshape(-1, width) @ ones).reshape(count, rows)
+    needs = np.array([g.gpu_count for g in gpu_shapes], dtype=np.int64).reshape(count, 1)
+    gpu_frag_b = np.where(fits >= needs, total_b - used, total_b)  # (GPU shapes, nodes)
+    column = {g: i for i, g in enumerate(gpu_shapes)}
+    cpu = np.array([m.cpu_milli for m, _ in weighted], dtype=np.int64)
+    memory = np.array([m.memory for m, _ in weighted], dtype=np.int64)
+    weights = np.array([w for _, w in weighted], dtype=np.float32)
+    grouping = np.zeros((len(weighted), count), dtype=np.float32)
+    grouping[np.arange(len(weighted)), [column[gpu_part(m)] for m, _ in weighted]] = weights
+    room_b = (state.host_cpu[:, None] >= cpu) & (state.host_memory[:, None] >= memory)
+    room_a = ((state.host_cpu - request.cpu_milli)[:, None] >= cpu) & (
+        (state.host_memory - request.memory)[:, None] >= memory
+    )
+    lost = (room_b & ~room_a).astype(np.float32) @ grouping
+    return _NodeTerms(
+        total_b=total_b,
+        still=room_a.astype(np.float32) @ grouping,
+        never=(~room_b).astype(np.float32) @ weights,
+        lost_total=lost.sum(axis=1),
+        lost_frag=(lost * gpu_frag_b.T).sum(axis=1).astype(np.float32),
+    )
+
+
+def _free(state: AllocatorState, taken_t: I64 | int = 0) -> F32:
+    scale = np.where(state.valid & (state.cap_t > 0), 1.0 / np.maximum(state.cap_t, 1), 0.0)
+    free: F32 = (np.maximum(state.avail_t - taken_t, 0) * scale).astype(np.float32)
+    return free
+
+
+def host_deltas(
+    state: AllocatorState,
+    request: RequestShape,
+    request_amount_t: I64,
+    weighted: Sequence[tuple[RequestShape, float]],
+    gpu_shapes: Sequence[RequestShape],
+    parts: F32,
+    thresholds: tuple[I64, I64],
+) -> F32:
+    """Δ expected fragmentation per slot (flat), CPU and memory of nodes and mix included."""
+    width, rows = state.width, len(state.node_names)
+    free_b = _free(state)
+    taken = (free_b - _free(state, request_amount_t)).reshape(rows, width)
+    terms = _node_terms(state, request, free_b, weighted, gpu_shapes, thresholds)
+    stays = np.einsum("grw,rg->rw", parts.reshape(len(gpu_shapes), rows, width), terms.still)
+    delta = (
+        stays
+        - taken * terms.never[:, None]
+        + (terms.total_b[:, None] - taken) * terms.lost_total[:, None]
+        - terms.lost_frag[:, None]
+    )
+    rounded: F32 = np.round(delta.astype(np.float32).ravel(), 5)
+    return rounded
+
+
+def host_only_deltas(
+    state: AllocatorState,
+    request: RequestShape,
+    weighted: Sequence[tuple[RequestShape, float]],
+    gpu_shapes: Sequence[RequestShape],
+    thresholds: tuple[I64, I64],
+) -> F32:
+    """Δ expected fragmentation per node of a pod that takes CPU and memory but no GPU."""
+    terms = _node_terms(state, request, _free(state), weighted, gpu_shapes, thresholds)
+    rounded: F32 = np.round(terms.total_b * terms.lost_total - terms.lost_frag, 5)
+    return rounded
