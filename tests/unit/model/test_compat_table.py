@@ -41,7 +41,7 @@ def test_every_field_tensor_fusion_writes_into_a_pool_is_listed() -> None:
     [
         ("GPUPool", "spec.capacityConfig.minResources.tflops", "honoured"),
         ("GPUPool", "spec.nodeManagerConfig.defaultVendor", "not acted on"),
-        ("GPUPool", "spec.nodeManagerConfig.nodeProvisioner.budget.budgetPerDay", "not acted on"),
+        ("GPUPool", "spec.nodeManagerConfig.nodeProvisioner.budget.budgetPerDay", "honoured"),
         ("GPUPool", "spec.nodeManagerConfig.nodeProvisioner.gpuRequirements[].operator", "different"),
         (
             "TensorFusionCluster",

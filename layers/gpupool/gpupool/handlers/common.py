@@ -189,6 +189,7 @@ def _handle(
             return http_response(400, {**summary, "status": "ignored", "error": cause.reason})
         return {**summary, "status": "ignored", "reason": cause.reason}
     metrics.add_metric(name=f"Cause_{cause.kind}", unit=MetricUnit.Count, value=1)
+    began = time.perf_counter()
     try:
         outcome = entry()(cause, deps(), dry_run=dry_run)
     except Exception as error:
@@ -206,6 +207,12 @@ def _handle(
     result = {**summary, "status": "handled", "dry_run": dry_run, **outcome.to_json()}
     metrics.add_metric(name="ActionsApplied", unit=MetricUnit.Count, value=len(outcome.applied))
     metrics.add_metric(name="ActionErrors", unit=MetricUnit.Count, value=len(outcome.errors))
+    seconds = time.perf_counter() - began
+    metrics.add_metric(name="DecisionLatency", unit=MetricUnit.Milliseconds, value=round(seconds * 1000, 3))
+    from gpupool.service.outcome_metrics import outcome_metrics  # here: the service loads lazily too
+
+    for name, value in outcome_metrics(outcome).items():
+        metrics.add_metric(name=name, unit=MetricUnit.Count, value=value)
     if outcome.retryable:
         logger.warning("retryable errors; asking for a retry", extra={"errors": outcome.errors})
         metrics.add_metric(name="RetryableFailures", unit=MetricUnit.Count, value=1)

@@ -16,6 +16,7 @@ from collections import Counter
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 
+from gpupool.core.decisions.launch_budget import apply_budget
 from gpupool.core.model.base import GroupKindName, ObjectMeta
 from gpupool.core.model.constants import (
     ANNOTATION_HOURLY_PRICING,
@@ -183,6 +184,12 @@ def plan_launch(
             message = f"{gap_text}: no priced offering matches the pool's gpuRequirements"
         actions.append(_pool_event(snapshot, EVENT_NODE_LAUNCH_FAILED, message))
         reasons.append(f"pool {pool.name}: {message}")
+        return Plan(actions=tuple(actions), reasons=tuple(reasons))
+    budgeted = apply_budget(snapshot, chosen_offerings)  # nodeProvisioner.budget (launch_budget.py)
+    actions.extend(budgeted.actions)
+    reasons.extend(budgeted.reasons)
+    chosen_offerings = budgeted.offerings
+    if not chosen_offerings:
         return Plan(actions=tuple(actions), reasons=tuple(reasons))
     for offering, suffix in zip(chosen_offerings, suffixes, strict=False):
         name = f"{pool.name}-{suffix}"

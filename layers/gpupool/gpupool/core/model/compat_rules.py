@@ -42,7 +42,14 @@ RULES: dict[tuple[str, str], Verdict] = {
     ("GPUPool", "spec.nodeManagerConfig.nodeSelector"): (_N, "existing nodes join through GPU objects"),
     ("GPUPool", "spec.nodeManagerConfig.nodeCompaction.defrag"): (_N, "no defragmentation yet"),
     ("GPUPool", "spec.nodeManagerConfig.nodePoolRollingUpdatePolicy"): (_N, "no components to roll"),
-    ("GPUPool", "spec.nodeManagerConfig.nodeProvisioner.budget"): (_N, "budgets are not enforced yet"),
+    ("GPUPool", "spec.nodeManagerConfig.nodeProvisioner.budget"): (
+        _H,
+        "launch keeps the hourly rate under it",
+    ),
+    ("GPUPool", "spec.nodeManagerConfig.nodeProvisioner.budget.budgetExceedStrategy"): (
+        _D,
+        "both strategies cut launches; none terminates VMs yet",
+    ),
     ("GPUPool", "spec.nodeManagerConfig.nodeProvisioner.karpenterNodeClassRef"): (_N, "kept (Karpenter)"),
     ("GPUPool", "spec.qosConfig"): (_N, "internal QoS pricing is not billed"),
     ("GPUPool", "spec.componentConfig"): (_N, "TensorFusion's components are not deployed"),

@@ -94,7 +94,7 @@ class KarpenterNodeClassRef(SpecModel):
 
 
 class Budget(SpecModel):
-    """Spending limits in dollars (TensorFusion's defaults; read and kept, not enforced yet)."""
+    """Spending limits in dollars (TensorFusion's defaults); launch enforces them (planning.budget)."""
 
     budget_per_day: str = crd_default("100")
     budget_per_month: str = crd_default("1000")
