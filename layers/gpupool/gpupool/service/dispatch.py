@@ -20,6 +20,7 @@ from gpupool.core.planning.plan import (
     DrainNode,
     LabelNode,
     LaunchInstance,
+    LaunchNodeClaim,
     MarkClaimInterrupted,
     MarkOfferingUnavailable,
     PatchPoolStatus,
@@ -31,6 +32,7 @@ from gpupool.core.planning.plan import (
 from gpupool.service import appliers, appliers_pool
 from gpupool.service.deps import Deps
 from gpupool.service.drain import apply_drain
+from gpupool.service.karpenter_appliers import apply_launch_nodeclaim
 
 __all__ = ["apply_action"]
 
@@ -44,6 +46,8 @@ def apply_action(deps: Deps, action: Action) -> str:
             return appliers.apply_create_claim(deps, action)
         case LaunchInstance():
             return appliers.apply_launch_instance(deps, action)
+        case LaunchNodeClaim():
+            return apply_launch_nodeclaim(deps, action)
         case SetClaimPhase():
             return appliers.apply_set_claim_phase(deps, action)
         case TerminateInstance():

@@ -18,7 +18,7 @@ from gpupool.core.decisions.pool_status import plan_pool_status
 from gpupool.core.intake.causes import Reconcile
 from gpupool.core.model.nodeclass import GPUNodeClass
 from gpupool.core.model.pool import GPUPool
-from gpupool.core.planning.plan import ApplyPool, LaunchInstance, OfferingRef, Plan
+from gpupool.core.planning.plan import ApplyPool, LaunchInstance, LaunchNodeClaim, OfferingRef, Plan
 from gpupool.service.deps import Deps
 from gpupool.service.errors import CapacityUnavailable, DomainError, NotFound, PermanentError
 from gpupool.service.executor import ActionResult, Executor
@@ -32,7 +32,7 @@ __all__ = ["handle_launch"]
 
 def _handled(result: ActionResult) -> bool:
     """Launch failures the next decision handles (claim Failed, offering marked) are not errors."""
-    return isinstance(result.action, LaunchInstance) and isinstance(
+    return isinstance(result.action, LaunchInstance | LaunchNodeClaim) and isinstance(
         result.error, CapacityUnavailable | PermanentError
     )
 
@@ -141,7 +141,7 @@ def _launch_round(
     again = False
     for result in results:
         action, error = result.action, result.error
-        if not isinstance(action, LaunchInstance) or not isinstance(
+        if not isinstance(action, LaunchInstance | LaunchNodeClaim) or not isinstance(
             error, CapacityUnavailable | PermanentError
         ):
             continue

@@ -18,6 +18,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from gpupool.core.model.base import Qty
+from gpupool.core.model.karpenter import KarpenterNodeClaim
 from gpupool.core.model.nodeclaim import ClaimPhase, GPUNodeClaim
 from gpupool.core.model.pool import GPUPool, GPUPoolStatus
 
@@ -30,6 +31,7 @@ __all__ = [
     "DrainNode",
     "LabelNode",
     "LaunchInstance",
+    "LaunchNodeClaim",
     "MarkClaimInterrupted",
     "MarkOfferingUnavailable",
     "OfferingRef",
@@ -108,6 +110,16 @@ class LaunchInstance(_Action):
 
     kind: Literal["launch-instance"] = "launch-instance"
     node_class: str
+    offering: OfferingRef
+
+
+class LaunchNodeClaim(_Action):
+    """Karpenter mode: create (or adopt, found by name) the karpenter.sh NodeClaim of a Pending
+    claim, owned by the claim, then mark the claim Creating. `manifest` lacks the owner uid
+    (the applier adds it from the stored claim); `offering` is what a failure marks unavailable."""
+
+    kind: Literal["launch-nodeclaim"] = "launch-nodeclaim"
+    manifest: KarpenterNodeClaim
     offering: OfferingRef
 
 
@@ -197,6 +209,7 @@ Action = Annotated[
     ApplyPool
     | CreateClaim
     | LaunchInstance
+    | LaunchNodeClaim
     | SetClaimPhase
     | TerminateInstance
     | DeleteClaim
