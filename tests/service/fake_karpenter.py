@@ -13,7 +13,12 @@ import uuid
 
 from gpupool.core.model.base import Condition
 from gpupool.core.model.constants import LABEL_NODE_PROVISIONER
-from gpupool.core.model.karpenter import KarpenterNodeClaim, KarpenterNodeClaimStatus, KarpenterNodeClassRef
+from gpupool.core.model.karpenter import (
+    KarpenterNodeClaim,
+    KarpenterNodeClaimStatus,
+    KarpenterNodeClassRef,
+    KarpenterNodePool,
+)
 from gpupool.service.errors import AlreadyExists, NotFound
 from tests.service.fakes import FakeClock, World, _Recorder
 
@@ -23,15 +28,23 @@ class FakeKarpenter(_Recorder):
         super().__init__()
         self.clock = clock
         self.nodeclaims: dict[str, KarpenterNodeClaim] = {}
+        self.nodepools: dict[str, KarpenterNodePool] = {}
         self.node_classes: set[tuple[str, str, str]] = {("karpenter.k8s.aws", "EC2NodeClass", "default")}
 
     # ---- the port ------------------------------------------------------------------------
-    def list_nodeclaims(self) -> list[KarpenterNodeClaim]:
+    def list_nodeclaims(self, *, ours_only: bool = True) -> list[KarpenterNodeClaim]:
         return self._call(
             "list_nodeclaims",
-            (),
-            lambda: [n for n in self.nodeclaims.values() if LABEL_NODE_PROVISIONER in n.metadata.labels],
+            (ours_only,),
+            lambda: [
+                n
+                for n in self.nodeclaims.values()
+                if not ours_only or LABEL_NODE_PROVISIONER in n.metadata.labels
+            ],
         )
+
+    def list_nodepools(self) -> list[KarpenterNodePool]:
+        return self._call("list_nodepools", (), lambda: list(self.nodepools.values()))
 
     def get_nodeclaim(self, name: str) -> KarpenterNodeClaim:
         def work() -> KarpenterNodeClaim:
@@ -64,6 +77,9 @@ class FakeKarpenter(_Recorder):
                 self.nodeclaims[name] = current.model_copy(update={"metadata": meta})
 
         self._call("delete_nodeclaim", (name,), work)
+
+    def check_access(self) -> None:
+        self._call("check_access", (), lambda: None)
 
     def node_class_exists(self, ref: KarpenterNodeClassRef) -> bool:
         return self._call(

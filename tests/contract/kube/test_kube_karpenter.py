@@ -24,7 +24,7 @@ from gpupool.core.model.karpenter import KarpenterNodeClaim, KarpenterNodeClassR
 from gpupool.local.kubeapi import EmbeddedKubeAPI
 from gpupool.service.bind import handle_bind
 from gpupool.service.deps import Deps
-from gpupool.service.errors import AlreadyExists, NotFound
+from gpupool.service.errors import AlreadyExists, NotFound, PermanentError
 from gpupool.service.karpenter_compute import KarpenterAwareCompute
 from gpupool.service.launch import handle_launch
 from tests.service.fakes import OFFERINGS, FakeClock, FakeCompute
@@ -154,3 +154,49 @@ def test_adapter_errors_listing_and_node_class_lookup(sandbox: tuple[Deps, Any])
     assert karpenter.node_class_exists(ref)
     assert not karpenter.node_class_exists(ref.model_copy(update={"name": "absent"}))
     assert not karpenter.node_class_exists(ref.model_copy(update={"kind": "NoSuchClass"}))
+
+
+def _condition(custom: Any) -> dict[str, Any]:
+    raw = custom.get_cluster_custom_object("tensor-fusion.ai", "v1", "tensorfusionclusters", "demo")
+    (condition,) = [c for c in raw["status"]["conditions"] if c["type"] == "CloudVendorConnectionReady"]
+    return condition  # type: ignore[no-any-return]
+
+
+def test_connection_condition_follows_the_karpenter_check_in_the_sandbox(sandbox: tuple[Deps, Any]) -> None:
+    deps, custom = sandbox
+    body = {
+        "apiVersion": "tensor-fusion.ai/v1",
+        "kind": "TensorFusionCluster",
+        "metadata": {"name": "demo"},
+        "spec": {"computingVendor": {"name": "k", "type": "karpenter"}},
+    }
+    custom.create_cluster_custom_object("tensor-fusion.ai", "v1", "tensorfusionclusters", body)
+    pool_b = karpenter_pool(name="pool-b", min_tflops=None, min_vram=None)
+    deps.cluster.create_pool(
+        pool_b.model_copy(
+            update={
+                "metadata": pool_b.metadata.model_copy(
+                    update={"labels": {"tensor-fusion.ai/cluster": "demo"}}
+                )
+            }
+        )
+    )
+    handle_launch(Reconcile(trigger="schedule", event_id="t1"), deps)
+    ready = _condition(custom)
+    assert (ready["status"], ready["reason"]) == ("True", "CloudVendorConnectionOK")
+    assert "karpenter EC2NodeClass default" in ready["message"]
+    custom.delete_cluster_custom_object("karpenter.k8s.aws", "v1", "ec2nodeclasses", "default")
+    handle_launch(Reconcile(trigger="schedule", event_id="t2"), deps)
+    failed = _condition(custom)
+    assert (failed["status"], failed["reason"]) == ("False", "CloudVendorConnectionFailed")
+    assert "EC2NodeClass default (karpenter.k8s.aws) not found" in failed["message"]
+
+
+def test_check_access_names_a_missing_nodeclaim_crd() -> None:
+    from gpupool.adapters.karpenter import KubeKarpenter
+
+    with EmbeddedKubeAPI(install_karpenter_crds=False) as api:
+        karpenter = KubeKarpenter(kube_config.new_client_from_config(config_file=str(api.kubeconfig_path)))
+        with pytest.raises(PermanentError, match=r"NodeClaim CRD .* is not installed"):
+            karpenter.check_access()
+        assert karpenter.list_nodeclaims() == []

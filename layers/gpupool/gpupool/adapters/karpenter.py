@@ -17,7 +17,7 @@ from kubernetes import client as k8s
 
 from gpupool.adapters.kube_errors import translated
 from gpupool.core.model.constants import LABEL_NODE_PROVISIONER
-from gpupool.core.model.karpenter import KarpenterNodeClaim, KarpenterNodeClassRef
+from gpupool.core.model.karpenter import KarpenterNodeClaim, KarpenterNodeClassRef, KarpenterNodePool
 from gpupool.service.errors import NotFound, PermanentError
 
 __all__ = ["KubeKarpenter"]
@@ -52,19 +52,41 @@ class KubeKarpenter:
         self._api_client = api_client
         self._timeout = request_timeout_s
 
-    def list_nodeclaims(self) -> list[KarpenterNodeClaim]:
+    def _items(self, plural: str, **kwargs: Any) -> list[dict[str, Any]]:
         try:
-            with translated("list NodeClaims"):
+            with translated(f"list {plural}"):
                 raw = self._custom.list_cluster_custom_object(
-                    GROUP,
-                    VERSION,
-                    PLURAL,
-                    label_selector=LABEL_NODE_PROVISIONER,
-                    _request_timeout=self._timeout,
+                    GROUP, VERSION, plural, _request_timeout=self._timeout, **kwargs
                 )
         except NotFound:  # Karpenter's CRDs are not installed: nothing of ours can exist
             return []
-        return [_parse(item) for item in raw.get("items") or []]
+        items: list[dict[str, Any]] = raw.get("items") or []
+        return items
+
+    def list_nodeclaims(self, *, ours_only: bool = True) -> list[KarpenterNodeClaim]:
+        selector = {"label_selector": LABEL_NODE_PROVISIONER} if ours_only else {}
+        return [_parse(item) for item in self._items(PLURAL, **selector)]
+
+    def list_nodepools(self) -> list[KarpenterNodePool]:
+        pools: list[KarpenterNodePool] = []
+        for item in self._items("nodepools"):
+            try:
+                pools.append(KarpenterNodePool.model_validate(item))
+            except ValueError as error:
+                name = (item.get("metadata") or {}).get("name", "?")
+                raise PermanentError(f"NodePool {name} cannot be read: {error}") from error
+        return pools
+
+    def check_access(self) -> None:
+        try:
+            with translated("list NodeClaims"):
+                self._custom.list_cluster_custom_object(
+                    GROUP, VERSION, PLURAL, limit=1, _request_timeout=self._timeout
+                )
+        except NotFound as missing:
+            raise PermanentError(
+                f"Karpenter's NodeClaim CRD ({GROUP}/{VERSION}) is not installed"
+            ) from missing
 
     def get_nodeclaim(self, name: str) -> KarpenterNodeClaim:
         with translated(f"get NodeClaim {name}"):

@@ -4,6 +4,8 @@ Role: `apply_launch_nodeclaim(deps, action)` — re-read the claim (skip when it
 Pending claim without a node), check the referenced Karpenter node class exists, adopt the
 NodeClaim of the same name when a previous invocation created it (it must be owned by this
 claim) or create it owned by the claim, then mark the claim Creating with the NodeClaim's id.
+AutoSelect's `CreateNodeClaim` / `DeleteNodeClaim` create and delete expansion NodeClaims
+(one that already exists / is already gone: Skip).
 
 Must not: decide what to launch (`plan_launch` does), log, or check dry-run.
 """
@@ -13,13 +15,13 @@ from __future__ import annotations
 from gpupool.core.decisions.karpenter_nodeclaim import nodeclaim_instance_id, owned_by
 from gpupool.core.model.karpenter import KarpenterNodeClaim
 from gpupool.core.model.nodeclaim import GPUNodeClaim, GPUNodeClaimStatus
-from gpupool.core.planning.plan import LaunchNodeClaim
+from gpupool.core.planning.plan import CreateNodeClaim, DeleteNodeClaim, LaunchNodeClaim
 from gpupool.service.appliers import Skip, set_phase
 from gpupool.service.deps import Deps
 from gpupool.service.errors import AlreadyExists, NotFound, PermanentError
 from gpupool.service.karpenter_ports import KarpenterApi
 
-__all__ = ["apply_launch_nodeclaim", "require_karpenter"]
+__all__ = ["apply_create_nodeclaim", "apply_delete_nodeclaim", "apply_launch_nodeclaim", "require_karpenter"]
 
 
 def require_karpenter(deps: Deps) -> KarpenterApi:
@@ -65,3 +67,19 @@ def apply_launch_nodeclaim(deps: Deps, action: LaunchNodeClaim) -> str:
     instance_id = nodeclaim_instance_id(name)
     set_phase(deps, name, "Creating", "NodeClaimCreated", f"Karpenter NodeClaim {name} {how}", instance_id)
     return f"NodeClaim {name} {how}"
+
+
+def apply_create_nodeclaim(deps: Deps, action: CreateNodeClaim) -> str:
+    try:
+        require_karpenter(deps).create_nodeclaim(action.manifest)
+    except AlreadyExists as exists:
+        raise Skip(f"NodeClaim {action.manifest.name} already exists") from exists
+    return f"NodeClaim {action.manifest.name} created"
+
+
+def apply_delete_nodeclaim(deps: Deps, action: DeleteNodeClaim) -> str:
+    try:
+        require_karpenter(deps).delete_nodeclaim(action.nodeclaim)
+    except NotFound as gone:
+        raise Skip(f"NodeClaim {action.nodeclaim} already gone") from gone
+    return f"NodeClaim {action.nodeclaim} deletion requested"

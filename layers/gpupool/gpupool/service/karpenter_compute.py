@@ -70,6 +70,9 @@ class KarpenterAwareCompute:
         except NotFound:
             return
 
+    def check_connection(self) -> None:
+        self.cloud.check_connection()
+
     def list_managed(self) -> list[ManagedInstance]:
         return [
             *self.cloud.list_managed(),

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from gpupool.core.model.karpenter import KarpenterNodeClaim, KarpenterNodeClassRef
+    from gpupool.core.model.karpenter import KarpenterNodeClaim, KarpenterNodeClassRef, KarpenterNodePool
 
 __all__ = ["KarpenterApi"]
 
@@ -20,9 +20,15 @@ __all__ = ["KarpenterApi"]
 class KarpenterApi(Protocol):
     """Karpenter's objects in the cluster. NodeClaims are cluster-scoped and addressed by name."""
 
-    def list_nodeclaims(self) -> list[KarpenterNodeClaim]:
-        """The NodeClaims gpupool made (label `tensor-fusion.ai/node-provisioner` present), those
-        being deleted included; an empty list when Karpenter's CRDs are not installed.
+    def list_nodeclaims(self, *, ours_only: bool = True) -> list[KarpenterNodeClaim]:
+        """The NodeClaims gpupool made for GPUNodeClaims (label `tensor-fusion.ai/node-provisioner`
+        present), or every NodeClaim with `ours_only=False` (AutoSelect reads its templates);
+        those being deleted included; an empty list when Karpenter's CRDs are not installed.
+        Raises: Throttled, PermanentError (forbidden)."""
+        ...
+
+    def list_nodepools(self) -> list[KarpenterNodePool]:
+        """Every karpenter.sh/v1 NodePool (empty when the CRD is not installed).
         Raises: Throttled, PermanentError (forbidden)."""
         ...
 
@@ -38,6 +44,11 @@ class KarpenterApi(Protocol):
     def delete_nodeclaim(self, name: str) -> None:
         """Request deletion (Karpenter's finalizer terminates the node and instance first).
         Idempotent while deleting. Raises: NotFound, Throttled, PermanentError."""
+        ...
+
+    def check_access(self) -> None:
+        """Prove NodeClaims can be listed (the CRD is installed and readable). Raises:
+        PermanentError (CRD missing, forbidden) with a message saying which, Throttled."""
         ...
 
     def node_class_exists(self, ref: KarpenterNodeClassRef) -> bool:

@@ -19,6 +19,8 @@ from gpupool.core.intake.causes import Reconcile
 from gpupool.core.model.nodeclass import GPUNodeClass
 from gpupool.core.model.pool import GPUPool
 from gpupool.core.planning.plan import ApplyPool, LaunchInstance, LaunchNodeClaim, OfferingRef, Plan
+from gpupool.service.autoselect import expand_autoselect
+from gpupool.service.connection import refresh_connection_status
 from gpupool.service.deps import Deps
 from gpupool.service.errors import CapacityUnavailable, DomainError, NotFound, PermanentError
 from gpupool.service.executor import ActionResult, Executor
@@ -50,6 +52,8 @@ def handle_launch(cause: object, deps: Deps, *, dry_run: bool = False) -> Outcom
     try:
         sync_plan, sync_results = sync_cluster_pools(deps, executor)
         _record(outcome, sync_plan, sync_results)
+        if cause.trigger == "schedule" and cause.pool is None:  # the tick refreshes the connection check
+            refresh_connection_status(deps, executor, outcome)
         pools = select_pools(deps, cause.pool)
     except DomainError as error:
         outcome.fail(f"reading pools: {error.message}", retryable=error.retryable)
@@ -126,6 +130,9 @@ def _launch_round(
         pool = preview or deps.cluster.get_pool(name)
     except NotFound:
         outcome.note(f"pool {name} disappeared")
+        return False
+    if pool.spec.node_manager_config.provisioning_mode == "AutoSelect":  # expands per pod instead
+        expand_autoselect(pool, deps, executor, outcome)
         return False
     snapshot = snapshot_of(deps, pool, ClusterReads.load(deps))
     suffixes = [deps.new_suffix() for _ in range(settings.max_nodes_per_plan)]
