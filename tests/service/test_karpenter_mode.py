@@ -16,6 +16,7 @@ import pytest
 from gpupool.core.intake.causes import Compact, Reconcile, Sweep
 from gpupool.core.model.constants import FINALIZER, LABEL_NODE_PROVISIONER
 from gpupool.core.model.pool import GPUPool
+from gpupool.core.planning.snapshot import ANNOTATION_UNAVAILABLE_OFFERINGS
 from gpupool.core.quantity import Quantity
 from gpupool.service.bind import handle_bind
 from gpupool.service.compact import handle_compact
@@ -175,6 +176,11 @@ def test_a_nodeclaim_karpenter_gives_up_on_fails_the_claim_and_the_gap_is_refill
     handle_launch(reconcile("refill"), world.deps)
     (replacement,) = world.claims(live_only=True)
     assert replacement.name != first.name and replacement.name in world.karpenter.nodeclaims
+    assert (first.spec.instance_type, replacement.spec.instance_type) == ("g4dn.xlarge", "g6.xlarge")
+    assert (
+        "g4dn.xlarge/us-east-1a/OnDemand"
+        in world.pool().metadata.annotations[ANNOTATION_UNAVAILABLE_OFFERINGS]
+    )
 
 
 def test_deleting_a_claim_deletes_its_nodeclaim_then_releases_the_claim() -> None:

@@ -188,3 +188,32 @@ def test_a_nodeclaim_reads_as_its_claims_instance(
 def test_only_nodeclaim_ids_name_a_nodeclaim() -> None:
     assert nodeclaim_name_of("nodeclaim/pool-a-0001") == "pool-a-0001"
     assert nodeclaim_name_of("i-0123") is None and nodeclaim_name_of("nodeclaim/") is None
+
+
+def _failed(bound_before: bool, failed_at: datetime) -> GPUNodeClaim:
+    conditions = [{"type": "Failed", "status": "True", "lastTransitionTime": failed_at.isoformat()}]
+    if bound_before:
+        conditions.insert(0, {"type": "Bound", "status": "True"})
+    raw = claim().model_dump(by_alias=True, mode="json", exclude_none=True)
+    raw["status"] = {"phase": "Failed", "reason": "InstanceTerminated", "conditions": conditions}
+    return GPUNodeClaim.model_validate(raw)
+
+
+@pytest.mark.parametrize(
+    ("bound_before", "minutes_ago", "marked"),
+    [(False, 1, True), (True, 1, False), (False, 5, False)],
+    ids=["failed-before-joining", "failed-after-it-was-bound", "failed-long-ago"],
+)
+def test_an_offering_karpenter_could_not_launch_is_skipped_for_a_while(
+    bound_before: bool, minutes_ago: int, marked: bool
+) -> None:
+    from datetime import timedelta
+
+    from gpupool.core.decisions.karpenter_launch import plan_karpenter_unavailable
+
+    now = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
+    failed = _failed(bound_before, now - timedelta(minutes=minutes_ago))
+    snap = PoolSnapshot(cluster_name="demo", pool=pool(), claims=(failed,))
+    plan = plan_karpenter_unavailable(snap, now=now, unavailable_for=timedelta(minutes=3))
+    keys = [a.offering_key for a in plan.actions]  # type: ignore[union-attr]
+    assert keys == (["g5.xlarge/us-east-1a/Spot"] if marked else [])

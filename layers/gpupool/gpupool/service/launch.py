@@ -13,6 +13,7 @@ Must not: decide itself (decisions are pure core functions) or keep state betwee
 
 from __future__ import annotations
 
+from gpupool.core.decisions.karpenter_launch import plan_karpenter_unavailable
 from gpupool.core.decisions.launch import plan_launch, plan_launch_failure
 from gpupool.core.decisions.pool_status import plan_pool_status
 from gpupool.core.intake.causes import Reconcile
@@ -135,6 +136,12 @@ def _launch_round(
         expand_autoselect(pool, deps, executor, outcome)
         return False
     snapshot = snapshot_of(deps, pool, ClusterReads.load(deps))
+    failed = plan_karpenter_unavailable(
+        snapshot, now=deps.clock.now(), unavailable_for=settings.offering_unavailable_for
+    )
+    if failed.actions:  # Karpenter mode: offerings Karpenter could not launch are skipped for a while
+        _record(outcome, failed, executor.apply(failed))
+        snapshot = snapshot_of(deps, preview or deps.cluster.get_pool(name), ClusterReads.load(deps))
     suffixes = [deps.new_suffix() for _ in range(settings.max_nodes_per_plan)]
     plan = plan_launch(
         snapshot,

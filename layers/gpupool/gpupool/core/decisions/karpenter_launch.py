@@ -4,20 +4,33 @@ Role: `launch_class(snapshot)` — the node class name a pool's claims record (P
 GPUNodeClass, which must exist; Karpenter: `karpenterNodeClassRef.name`, whose existence the
 applier checks against the cluster) or why there is none; `launch_claim` — the GPUNodeClaim as
 the mode records it (Karpenter: `spec.nodeClassRef` is the Karpenter node class);
-`launch_action` — `LaunchInstance` (Provisioned) or `LaunchNodeClaim` (Karpenter).
+`launch_action` — `LaunchInstance` (Provisioned) or `LaunchNodeClaim` (Karpenter);
+`plan_karpenter_unavailable` — a Karpenter claim whose NodeClaim failed before its node ever
+joined (Karpenter deletes a NodeClaim it cannot launch, e.g. InsufficientCapacity) makes its
+offering unavailable for a while, so the refill tries the next cheapest, as in Provisioned mode.
 
 Must not: perform I/O, read the clock, or decide how many claims a gap needs (`plan_launch` does).
 """
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
+
+from gpupool.core.decisions.claim_lifecycle import phase_since
 from gpupool.core.decisions.karpenter_nodeclaim import build_karpenter_nodeclaim
 from gpupool.core.model.base import GroupKindName
 from gpupool.core.model.nodeclaim import GPUNodeClaim
-from gpupool.core.planning.plan import Action, LaunchInstance, LaunchNodeClaim, OfferingRef
-from gpupool.core.planning.snapshot import PoolSnapshot
+from gpupool.core.planning.plan import (
+    Action,
+    LaunchInstance,
+    LaunchNodeClaim,
+    MarkOfferingUnavailable,
+    OfferingRef,
+    Plan,
+)
+from gpupool.core.planning.snapshot import PoolSnapshot, claim_phase, unavailable_offerings
 
-__all__ = ["LAUNCHED_MODES", "launch_action", "launch_claim", "launch_class"]
+__all__ = ["LAUNCHED_MODES", "launch_action", "launch_claim", "launch_class", "plan_karpenter_unavailable"]
 
 # The provisioning modes whose gap the launch function closes (AutoSelect expands per pod).
 LAUNCHED_MODES = ("Provisioned", "Karpenter")
@@ -63,3 +76,31 @@ def launch_action(
     return LaunchNodeClaim(pool=snapshot.name, claim=claim.name, manifest=manifest, offering=offering)
 
 
+def plan_karpenter_unavailable(snapshot: PoolSnapshot, *, now: datetime, unavailable_for: timedelta) -> Plan:
+    """Offerings of recently failed Karpenter claims (NodeClaim gone or Launched=False before the
+    node joined) to remember as unavailable until `failed at + unavailable_for`."""
+    if _mode(snapshot) != "Karpenter":
+        return Plan()
+    remembered = unavailable_offerings(snapshot.pool, now)
+    marks: dict[str, datetime] = {}
+    for claim in snapshot.claims:
+        status = claim.status
+        if status is None or claim_phase(claim) != "Failed" or status.reason != "InstanceTerminated":
+            continue
+        if any(c.type == "Bound" for c in status.conditions) or not claim.spec.instance_type:
+            continue
+        failed_at = phase_since(claim)
+        if failed_at is None or failed_at + unavailable_for <= now:
+            continue
+        key = f"{claim.spec.instance_type}/{claim.spec.zone or '*'}/{claim.spec.capacity_type or 'OnDemand'}"
+        until = failed_at + unavailable_for
+        if remembered.get(key, now) < until and marks.get(key, now) < until:
+            marks[key] = until
+    actions = tuple(
+        MarkOfferingUnavailable(pool=snapshot.name, offering_key=k, until=u) for k, u in sorted(marks.items())
+    )
+    reasons = tuple(
+        f"pool {snapshot.name}: Karpenter could not launch {k}; skip it until {u.isoformat()}"
+        for k, u in sorted(marks.items())
+    )
+    return Plan(actions=actions, reasons=reasons)
