@@ -82,3 +82,6 @@ def test_only_the_schedule_tick_checks() -> None:
     world.cluster.add(tfc("aws"))
     handle_launch(Reconcile(trigger="pod.unschedulable", event_id="e1"), world.deps)
     assert world.compute.count("check_connection") == 0
+    # EventBridge and EventBridge Scheduler ticks carry their source in the trigger.
+    handle_launch(Reconcile(trigger="schedule:aws.scheduler", event_id="e2"), world.deps)
+    assert world.compute.count("check_connection") == 1

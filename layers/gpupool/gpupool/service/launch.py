@@ -53,7 +53,7 @@ def handle_launch(cause: object, deps: Deps, *, dry_run: bool = False) -> Outcom
     try:
         sync_plan, sync_results = sync_cluster_pools(deps, executor)
         _record(outcome, sync_plan, sync_results)
-        if cause.trigger == "schedule" and cause.pool is None:  # the tick refreshes the connection check
+        if cause.trigger.startswith("schedule") and cause.pool is None:  # ticks refresh the connection check
             refresh_connection_status(deps, executor, outcome)
         pools = select_pools(deps, cause.pool)
     except DomainError as error:
