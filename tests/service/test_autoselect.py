@@ -113,11 +113,18 @@ def in_flight(world: KarpenterWorld) -> list[KarpenterNodeClaim]:
     return [n for n in expansions(world) if not any(c.type == "Registered" for c in n.status.conditions)]
 
 
-def join_and_place(world: KarpenterWorld) -> None:
-    """Karpenter registers every in-flight NodeClaim; the scheduler binds the pod it was made for."""
+def join(world: KarpenterWorld) -> list[tuple[str, str]]:
+    """Karpenter registers every in-flight NodeClaim: (pod it was made for, its node)."""
+    joined = []
     for nodeclaim in in_flight(world):
         node = world.karpenter.register(world, nodeclaim.name)
-        pod_name = nodeclaim.metadata.annotations["gpupool.io/expansion-for"].split("/")[1]
+        joined.append((nodeclaim.metadata.annotations["gpupool.io/expansion-for"].split("/")[1], node))
+    return joined
+
+
+def place(world: KarpenterWorld, joined: list[tuple[str, str]]) -> None:
+    """The scheduler binds each pod to the node made for it."""
+    for pod_name, node in joined:
         pod: Pod = world.cluster.get("Pod", pod_name)
         world.cluster.add(pod.model_copy(update={"spec": pod.spec.model_copy(update={"node_name": node})}))
 
@@ -132,13 +139,16 @@ def test_thirty_pods_get_nodeclaims_at_most_fifteen_in_flight_and_all_are_placed
         assert expand(world, f"e{rounds}").errors == []
         expand(world, f"e{rounds}-again")  # a duplicate event changes nothing
         assert 0 < len(in_flight(world)) <= 15
-        join_and_place(world)
+        joined = join(world)
+        expand(world, f"e{rounds}-joined")  # reports NodeExpansionCompleted while the pods still wait
+        place(world, joined)
     assert len(expansions(world)) == 30 and rounds == 2
+    completed = world.cluster.events_with("NodeExpansionCompleted")
+    assert len(completed) == 30 and all(e["count"] == 1 for e in completed)
     first = expansions(world)[0]
     assert first.metadata.labels["karpenter.sh/nodepool"] == "gpu"
     assert first.metadata.labels["tensor-fusion.ai/expansion-source"] == "gpu-node-0"
     assert first.spec.node_class_ref is not None and first.spec.taints[0].key == "nvidia.com/gpu"
-    assert world.cluster.events_with("NodeExpansionCompleted")
 
 
 def test_pods_blocked_by_cpu_or_taints_get_no_expansion_and_a_reason() -> None:

@@ -12,7 +12,7 @@ owned by Karpenter NodeClaims (templates), every expansion NodeClaim (label
 - per expansion NodeClaim Karpenter failed to launch (`Launched=False`): delete it, record
   `NodeExpansionFailed`, and create the next untried candidate for the same pod (the tried
   ones travel in an annotation), or give up when none is left;
-- per expansion NodeClaim whose node registered: `NodeExpansionCompleted`.
+- per expansion NodeClaim whose node registered, while its pod still waits: `NodeExpansionCompleted`.
 
 Must not: perform I/O, read the clock, make up names (suffixes are passed in), or trust the
 event that triggered it (only the objects passed in).
@@ -184,9 +184,10 @@ def _placement(nodeclaim: KarpenterNodeClaim) -> str:
 
 
 def _review_expansions(
-    nodeclaims: Sequence[KarpenterNodeClaim], actions: list[Action], reasons: list[str]
+    nodeclaims: Sequence[KarpenterNodeClaim], pending: set[str], actions: list[Action], reasons: list[str]
 ) -> tuple[int, set[str], dict[str, list[str]]]:
-    """In-flight count, pods covered by an in-flight NodeClaim, and tried candidates per pod."""
+    """In-flight count, pods covered by an in-flight NodeClaim, and tried candidates per pod.
+    A registered NodeClaim whose pod still waits covers it (not in flight) and is reported."""
     in_flight, covered, tried = 0, set(), {}
     for nc in sorted(nodeclaims, key=lambda n: n.name):
         if LABEL_EXPANSION_SOURCE not in nc.metadata.labels or nc.metadata.deletion_timestamp is not None:
@@ -205,6 +206,9 @@ def _review_expansions(
             actions.append(_event(pod_key, EVENT_NODE_EXPANSION_FAILED, message, warning=True))
             reasons.append(f"{message}: delete it and try the next candidate")
         elif _condition(nc, "Registered") == "True":
+            if pod_key not in pending:
+                continue
+            covered.add(pod_key)  # its node joined; the scheduler has yet to place the pod there
             message = f"node {nc.status.node_name} joined from NodeClaim {nc.name}"
             actions.append(_event(pod_key, EVENT_NODE_EXPANSION_COMPLETED, message, warning=False))
         else:
@@ -225,7 +229,7 @@ def plan_autoselect(
     """Expansion NodeClaims for pods short of GPU capacity only (see module docstring)."""
     actions: list[Action] = []
     reasons: list[str] = []
-    in_flight, covered, tried = _review_expansions(nodeclaims, actions, reasons)
+    in_flight, covered, tried = _review_expansions(nodeclaims, {_pod_key(p) for p in pods}, actions, reasons)
     templates = _templates(nodes, nodeclaims)
     by_name = {p.name: p for p in nodepools}
     budget = max_in_flight - in_flight
