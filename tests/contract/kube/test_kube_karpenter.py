@@ -200,3 +200,24 @@ def test_check_access_names_a_missing_nodeclaim_crd() -> None:
         with pytest.raises(PermanentError, match=r"NodeClaim CRD .* is not installed"):
             karpenter.check_access()
         assert karpenter.list_nodeclaims() == []
+
+
+def test_the_sandbox_nodeclaim_schema_rejects_and_prunes_as_a_real_cluster_would(
+    sandbox: tuple[Deps, Any],
+) -> None:
+    from kubernetes.client.exceptions import ApiException
+
+    _, custom = sandbox
+    bad = {
+        "apiVersion": "karpenter.sh/v1",
+        "kind": "NodeClaim",
+        "metadata": {"name": "bad"},
+        "spec": {"requirements": [{"key": "node.kubernetes.io/instance-type", "operator": "Like"}]},
+    }
+    with pytest.raises(ApiException) as refused:
+        custom.create_cluster_custom_object("karpenter.sh", "v1", "nodeclaims", bad)
+    assert refused.value.status == 422 and "operator" in str(refused.value.body)
+    assert _nodeclaims(custom) == []
+    extra = {**bad, "metadata": {"name": "extra"}, "spec": {"requirements": [], "notAField": 1}}
+    created = custom.create_cluster_custom_object("karpenter.sh", "v1", "nodeclaims", extra)
+    assert "notAField" not in created["spec"]
