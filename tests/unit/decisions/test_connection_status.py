@@ -46,8 +46,9 @@ def test_any_failed_check_fails_with_every_failed_message() -> None:
     assert condition.message == "karpenter EC2NodeClass a: not found; aws DescribeInstances: AuthFailure"
 
 
-def test_no_checks_is_unknown() -> None:
-    assert only_condition(plan_connection_status(cluster(), [], now=NOW)).condition.status == "Unknown"
+def test_nothing_to_check_writes_nothing() -> None:
+    plan = plan_connection_status(cluster(), [], now=NOW)
+    assert plan.actions == () and "no cloud vendor" in plan.reasons[0]
 
 
 def test_an_unchanged_condition_is_not_written_again() -> None:

@@ -71,7 +71,10 @@ def connection_condition(checks: Sequence[ConnectionCheck], *, now: datetime) ->
 def plan_connection_status(
     cluster: TensorFusionCluster, checks: Sequence[ConnectionCheck], *, now: datetime
 ) -> Plan:
-    """Set the cluster's condition when it changed (see module docstring)."""
+    """Set the cluster's condition when it changed (see module docstring); nothing to check
+    (no enabled vendor, no Karpenter pool) leaves the condition as it is."""
+    if not checks:
+        return Plan(reasons=(f"cluster {cluster.name}: no cloud vendor or Karpenter to check",))
     wanted = connection_condition(checks, now=now)
     current = next(
         (c for c in (cluster.status.conditions if cluster.status else []) if c.type == wanted.type),
