@@ -197,3 +197,54 @@ def test_without_a_karpenter_template_there_is_no_expansion_and_a_reason() -> No
     assert "no GPU node owned by a Karpenter NodeClaim" in (
         world.cluster.events_with("NodeExpansionCheck")[0]["message"] or ""
     )
+
+
+def test_compaction_in_autoselect_only_labels_should_delete_under_the_seed_rules() -> None:
+    from datetime import timedelta
+
+    from gpupool.core.intake.causes import Compact
+    from gpupool.core.model.base import ObjectMeta
+    from gpupool.core.model.node import GPUNode, GPUNodeStatus
+    from gpupool.core.quantity import Quantity
+    from gpupool.service.compact import handle_compact
+
+    world = KarpenterWorld(
+        make_pool(mode="AutoSelect", min_tflops=None, min_vram=None, warm_tflops="195", warm_vram="48Gi")
+    )
+    for name, labels in (
+        ("busy", {}),
+        ("protected", {"tensor-fusion.ai/do-not-disrupt": "true"}),
+        ("idle-1", {}),
+        ("idle-2", {}),
+    ):
+        world.cluster.add(
+            Node.model_validate(
+                {
+                    "metadata": {"name": name, "labels": labels},
+                    "status": {"conditions": [{"type": "Ready", "status": "True"}]},
+                }
+            ),
+            GPUNode(
+                metadata=ObjectMeta(name=name, labels={"tensor-fusion.ai/gpupool": "pool-a"}),
+                status=GPUNodeStatus(
+                    phase="Running",
+                    total_tflops=Quantity(65),
+                    total_vram=Quantity.parse("16Gi"),
+                    available_tflops=Quantity(65),
+                    available_vram=Quantity.parse("16Gi"),
+                    total_gpus=1,
+                ),
+            ),
+        )
+    world.cluster.add_pod("worker", "busy", worker=True)
+    world.clock.advance(timedelta(minutes=6))
+    outcome = handle_compact(Compact(pool="pool-a", manual=False, event_id="c1"), world.deps)
+    assert outcome.errors == []
+    marked = sorted(
+        n.name
+        for n in world.cluster.all("Node")
+        if n.metadata.labels.get("tensor-fusion.ai/should-delete") == "true"
+    )
+    assert marked == ["idle-1"], "busy and do-not-disrupt nodes are kept, and one idle node stays for warm"
+    assert world.karpenter.count("delete_nodeclaim") == 0, "deletion is left to Karpenter"
+    assert world.cluster.events_with("Compaction")
