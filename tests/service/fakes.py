@@ -19,7 +19,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
 from gpupool.core.model.base import Condition, ObjectMeta
-from gpupool.core.model.cluster import TensorFusionCluster
+from gpupool.core.model.cluster import TensorFusionCluster, TensorFusionClusterStatus
 from gpupool.core.model.constants import (
     LABEL_COMPONENT,
     LABEL_ENABLED,
@@ -172,6 +172,9 @@ class FakeCompute(_Recorder):
         return self._call("list_managed", (), lambda: [i for i in self.instances.values() if not i.gone])
 
     # ---- test helpers --------------------------------------------------------------------
+    def check_connection(self) -> None:
+        self._call("check_connection", (), lambda: None)
+
     def set_state(self, instance_id: str, state: str) -> None:
         with self.lock:
             self.instances[instance_id] = self.instances[instance_id].model_copy(update={"state": state})
@@ -242,6 +245,16 @@ class FakeCluster(_Recorder):
     # ---- reads ---------------------------------------------------------------------------
     def list_clusters(self) -> list[TensorFusionCluster]:
         return self._call("list_clusters", (), lambda: self.all("TensorFusionCluster"))
+
+    def update_cluster_status(
+        self, name: str, status: TensorFusionClusterStatus, *, resource_version: str
+    ) -> TensorFusionCluster:
+        def work() -> TensorFusionCluster:
+            current: TensorFusionCluster = self._get("TensorFusionCluster", name)
+            self._check_rv(current, resource_version)
+            return self._store("TensorFusionCluster", current.model_copy(update={"status": status}))
+
+        return self._call("update_cluster_status", (name,), work)
 
     def list_pools(self) -> list[GPUPool]:
         return self._call("list_pools", (), lambda: self.all("GPUPool"))

@@ -7,7 +7,8 @@ Covers: launch tags the instance for its claim, class and cluster; find_by_claim
 claim's live instance; a deleted instance is neither adopted, listed nor reported live, and
 unknown ids are left out; terminate is idempotent and refuses an untagged instance;
 list_managed reports only live instances; no capacity for an offering is CapacityUnavailable
-and launches nothing.
+and launches nothing; the connection check passes on a reachable endpoint, and ECS names a
+region it does not serve.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from gpupool.adapters.ecs import EcsCompute
 from gpupool.core.planning.snapshot import ManagedInstance
 from gpupool.local.ecs_server import EcsEndpoint
 from gpupool.service.errors import CapacityUnavailable, PermanentError
@@ -127,3 +129,16 @@ def test_no_capacity_is_capacity_unavailable_and_launches_nothing(backend: Backe
     with pytest.raises(CapacityUnavailable):
         backend.compute.launch(make_claim(), backend.node_class, make_offering(), client_token="uid-1")
     assert backend.compute.list_managed() == []
+
+
+def test_the_connection_check_passes_on_a_reachable_endpoint(backend: Backend) -> None:
+    assert backend.compute.check_connection() is None
+
+
+@pytest.mark.parametrize("wire", ["ecs-memory", "ecs-sdk"])
+def test_the_connection_check_names_a_region_ecs_does_not_serve(wire: str) -> None:
+    with EcsEndpoint() as endpoint:
+        api = InMemoryEcsApi(endpoint.state) if wire == "ecs-memory" else sdk_api(endpoint)
+        elsewhere = EcsCompute(api, cluster=CLUSTER, region="cn-nowhere", sleep=lambda _seconds: None)
+        with pytest.raises(PermanentError, match="does not serve region 'cn-nowhere'"):
+            elsewhere.check_connection()

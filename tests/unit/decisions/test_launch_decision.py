@@ -131,10 +131,15 @@ def test_max_leaves_no_room_warns_and_launches_nothing() -> None:
     assert not [a for a in plan.actions if isinstance(a, CreateClaim)]
 
 
-@pytest.mark.parametrize("mode", ["AutoSelect", "Karpenter"])
-def test_other_modes_are_left_alone_with_a_reason(mode: str) -> None:
-    plan = plan_launch(snapshot(pool(mode=mode)), OFFERS, now=NOW, suffixes=SUFFIXES)
-    assert plan.actions == () and mode in plan.reasons[0]
+def test_autoselect_is_left_alone_with_a_reason() -> None:
+    plan = plan_launch(snapshot(pool(mode="AutoSelect")), OFFERS, now=NOW, suffixes=SUFFIXES)
+    assert plan.actions == () and "AutoSelect" in plan.reasons[0]
+
+
+def test_karpenter_mode_without_a_node_class_ref_warns_and_launches_nothing() -> None:
+    plan = plan_launch(snapshot(pool(mode="Karpenter")), OFFERS, now=NOW, suffixes=SUFFIXES)
+    assert [a.kind for a in plan.actions] == ["record-event"]
+    assert "karpenterNodeClassRef" in plan.reasons[0]
 
 
 def test_missing_node_class_is_a_warning_not_a_launch() -> None:

@@ -181,7 +181,9 @@ def test_an_unreadable_compaction_period_is_a_validation_error_not_a_silent_minu
 @pytest.mark.parametrize(
     ("period", "expected"), [("90s", 90), ("1h30m", 5400), ("0", 60), ("0s", 60), ("1d", 86400)]
 )
-def test_compaction_period_reads_go_durations_whole_days_and_zero_means_a_minute(period: str, expected: int) -> None:
+def test_compaction_period_reads_go_durations_whole_days_and_zero_means_a_minute(
+    period: str, expected: int
+) -> None:
     raw = pool().model_dump(by_alias=True, exclude_none=True, mode="json")
     raw["spec"]["nodeManagerConfig"]["nodeCompaction"] = {"period": period}
     assert compaction_period(snapshot(GPUPool.model_validate(raw))) == timedelta(seconds=expected)

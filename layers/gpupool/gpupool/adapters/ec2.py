@@ -195,6 +195,17 @@ class Ec2Compute:
         except NotFound:
             return
 
+    def check_connection(self) -> None:
+        """DescribeInstances with DryRun: AWS answers DryRunOperation when the call would succeed."""
+        try:
+            self._client.describe_instances(DryRun=True, MaxResults=5)
+        except ClientError as error:
+            if error_code(error) == "DryRunOperation":
+                return
+            raise translate(error, operation="describe_instances") from error
+        except BotoCoreError as error:
+            raise Throttled(f"EC2 DescribeInstances failed: {error}") from error
+
     def list_managed(self) -> list[ManagedInstance]:
         filters = [*_tag_filters(self._ours()), {"Name": "instance-state-name", "Values": list(LIVE_STATES)}]
         return [_to_managed(instance) for instance in self._instances(Filters=filters)]

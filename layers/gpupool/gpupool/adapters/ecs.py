@@ -194,6 +194,18 @@ class EcsCompute:
         except NotFound:
             return
 
+    def check_connection(self) -> None:
+        """DescribeRegions: the credentials reach ECS, and the configured region is one it serves
+        (TensorFusion's check; the cluster's CloudVendorConnection condition shows the message)."""
+        regions = sorted(
+            str(r.get("RegionId")) for r in items(self._call("DescribeRegions"), "Regions", "Region")
+        )
+        if self._region not in regions:
+            served = ", ".join(regions) or "none"
+            raise PermanentError(
+                f"ECS does not serve region {self._region!r} to these credentials ({served})"
+            )
+
     def list_managed(self) -> list[ManagedInstance]:
         return [_to_managed(instance) for instance in self._instances(Tag=tag_params(self._ours()))]
 

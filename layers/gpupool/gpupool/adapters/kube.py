@@ -25,7 +25,7 @@ from pydantic import BaseModel, ValidationError
 from gpupool.adapters.kube_coordination import Coordination
 from gpupool.adapters.kube_errors import read_body, translated
 from gpupool.adapters.kube_reading import read_each
-from gpupool.core.model.cluster import TensorFusionCluster
+from gpupool.core.model.cluster import TensorFusionCluster, TensorFusionClusterStatus
 from gpupool.core.model.constants import API_GROUP, COMPONENT_WORKER, LABEL_COMPONENT, LABEL_ENABLED
 from gpupool.core.model.foreign import Node, Pod
 from gpupool.core.model.node import GPU, GPUNode
@@ -145,6 +145,13 @@ class KubeCluster:
 
     def list_clusters(self) -> list[TensorFusionCluster]:
         return self._list(TensorFusionCluster, TensorFusionCluster.PLURAL)
+
+    def update_cluster_status(
+        self, name: str, status: TensorFusionClusterStatus, *, resource_version: str
+    ) -> TensorFusionCluster:
+        return self._replace_status(
+            TensorFusionCluster, TensorFusionCluster.PLURAL, name, status, resource_version
+        )
 
     def list_pools(self) -> list[GPUPool]:
         return self._list(GPUPool, GPUPool.PLURAL)

@@ -40,6 +40,8 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, cast
 
 from gpupool.service.deps import Deps, Settings
+from gpupool.service.karpenter_compute import with_karpenter
+from gpupool.service.karpenter_ports import KarpenterApi
 from gpupool.service.ports import Clock, Cluster, Compute
 
 if TYPE_CHECKING:
@@ -258,30 +260,40 @@ def build_aws_deps(environ: Mapping[str, str], *, clock: Clock | None = None) ->
         client = session.resolve().client("ec2", endpoint_url=env.ec2_endpoint_url, config=config)
         return Ec2Compute(client, cluster=env.settings.cluster_name)
 
-    def cluster() -> Cluster:
-        from gpupool.adapters.kube import KubeCluster
+    def api_client() -> Any:
         from gpupool.adapters.kube_auth import KubeAccessError, build_api_client
 
         access = env.kube
         if env.kubeconfig_secret:
             access = _with_secret_kubeconfig(env, session.resolve())
         try:
-            api_client = build_api_client(
-                access, aws_session=session.resolve() if access.mode == "eks" else None
-            )
+            return build_api_client(access, aws_session=session.resolve() if access.mode == "eks" else None)
         except KubeAccessError as error:
             raise ConfigError(f"Kubernetes access ({access.mode}): {error}") from error
+
+    kube = _Lazy(api_client)
+
+    def cluster() -> Cluster:
+        from gpupool.adapters.kube import KubeCluster
+
         return KubeCluster(
-            api_client, namespace=env.kube_namespace, request_timeout_s=env.kube_timeout_s, now=clock.now
+            kube.resolve(), namespace=env.kube_namespace, request_timeout_s=env.kube_timeout_s, now=clock.now
         )
 
-    return Deps(
+    def karpenter() -> KarpenterApi:
+        from gpupool.adapters.karpenter import KubeKarpenter
+
+        return KubeKarpenter(kube.resolve(), request_timeout_s=env.kube_timeout_s)
+
+    deps = Deps(
         compute=cast(Compute, _Lazy(compute)),
         cluster=cast(Cluster, _Lazy(cluster)),
         clock=clock,
         settings=env.settings,
         offerings=catalog_offerings(env.region),
     )
+    # Karpenter-mode claims' NodeClaims answer as their instances (see service.karpenter_compute).
+    return with_karpenter(deps, cast(KarpenterApi, _Lazy(karpenter)))
 
 
 def _session(env: AwsEnvironment) -> Any:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 
 from gpupool.core.planning.plan import OfferingRef
+from gpupool.service.karpenter_ports import KarpenterApi
 from gpupool.service.ports import Clock, Cluster, Compute
 
 __all__ = ["Deps", "Settings", "random_suffix"]
@@ -70,3 +71,5 @@ class Deps:
     new_suffix: Callable[[], str] = random_suffix
     sleep: Callable[[float], None] = time.sleep
     holder: str = field(default_factory=lambda: f"gpupool-{uuid.uuid4().hex[:12]}")
+    # Karpenter's NodeClaims (Karpenter mode); None where the deployment has no Kubernetes API.
+    karpenter: KarpenterApi | None = None

@@ -16,21 +16,31 @@ from gpupool.core.planning.plan import (
     ApplyPool,
     CordonNode,
     CreateClaim,
+    CreateNodeClaim,
     DeleteClaim,
+    DeleteNodeClaim,
     DrainNode,
     LabelNode,
     LaunchInstance,
+    LaunchNodeClaim,
     MarkClaimInterrupted,
     MarkOfferingUnavailable,
     PatchPoolStatus,
     RecordEvent,
     ReleaseClaim,
     SetClaimPhase,
+    SetClusterCondition,
     TerminateInstance,
 )
 from gpupool.service import appliers, appliers_pool
+from gpupool.service.appliers_cluster import apply_set_cluster_condition
 from gpupool.service.deps import Deps
 from gpupool.service.drain import apply_drain
+from gpupool.service.karpenter_appliers import (
+    apply_create_nodeclaim,
+    apply_delete_nodeclaim,
+    apply_launch_nodeclaim,
+)
 
 __all__ = ["apply_action"]
 
@@ -44,6 +54,8 @@ def apply_action(deps: Deps, action: Action) -> str:
             return appliers.apply_create_claim(deps, action)
         case LaunchInstance():
             return appliers.apply_launch_instance(deps, action)
+        case LaunchNodeClaim():
+            return apply_launch_nodeclaim(deps, action)
         case SetClaimPhase():
             return appliers.apply_set_claim_phase(deps, action)
         case TerminateInstance():
@@ -64,6 +76,12 @@ def apply_action(deps: Deps, action: Action) -> str:
             return appliers_pool.apply_mark_offering_unavailable(deps, action)
         case PatchPoolStatus():
             return appliers_pool.apply_patch_pool_status(deps, action)
+        case SetClusterCondition():
+            return apply_set_cluster_condition(deps, action)
+        case CreateNodeClaim():
+            return apply_create_nodeclaim(deps, action)
+        case DeleteNodeClaim():
+            return apply_delete_nodeclaim(deps, action)
         case RecordEvent():
             return appliers_pool.apply_event(deps, action)
         case _:

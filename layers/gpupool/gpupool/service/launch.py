@@ -13,12 +13,15 @@ Must not: decide itself (decisions are pure core functions) or keep state betwee
 
 from __future__ import annotations
 
+from gpupool.core.decisions.karpenter_launch import plan_karpenter_unavailable
 from gpupool.core.decisions.launch import plan_launch, plan_launch_failure
 from gpupool.core.decisions.pool_status import plan_pool_status
 from gpupool.core.intake.causes import Reconcile
 from gpupool.core.model.nodeclass import GPUNodeClass
 from gpupool.core.model.pool import GPUPool
-from gpupool.core.planning.plan import ApplyPool, LaunchInstance, OfferingRef, Plan
+from gpupool.core.planning.plan import ApplyPool, LaunchInstance, LaunchNodeClaim, OfferingRef, Plan
+from gpupool.service.autoselect import expand_autoselect
+from gpupool.service.connection import refresh_connection_status
 from gpupool.service.deps import Deps
 from gpupool.service.errors import CapacityUnavailable, DomainError, NotFound, PermanentError
 from gpupool.service.executor import ActionResult, Executor
@@ -32,7 +35,7 @@ __all__ = ["handle_launch"]
 
 def _handled(result: ActionResult) -> bool:
     """Launch failures the next decision handles (claim Failed, offering marked) are not errors."""
-    return isinstance(result.action, LaunchInstance) and isinstance(
+    return isinstance(result.action, LaunchInstance | LaunchNodeClaim) and isinstance(
         result.error, CapacityUnavailable | PermanentError
     )
 
@@ -50,6 +53,8 @@ def handle_launch(cause: object, deps: Deps, *, dry_run: bool = False) -> Outcom
     try:
         sync_plan, sync_results = sync_cluster_pools(deps, executor)
         _record(outcome, sync_plan, sync_results)
+        if cause.trigger.startswith("schedule") and cause.pool is None:  # ticks refresh the connection check
+            refresh_connection_status(deps, executor, outcome)
         pools = select_pools(deps, cause.pool)
     except DomainError as error:
         outcome.fail(f"reading pools: {error.message}", retryable=error.retryable)
@@ -127,7 +132,16 @@ def _launch_round(
     except NotFound:
         outcome.note(f"pool {name} disappeared")
         return False
+    if pool.spec.node_manager_config.provisioning_mode == "AutoSelect":  # expands per pod instead
+        expand_autoselect(pool, deps, executor, outcome)
+        return False
     snapshot = snapshot_of(deps, pool, ClusterReads.load(deps))
+    failed = plan_karpenter_unavailable(
+        snapshot, now=deps.clock.now(), unavailable_for=settings.offering_unavailable_for
+    )
+    if failed.actions:  # Karpenter mode: offerings Karpenter could not launch are skipped for a while
+        _record(outcome, failed, executor.apply(failed))
+        snapshot = snapshot_of(deps, preview or deps.cluster.get_pool(name), ClusterReads.load(deps))
     suffixes = [deps.new_suffix() for _ in range(settings.max_nodes_per_plan)]
     plan = plan_launch(
         snapshot,
@@ -141,7 +155,7 @@ def _launch_round(
     again = False
     for result in results:
         action, error = result.action, result.error
-        if not isinstance(action, LaunchInstance) or not isinstance(
+        if not isinstance(action, LaunchInstance | LaunchNodeClaim) or not isinstance(
             error, CapacityUnavailable | PermanentError
         ):
             continue

@@ -19,7 +19,7 @@ from gpupool.core.planning.plan import OfferingRef
 from gpupool.core.planning.snapshot import ManagedInstance
 
 if TYPE_CHECKING:
-    from gpupool.core.model.cluster import TensorFusionCluster
+    from gpupool.core.model.cluster import TensorFusionCluster, TensorFusionClusterStatus
     from gpupool.core.model.foreign import Node, Pod
     from gpupool.core.model.node import GPU, GPUNode
     from gpupool.core.model.nodeclaim import GPUNodeClaim, GPUNodeClaimStatus
@@ -95,6 +95,13 @@ class Compute(Protocol):
         Raises: Throttled, PermanentError."""
         ...
 
+    def check_connection(self) -> None:
+        """Prove the credentials reach the cloud's instance API with a call that changes nothing
+        (AWS: DescribeInstances with DryRun; Alibaba: DescribeRegions). Returns None when it works.
+        Raises: PermanentError (unauthorized, bad credentials, unknown region), Throttled
+        (unreachable, rate limited) — their message is what the cluster's condition shows."""
+        ...
+
 
 class Cluster(Protocol):
     """Kubernetes objects. Reads return pydantic models with `metadata.resourceVersion` set;
@@ -143,6 +150,13 @@ class Cluster(Protocol):
         """Pods in all namespaces; `node_name` limits to pods bound to that node (field selector
         spec.nodeName), `worker_only` to TensorFusion workers (labels `tensor-fusion.ai/enabled=true`,
         `tensor-fusion.ai/component=worker`). Raises: Throttled, PermanentError."""
+        ...
+
+    def update_cluster_status(
+        self, name: str, status: TensorFusionClusterStatus, *, resource_version: str
+    ) -> TensorFusionCluster:
+        """Replace a TensorFusionCluster's status through the status subresource.
+        Raises: Conflict (stale), NotFound."""
         ...
 
     # ---- pools ---------------------------------------------------------------------------

@@ -65,6 +65,49 @@ def register(parser: argparse.ArgumentParser) -> None:
         default="scale",
         help="scale (default): launch, bind, spike, compaction; never-join: the registration timeout",
     )
+    parser.add_argument(
+        "--mode",
+        choices=["provisioned", "karpenter", "autoselect"],
+        default="provisioned",
+        help="provisioningMode to play: provisioned (default, the --story), karpenter or autoselect "
+        "(with a simulated Karpenter; docs/provisioning-modes.md)",
+    )
+
+
+def _karpenter_story(world: Any, invoke: Any, args: argparse.Namespace) -> int:
+    from gpupool.cli.commands.invoke import quiet_handler_output
+    from gpupool.local.karpenter_story import MODES, KarpenterStory
+    from gpupool.local.simulation_report import render_timeline
+
+    story = KarpenterStory(world, invoke, args.mode)
+    with quiet_handler_output(verbose=False):
+        timeline = story.run()
+    errors = [f"{e.summary}: {err}" for e in timeline for err in (e.outcome or {}).get("errors") or []]
+    if args.json:
+        print(
+            json.dumps(
+                {"mode": args.mode, "timeline": [e.to_json() for e in timeline]}, indent=2, default=str
+            )
+        )
+        return 1 if errors else 0
+    print(f"gpupool demo — {args.mode} mode (embedded API server, simulated Karpenter, simulated clock)")
+    print(MODES[args.mode])
+    print()
+    for line in render_timeline(timeline, start=story.start, verbose=args.verbose):
+        print(line)
+    print()
+    print("final state:")
+    for claim in world.objects.list("tensor-fusion.ai", "gpunodeclaims"):
+        print(f"  claim {claim['metadata']['name']}: {(claim.get('status') or {}).get('phase')}")
+    for nodeclaim in world.objects.list("karpenter.sh", "nodeclaims"):
+        status = nodeclaim.get("status") or {}
+        print(f"  NodeClaim {nodeclaim['metadata']['name']}: node {status.get('nodeName') or '(none yet)'}")
+    pending = [p["metadata"]["name"] for p in world.objects.list("", "pods") if not p["spec"].get("nodeName")]
+    if args.mode == "autoselect":
+        print(f"  pods still pending: {', '.join(pending) or 'none'}")
+    for error in errors:
+        print(f"error: {error}")
+    return 1 if errors else 0
 
 
 def _errors(result: Any) -> list[str]:
@@ -249,6 +292,9 @@ def run(args: argparse.Namespace) -> int:
 
         def invoke(function: str, event: Mapping[str, Any]) -> Mapping[str, Any]:
             return call_handler(handlers[function], event, as_bytes=alibaba)
+
+        if args.mode != "provisioned":  # Karpenter and AutoSelect: their own story module
+            return _karpenter_story(world, invoke, args)
 
         with quiet_handler_output(verbose=False):
             result = Simulation(world, invoke, STORIES[args.story][1]).run()

@@ -1,4 +1,4 @@
-"""plan_launch: close a Provisioned pool's capacity gap by recording claims, then launching them.
+"""plan_launch: close a Provisioned or Karpenter pool's capacity gap by recording claims, then launching them.
 
 Role: from one pool snapshot, the priced offerings and `now`, decide (1) which Pending claims
 still need their instance (a previous invocation recorded the intent and died), and (2) which
@@ -16,6 +16,7 @@ from collections import Counter
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 
+from gpupool.core.decisions.karpenter_launch import LAUNCHED_MODES, launch_action, launch_claim, launch_class
 from gpupool.core.decisions.launch_budget import apply_budget
 from gpupool.core.model.base import GroupKindName, ObjectMeta
 from gpupool.core.model.constants import (
@@ -34,7 +35,6 @@ from gpupool.core.planning.gap import MAX_RESOURCE_CONSTRAINT_REACHED
 from gpupool.core.planning.plan import (
     Action,
     CreateClaim,
-    LaunchInstance,
     MarkOfferingUnavailable,
     OfferingRef,
     Plan,
@@ -130,9 +130,7 @@ def _resume_pending(snapshot: PoolSnapshot, node_class: str) -> tuple[list[Actio
         offering = claim_offering(claim)
         if offering is None:
             continue
-        actions.append(
-            LaunchInstance(pool=snapshot.name, claim=claim.name, node_class=node_class, offering=offering)
-        )
+        actions.append(launch_action(snapshot, claim, offering, node_class))
         reasons.append(f"claim {claim.name} is Pending without an instance: launch or adopt it")
     return actions, reasons
 
@@ -148,12 +146,10 @@ def plan_launch(
     """Claims to record and instances to launch so the pool's gap closes (see module docstring)."""
     pool = snapshot.pool
     mode = pool.spec.node_manager_config.provisioning_mode
-    if mode != "Provisioned":
+    if mode not in LAUNCHED_MODES:
         return Plan(reasons=(f"pool {pool.name}: provisioningMode {mode} is not launched by gpupool yet",))
-    provisioner = pool.spec.node_manager_config.node_provisioner
-    class_name = provisioner.node_class if provisioner else None
-    if not class_name or snapshot.node_class is None:
-        message = f"GPUNodeClass {class_name or '(none set)'} not found"
+    class_name, message = launch_class(snapshot)  # Provisioned / Karpenter differ here
+    if class_name is None:
         return Plan(
             actions=(_pool_event(snapshot, EVENT_NODE_LAUNCH_FAILED, message),),
             reasons=(f"pool {pool.name}: {message}",),
@@ -193,9 +189,9 @@ def plan_launch(
         return Plan(actions=tuple(actions), reasons=tuple(reasons))
     for offering, suffix in zip(chosen_offerings, suffixes, strict=False):
         name = f"{pool.name}-{suffix}"
-        claim = build_claim(snapshot, offering, name=name, node_class=class_name)
+        claim = launch_claim(snapshot, build_claim(snapshot, offering, name=name, node_class=class_name))
         actions.append(CreateClaim(pool=pool.name, claim=name, manifest=claim))
-        actions.append(LaunchInstance(pool=pool.name, claim=name, node_class=class_name, offering=offering))
+        actions.append(launch_action(snapshot, claim, offering, class_name))
     count = len(chosen_offerings)
     chosen = ", ".join(f"{n}× {key}" for key, n in sorted(Counter(o.key for o in chosen_offerings).items()))
     reasons.append(f"pool {pool.name}: {gap_text} → {count} node(s): {chosen}")

@@ -17,7 +17,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from gpupool.core.model.base import Qty
+from gpupool.core.model.base import Condition, Qty
+from gpupool.core.model.karpenter import KarpenterNodeClaim
 from gpupool.core.model.nodeclaim import ClaimPhase, GPUNodeClaim
 from gpupool.core.model.pool import GPUPool, GPUPoolStatus
 
@@ -26,10 +27,13 @@ __all__ = [
     "ApplyPool",
     "CordonNode",
     "CreateClaim",
+    "CreateNodeClaim",
     "DeleteClaim",
+    "DeleteNodeClaim",
     "DrainNode",
     "LabelNode",
     "LaunchInstance",
+    "LaunchNodeClaim",
     "MarkClaimInterrupted",
     "MarkOfferingUnavailable",
     "OfferingRef",
@@ -38,6 +42,7 @@ __all__ = [
     "RecordEvent",
     "ReleaseClaim",
     "SetClaimPhase",
+    "SetClusterCondition",
     "TerminateInstance",
 ]
 
@@ -111,6 +116,16 @@ class LaunchInstance(_Action):
     offering: OfferingRef
 
 
+class LaunchNodeClaim(_Action):
+    """Karpenter mode: create (or adopt, found by name) the karpenter.sh NodeClaim of a Pending
+    claim, owned by the claim, then mark the claim Creating. `manifest` lacks the owner uid
+    (the applier adds it from the stored claim); `offering` is what a failure marks unavailable."""
+
+    kind: Literal["launch-nodeclaim"] = "launch-nodeclaim"
+    manifest: KarpenterNodeClaim
+    offering: OfferingRef
+
+
 class SetClaimPhase(_Action):
     """Move a claim to `phase` with a reason (and the instance id when known)."""
 
@@ -181,6 +196,28 @@ class PatchPoolStatus(_Action):
     fields: tuple[str, ...]
 
 
+class CreateNodeClaim(_Action):
+    """AutoSelect: create a Karpenter NodeClaim as given (no GPUNodeClaim owns it)."""
+
+    kind: Literal["create-nodeclaim"] = "create-nodeclaim"
+    manifest: KarpenterNodeClaim
+
+
+class DeleteNodeClaim(_Action):
+    """AutoSelect: delete a Karpenter NodeClaim (one Karpenter failed to launch)."""
+
+    kind: Literal["delete-nodeclaim"] = "delete-nodeclaim"
+    nodeclaim: str
+
+
+class SetClusterCondition(_Action):
+    """Set one condition of a TensorFusionCluster's status (replacing the one of its type)."""
+
+    kind: Literal["set-cluster-condition"] = "set-cluster-condition"
+    cluster_name: str
+    condition: Condition
+
+
 class RecordEvent(_Action):
     """A Kubernetes event about an object."""
 
@@ -197,6 +234,7 @@ Action = Annotated[
     ApplyPool
     | CreateClaim
     | LaunchInstance
+    | LaunchNodeClaim
     | SetClaimPhase
     | TerminateInstance
     | DeleteClaim
@@ -207,6 +245,9 @@ Action = Annotated[
     | MarkClaimInterrupted
     | MarkOfferingUnavailable
     | PatchPoolStatus
+    | SetClusterCondition
+    | CreateNodeClaim
+    | DeleteNodeClaim
     | RecordEvent,
     Field(discriminator="kind"),
 ]

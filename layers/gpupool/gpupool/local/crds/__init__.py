@@ -2,8 +2,8 @@
 
 karpenter.sh/v1 NodePool and NodeClaim, karpenter.k8s.aws/v1 EC2NodeClass: all
 cluster-scoped with a status subresource (names and scopes as Karpenter's v1 API documents
-them, karpenter.sh/docs/concepts). Schemas accept any fields: the sandbox stores Karpenter
-objects for gpupool's Karpenter adapter; it does not validate them.
+them, karpenter.sh/docs/concepts), with gpupool's own structural schemas
+(`karpenter_schemas`), so the sandbox prunes and rejects as a cluster with Karpenter would.
 
 Must not: carry Karpenter's real schemas (they are not ours to copy) or any behaviour.
 """
@@ -12,10 +12,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from gpupool.local.crds.karpenter_schemas import EC2NODECLASS_SCHEMA, NODECLAIM_SCHEMA, NODEPOOL_SCHEMA
+
 JsonObject = dict[str, Any]
 
 
-def _crd(group: str, kind: str, plural: str, short_names: list[str], categories: list[str]) -> JsonObject:
+def _crd(
+    group: str, kind: str, plural: str, short_names: list[str], categories: list[str], schema: JsonObject
+) -> JsonObject:
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
@@ -36,9 +40,7 @@ def _crd(group: str, kind: str, plural: str, short_names: list[str], categories:
                     "name": "v1",
                     "served": True,
                     "storage": True,
-                    "schema": {
-                        "openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
-                    },
+                    "schema": {"openAPIV3Schema": schema},
                     "subresources": {"status": {}},
                 }
             ],
@@ -49,7 +51,14 @@ def _crd(group: str, kind: str, plural: str, short_names: list[str], categories:
 def karpenter_crds() -> list[JsonObject]:
     """NodePool, NodeClaim (karpenter.sh/v1) and EC2NodeClass (karpenter.k8s.aws/v1)."""
     return [
-        _crd("karpenter.sh", "NodePool", "nodepools", [], ["karpenter"]),
-        _crd("karpenter.sh", "NodeClaim", "nodeclaims", [], ["karpenter"]),
-        _crd("karpenter.k8s.aws", "EC2NodeClass", "ec2nodeclasses", ["ec2nc", "ec2ncs"], ["karpenter"]),
+        _crd("karpenter.sh", "NodePool", "nodepools", [], ["karpenter"], NODEPOOL_SCHEMA),
+        _crd("karpenter.sh", "NodeClaim", "nodeclaims", [], ["karpenter"], NODECLAIM_SCHEMA),
+        _crd(
+            "karpenter.k8s.aws",
+            "EC2NodeClass",
+            "ec2nodeclasses",
+            ["ec2nc", "ec2ncs"],
+            ["karpenter"],
+            EC2NODECLASS_SCHEMA,
+        ),
     ]

@@ -1,0 +1,94 @@
+"""The connection check: run each vendor's check and keep CloudVendorConnectionReady true.
+
+Role: `refresh_connection_status(deps, executor, outcome)` (the launch function calls it on
+the schedule tick): per TensorFusionCluster, run the checks its vendor calls for — `aws` /
+`alibaba`: the Compute port's `check_connection` (DescribeInstances dry run / DescribeRegions);
+`karpenter`, or any Karpenter-mode pool of the cluster: list NodeClaims and read every
+referenced node class — and apply `plan_connection_status` (its applier: `appliers_cluster`).
+
+Must not: decide the condition (the core does) or let a failing check stop the launch.
+"""
+
+from __future__ import annotations
+
+from gpupool.core.decisions.connection import ConnectionCheck, plan_connection_status
+from gpupool.core.model.cluster import TensorFusionCluster
+from gpupool.core.model.constants import LABEL_CLUSTER
+from gpupool.core.model.karpenter import KarpenterNodeClassRef
+from gpupool.core.model.pool import GPUPool
+from gpupool.service.deps import Deps
+from gpupool.service.errors import DomainError
+from gpupool.service.executor import Executor
+from gpupool.service.outcome import Outcome
+from gpupool.service.results import record_results
+
+__all__ = ["cluster_checks", "refresh_connection_status"]
+
+_CLOUD_CALLS = {"aws": "DescribeInstances", "alibaba": "DescribeRegions"}
+
+
+def _karpenter_refs(pools: list[GPUPool]) -> list[KarpenterNodeClassRef]:
+    refs: dict[tuple[str, str, str], KarpenterNodeClassRef] = {}
+    for pool in pools:
+        config = pool.spec.node_manager_config
+        ref = config.node_provisioner.karpenter_node_class_ref if config.node_provisioner else None
+        if config.provisioning_mode == "Karpenter" and ref is not None:
+            refs[(ref.group, ref.kind, ref.name)] = KarpenterNodeClassRef(
+                group=ref.group, kind=ref.kind, name=ref.name
+            )
+    return [refs[key] for key in sorted(refs)]
+
+
+def _karpenter_checks(deps: Deps, refs: list[KarpenterNodeClassRef]) -> list[ConnectionCheck]:
+    if deps.karpenter is None:
+        return [
+            ConnectionCheck(target="karpenter NodeClaims", error="no Kubernetes API for Karpenter is wired")
+        ]
+    try:
+        deps.karpenter.check_access()
+    except DomainError as error:
+        return [ConnectionCheck(target="karpenter NodeClaims", error=error.message)]
+    checks = [ConnectionCheck(target="karpenter NodeClaims")]
+    for ref in refs:
+        target = f"karpenter {ref.kind} {ref.name}"
+        try:
+            found = deps.karpenter.node_class_exists(ref)
+        except DomainError as error:
+            checks.append(ConnectionCheck(target=target, error=error.message))
+            continue
+        checks.append(
+            ConnectionCheck(
+                target=target, error=None if found else f"{ref.kind} {ref.name} ({ref.group}) not found"
+            )
+        )
+    return checks
+
+
+def cluster_checks(deps: Deps, cluster: TensorFusionCluster, pools: list[GPUPool]) -> list[ConnectionCheck]:
+    """Run the checks `cluster` calls for (see module docstring); never raises a domain error."""
+    vendor = cluster.spec.computing_vendor
+    kind = vendor.type if vendor is not None and vendor.enable else None
+    checks: list[ConnectionCheck] = []
+    if kind in _CLOUD_CALLS:
+        target = f"{kind} {_CLOUD_CALLS[kind or '']}"
+        try:
+            deps.compute.check_connection()
+            checks.append(ConnectionCheck(target=target))
+        except DomainError as error:
+            checks.append(ConnectionCheck(target=target, error=error.message))
+    refs = _karpenter_refs([p for p in pools if p.metadata.labels.get(LABEL_CLUSTER) == cluster.name])
+    if kind == "karpenter" or refs:
+        checks.extend(_karpenter_checks(deps, refs))
+    return checks
+
+
+def refresh_connection_status(deps: Deps, executor: Executor, outcome: Outcome) -> None:
+    """Check every cluster's connection and write its condition where it changed."""
+    try:
+        clusters, pools = deps.cluster.list_clusters(), deps.cluster.list_pools()
+    except DomainError as error:
+        outcome.note(f"connection check skipped: {error.message}")
+        return
+    for cluster in clusters:
+        plan = plan_connection_status(cluster, cluster_checks(deps, cluster, pools), now=deps.clock.now())
+        record_results(outcome, plan, executor.apply(plan))
