@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 
 from gpupool.core.decisions.karpenter_launch import LAUNCHED_MODES, launch_action, launch_claim, launch_class
-from gpupool.core.decisions.launch_budget import apply_budget
+from gpupool.core.decisions.launch_budget import apply_budget, pool_warning
 from gpupool.core.model.base import GroupKindName, ObjectMeta
 from gpupool.core.model.constants import (
     ANNOTATION_HOURLY_PRICING,
@@ -57,17 +57,6 @@ __all__ = [
 ]
 
 EVENT_NODE_LAUNCH_FAILED = "NodeLaunchFailed"
-
-
-def _pool_event(snapshot: PoolSnapshot, reason: str, message: str) -> RecordEvent:
-    return RecordEvent(
-        pool=snapshot.name,
-        object_kind="GPUPool",
-        object_name=snapshot.name,
-        event_type="Warning",
-        reason=reason,
-        message=message,
-    )
 
 
 def claim_offering(claim: GPUNodeClaim) -> OfferingRef | None:
@@ -151,7 +140,7 @@ def plan_launch(
     class_name, message = launch_class(snapshot)  # Provisioned / Karpenter differ here
     if class_name is None:
         return Plan(
-            actions=(_pool_event(snapshot, EVENT_NODE_LAUNCH_FAILED, message),),
+            actions=(pool_warning(snapshot, EVENT_NODE_LAUNCH_FAILED, message),),
             reasons=(f"pool {pool.name}: {message}",),
         )
     actions, reasons = _resume_pending(snapshot, class_name)
@@ -159,7 +148,7 @@ def plan_launch(
         capacity = plan_capacity(snapshot, offerings, now=now, max_nodes=min(max_nodes, len(suffixes)))
     except RequirementError as error:
         message = f"gpuRequirements cannot be evaluated: {error}"
-        actions.append(_pool_event(snapshot, EVENT_NODE_LAUNCH_FAILED, message))
+        actions.append(pool_warning(snapshot, EVENT_NODE_LAUNCH_FAILED, message))
         reasons.append(f"pool {pool.name}: {message}")
         return Plan(actions=tuple(actions), reasons=tuple(reasons))
     gap = capacity.gap
@@ -169,7 +158,7 @@ def plan_launch(
         return Plan(actions=tuple(actions), reasons=tuple(reasons))
     if gap.empty or gap.max_reached:
         message = NO_ROOM
-        actions.append(_pool_event(snapshot, EVENT_MAX_RESOURCE_CONSTRAINT_REACHED, message))
+        actions.append(pool_warning(snapshot, EVENT_MAX_RESOURCE_CONSTRAINT_REACHED, message))
         reasons.append(f"pool {pool.name}: {message}")
         return Plan(actions=tuple(actions), reasons=tuple(reasons))
     chosen_offerings = capacity.offerings
@@ -178,7 +167,7 @@ def plan_launch(
             message = f"{gap_text}: all {capacity.matching} matching offerings are out of capacity for now"
         else:
             message = f"{gap_text}: no priced offering matches the pool's gpuRequirements"
-        actions.append(_pool_event(snapshot, EVENT_NODE_LAUNCH_FAILED, message))
+        actions.append(pool_warning(snapshot, EVENT_NODE_LAUNCH_FAILED, message))
         reasons.append(f"pool {pool.name}: {message}")
         return Plan(actions=tuple(actions), reasons=tuple(reasons))
     budgeted = apply_budget(snapshot, chosen_offerings)  # nodeProvisioner.budget (launch_budget.py)
@@ -197,7 +186,7 @@ def plan_launch(
     reasons.append(f"pool {pool.name}: {gap_text} → {count} node(s): {chosen}")
     if gap.clipped or not capacity.covers_gap:
         message = f"{gap_text}: maxResources allows only {count} node(s)"
-        actions.append(_pool_event(snapshot, EVENT_MAX_RESOURCE_CONSTRAINT_REACHED, message))
+        actions.append(pool_warning(snapshot, EVENT_MAX_RESOURCE_CONSTRAINT_REACHED, message))
         reasons.extend(gap.reasons)
         if not capacity.covers_gap:
             reasons.append(f"{MAX_RESOURCE_CONSTRAINT_REACHED}: only {count} node(s) fit under maxResources")

@@ -17,7 +17,7 @@ from gpupool.core.planning.budget import EVENT_BUDGET_EXCEEDED, BudgetError, che
 from gpupool.core.planning.plan import Action, OfferingRef, RecordEvent
 from gpupool.core.planning.snapshot import PoolSnapshot
 
-__all__ = ["BudgetOutcome", "apply_budget"]
+__all__ = ["BudgetOutcome", "apply_budget", "pool_warning"]
 
 EVENT_NODE_LAUNCH_FAILED = "NodeLaunchFailed"
 
@@ -31,7 +31,8 @@ class BudgetOutcome:
     reasons: list[str] = field(default_factory=list)
 
 
-def _event(snapshot: PoolSnapshot, reason: str, message: str) -> RecordEvent:
+def pool_warning(snapshot: PoolSnapshot, reason: str, message: str) -> RecordEvent:
+    """A Warning Event on the pool (the launch decision's refusals use it too)."""
     return RecordEvent(
         pool=snapshot.name,
         object_kind="GPUPool",
@@ -52,7 +53,7 @@ def apply_budget(snapshot: PoolSnapshot, chosen: Sequence[OfferingRef]) -> Budge
         message = f"nodeProvisioner.budget cannot be read: {error}; nothing new is launched"
         return BudgetOutcome(
             offerings=(),
-            actions=[_event(snapshot, EVENT_NODE_LAUNCH_FAILED, message)],
+            actions=[pool_warning(snapshot, EVENT_NODE_LAUNCH_FAILED, message)],
             reasons=[f"pool {snapshot.name}: {message}"],
         )
     if not check.exceeded:
@@ -60,6 +61,6 @@ def apply_budget(snapshot: PoolSnapshot, chosen: Sequence[OfferingRef]) -> Budge
     message = check.message()
     return BudgetOutcome(
         offerings=check.allowed,
-        actions=[_event(snapshot, EVENT_BUDGET_EXCEEDED, message)],
+        actions=[pool_warning(snapshot, EVENT_BUDGET_EXCEEDED, message)],
         reasons=[f"pool {snapshot.name}: {message}"],
     )
