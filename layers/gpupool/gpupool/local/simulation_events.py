@@ -15,13 +15,13 @@ from datetime import datetime
 from itertools import count
 from typing import Any
 
-__all__ = ["EventFactory"]
+__all__ = ["EventFactory", "iso_time"]
 
 ACCOUNT = "123456789012"
 RELAY_TYPE_PREFIX = "ai.tensor-fusion.gpupool."
 
 
-def _iso(moment: datetime) -> str:
+def iso_time(moment: datetime) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
@@ -43,7 +43,7 @@ class EventFactory:
             "detail-type": "Scheduled Event",
             "source": "aws.events",
             "account": ACCOUNT,
-            "time": _iso(at),
+            "time": iso_time(at),
             "region": self._region,
             "resources": [f"arn:aws:events:{self._region}:{ACCOUNT}:rule/gpupool-{function}"],
             "detail": {},
@@ -56,7 +56,7 @@ class EventFactory:
             "detail-type": "EC2 Instance State-change Notification",
             "source": "aws.ec2",
             "account": ACCOUNT,
-            "time": _iso(at),
+            "time": iso_time(at),
             "region": self._region,
             "resources": [f"arn:aws:ec2:{self._region}:{ACCOUNT}:instance/{instance_id}"],
             "detail": {"instance-id": instance_id, "state": state},
@@ -70,7 +70,7 @@ class EventFactory:
             "id": event_id,
             "source": f"/gpupool/relay/{self._cluster}",
             "type": f"{RELAY_TYPE_PREFIX}{event_type}",
-            "time": _iso(at),
+            "time": iso_time(at),
             "datacontenttype": "application/json",
             "data": data,
         }

@@ -13,10 +13,9 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
-from itertools import count
 from typing import Any
 
-from gpupool.local.simulation_events import RELAY_TYPE_PREFIX
+from gpupool.local.simulation_events import RELAY_TYPE_PREFIX, EventFactory, iso_time
 
 __all__ = ["AlibabaEventFactory"]
 
@@ -36,23 +35,12 @@ _ECS_STATES = {
 }
 
 
-def _iso(moment: datetime) -> str:
-    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-class AlibabaEventFactory:
-    """Envelopes for one simulated Alibaba Cloud account, region and cluster."""
-
-    def __init__(self, *, region: str, cluster: str) -> None:
-        self._region = region
-        self._cluster = cluster
-        self._ids = count(1)
-
-    def _id(self, what: str) -> str:
-        return f"sim-{next(self._ids):04d}-{what}"
+class AlibabaEventFactory(EventFactory):
+    """Envelopes for one simulated Alibaba Cloud account, region and cluster (the id counter and
+    the constructor are EventFactory's; every envelope is Alibaba's own)."""
 
     def scheduled(self, function: str, at: datetime) -> dict[str, Any]:
-        return {"triggerTime": _iso(at), "triggerName": TIMERS[function], "payload": ""}
+        return {"triggerTime": iso_time(at), "triggerName": TIMERS[function], "payload": ""}
 
     def instance_state(self, instance_id: str, state: str, at: datetime) -> dict[str, Any]:
         return {
@@ -61,7 +49,7 @@ class AlibabaEventFactory:
             "source": "acs.ecs",
             "type": "ecs:Instance:StateChange",
             "subject": f"acs:ecs:{self._region}:{ACCOUNT}:instance/{instance_id}",
-            "time": _iso(at),
+            "time": iso_time(at),
             "datacontenttype": "application/json;charset=utf-8",
             "aliyunaccountid": ACCOUNT,
             "aliyunregionid": self._region,
@@ -80,7 +68,7 @@ class AlibabaEventFactory:
             "id": event_id,
             "source": f"/gpupool/relay/{self._cluster}",
             "type": f"{RELAY_TYPE_PREFIX}{event_type}",
-            "time": _iso(at),
+            "time": iso_time(at),
             "datacontenttype": "application/json",
             "data": data,
         }
@@ -95,7 +83,7 @@ class AlibabaEventFactory:
                 "accountId": ACCOUNT,
                 "http": {"method": "POST", "path": "/", "protocol": "HTTP/1.1", "sourceIp": "127.0.0.1"},
                 "requestId": event_id,
-                "time": _iso(at),
+                "time": iso_time(at),
                 "timeEpoch": str(int(at.timestamp() * 1000)),
             },
         }
