@@ -1,4 +1,6 @@
-"""plan_claim_lifecycle: one table row per claim situation, asserting the actions it yields."""
+"""plan_claim_lifecycle: one table row per claim situation, asserting the actions it yields (every
+node in the table has a GPUNode the agent reports Running); and a Ready node whose GPUs no agent
+has reported usable is not bound."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ import pytest
 
 from gpupool.core.decisions.claim_lifecycle import LifecyclePolicy, phase_move_refusal, plan_claim_lifecycle
 from gpupool.core.planning.snapshot import ManagedInstance
-from tests.unit.decisions.builders import NOW, claim, node
+from tests.unit.decisions.builders import NOW, claim, gpu_node, node
 
 POLICY = LifecyclePolicy()
 
@@ -91,8 +93,27 @@ CASES = [
     ("title", "the_claim", "nodes", "instances", "expected"), CASES, ids=[c[0] for c in CASES]
 )
 def test_lifecycle(title: str, the_claim, nodes, instances, expected) -> None:  # type: ignore[no-untyped-def]
-    plan = plan_claim_lifecycle([the_claim], nodes, instances, now=NOW, policy=POLICY)
+    gpus = [gpu_node(n.name) for n in nodes]
+    plan = plan_claim_lifecycle([the_claim], nodes, instances, gpu_nodes=gpus, now=NOW, policy=POLICY)
     assert [(a.kind, getattr(a, "phase", None)) for a in plan.actions] == expected
+
+
+@pytest.mark.parametrize("agent_report", ["none", "Pending", "Unknown"])
+def test_a_ready_node_waits_until_the_agent_reports_its_gpus_usable(agent_report: str) -> None:
+    ready = node("n1", claim_name="pool-a-1")
+    gpus = [] if agent_report == "none" else [gpu_node("n1")]
+    if gpus:
+        assert gpus[0].status is not None
+        gpus = [
+            gpus[0].model_copy(update={"status": gpus[0].status.model_copy(update={"phase": agent_report})})
+        ]
+    waiting = plan_claim_lifecycle([claim()], [ready], [inst()], gpu_nodes=gpus, now=NOW, policy=POLICY)
+    assert waiting.actions == ()
+    late = plan_claim_lifecycle(
+        [claim(age=timedelta(minutes=16))], [ready], [inst()], gpu_nodes=gpus, now=NOW, policy=POLICY
+    )
+    assert [a.kind for a in late.actions] == ["terminate-instance", "set-claim-phase", "record-event"]
+    assert any("usable GPUs" in reason for reason in late.reasons)
 
 
 @pytest.mark.parametrize(

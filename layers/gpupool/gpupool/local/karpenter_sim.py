@@ -7,10 +7,12 @@ out of capacity with `insufficient_capacity(...)` (then `Launched=False`, reason
 the boot delay has passed a launched one registers its Node — the NodeClaim's labels and taints,
 the labels its requirements pin (instance type, zone, region, capacity type), `providerID`,
 Ready, allocatable from the catalog — and gets `Registered=True` then `Initialized=True` and
-`status.nodeName`, Karpenter's order. A Node whose NodeClaim is gone is deleted.
+`status.nodeName`, Karpenter's order. Beside the Node it publishes the GPUNode the node agent
+would (phase Running, capacity from the catalog), since bind waits for the agent's word that a
+node's GPUs are usable. A Node whose NodeClaim is gone is deleted, with its GPUNode.
 
 Must not: decide anything about GPUNodeClaims or pools, read the wall clock (time comes from the
-simulation's clock), or touch an object that is not a NodeClaim or a Node it registered.
+simulation's clock), or touch an object that is not a NodeClaim or a Node (and its GPUNode) it registered.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from typing import Literal
 
 from gpupool.core.catalog import Catalog, load_catalog
 from gpupool.core.model.constants import (
+    API_GROUP,
     INITIAL_GPU_NODE_LABEL,
     KEY_CAPACITY_TYPE,
     KEY_INSTANCE_TYPE,
@@ -186,6 +189,25 @@ class KarpenterSim:
         }
         if self._objects.get("", "nodes", node_name) is None:
             self._objects.create("", "nodes", body)
+        if spec is not None and self._objects.get(API_GROUP, "gpunodes", node_name) is None:
+            tflops = format((spec.tflops_per_gpu * spec.gpu_count).normalize(), "f")
+            vram = f"{spec.vram_gib_per_gpu * spec.gpu_count}Gi"
+            gpu_node: JsonObject = {
+                "apiVersion": f"{API_GROUP}/v1",
+                "kind": "GPUNode",
+                "metadata": {"name": node_name, "annotations": {ANNOTATION_SIM_NODECLAIM: name}},
+                "spec": {"manageMode": "Provisioned"},
+                "status": {
+                    "phase": "Running",
+                    "totalTFlops": tflops,
+                    "totalVRAM": vram,
+                    "availableTFlops": tflops,
+                    "availableVRAM": vram,
+                    "totalGPUs": spec.gpu_count,
+                    "managedGPUs": spec.gpu_count,
+                },
+            }
+            self._objects.create(API_GROUP, "gpunodes", gpu_node)
         return node_name
 
     def _remove_departed(self, live: set[str]) -> list[KarpenterChange]:
@@ -195,6 +217,8 @@ class KarpenterSim:
             if owner is None or owner in live:
                 continue
             self._objects.delete("", "nodes", node["metadata"]["name"])
+            if self._objects.get(API_GROUP, "gpunodes", node["metadata"]["name"]) is not None:
+                self._objects.delete(API_GROUP, "gpunodes", node["metadata"]["name"])
             self._launched_at.pop(owner, None)
             changes.append(KarpenterChange("node-removed", owner, node["metadata"]["name"]))
         return changes

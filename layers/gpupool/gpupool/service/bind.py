@@ -94,7 +94,14 @@ def _bind(
         registration_timeout=settings.registration_timeout,
         failed_claim_retention=settings.failed_claim_retention,
     )
-    lifecycle = plan_claim_lifecycle(claims, nodes, [*live, *described], now=deps.clock.now(), policy=policy)
+    lifecycle = plan_claim_lifecycle(
+        claims,
+        nodes,
+        [*live, *described],
+        gpu_nodes=cluster.list_gpu_nodes(),
+        now=deps.clock.now(),
+        policy=policy,
+    )
     record_results(outcome, lifecycle, executor.apply(lifecycle))
     if isinstance(cause, Sweep):
         sweep = plan_orphan_sweep(

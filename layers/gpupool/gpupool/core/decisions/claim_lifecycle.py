@@ -6,7 +6,8 @@ controllers) in this order of precedence, the first that answers deciding:
 termination (a deleting claim: cordon and drain its node — the drain waits for its pods — then
 terminate its instance and release its finalizer; a Failed claim: terminate its instance, delete
 it after the retention period), initialization (its registered node — `tensor-fusion.ai/
-node-provisioner=<claim>` — is Ready: Bound), liveness (its instance is gone; the launch timeout,
+node-provisioner=<claim>` — is Ready and its GPUNode
+Running: Bound), liveness (its instance is gone; the launch timeout,
 5 min), launch (an instance found by tag: Pending → Creating), liveness (the registration
 timeout, 15 min). The gap left behind is refilled by the next launch decision (Failed and
 deleting claims stop counting).
@@ -29,6 +30,7 @@ from gpupool.core.decisions.lifecycle.facts import (
     phase_since,
 )
 from gpupool.core.model.foreign import Node
+from gpupool.core.model.node import GPUNode
 from gpupool.core.model.nodeclaim import GPUNodeClaim
 from gpupool.core.planning.plan import Action, Plan
 from gpupool.core.planning.snapshot import ManagedInstance
@@ -57,11 +59,12 @@ def plan_claim_lifecycle(
     nodes: Sequence[Node],
     instances: Sequence[ManagedInstance],
     *,
+    gpu_nodes: Sequence[GPUNode],
     now: datetime,
     policy: LifecyclePolicy,
 ) -> Plan:
     """Lifecycle actions for every claim (see module docstring), in claim-name order."""
-    facts = ClaimFacts(nodes, instances)
+    facts = ClaimFacts(nodes, instances, gpu_nodes)
     actions: list[Action] = []
     reasons: list[str] = []
     for claim in sorted(claims, key=lambda c: c.name):

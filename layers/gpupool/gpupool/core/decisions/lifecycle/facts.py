@@ -1,7 +1,8 @@
 """What every lifecycle stage reads: the policy, one invocation's indexes, and shared helpers.
 
 Role: `LifecyclePolicy` (launch / registration timeouts, Failed-claim retention), `ClaimFacts`
-(instances by id and by claim, nodes by the claim they were provisioned for), `Step` (a stage's
+(instances by id and by claim, nodes by the claim they were provisioned for, the nodes whose
+GPUNode the node agent reports usable), `Step` (a stage's
 answer: actions and the reason a human reads), `phase_since`, `age`, `fail_claim` (terminate a
 live instance, mark the claim Failed, say why) and `phase_move_refusal` (phases move only
 forward or to Failed, and Failed is final).
@@ -17,6 +18,7 @@ from datetime import datetime, timedelta
 from pydantic import BaseModel, ConfigDict
 
 from gpupool.core.model.foreign import Node
+from gpupool.core.model.node import GPUNode
 from gpupool.core.model.nodeclaim import GPUNodeClaim
 from gpupool.core.planning.plan import Action, RecordEvent, SetClaimPhase, TerminateInstance
 from gpupool.core.planning.snapshot import ManagedInstance, claim_phase, node_claim
@@ -74,13 +76,18 @@ def age(claim: GPUNodeClaim, now: datetime) -> timedelta:
 class ClaimFacts:
     """Indexes over one invocation's reads."""
 
-    def __init__(self, nodes: Sequence[Node], instances: Sequence[ManagedInstance]) -> None:
+    def __init__(
+        self, nodes: Sequence[Node], instances: Sequence[ManagedInstance], gpu_nodes: Sequence[GPUNode]
+    ) -> None:
         self.by_id = {i.instance_id: i for i in instances}
         self.live_by_claim: dict[str, ManagedInstance] = {}
         for inst in sorted(instances, key=lambda i: (i.launch_time is None, i.launch_time, i.instance_id)):
             if inst.claim_name and not inst.gone:
                 self.live_by_claim.setdefault(inst.claim_name, inst)
         self.node_by_claim = {name: n for n in nodes if (name := node_claim(n))}
+        # The node agent (gpupool's, or TensorFusion's own) says a node's GPUs are usable by
+        # putting its GPUNode in phase Running; until then the node is no capacity.
+        self.gpus_usable = {g.name for g in gpu_nodes if g.status is not None and g.status.phase == "Running"}
 
     def instance(self, claim: GPUNodeClaim) -> ManagedInstance | None:
         known = claim.status.instance_id if claim.status else None

@@ -1,9 +1,11 @@
-"""Initialization: a claim whose node joined and is Ready becomes Bound.
+"""Initialization: a claim whose node joined, is Ready and has usable GPUs becomes Bound.
 
 Role: `initialize(claim, facts)` — for a Pending or Creating claim whose registered node is
-Ready: SetClaimPhase Bound (with the instance id when known) and a ManagedNodeCreated event.
+Ready and whose GPUNode the node agent reports Running (its GPUs discovered and usable):
+SetClaimPhase Bound (with the instance id when known) and a ManagedNodeCreated event.
 
-Must not: perform I/O, read the clock, or bind a node that is not Ready.
+Must not: perform I/O, read the clock, or bind a node that is not Ready or whose GPUs no agent
+has reported usable.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ def initialize(claim: GPUNodeClaim, facts: ClaimFacts) -> Step | None:
     node = registered_node(claim, facts)
     if claim_phase(claim) not in ("Pending", "Creating") or node is None or not node.is_ready():
         return None
+    if node.name not in facts.gpus_usable:
+        return None
     pool, name = claim.metadata.labels.get(LABEL_MANAGED_BY), claim.name
     inst = facts.instance(claim)
     bind = SetClaimPhase(
@@ -39,6 +43,6 @@ def initialize(claim: GPUNodeClaim, facts: ClaimFacts) -> Step | None:
         object_kind="GPUNodeClaim",
         object_name=name,
         reason=EVENT_MANAGED_NODE_CREATED,
-        message=f"node {node.name} joined and is ready",
+        message=f"node {node.name} joined, is ready and its GPUs are usable",
     )
-    return [bind, event], f"claim {name}: node {node.name} is ready: Bound"
+    return [bind, event], f"claim {name}: node {node.name} is ready with usable GPUs: Bound"

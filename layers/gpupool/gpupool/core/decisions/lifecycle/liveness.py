@@ -47,5 +47,5 @@ def registration_timed_out(
 ) -> Step | None:
     if claim_phase(claim) != "Creating" or age(claim, now) <= policy.registration_timeout:
         return None
-    msg = f"no ready node after the {policy.registration_timeout} registration timeout"
+    msg = f"no ready node with usable GPUs after the {policy.registration_timeout} registration timeout"
     return _failed(claim, facts, "RegistrationTimeout", msg)
