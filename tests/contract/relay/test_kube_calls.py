@@ -21,6 +21,7 @@ from kubernetes import config
 
 from gpupool.adapters.kube import KubeCluster
 from gpupool.adapters.kube_calls import FUNCTION_CLUSTER_CALLS, FUNCTION_NAMESPACE_CALLS
+from gpupool.core.model.cluster import TensorFusionClusterStatus
 from gpupool.core.model.nodeclaim import GPUNodeClaim, GPUNodeClaimStatus
 from gpupool.core.model.pool import GPUPool, GPUPoolStatus
 from gpupool.local.kubeapi import EmbeddedKubeAPI
@@ -159,6 +160,9 @@ def test_every_call_the_functions_adapters_make_is_listed(
         ),
         "patch_pool_annotations": lambda: kube.patch_pool_annotations(
             "pool-a", {"x/y": "1"}, resource_version=version(kube.get_pool("pool-a"))
+        ),
+        "update_cluster_status": lambda: kube.update_cluster_status(
+            "tf", TensorFusionClusterStatus.model_validate({}), resource_version="1"
         ),
         "update_pool_status": lambda: kube.update_pool_status(
             "pool-a",

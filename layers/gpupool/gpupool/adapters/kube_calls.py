@@ -34,6 +34,8 @@ FUNCTION_CLUSTER_CALLS = frozenset(
         (_TF, "gpunodeclaims", "patch"),
         (_TF, "gpunodeclaims", "delete"),
         (_TF, "gpunodeclaims/status", "update"),
+        # the CloudVendorConnection condition (docs/provisioning-modes.md)
+        (_TF, "tensorfusionclusters/status", "update"),
         ("", "nodes", "list"),
         ("", "nodes", "patch"),
         ("", "pods", "list"),
