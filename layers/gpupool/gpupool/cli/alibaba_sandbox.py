@@ -42,10 +42,7 @@ def _clients(env_file: Path) -> tuple[dict[str, str], Any]:
 
 def prepare_sandbox(env_file: Path) -> list[str]:
     """Create the Alibaba demo manifests in the sandbox's API server (existing ones are kept)."""
-    from kubernetes import client
-    from kubernetes.client.exceptions import ApiException
-    from urllib3.exceptions import HTTPError
-
+    from gpupool.cli.sandbox_objects import create_manifests
     from gpupool.local.simulation_world_alibaba import alibaba_demo_manifests
 
     env, api_client = _clients(env_file)
@@ -53,21 +50,7 @@ def prepare_sandbox(env_file: Path) -> list[str]:
         f"ECS: the sandbox endpoint {env['GPUPOOL_ECS_ENDPOINT']} seeds its own vSwitches, "
         "security group and images"
     ]
-    custom = client.CustomObjectsApi(api_client)
-    try:
-        for manifest in alibaba_demo_manifests():
-            what = f"{manifest['kind']}/{manifest['metadata']['name']}"
-            try:
-                custom.create_cluster_custom_object(
-                    "tensor-fusion.ai", "v1", _PLURALS[manifest["kind"]], manifest
-                )
-                done.append(f"Kubernetes: {what} created")
-            except ApiException as error:
-                if error.status != 409:
-                    raise UserError(f"cannot create {what}: {error.status} {error.reason}") from None
-                done.append(f"Kubernetes: {what} already there")
-    except (HTTPError, OSError) as error:
-        raise UserError(f"cannot reach the sandbox's API server ({env['KUBECONFIG']}): {error}") from None
+    done += create_manifests(api_client, alibaba_demo_manifests(), _PLURALS, kubeconfig=env["KUBECONFIG"])
     return done
 
 

@@ -211,10 +211,8 @@ def join_nodes(env_file: Path) -> list[str]:
 def prepare_sandbox(env_file: Path) -> list[str]:
     """Create the demo network in the sandbox's EC2 and the demo manifests in its API server."""
     from botocore.exceptions import BotoCoreError, ClientError
-    from kubernetes import client
-    from kubernetes.client.exceptions import ApiException
-    from urllib3.exceptions import HTTPError
 
+    from gpupool.cli.sandbox_objects import create_manifests
     from gpupool.local.simulation_world import DEMO_KINDS, create_demo_network, demo_manifests
 
     env, ec2, api_client = _sandbox_clients(env_file)
@@ -224,21 +222,7 @@ def prepare_sandbox(env_file: Path) -> list[str]:
     except (BotoCoreError, ClientError) as error:
         raise UserError(f"cannot prepare the sandbox's EC2 at {endpoint}: {error}") from None
     done = ["EC2: demo VPC, subnets and security group " + ("created" if created else "already there")]
-    try:
-        custom = client.CustomObjectsApi(api_client)
-        for manifest in demo_manifests():
-            what = f"{manifest['kind']}/{manifest['metadata']['name']}"
-            try:
-                custom.create_cluster_custom_object(
-                    "tensor-fusion.ai", "v1", DEMO_KINDS[manifest["kind"]], manifest
-                )
-                done.append(f"Kubernetes: {what} created")
-            except ApiException as error:
-                if error.status != 409:
-                    raise UserError(f"cannot create {what}: {error.status} {error.reason}") from None
-                done.append(f"Kubernetes: {what} already there")
-    except (HTTPError, OSError) as error:
-        raise UserError(f"cannot reach the sandbox's API server ({env['KUBECONFIG']}): {error}") from None
+    done += create_manifests(api_client, demo_manifests(), DEMO_KINDS, kubeconfig=env["KUBECONFIG"])
     return done
 
 
