@@ -1,5 +1,6 @@
-"""nodeProvisioner.budget: the hourly ceilings, the cheapest part of a plan that fits, and the
-launch decision's events and reasons when a budget refuses (table tests)."""
+"""nodeProvisioner.budget: the hourly ceilings, the cheapest part of a plan that fits, the
+launch decision's events and reasons when a budget refuses, and what each budgetExceedStrategy
+decides when the running claims already pass the budget (table tests)."""
 
 from __future__ import annotations
 
@@ -9,10 +10,17 @@ from typing import Any
 import pytest
 
 from gpupool.core.decisions.launch import plan_launch
+from gpupool.core.model.constants import LABEL_DO_NOT_DISRUPT
 from gpupool.core.model.pool import Budget, GPUPool
-from gpupool.core.planning.budget import BudgetError, budget_limits, check_budget, fleet_hourly
-from gpupool.core.planning.plan import CreateClaim, LaunchInstance, RecordEvent
-from tests.unit.decisions.builders import NOW, claim, offering, pool, snapshot
+from gpupool.core.planning.budget import (
+    BudgetError,
+    budget_limits,
+    check_budget,
+    fleet_hourly,
+    select_budget_terminations,
+)
+from gpupool.core.planning.plan import CreateClaim, DeleteClaim, LaunchInstance, RecordEvent
+from tests.unit.decisions.builders import NOW, claim, gpu_node, node, offering, pool, snapshot, worker
 
 CHEAP = offering(price="0.526")
 MID = offering("g6.xlarge", "121", "24Gi", "0.805")
@@ -128,3 +136,77 @@ def test_a_pool_without_a_budget_launches_as_before() -> None:
         snapshot(budgeted_pool(None, min_=("260", "64Gi"))), [CHEAP], now=NOW, suffixes=SUFFIXES
     )
     assert sum(isinstance(a, LaunchInstance) for a in plan.actions) == 4
+
+
+# ---- budgetExceedStrategy: the running claims already pass the budget ---------------------
+
+
+def priced(name: str, price: str, **kwargs: Any) -> Any:
+    return claim(name, annotations={"tensor-fusion.ai/hourly-pricing": price}, **kwargs)
+
+
+def test_terminations_stop_once_the_rate_fits() -> None:
+    claims = [priced("a", "1.0"), priced("b", "0.5"), priced("c", "0.25")]
+    # $36/day = $1.5/h; running $1.75/h: ending "b" (0.5) is enough when it comes first
+    overrun = select_budget_terminations(budget("36", "100000", "100000"), claims, [claims[1], claims[0]])
+    assert overrun is not None and overrun.terminate == ("b",) and overrun.resolved
+    assert overrun.remaining_hourly == Decimal("1.25")
+    assert select_budget_terminations(budget("42", "100000", "100000"), claims, claims) is None
+    assert select_budget_terminations(None, claims, claims) is None
+
+
+def test_when_the_candidates_are_not_enough_all_go_and_it_says_so() -> None:
+    claims = [priced("a", "1.0"), priced("b", "1.0")]
+    overrun = select_budget_terminations(budget("12", "100000", "100000"), claims, [claims[0]])
+    assert overrun is not None and overrun.terminate == ("a",) and not overrun.resolved
+    assert "still $1.000/h" in overrun.message(terminating=True)
+
+
+def over_budget_snapshot(strategy: str, **extra: Any) -> Any:
+    # $24/day = $1/h, running: idle 0.526 + busy 0.805 + in-flight 0.4 = $1.731/h; no gap (min 0)
+    the_pool = budgeted_pool({"budgetPerDay": "24", "budgetExceedStrategy": strategy}, min_=None)
+    claims = [priced("idle", "0.526"), priced("busy", "0.805"), priced("flying", "0.4", phase="Pending")]
+    nodes = [node("n-idle", claim_name="idle", **extra), node("n-busy", claim_name="busy")]
+    return snapshot(
+        the_pool,
+        claims=claims,
+        nodes=nodes,
+        gpu_nodes=[gpu_node("n-idle"), gpu_node("n-busy")],
+        worker_pods=[worker("w", "n-busy")],
+    )
+
+
+def test_alert_and_terminate_ends_the_least_disruptive_claims_first() -> None:
+    plan = plan_launch(over_budget_snapshot("AlertAndTerminateVM"), [CHEAP], now=NOW, suffixes=SUFFIXES)
+    deleted = [a.claim for a in plan.actions if isinstance(a, DeleteClaim)]
+    # in flight (no node) first, then the idle node: 1.731 − 0.4 − 0.526 = 0.805 ≤ 1; busy stays
+    assert deleted == ["flying", "idle"]
+    assert all(a.reason == "BudgetExceeded" for a in plan.actions if isinstance(a, DeleteClaim))
+    events = [a for a in plan.actions if isinstance(a, RecordEvent)]
+    assert [e.reason for e in events] == ["BudgetExceeded"]
+    assert "terminating 2 node(s): flying, idle" in events[0].message
+    # the Pending claim that is being ended is not launched again in the same plan
+    assert not any(isinstance(a, LaunchInstance) and a.claim == "flying" for a in plan.actions)
+
+
+def test_alert_only_alerts_and_terminates_nothing() -> None:
+    plan = plan_launch(over_budget_snapshot("AlertOnly"), [CHEAP], now=NOW, suffixes=SUFFIXES)
+    assert not any(isinstance(a, DeleteClaim) for a in plan.actions)
+    events = [a for a in plan.actions if isinstance(a, RecordEvent)]
+    assert [e.reason for e in events] == ["BudgetExceeded"]
+    assert "AlertOnly: nothing is terminated" in events[0].message
+    assert any("$1.731/h running passes budgetPerDay $24" in r for r in plan.reasons)
+
+
+def test_a_do_not_disrupt_node_is_never_terminated_for_the_budget() -> None:
+    the_snapshot = over_budget_snapshot("AlertAndTerminateVM", labels={LABEL_DO_NOT_DISRUPT: "true"})
+    plan = plan_launch(the_snapshot, [CHEAP], now=NOW, suffixes=SUFFIXES)
+    # "idle" is protected, so the busy node goes after the in-flight claim
+    assert [a.claim for a in plan.actions if isinstance(a, DeleteClaim)] == ["flying", "busy"]
+
+
+def test_a_pool_within_its_budget_terminates_nothing() -> None:
+    strategy = {"budgetPerDay": "100", "budgetExceedStrategy": "AlertAndTerminateVM"}
+    the_pool = budgeted_pool(strategy, min_=None)
+    plan = plan_launch(snapshot(the_pool, claims=[priced("a", "1.0")]), [CHEAP], now=NOW, suffixes=SUFFIXES)
+    assert not any(isinstance(a, DeleteClaim | RecordEvent) for a in plan.actions)

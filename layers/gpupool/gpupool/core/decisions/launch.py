@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 
 from gpupool.core.decisions.karpenter_launch import LAUNCHED_MODES, launch_action, launch_claim, launch_class
-from gpupool.core.decisions.launch_budget import apply_budget, pool_warning
+from gpupool.core.decisions.launch_budget import apply_budget, plan_budget_overrun, pool_warning
 from gpupool.core.model.base import GroupKindName, ObjectMeta
 from gpupool.core.model.constants import (
     ANNOTATION_HOURLY_PRICING,
@@ -35,6 +35,7 @@ from gpupool.core.planning.gap import MAX_RESOURCE_CONSTRAINT_REACHED
 from gpupool.core.planning.plan import (
     Action,
     CreateClaim,
+    DeleteClaim,
     MarkOfferingUnavailable,
     OfferingRef,
     Plan,
@@ -108,11 +109,13 @@ def build_claim(snapshot: PoolSnapshot, offering: OfferingRef, *, name: str, nod
     )
 
 
-def _resume_pending(snapshot: PoolSnapshot, node_class: str) -> tuple[list[Action], list[str]]:
+def _resume_pending(
+    snapshot: PoolSnapshot, node_class: str, *, skip: set[str | None]
+) -> tuple[list[Action], list[str]]:
     actions: list[Action] = []
     reasons: list[str] = []
     for claim in snapshot.claims:
-        if not claim_counts(claim) or claim_phase(claim) != "Pending":
+        if not claim_counts(claim) or claim_phase(claim) != "Pending" or claim.name in skip:
             continue
         if claim.status and claim.status.instance_id:
             continue
@@ -143,7 +146,11 @@ def plan_launch(
             actions=(pool_warning(snapshot, EVENT_NODE_LAUNCH_FAILED, message),),
             reasons=(f"pool {pool.name}: {message}",),
         )
-    actions, reasons = _resume_pending(snapshot, class_name)
+    overrun = plan_budget_overrun(snapshot)  # already past the budget: alert (and terminate)
+    ending = {a.claim for a in overrun.actions if isinstance(a, DeleteClaim)}
+    actions, reasons = _resume_pending(snapshot, class_name, skip=ending)
+    actions.extend(overrun.actions)
+    reasons.extend(overrun.reasons)
     try:
         capacity = plan_capacity(snapshot, offerings, now=now, max_nodes=min(max_nodes, len(suffixes)))
     except RequirementError as error:

@@ -6,8 +6,10 @@ dollars) into hourly ceilings — the amount divided by the longest such period 
 launched for, plus what the plan adds) at or under the tightest one. A rate at or under
 `budgetPerDay / 24` can never spend more than `budgetPerDay` in any 24 hours, and so on for the
 month and quarter, without remembering past spend. What passes: the cheapest offerings of the
-plan first, as many as fit (both strategies; `AlertAndTerminateVM` does not terminate running
-instances here).
+plan first, as many as fit (both strategies). When the claims that keep billing already pass the
+ceiling (a budget lowered, a price recorded higher), `select_budget_terminations` picks, from the
+candidates in the order given, the claims whose termination brings the rate back under it
+(`AlertAndTerminateVM`; the decision in `decisions.launch_budget` orders and protects).
 
 Must not: perform I/O, read the clock, or choose offerings (the plan is given).
 """
@@ -29,9 +31,13 @@ __all__ = [
     "BudgetCheck",
     "BudgetError",
     "BudgetLimit",
+    "BudgetOverrun",
     "budget_limits",
     "check_budget",
+    "claim_hourly",
     "fleet_hourly",
+    "select_budget_terminations",
+    "tightest_limit",
 ]
 
 EVENT_BUDGET_EXCEEDED = "BudgetExceeded"
@@ -109,17 +115,26 @@ def budget_limits(budget: Budget) -> tuple[BudgetLimit, ...]:
     return tuple(limits)
 
 
+def tightest_limit(budget: Budget) -> BudgetLimit:
+    """The budget field with the lowest hourly ceiling (BudgetError when one is unreadable)."""
+    return min(budget_limits(budget), key=lambda lim: lim.hourly)
+
+
+def claim_hourly(claim: GPUNodeClaim) -> Decimal:
+    """A claim's recorded hourly price; 0 when unreadable (launch never writes one)."""
+    try:
+        return Decimal(claim.metadata.annotations.get(ANNOTATION_HOURLY_PRICING, "0"))
+    except InvalidOperation:
+        return Decimal(0)
+
+
 def fleet_hourly(claims: Sequence[GPUNodeClaim]) -> Decimal:
     """What the pool's claims cost per hour: every claim not Failed (a deleting or interrupted
     claim's instance may still bill), at its recorded hourly price."""
     total = Decimal(0)
     for claim in claims:
-        if claim_phase(claim) == "Failed":
-            continue
-        try:
-            total += Decimal(claim.metadata.annotations.get(ANNOTATION_HOURLY_PRICING, "0"))
-        except InvalidOperation:
-            continue  # an unreadable price was written by someone else; launch never writes one
+        if claim_phase(claim) != "Failed":
+            total += claim_hourly(claim)
     return total
 
 
@@ -130,7 +145,7 @@ def check_budget(
     running = fleet_hourly(claims)
     if budget is None:
         return BudgetCheck(allowed=tuple(planned), refused=(), running_hourly=running, limit=None)
-    limit = min(budget_limits(budget), key=lambda lim: lim.hourly)
+    limit = tightest_limit(budget)
     spent = running
     keep: set[int] = set()
     for index in sorted(range(len(planned)), key=lambda i: Decimal(planned[i].hourly_price)):
@@ -142,3 +157,50 @@ def check_budget(
     allowed = tuple(o for i, o in enumerate(planned) if i in keep)
     refused = tuple(o for i, o in enumerate(planned) if i not in keep)
     return BudgetCheck(allowed=allowed, refused=refused, running_hourly=running, limit=limit)
+
+
+@dataclass(frozen=True)
+class BudgetOverrun:
+    """Claims that keep billing cost more per hour than the budget allows: what to terminate."""
+
+    limit: BudgetLimit
+    running_hourly: Decimal
+    terminate: tuple[str, ...]
+    remaining_hourly: Decimal
+
+    @property
+    def resolved(self) -> bool:
+        """Whether terminating `terminate` brings the rate under the ceiling."""
+        return self.remaining_hourly <= self.limit.hourly
+
+    def message(self, *, terminating: bool) -> str:
+        head = f"budget: ${_money(self.running_hourly)}/h running passes {self.limit.describe()}"
+        if not terminating:
+            return f"{head}; budgetExceedStrategy AlertOnly: nothing is terminated"
+        if not self.terminate:
+            return f"{head}; no node can be terminated (do-not-disrupt)"
+        names = ", ".join(self.terminate)
+        tail = "" if self.resolved else f"; still ${_money(self.remaining_hourly)}/h (do-not-disrupt)"
+        return f"{head}; terminating {len(self.terminate)} node(s): {names}{tail}"
+
+
+def select_budget_terminations(
+    budget: Budget | None, billing: Sequence[GPUNodeClaim], candidates: Sequence[GPUNodeClaim]
+) -> BudgetOverrun | None:
+    """None while the claims that keep `billing` fit the budget; else the first `candidates`
+    (a subset of `billing`, in the order they may go) whose termination brings the rate under
+    the ceiling — all of them when even that is not enough. BudgetError: an unreadable field."""
+    if budget is None:
+        return None
+    limit = tightest_limit(budget)
+    running = sum((claim_hourly(c) for c in billing), Decimal(0))
+    if running <= limit.hourly:
+        return None
+    rate = running
+    chosen: list[str] = []
+    for claim in candidates:
+        if rate <= limit.hourly:
+            break
+        chosen.append(claim.name)
+        rate -= claim_hourly(claim)
+    return BudgetOverrun(limit=limit, running_hourly=running, terminate=tuple(chosen), remaining_hourly=rate)
