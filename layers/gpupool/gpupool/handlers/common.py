@@ -28,7 +28,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 from aws_lambda_powertools import Logger, Metrics
-from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.metrics import EphemeralMetrics, MetricUnit
 
 from gpupool.core.intake.causes import Cause, Ignored
 from gpupool.core.intake.routing import FUNCTIONS, FunctionName
@@ -56,7 +56,8 @@ HMAC_SECRET_VARIABLE = "GPUPOOL_RELAY_HMAC_SECRET"
 # Named "gpupool" on purpose: the service's stdlib logger "gpupool.service" is its child, so
 # the service's records go through this JSON handler with the same per-event keys.
 logger = Logger(service="gpupool")
-metrics = Metrics(namespace=os.environ.get("POWERTOOLS_METRICS_NAMESPACE", "gpupool"))
+NAMESPACE = os.environ.get("POWERTOOLS_METRICS_NAMESPACE", "gpupool")
+metrics = Metrics(namespace=NAMESPACE)
 
 Handler = Callable[[Any, Any], dict[str, Any]]
 # (event, function) → (the cause, whether it came over HTTP, the parsed HTTP request or None)
@@ -209,10 +210,18 @@ def _handle(
     metrics.add_metric(name="ActionErrors", unit=MetricUnit.Count, value=len(outcome.errors))
     seconds = time.perf_counter() - began
     metrics.add_metric(name="DecisionLatency", unit=MetricUnit.Milliseconds, value=round(seconds * 1000, 3))
-    from gpupool.service.outcome_metrics import outcome_metrics  # here: the service loads lazily too
+    from gpupool.service.outcome_metrics import outcome_metrics, pool_metrics  # the service loads lazily
 
     for name, value in outcome_metrics(outcome).items():
         metrics.add_metric(name=name, unit=MetricUnit.Count, value=value)
+    for pool, gauges in pool_metrics(outcome).items():
+        # One blob per pool: EMF dimensions are per blob, and `pool` must not leak into the rest.
+        per_pool = EphemeralMetrics(namespace=NAMESPACE)
+        per_pool.add_dimension(name="function", value=function)
+        per_pool.add_dimension(name="pool", value=pool)
+        for gauge in gauges:
+            per_pool.add_metric(name=gauge.name, unit=MetricUnit(gauge.unit), value=gauge.value)
+        per_pool.flush_metrics()
     if outcome.retryable:
         logger.warning("retryable errors; asking for a retry", extra={"errors": outcome.errors})
         metrics.add_metric(name="RetryableFailures", unit=MetricUnit.Count, value=1)

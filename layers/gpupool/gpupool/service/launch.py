@@ -20,6 +20,7 @@ from gpupool.core.intake.causes import Reconcile
 from gpupool.core.model.nodeclass import GPUNodeClass
 from gpupool.core.model.pool import GPUPool
 from gpupool.core.planning.plan import ApplyPool, LaunchInstance, LaunchNodeClaim, OfferingRef, Plan
+from gpupool.core.planning.pool_gauges import measure_pool
 from gpupool.service.autoselect import expand_autoselect
 from gpupool.service.connection import refresh_connection_status
 from gpupool.service.deps import Deps
@@ -108,6 +109,7 @@ def _launch_pool(
             return
         status = plan_pool_status(snapshot, now=deps.clock.now())
         _record(outcome, status, executor.apply(status))
+        outcome.gauges.append(measure_pool(snapshot))  # gap, cost, budget use: the handler emits them
     finally:
         lease.release()
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from gpupool.core.intake.causes import Ignored
 from gpupool.core.planning.plan import Plan
+from gpupool.core.planning.pool_gauges import PoolGauges
 
 __all__ = ["Outcome", "acknowledge"]
 
@@ -24,11 +25,14 @@ class Outcome:
     applied: list[dict[str, str]] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     retryable: bool = False
+    # Where each pool stands once the invocation is done (metrics only; not in `to_json`).
+    gauges: list[PoolGauges] = field(default_factory=list)
 
     def extend(self, other: Outcome) -> None:
         self.plan = self.plan + other.plan
         self.applied.extend(other.applied)
         self.errors.extend(other.errors)
+        self.gauges.extend(other.gauges)
         self.retryable = self.retryable or other.retryable
 
     def fail(self, message: str, *, retryable: bool) -> None:
