@@ -30,6 +30,7 @@ from starlette.routing import Route
 from gpupool.core.admission import Denial, ReviewError, allowed, denied, parse_review
 from gpupool.core.allocator.pod_request import RequestError
 from gpupool.core.extender import WireError, binding_result, parse_binding_args, parse_extender_args
+from gpupool.core.model.constants import ANNOTATION_GPU_POOL
 from gpupool_incluster.relay.access import TokenAccess
 from gpupool_incluster.relay.hub import BindFailed, SchedulerHub
 from gpupool_incluster.relay.metrics import CONTENT_TYPE, RelayMetrics
@@ -112,7 +113,13 @@ def create_app(
                     "Error": str(exc),
                 }
             )
-        return JSONResponse(hub.filter(args))
+        result = hub.filter(args)
+        passed = result.get("NodeNames") or ((result.get("Nodes") or {}).get("items") or [])
+        if metrics is not None and args.node_names and not passed and not result.get("Error"):
+            annotations = (args.pod.get("metadata") or {}).get("annotations") or {}
+            pool = annotations.get(ANNOTATION_GPU_POOL) or hub.default_pool
+            metrics.allocation_failures.labels(str(pool)).inc()  # WorkerAllocationFailed (docs/alerts.md)
+        return JSONResponse(result)
 
     async def scheduler_prioritize(request: Request) -> Response:
         try:

@@ -2,7 +2,9 @@
 
 Role: counters for events seen / delivered / failed / dropped (by type and function, dropped also
 by reason), the delivery latency histogram (from the Kubernetes change to the function's 2xx),
-queue depth, watch restarts, and request latency of the extender / webhook / API routes.
+queue depth, watch restarts, request latency of the extender / webhook / API routes, and pods
+the extender's filter found no node for (by pool: TensorFusion's WorkerAllocationFailed reads the
+same count). `watch_allocation(hub)` adds the per-node allocation gauges (`allocation_metrics`).
 `render()` is the `/metrics` body. A private registry per `RelayMetrics` keeps several relays in
 one process (tests) apart.
 
@@ -19,6 +21,8 @@ from prometheus_client import (
     Histogram,
     generate_latest,
 )
+
+from gpupool_incluster.relay.allocation_metrics import AllocationCollector, AllocationSource
 
 __all__ = ["CONTENT_TYPE", "RelayMetrics"]
 
@@ -87,6 +91,16 @@ class RelayMetrics:
         self.leader = Gauge(
             "gpupool_relay_leader", "1 while this replica forwards events", registry=self.registry
         )
+        self.allocation_failures = Counter(
+            "gpupool_relay_allocation_failures",
+            "Filter calls that left a GPU pod no node (kube-scheduler retries count again)",
+            ("pool",),
+            registry=self.registry,
+        )
+
+    def watch_allocation(self, hub: AllocationSource) -> None:
+        """Serve the hub's per-node allocation gauges on this registry (once per relay)."""
+        AllocationCollector(hub).register(self.registry)
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

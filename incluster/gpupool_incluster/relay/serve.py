@@ -165,6 +165,7 @@ def serve(options: RelayOptions) -> None:
     writer = KubeWriter(api)
     hub = SchedulerHub(writer, options.settings, tainter=writer)
     metrics = RelayMetrics()
+    metrics.watch_allocation(hub)  # the allocation gauges the chart's PrometheusRule reads
     stop = threading.Event()
     start_watches(api, hub, stop, metrics)
     elector: LeaderElector | None = None
