@@ -4,7 +4,8 @@ Role: `expand_autoselect(pool, deps, executor, outcome)` (called by the launch r
 AutoSelect pool, under the pool's Lease). It reads the state itself — never the event that
 triggered it: the TensorFusion pods of the pool (annotation `tensor-fusion.ai/gpupool`) that
 the scheduler marked Unschedulable, every Node, every NodeClaim and NodePool — and applies
-`plan_autoselect`. Without a Karpenter port it notes why and does nothing.
+`plan_autoselect`, which prices expansions from the catalog (`deps.offerings`) against the pool's
+budget. Without a Karpenter port it notes why and does nothing.
 
 Must not: decide itself, or create anything but through the executor.
 """
@@ -53,5 +54,10 @@ def expand_autoselect(pool: GPUPool, deps: Deps, executor: Executor, outcome: Ou
         deps.karpenter.list_nodepools(),
         suffixes=[deps.new_suffix() for _ in range(min(len(pods), DEFAULT_MAX_IN_FLIGHT))],
         max_in_flight=DEFAULT_MAX_IN_FLIGHT,
+        gpu_pool=pool.name,
+        budget=provisioner.budget
+        if (provisioner := pool.spec.node_manager_config.node_provisioner)
+        else None,
+        offerings=deps.offerings,
     )
     record_results(outcome, plan, executor.apply(plan))

@@ -12,7 +12,10 @@ owned by Karpenter NodeClaims (templates), every expansion NodeClaim (label
 - per expansion NodeClaim Karpenter failed to launch (`Launched=False`): delete it, record
   `NodeExpansionFailed`, and create the next untried candidate for the same pod (the tried
   ones travel in an annotation), or give up when none is left;
-- per expansion NodeClaim whose node registered, while its pod still waits: `NodeExpansionCompleted`.
+- per expansion NodeClaim whose node registered, while its pod still waits: `NodeExpansionCompleted`;
+- with a `nodeProvisioner.budget`: a pod's first candidate that keeps the pool's expansions at or
+  under the ceiling (`decisions.autoselect_budget`), its price recorded on the NodeClaim; none →
+  no expansion, and one `BudgetExceeded` Warning on the GPUPool for the pods refused.
 
 Must not: perform I/O, read the clock, make up names (suffixes are passed in), or trust the
 event that triggered it (only the objects passed in).
@@ -22,8 +25,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from gpupool.core.decisions.autoselect_budget import (
+    ANNOTATION_EXPANSION_POOL,
+    affordable_candidate,
+    expansion_spending,
+    pool_warning,
+)
+from gpupool.core.decisions.autoselect_fit import non_gpu_blocker, required_in
 from gpupool.core.model.base import ObjectMeta
 from gpupool.core.model.constants import (
+    ANNOTATION_HOURLY_PRICING,
     ANNOTATION_KARPENTER_DO_NOT_DISRUPT,
     EVENT_NODE_EXPANSION_CHECK,
     EVENT_NODE_EXPANSION_COMPLETED,
@@ -35,8 +46,16 @@ from gpupool.core.model.constants import (
 )
 from gpupool.core.model.foreign import Node, Pod
 from gpupool.core.model.karpenter import KarpenterNodeClaim, KarpenterNodePool, KarpenterRequirement
-from gpupool.core.planning.plan import Action, CreateNodeClaim, DeleteNodeClaim, Plan, RecordEvent
-from gpupool.core.quantity import Quantity
+from gpupool.core.model.pool import Budget
+from gpupool.core.planning.budget import EVENT_BUDGET_EXCEEDED, BudgetError
+from gpupool.core.planning.plan import (
+    Action,
+    CreateNodeClaim,
+    DeleteNodeClaim,
+    OfferingRef,
+    Plan,
+    RecordEvent,
+)
 
 __all__ = [
     "ANNOTATION_EXPANSION_FOR",
@@ -52,7 +71,6 @@ LABEL_NODEPOOL = "karpenter.sh/nodepool"  # Karpenter's label on its NodeClaims 
 ANNOTATION_EXPANSION_FOR = "gpupool.io/expansion-for"  # <namespace>/<pod>: whom it was made for
 ANNOTATION_EXPANSION_TRIED = "gpupool.io/expansion-tried"  # type/zone candidates that failed, comma-joined
 _NARROWED = (KEY_INSTANCE_TYPE, KEY_ZONE)
-_HARD_EFFECTS = ("NoSchedule", "NoExecute")
 
 
 def _pod_key(pod: Pod) -> str:
@@ -61,53 +79,6 @@ def _pod_key(pod: Pod) -> str:
 
 def _condition(nodeclaim: KarpenterNodeClaim, kind: str) -> str | None:
     return next((c.status for c in nodeclaim.status.conditions if c.type == kind), None)
-
-
-def _required_in(pod: Pod, key: str) -> set[str] | None:
-    """The values the pod allows for `key` (nodeSelector, or required affinity `In`); None: any."""
-    if key in pod.spec.node_selector:
-        return {pod.spec.node_selector[key]}
-    affinity = (pod.spec.affinity or {}).get("nodeAffinity") or {}
-    required = affinity.get("requiredDuringSchedulingIgnoredDuringExecution") or {}
-    allowed: set[str] | None = None
-    for term in required.get("nodeSelectorTerms") or []:
-        for expr in term.get("matchExpressions") or []:
-            if expr.get("key") == key and expr.get("operator") == "In":
-                allowed = (allowed or set()) | set(expr.get("values") or [])
-    return allowed
-
-
-def _requests(pod: Pod, resource: str) -> Quantity:
-    total = Quantity(0)
-    for container in pod.spec.containers:
-        total = total + container.resources.requests.get(resource, Quantity(0))
-    return total
-
-
-def _tolerated(pod: Pod, key: str, value: str | None, effect: str) -> bool:
-    for toleration in pod.spec.tolerations:
-        if toleration.effect not in (None, "", effect):
-            continue
-        if toleration.operator == "Exists" and toleration.key in (None, "", key):
-            return True
-        if toleration.key == key and (toleration.value or None) == (value or None):
-            return True
-    return False
-
-
-def non_gpu_blocker(pod: Pod, template: Node, nodeclaim: KarpenterNodeClaim) -> str | None:
-    """Why `pod` would not fit a new node like `template` even with GPU checks off (None: it fits)."""
-    for key, wanted in pod.spec.node_selector.items():
-        if key not in _NARROWED and template.metadata.labels.get(key) != wanted:
-            return f"nodeSelector {key}={wanted} does not match the template node {template.name}"
-    for taint in nodeclaim.spec.taints:
-        if taint.effect in _HARD_EFFECTS and not _tolerated(pod, taint.key, taint.value, taint.effect):
-            return f"it does not tolerate the taint {taint.key}={taint.value or ''}:{taint.effect}"
-    for resource in ("cpu", "memory"):
-        need, has = _requests(pod, resource), template.status.allocatable.get(resource)
-        if has is not None and need > has:
-            return f"it requests {resource} {need}, more than the {has} a {template.name}-like node has"
-    return None
 
 
 def _candidates(
@@ -120,7 +91,7 @@ def _candidates(
         if requirement.key in _NARROWED and requirement.operator == "In":
             allowed[requirement.key] += [v for v in requirement.values if v not in allowed[requirement.key]]
     for key in _NARROWED:
-        wanted = _required_in(pod, key)
+        wanted = required_in(pod, key)
         if wanted is not None:
             allowed[key] = [v for v in allowed[key] if v in wanted]
     return [(t, z) for t in allowed[KEY_INSTANCE_TYPE] for z in allowed[KEY_ZONE]]
@@ -133,6 +104,7 @@ def _expansion(
     candidate: tuple[str, str],
     tried: list[str],
     name: str,
+    billing: dict[str, str],
 ) -> KarpenterNodeClaim:
     requirements = [r for r in template.spec.requirements if r.key not in _NARROWED]
     narrowed = [
@@ -140,7 +112,11 @@ def _expansion(
         KarpenterRequirement(key=KEY_ZONE, operator="In", values=[candidate[1]]),
     ]
     labels = {k: v for k, v in template.metadata.labels.items() if k.startswith("karpenter.sh/nodepool")}
-    annotations = {ANNOTATION_EXPANSION_FOR: _pod_key(pod), ANNOTATION_KARPENTER_DO_NOT_DISRUPT: "true"}
+    annotations = {
+        ANNOTATION_EXPANSION_FOR: _pod_key(pod),
+        ANNOTATION_KARPENTER_DO_NOT_DISRUPT: "true",
+        **billing,
+    }
     if tried:
         annotations[ANNOTATION_EXPANSION_TRIED] = ",".join(tried)
     spec = template.spec.model_copy(update={"requirements": [*narrowed, *requirements]})
@@ -225,14 +201,24 @@ def plan_autoselect(
     *,
     suffixes: Sequence[str],
     max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
+    gpu_pool: str = "",
+    budget: Budget | None = None,
+    offerings: Sequence[OfferingRef] = (),
 ) -> Plan:
-    """Expansion NodeClaims for pods short of GPU capacity only (see module docstring)."""
+    """Expansion NodeClaims for pods short of GPU capacity only (see module docstring), each
+    admitted by `gpu_pool`'s `budget` at its catalog price (`decisions.autoselect_budget`)."""
     actions: list[Action] = []
     reasons: list[str] = []
     in_flight, covered, tried = _review_expansions(nodeclaims, {_pod_key(p) for p in pods}, actions, reasons)
+    try:
+        spending = expansion_spending(budget, gpu_pool, nodeclaims, offerings)
+    except BudgetError as error:
+        message = f"nodeProvisioner.budget cannot be read: {error}; nothing new is launched"
+        actions.append(pool_warning(gpu_pool, "NodeLaunchFailed", message))
+        return Plan(actions=tuple(actions), reasons=(*reasons, f"pool {gpu_pool}: {message}"))
     templates = _templates(nodes, nodeclaims)
     by_name = {p.name: p for p in nodepools}
-    budget = max_in_flight - in_flight
+    room = max_in_flight - in_flight
     names = iter(suffixes)
     waiting = 0
     for pod in sorted(
@@ -266,15 +252,27 @@ def plan_autoselect(
             reasons.append(f"pod {key}: {message}")
             continue
         suffix = next(names, None)
-        if budget <= 0 or suffix is None:
+        if room <= 0 or suffix is None:
             waiting += 1
             continue
-        budget -= 1
-        manifest = _expansion(template, node, pod, candidates[0], done, f"{pool_name}-{suffix}")
+        chosen = affordable_candidate(candidates, template.spec.requirements, offerings, spending)
+        if chosen is None:
+            reasons.append(f"pod {key}: the budget admits none of {len(candidates)} candidate(s)")
+            continue
+        room -= 1
+        candidate, price = chosen
+        billing = {ANNOTATION_EXPANSION_POOL: gpu_pool} if gpu_pool else {}
+        if price is not None:
+            billing[ANNOTATION_HOURLY_PRICING] = str(price)
+        manifest = _expansion(template, node, pod, candidate, done, f"{pool_name}-{suffix}", billing)
         actions.append(CreateNodeClaim(manifest=manifest, node=node.name))
         reasons.append(
-            f"pod {key}: NodeClaim {manifest.name} in NodePool {pool_name} ({'/'.join(candidates[0])})"
+            f"pod {key}: NodeClaim {manifest.name} in NodePool {pool_name} ({'/'.join(candidate)})"
         )
+    if spending is not None and spending.refused:
+        message = spending.message(spending.refused)
+        actions.append(pool_warning(gpu_pool, EVENT_BUDGET_EXCEEDED, message))
+        reasons.append(f"pool {gpu_pool}: {message}")
     if waiting:
         reasons.append(f"{waiting} pod(s) wait: maxInFlightNodes ({max_in_flight}) NodeClaims are in flight")
     return Plan(actions=tuple(actions), reasons=tuple(reasons))
