@@ -4,7 +4,8 @@ Role: `Ledger` is told by the engine and the drivers what happened — an instan
 ended (with its hourly price and GPUs), a pod placed for the first time (its time to capacity),
 GPU-seconds used, counters (launches, terminations, compactions, interruptions handled, launch
 failures), budget refusals with their reasons — and samples demand, capacity and cost each
-minute for the plot. `report()` turns it into a `PolicyReport` (`to_json` is the `--json` row).
+minute for the plot, and keeps the peak hourly run rate (what the live instances bill per hour,
+highest at any launch). `report()` turns it into a `PolicyReport` (`to_json` is the `--json` row).
 
 Cost: each instance bills its offering's hourly price from launch until it ends (or the
 window closes), per second. GPU-hours bought: its GPUs over the same time. Used: the GPUs pods
@@ -74,6 +75,7 @@ class PolicyReport:
     budget_refusals: int
     budget_reasons: list[str]
     samples: list[Sample]
+    peak_hourly_rate: Decimal = Decimal(0)
 
     @property
     def idle_gpu_hours(self) -> float:
@@ -98,6 +100,7 @@ class PolicyReport:
             "interruptionsHandled": self.counters.get("interruptions_handled", 0),
             "violations": sum(self.violations.values()),
             "violationsByKind": dict(self.violations),
+            "peakHourlyRate": float(self.peak_hourly_rate),
             "budgetRefusals": self.budget_refusals,
             "budgetReasons": self.budget_reasons,
         }
@@ -118,10 +121,16 @@ class Ledger:
     budget_refusals: int = 0
     budget_reasons: list[str] = field(default_factory=list)
     samples: list[Sample] = field(default_factory=list)
+    peak_hourly_rate: Decimal = Decimal(0)
 
     def launched(self, record: InstanceRecord) -> None:
         self.instances[record.instance_id] = record
         self.counters["launches"] += 1
+        self.peak_hourly_rate = max(self.peak_hourly_rate, self.hourly_rate())
+
+    def hourly_rate(self) -> Decimal:
+        """What the live instances bill per hour now."""
+        return sum((r.hourly_price for r in self.instances.values() if r.ended is None), Decimal(0))
 
     def ended(self, instance_id: str, at: float) -> None:
         record = self.instances.get(instance_id)
@@ -166,4 +175,5 @@ class Ledger:
             budget_refusals=self.budget_refusals,
             budget_reasons=list(self.budget_reasons),
             samples=list(self.samples),
+            peak_hourly_rate=self.peak_hourly_rate,
         )
