@@ -55,3 +55,17 @@ def test_a_world_without_capacity_serves_nothing_and_says_so() -> None:
         assert report.counters["launch_failures"] > 0
         assert report.cost == 0 and report.unserved == report.pods
         assert report.violations["belowMin"] > 0  # past the warm-up with nothing running
+
+
+def test_an_on_demand_only_pool_gets_no_spot_from_gpupool_and_every_invocation_is_counted() -> None:
+    world = World(WorldConfig(seed=5, spot_interruption_share=1.0))
+    driver = GpupoolDriver(PoolSpec(capacity_types=("OnDemand",)), world)
+    report = run_policy(
+        driver, load_demand(TRACE, window_seconds=0), window_seconds=RUN.window_seconds, limits=RUN.limits
+    )
+    assert report.counters["launches"] > 0
+    assert all(r.offering.endswith("/OnDemand") for r in driver.ledger.instances.values())
+    assert report.counters.get("interruptions_handled", 0) == 0
+    invocations = report.to_json()["invocations"]
+    assert invocations["compact"] == int(RUN.window_seconds // 60) + 1  # one schedule tick a minute
+    assert invocations["launch"] >= invocations["compact"] and invocations["bind"] > invocations["compact"]

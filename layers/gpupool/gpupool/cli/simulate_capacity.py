@@ -71,10 +71,14 @@ def plot_reports(reports: Sequence[PolicyReport], path: Path, pyplot: Any, *, ti
         linewidth=1,
         label="demand (GPUs asked)",
     )
-    for r in reports:
+    for r, style in zip(reports, ("-", "--", ":"), strict=False):
         hours = [s.hours for s in r.samples]
-        top.plot(hours, [s.capacity_gpus for s in r.samples], linewidth=1, label=f"{r.policy}: GPUs bought")
-        bottom.plot(hours, [s.cost for s in r.samples], linewidth=1.2, label=f"{r.policy}: ${r.cost:,.0f}")
+        top.plot(
+            hours, [s.capacity_gpus for s in r.samples], style, linewidth=1, label=f"{r.policy}: GPUs bought"
+        )
+        bottom.plot(
+            hours, [s.cost for s in r.samples], style, linewidth=1.2, label=f"{r.policy}: ${r.cost:,.0f}"
+        )
     top.set_ylabel("GPUs")
     top.legend(loc="upper left", fontsize=8)
     top.set_title(title, fontsize=10)
@@ -106,7 +110,8 @@ def _build_run(args: argparse.Namespace) -> CapacityRun:
             capacity_failure_share=args.capacity_failure_share,
         )
         budget = None if args.budget_per_day is None else Decimal(str(args.budget_per_day))
-        pool = PoolSpec(cloud=args.cloud, budget_per_day=budget)
+        capacity_types = ("OnDemand",) if args.on_demand_only else ("OnDemand", "Spot")
+        pool = PoolSpec(cloud=args.cloud, budget_per_day=budget, capacity_types=capacity_types)
         policies = tuple(dict.fromkeys(args.policy or ("gpupool", "tensorfusion")))
         return CapacityRun(days=args.days, policies=policies, world=world, pool=pool)
     except ValueError as error:
@@ -130,6 +135,7 @@ def simulate_capacity(args: argparse.Namespace) -> int:
             f"{len(demands)} pods over {run.days:g} simulated day(s), {run.pool.cloud} "
             f"{run.pool.region}, seed {run.world.seed}"
             + (f", budgetPerDay ${run.pool.budget_per_day}" if run.pool.budget_per_day is not None else "")
+            + (", OnDemand only" if args.on_demand_only else "")
         )
         print(reports_table(reports))
     if pyplot is not None and args.plot is not None:

@@ -151,6 +151,11 @@ def _register_capacity(sub: argparse._SubParsersAction) -> None:  # type: ignore
         metavar="SHARE",
         help="chance an offering is out of capacity for a given hour (0-1, default 0.05)",
     )
+    capacity.add_argument(
+        "--on-demand-only",
+        action="store_true",
+        help="the pool allows OnDemand offerings only (default: OnDemand and Spot)",
+    )
     capacity.add_argument("--json", action="store_true", help='print {"policies": [...]} instead of a table')
     capacity.add_argument(
         "--plot", type=Path, metavar="OUT.png", help="PNG of demand, capacity and cost over time (matplotlib)"

@@ -117,12 +117,15 @@ class GpupoolDriver:
         return f"sim-{next(self._events)}-{what}"
 
     def _bind(self, cause: object) -> Outcome:
+        self.ledger.counters["invocations:bind"] += 1
         return handle_bind(cause, self.deps)
 
     def _launch(self, trigger: str) -> None:
+        self.ledger.counters["invocations:launch"] += 1
         handle_launch(Reconcile(trigger=trigger, event_id=self._id("launch")), self.deps)
 
     def _compact(self) -> None:
+        self.ledger.counters["invocations:compact"] += 1
         outcome = handle_compact(Compact(event_id=self._id("compact")), self.deps)
         self.ledger.counters["compactions"] += sum(
             1

@@ -98,6 +98,11 @@ class PolicyReport:
             "terminations": self.counters.get("terminations", 0),
             "compactions": self.counters.get("compactions", 0),
             "interruptionsHandled": self.counters.get("interruptions_handled", 0),
+            "invocations": {
+                k.split(":", 1)[1]: v
+                for k, v in sorted(self.counters.items())
+                if k.startswith("invocations:")
+            },
             "violations": sum(self.violations.values()),
             "violationsByKind": dict(self.violations),
             "peakHourlyRate": float(self.peak_hourly_rate),
