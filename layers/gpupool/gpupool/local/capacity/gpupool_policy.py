@@ -4,10 +4,10 @@ Role: `GpupoolDriver` wires `Deps` to `MemoryCompute` / `MemoryCluster` / `Memor
 simulated pool, and plays, each engine step, every outside party the functions meet:
 - the cloud: the n-th instance the launch service starts gets the world's n-th fate (boots,
   is interrupted); offerings the world has out of capacity this hour fail their launches;
-- EventBridge: an instance state change (`running`, `terminated`) and a spot interruption
-  warning become the causes the AWS intake makes of them (`InstanceStateChanged`,
-  `InstanceInterruption`), delivered to bind — the envelopes themselves are not built (intake
-  has its own tests, and parsing them would only slow days down);
+- EventBridge (AWS's, or Alibaba's): an instance state change (`running`, `terminated`) and
+  a Spot (preemptible) interruption notice become the causes the intake makes of them
+  (`InstanceStateChanged`, `InstanceInterruption`), delivered to bind — the envelopes
+  themselves are not built (intake has its own tests; parsing them would only slow days down);
 - the kubelet and node agent (`cluster_agents`): a node joins with its GPUNode reporting the
   instance's GPUs; the relay's `node.joined` / `claim.deleted` reach bind;
 - the schedule: launch (`Reconcile`), bind (`Sweep`) and compact (`Compact`) every minute;
@@ -28,6 +28,7 @@ from gpupool.core.intake.causes import (
     Compact,
     InstanceInterruption,
     InstanceStateChanged,
+    InterruptionReason,
     NodeChanged,
     Reconcile,
     Sweep,
@@ -106,6 +107,10 @@ class GpupoolDriver:
             holder="gpupool-simulation",
         )
         self.agents = ClusterAgents(self.cluster)
+        # What each cloud's intake makes of its notice: EC2's Spot warning, ECS's preemptible one.
+        self._notice: InterruptionReason = (
+            "spot-interruption" if spec.cloud == "aws" else "preemptible-interruption"
+        )
         self.ledger = Ledger("gpupool")
         self.tracked: dict[str, _Tracked] = {}
         self._hour = -1
@@ -197,7 +202,7 @@ class GpupoolDriver:
                 tracked.warned = True
                 outcome = self._bind(
                     InstanceInterruption(
-                        instance_id=instance_id, reason="spot-interruption", event_id=self._id("spot")
+                        instance_id=instance_id, reason=self._notice, event_id=self._id("spot")
                     )
                 )
                 if not outcome.errors:
