@@ -14,7 +14,7 @@ import argparse
 from pathlib import Path
 
 NAME = "simulate"
-HELP = "replay workloads offline to compare placement modes (no cluster needed)"
+HELP = "replay workloads offline: placement modes, or days of elastic capacity (no cluster needed)"
 
 PLACEMENT_HELP = "replay an openb-format trace (nodes, pods) through every placement mode and compare"
 PLACEMENTS = (
