@@ -1,0 +1,144 @@
+"""`gpupool simulate capacity`: check the arguments, run the simulation, print the table / JSON, plot.
+
+Role: the I/O around `gpupool.local.capacity` — every argument checked before any work (bad
+input: one clear line, exit 2, nothing written), the demand read (a trace file, or openb's pod
+list beside the repository), a progress bar on stderr when it is a terminal, a table (or
+`--json`: `{"policies": [...]}`) on stdout, and `--plot` (demand, capacity and cost over time
+per policy, matplotlib).
+
+Must not: simulate or decide anything (gpupool.local.capacity does).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+from gpupool.cli.errors import UserError
+from gpupool.cli.simulate_placement import load_pyplot
+from gpupool.local.capacity.ledger import PolicyReport
+from gpupool.local.capacity.pool_spec import PoolSpec
+from gpupool.local.capacity.run import CapacityRun, load_demand, simulate
+from gpupool.local.capacity.world import WorldConfig
+from gpupool.local.demand_trace import TraceError
+
+__all__ = ["plot_reports", "reports_table", "simulate_capacity"]
+
+
+def _seconds(value: float | None) -> str:
+    return "-" if value is None else f"{value:,.0f}"
+
+
+def reports_table(reports: Sequence[PolicyReport]) -> str:
+    """One row per policy: the figures the issue asks for, then what refused or violated."""
+    header = (
+        f"{'policy':<13}{'cost $':>10}{'GPU-h bought':>13}{'used':>9}{'idle':>9}"
+        f"{'TTC p50 s':>10}{'p95 s':>8}{'max s':>8}{'pods':>7}{'unserved':>9}"
+        f"{'launch':>8}{'fail':>6}{'term':>6}{'compact':>8}{'intr':>6}{'violations':>11}"
+    )
+    lines = [header, "-" * len(header)]
+    for r in reports:
+        c = r.counters
+        lines.append(
+            f"{r.policy:<13}{r.cost:>10,.2f}{r.gpu_hours_bought:>13,.1f}{r.gpu_hours_used:>9,.1f}"
+            f"{r.idle_gpu_hours:>9,.1f}{_seconds(r.ttc_p50):>10}{_seconds(r.ttc_p95):>8}"
+            f"{_seconds(r.ttc_max):>8}{r.pods:>7}{r.unserved:>9}{c.get('launches', 0):>8}"
+            f"{c.get('launch_failures', 0):>6}{c.get('terminations', 0):>6}{c.get('compactions', 0):>8}"
+            f"{c.get('interruptions_handled', 0):>6}{sum(r.violations.values()):>11}"
+        )
+    for r in reports:
+        bad = {k: v for k, v in r.violations.items() if v}
+        if bad:
+            lines.append(f"{r.policy}: violations {', '.join(f'{k} {v}' for k, v in bad.items())}")
+        if r.budget_refusals:
+            lines.append(f"{r.policy}: {r.budget_refusals} launch(es) cut by the budget, e.g.:")
+            lines.extend(f"  {reason}" for reason in r.budget_reasons[:3])
+    return "\n".join(lines)
+
+
+def plot_reports(reports: Sequence[PolicyReport], path: Path, pyplot: Any, *, title: str) -> None:
+    figure, (top, bottom) = pyplot.subplots(2, 1, figsize=(9, 6.5), sharex=True)
+    demand = reports[0].samples
+    top.plot(
+        [s.hours for s in demand],
+        [s.demand_gpus for s in demand],
+        color="black",
+        linewidth=1,
+        label="demand (GPUs asked)",
+    )
+    for r, style in zip(reports, ("-", "--", ":"), strict=False):
+        hours = [s.hours for s in r.samples]
+        top.plot(
+            hours, [s.capacity_gpus for s in r.samples], style, linewidth=1, label=f"{r.policy}: GPUs bought"
+        )
+        bottom.plot(
+            hours, [s.cost for s in r.samples], style, linewidth=1.2, label=f"{r.policy}: ${r.cost:,.0f}"
+        )
+    top.set_ylabel("GPUs")
+    top.legend(loc="upper left", fontsize=8)
+    top.set_title(title, fontsize=10)
+    bottom.set_ylabel("cost so far (USD)")
+    bottom.set_xlabel("simulated hours")
+    bottom.legend(loc="upper left", fontsize=8)
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    pyplot.close(figure)
+
+
+def _progress_bar() -> Callable[[str, float], None] | None:
+    if not sys.stderr.isatty():
+        return None
+
+    def show(policy: str, done: float) -> None:
+        filled = int(done * 30)
+        end = "\n" if done >= 1 else ""
+        print(f"\r{policy:<13} [{'#' * filled}{'.' * (30 - filled)}] {done:4.0%}", end=end, file=sys.stderr)
+
+    return show
+
+
+def _build_run(args: argparse.Namespace) -> CapacityRun:
+    try:
+        world = WorldConfig(
+            seed=args.seed,
+            spot_interruption_share=args.spot_interruption_share,
+            capacity_failure_share=args.capacity_failure_share,
+        )
+        budget = None if args.budget_per_day is None else Decimal(str(args.budget_per_day))
+        capacity_types = ("OnDemand",) if args.on_demand_only else ("OnDemand", "Spot")
+        pool = PoolSpec(cloud=args.cloud, budget_per_day=budget, capacity_types=capacity_types)
+        policies = tuple(dict.fromkeys(args.policy or ("gpupool", "tensorfusion")))
+        return CapacityRun(days=args.days, policies=policies, world=world, pool=pool)
+    except ValueError as error:
+        raise UserError(str(error)) from None
+
+
+def simulate_capacity(args: argparse.Namespace) -> int:
+    if args.plot is not None and not args.plot.parent.is_dir():
+        raise UserError(f"--plot {args.plot}: folder {args.plot.parent} does not exist")
+    run = _build_run(args)
+    pyplot = load_pyplot() if args.plot is not None else None
+    try:
+        demands = load_demand(args.trace, window_seconds=run.window_seconds)
+    except TraceError as error:
+        raise UserError(str(error)) from None
+    reports = simulate(run, demands, progress=_progress_bar())
+    if args.json:
+        print(json.dumps({"policies": [r.to_json() for r in reports]}, indent=2))
+    else:
+        print(
+            f"{len(demands)} pods over {run.days:g} simulated day(s), {run.pool.cloud} "
+            f"{run.pool.region}, seed {run.world.seed}"
+            + (f", budgetPerDay ${run.pool.budget_per_day}" if run.pool.budget_per_day is not None else "")
+            + (", OnDemand only" if args.on_demand_only else "")
+        )
+        print(reports_table(reports))
+    if pyplot is not None and args.plot is not None:
+        title = f"{run.days:g} day(s), {run.pool.cloud}, seed {run.world.seed}"
+        plot_reports(reports, args.plot, pyplot, title=title)
+    return 0

@@ -1,0 +1,146 @@
+"""`gpupool simulate capacity` end to end on a two-hour fixture trace: both policies, JSON, table,
+plot, the budget held, bad input refused with one clear line and nothing written."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gpupool.cli.main import main
+
+TRACE = Path(__file__).resolve().parents[1] / "fixtures" / "traces" / "capacity_two_hours.csv"
+WINDOW = ["--trace", str(TRACE), "--days", "0.1"]
+
+
+def _json(capsys: pytest.CaptureFixture[str], *args: str) -> dict[str, Any]:
+    assert main(["simulate", "capacity", *WINDOW, "--json", *args]) == 0
+    out: dict[str, Any] = json.loads(capsys.readouterr().out)
+    return out
+
+
+@pytest.fixture(scope="module")
+def both() -> dict[str, Any]:
+    """One run of both policies (shared by the tests that only read it)."""
+    import contextlib
+    import io
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(["simulate", "capacity", *WINDOW, "--json", "--seed", "3"]) == 0
+    policies: dict[str, Any] = {p["policy"]: p for p in json.loads(out.getvalue())["policies"]}
+    return policies
+
+
+def test_both_policies_report_every_figure(both: dict[str, Any]) -> None:
+    assert set(both) == {"gpupool", "tensorfusion"}
+    for row in both.values():
+        assert row["pods"] == 40
+        assert 0 <= row["unserved"] < row["pods"]
+        assert row["cost"] > 0 and row["launches"] > 0
+        assert 0 < row["gpuHoursUsed"] <= row["gpuHoursBought"]
+        assert row["idleGpuHours"] == pytest.approx(row["gpuHoursBought"] - row["gpuHoursUsed"], abs=0.02)
+        assert (
+            row["p50TimeToCapacitySeconds"]
+            <= row["p95TimeToCapacitySeconds"]
+            <= row["maxTimeToCapacitySeconds"]
+        )
+        assert set(row["violationsByKind"]) == {"pastMax", "belowMin", "orphanInstances", "duplicateClaims"}
+    assert both["gpupool"]["violations"] == 0
+    assert both["tensorfusion"]["interruptionsHandled"] == 0  # it launches no Spot: nothing to handle
+
+
+def test_the_same_seed_gives_the_same_figures(
+    capsys: pytest.CaptureFixture[str], both: dict[str, Any]
+) -> None:
+    again = {p["policy"]: p for p in _json(capsys, "--seed", "3")["policies"]}
+    assert again == both
+
+
+def test_a_budget_below_the_demand_is_never_passed_and_the_reason_shows(
+    capsys: pytest.CaptureFixture[str], both: dict[str, Any]
+) -> None:
+    budget_per_day = 12.0  # $0.50/h: less than the demand needs
+    assert both["gpupool"]["peakHourlyRate"] > budget_per_day / 24  # unbudgeted, it spends more
+    rows = {
+        p["policy"]: p
+        for p in _json(capsys, "--budget-per-day", str(budget_per_day), "--seed", "3")["policies"]
+    }
+    gpupool, tensorfusion = rows["gpupool"], rows["tensorfusion"]
+    assert 0 < gpupool["peakHourlyRate"] <= budget_per_day / 24
+    assert gpupool["cost"] <= budget_per_day * 0.1
+    assert gpupool["budgetRefusals"] > 0
+    assert any("would pass budgetPerDay $12" in reason for reason in gpupool["budgetReasons"])
+    # TensorFusion only reads the budget: it refuses nothing and passes it.
+    assert tensorfusion["budgetRefusals"] == 0 and tensorfusion["peakHourlyRate"] > budget_per_day / 24
+
+
+def test_table_and_plot(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    plot = tmp_path / "capacity.png"
+    code = main(
+        [
+            "simulate",
+            "capacity",
+            *WINDOW,
+            "--policy",
+            "gpupool",
+            "--plot",
+            str(plot),
+            "--budget-per-day",
+            "12",
+        ]
+    )
+    assert code == 0
+    out = capsys.readouterr().out
+    assert "40 pods over 0.1 simulated day(s), aws us-east-1, seed 0, budgetPerDay $12" in out
+    assert out.splitlines()[1].split()[:3] == ["policy", "cost", "$"]
+    assert any(line.startswith("gpupool ") for line in out.splitlines())
+    assert "tensorfusion" not in out
+    assert "launch(es) cut by the budget" in out
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--days", "0"], "--days: '0' must be a positive finite number"),
+        (["--spot-interruption-share", "1.5"], "'1.5' must be between 0 and 1"),
+        (["--budget-per-day", "-3"], "must be a non-negative finite number"),
+        (["--cloud", "gcp"], "invalid choice: 'gcp'"),
+        (["--plot", "/no/such/folder/x.png"], "folder /no/such/folder does not exist"),
+        (["--trace", "/no/such/trace.csv"], "/no/such/trace.csv: cannot read"),
+    ],
+)
+def test_bad_input_is_one_clear_line_and_writes_nothing(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, args: list[str], message: str
+) -> None:
+    argv = ["simulate", "capacity", "--trace", str(TRACE), "--days", "0.1", *args]
+    try:
+        code = main(argv)
+    except SystemExit as exit_:  # argparse refuses a bad value itself
+        code = int(exit_.code or 0)
+    captured = capsys.readouterr()
+    assert code == 2
+    assert message in captured.err
+    assert captured.out == ""
+    assert not list(tmp_path.iterdir())
+
+
+def test_a_bad_trace_row_names_the_line(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    trace = tmp_path / "bad.csv"
+    trace.write_text("name,arrival,departure,gpus\na,0,60,1\nb,100,50,1\n", encoding="utf-8")
+    assert main(["simulate", "capacity", "--trace", str(trace), "--days", "0.01"]) == 2
+    assert f"{trace}:3: departure 50 is not after arrival 100" in capsys.readouterr().err
+
+
+def test_without_a_trace_and_without_openb_it_says_to_pass_one(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gpupool.local.capacity import run
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(run, "_REPOSITORY", tmp_path / "nowhere")
+    assert main(["simulate", "capacity", "--days", "0.01"]) == 2
+    assert "pass --trace FILE" in capsys.readouterr().err
