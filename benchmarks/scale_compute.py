@@ -49,6 +49,15 @@ class MemoryCompute:
         self.launched.append(instance_id)
         return instance_id
 
+    def changes(self) -> dict[str, ManagedInstance]:
+        """Every instance launched or terminated here, as it stands (for the next function's cloud)."""
+        return {i: self.instances[i] for i in (*self.launched, *self.terminated)}
+
+    def apply(self, changes: dict[str, ManagedInstance]) -> None:
+        """Take on another function's `changes()`: the account is one, the functions several."""
+        self.instances.update(changes)
+        self._next = max([self._next, *(int(i[2:], 16) + 1 for i in changes)])
+
     def launchable_zones(self, node_class: GPUNodeClass) -> frozenset[str] | None:
         return None
 
