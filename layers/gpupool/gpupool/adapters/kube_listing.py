@@ -18,13 +18,12 @@ without a uid and resourceVersion.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict, Field
 
-from gpupool.adapters.kube_reading import list_continue, read_page
+from gpupool.adapters.kube_reading import ListMeta, read_page
 from gpupool.core.model.unreadable import UnreadableObject
 
 __all__ = ["VersionedList"]
@@ -36,6 +35,36 @@ PageFetcher = Callable[[str | None], bytes]
 ObjectFetcher = Callable[[str | None, str], bytes | None]
 
 _CHANGED_SHARE = 0.05
+
+
+class _Identity(BaseModel):
+    """What a metadata-only list tells of one object (labels, annotations… are not parsed)."""
+
+    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+
+    name: str = ""
+    namespace: str | None = None
+    uid: str = ""
+    resource_version: str = Field(default="", alias="resourceVersion")
+
+
+class _Item(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    metadata: _Identity = Field(default_factory=_Identity)
+
+
+class _MetadataPage(BaseModel):
+    """A `PartialObjectMetadataList` page: its items' identities and the `continue` token."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    metadata: ListMeta = Field(default_factory=ListMeta)
+    items: list[_Item] | None = None
+
+    @property
+    def identities(self) -> list[_Identity]:
+        return [item.metadata for item in self.items or []]
 
 
 def _identity(meta: Any) -> tuple[str, str] | None:
@@ -109,18 +138,9 @@ class VersionedList(Generic[Model]):
         listed: list[tuple[str | None, str, str, str]] = []
         token: str | None = None
         while True:
-            payload = json.loads(self._metadata_page(token))
-            for item in payload.get("items") or []:
-                meta = item.get("metadata") or {}
-                listed.append(
-                    (
-                        meta.get("namespace"),
-                        str(meta.get("name") or ""),
-                        str(meta.get("uid") or ""),
-                        str(meta.get("resourceVersion") or ""),
-                    )
-                )
-            token = list_continue(payload)
+            page = _MetadataPage.model_validate_json(self._metadata_page(token))
+            listed.extend((m.namespace, m.name, m.uid, m.resource_version) for m in page.identities)
+            token = page.metadata.continue_
             if not token:
                 return listed
 

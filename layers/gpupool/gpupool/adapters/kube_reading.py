@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from gpupool.core.model.unreadable import UnreadableObject, unreadable_object
 
-__all__ = ["list_continue", "read_each", "read_page"]
+__all__ = ["ListMeta", "list_continue", "read_each", "read_page"]
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +62,9 @@ def read_each(
     return readable
 
 
-class _ListMeta(BaseModel):
+class ListMeta(BaseModel):
+    """A list's metadata, of which only the `continue` token is read."""
+
     model_config = ConfigDict(extra="ignore", populate_by_name=True)
 
     continue_: str | None = Field(default=None, alias="continue")
@@ -74,7 +76,7 @@ def _page_model(model: type[BaseModel]) -> type[BaseModel]:
     return create_model(
         f"{model.__name__}Page",
         __config__=ConfigDict(extra="ignore"),
-        metadata=(_ListMeta, Field(default_factory=_ListMeta)),
+        metadata=(ListMeta, Field(default_factory=ListMeta)),
         items=(list[model] | None, None),  # type: ignore[valid-type, arg-type]
     )
 
@@ -99,5 +101,5 @@ def read_page(
         payload = json.loads(raw)
         return read_each(model, payload.get("items") or [], kind=kind, report=report), list_continue(payload)
     items: list[Model] = page.items or []  # type: ignore[attr-defined]
-    meta: _ListMeta = page.metadata  # type: ignore[attr-defined]
+    meta: ListMeta = page.metadata  # type: ignore[attr-defined]
     return items, meta.continue_ or None
