@@ -77,7 +77,7 @@ class _FixedClock:
         return NOW
 
 
-def _deps(cloud: MemoryCompute, kubeconfig: str) -> Any:
+def function_deps(cloud: MemoryCompute, kubeconfig: str) -> Any:
     """One function's deps, as its own Lambda builds them (own client, own lists), on the shared cloud."""
     from gpupool.adapters.wiring import build_aws_deps
     from gpupool.service.karpenter_compute import KarpenterAwareCompute
@@ -100,7 +100,7 @@ def _deps(cloud: MemoryCompute, kubeconfig: str) -> Any:
     )
 
 
-def _event(function: str) -> dict[str, Any]:
+def scheduled_event(function: str) -> dict[str, Any]:
     return {
         "version": "0",
         "id": f"scale-{function}",
@@ -121,7 +121,7 @@ def _invoke(handler: Callable[[Any, Any], dict[str, Any]], label: str, server: _
     _reset_peak()
     began = time.perf_counter()
     with contextlib.redirect_stdout(io.StringIO()):  # the EMF metrics lines
-        result = handler(_event(function), None)
+        result = handler(scheduled_event(function), None)
     wall = time.perf_counter() - began
     peak = _status_kb("VmHWM")
     status = str(result.get("status"))
@@ -135,7 +135,7 @@ def _function_process(function: str, kubeconfig: str, world: ScaleWorld, conn: A
     server = _Counts(conn)
     cloud = MemoryCompute(world.instances(), cluster="scale", launch_time=NOW)
     cloud.apply(conn.recv())  # the instances earlier functions launched or terminated
-    deps = _deps(cloud, kubeconfig)
+    deps = function_deps(cloud, kubeconfig)
     deps.cluster.get_pool("pool-0")  # warm: client and connection built, as in a warm Lambda
     importlib.import_module(f"gpupool.service.{function}")  # and the code imported
     handler = make_handler(function, lambda: deps)  # type: ignore[arg-type]

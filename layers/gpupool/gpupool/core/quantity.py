@@ -115,11 +115,20 @@ class Quantity:
         # format of what is added, so summed VRAM prints as "48Gi", not as plain bytes.
         return other._format if self._value == 0 else self._format
 
+    @classmethod
+    def _exact(cls, value: Fraction, fmt: _Format) -> Quantity:
+        """A quantity of a value already at nano precision: sums and differences of quantities
+        are, and skipping the rounding makes summing a pool's thousands of nodes cheap."""
+        made = object.__new__(cls)
+        made._value = value
+        made._format = fmt
+        return made
+
     def __add__(self, other: Quantity) -> Quantity:
-        return Quantity(self._value + other._value, self._result_format(other))
+        return Quantity._exact(self._value + other._value, self._result_format(other))
 
     def __sub__(self, other: Quantity) -> Quantity:
-        return Quantity(self._value - other._value, self._result_format(other))
+        return Quantity._exact(self._value - other._value, self._result_format(other))
 
     def __mul__(self, factor: int | Fraction) -> Quantity:
         return Quantity(self._value * factor, self._format)
@@ -127,7 +136,7 @@ class Quantity:
     __rmul__ = __mul__
 
     def __neg__(self) -> Quantity:
-        return Quantity(-self._value, self._format)
+        return Quantity._exact(-self._value, self._format)
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, Quantity):
