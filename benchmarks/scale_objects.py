@@ -3,7 +3,7 @@
 Role: manifests (status included) for `scale_world.ScaleWorld`: a GPUNodeClass, GPUPools, and per
 node a GPUNodeClaim, a core v1 Node (labels, conditions, capacity, addresses, node info and a
 short image list, as a kubelet reports them), a GPUNode, GPU objects and pods shaped like a
-deployment's (owner, one container with env, mounts, a probe; status conditions). The sizes
+deployment's (`scale_pods`). The sizes
 in bytes are printed by `benchmarks/scale.py`.
 
 Must not: choose names, counts or which node does what (`scale_world` does), or be random.
@@ -17,11 +17,8 @@ from typing import Any
 from gpupool.core.catalog import load_catalog
 from gpupool.core.model.constants import (
     API_GROUP,
-    COMPONENT_WORKER,
     FINALIZER,
     INITIAL_GPU_NODE_LABEL,
-    LABEL_COMPONENT,
-    LABEL_ENABLED,
     LABEL_GPU_POOL,
     LABEL_MANAGED_BY,
     LABEL_NODE_PROVISIONER,
@@ -40,8 +37,8 @@ __all__ = [
     "node_class_manifest",
     "node_manifest",
     "per_node",
-    "pod_manifest",
     "pool_manifest",
+    "stamp",
 ]
 
 CLUSTER = "scale"
@@ -51,7 +48,7 @@ NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 TF = f"{API_GROUP}/v1"
 
 
-def _stamp(moment: datetime) -> str:
+def stamp(moment: datetime) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
@@ -103,7 +100,7 @@ def pool_manifest(name: str, *, min_nodes: int, warm_tflops: int, warm_vram_gib:
                 "nodeCompaction": {"period": "5m"},
             },
         },
-        "status": {"phase": "Running", "lastCompactionTime": _stamp(NOW - timedelta(hours=1))},
+        "status": {"phase": "Running", "lastCompactionTime": stamp(NOW - timedelta(hours=1))},
     }
 
 
@@ -132,7 +129,7 @@ def claim_manifest(name: str, pool: str, zone: str, instance_id: str, joining: b
 
 
 def node_manifest(name: str, claim: str, pool: str, zone: str, instance_id: str) -> dict[str, Any]:
-    since = _stamp(NOW - timedelta(days=1))
+    since = stamp(NOW - timedelta(days=1))
     capacity = {
         "cpu": "192",
         "memory": "786432Mi",
@@ -148,7 +145,7 @@ def node_manifest(name: str, claim: str, pool: str, zone: str, instance_id: str)
             "status": "False",
             "reason": f"KubeletHas{reason}",
             "message": f"kubelet has {reason}",
-            "lastHeartbeatTime": _stamp(NOW),
+            "lastHeartbeatTime": stamp(NOW),
             "lastTransitionTime": since,
         }
         for kind, reason in (
@@ -163,7 +160,7 @@ def node_manifest(name: str, claim: str, pool: str, zone: str, instance_id: str)
             "status": "True",
             "reason": "KubeletReady",
             "message": "kubelet is posting ready status",
-            "lastHeartbeatTime": _stamp(NOW),
+            "lastHeartbeatTime": stamp(NOW),
             "lastTransitionTime": since,
         }
     )
@@ -272,73 +269,5 @@ def gpu_manifest(node: str, pool: str, index: int) -> dict[str, Any]:
             "capacity": one,
             "available": dict(one),
             "nodeSelector": {"kubernetes.io/hostname": node},
-        },
-    }
-
-
-def pod_manifest(node_index: int, node: str, index: int, *, worker: bool) -> dict[str, Any]:
-    """A pod as a deployment's would look: labels, owner, one container with env, mounts, probes."""
-    name = f"{'worker' if worker else 'daemon'}-{node_index:05d}-{index}"
-    labels = {"app": "tf-worker" if worker else "node-daemon", "pod-template-hash": "5d9c7f8b6"}
-    if worker:
-        labels |= {LABEL_ENABLED: "true", LABEL_COMPONENT: COMPONENT_WORKER}
-    container = {
-        "name": "main",
-        "image": "public.ecr.aws/scale/worker:v1.2.3" if worker else "public.ecr.aws/scale/daemon:v1.0.0",
-        "resources": {"requests": {"cpu": "4", "memory": "16Gi"}, "limits": {"cpu": "8", "memory": "32Gi"}},
-        "env": [{"name": f"SETTING_{e}", "value": f"value-{e}"} for e in range(6)],
-        "volumeMounts": [
-            {"name": "data", "mountPath": "/data"},
-            {
-                "name": "kube-api-access",
-                "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount",
-                "readOnly": True,
-            },
-        ],
-        "readinessProbe": {"httpGet": {"path": "/healthz", "port": 8080}, "periodSeconds": 10},
-        "terminationMessagePath": "/dev/termination-log",
-        "imagePullPolicy": "IfNotPresent",
-    }
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {
-            "name": name,
-            "namespace": "workloads",
-            "labels": labels,
-            "ownerReferences": [
-                {
-                    "apiVersion": "apps/v1",
-                    "kind": "ReplicaSet",
-                    "name": f"{labels['app']}-rs",
-                    "uid": "00000000-0000-0000-0000-000000000001",
-                    "controller": True,
-                }
-            ],
-        },
-        "spec": {
-            "nodeName": node,
-            "containers": [container],
-            "volumes": [
-                {"name": "data", "emptyDir": {}},
-                {
-                    "name": "kube-api-access",
-                    "projected": {"sources": [{"serviceAccountToken": {"path": "token"}}]},
-                },
-            ],
-            "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
-            "schedulerName": "default-scheduler",
-            "serviceAccountName": "default",
-            "restartPolicy": "Always",
-        },
-        "status": {
-            "phase": "Running",
-            "conditions": [
-                {"type": t, "status": "True", "lastTransitionTime": _stamp(NOW - timedelta(hours=2))}
-                for t in ("PodScheduled", "Initialized", "ContainersReady", "Ready")
-            ],
-            "hostIP": "10.0.0.1",
-            "podIP": "10.1.0.1",
-            "startTime": _stamp(NOW - timedelta(hours=2)),
         },
     }

@@ -38,9 +38,9 @@ from benchmarks.scale_objects import (
     node_class_manifest,
     node_manifest,
     per_node,
-    pod_manifest,
     pool_manifest,
 )
+from benchmarks.scale_pods import pod_manifest
 from gpupool.core.model.constants import API_GROUP
 from gpupool.core.planning.snapshot import ManagedInstance
 

@@ -1,6 +1,7 @@
 """What `KubeCluster`'s lists ask the API server for, recorded request by request on the embedded
 server: pages of 500 following `continue`; the worker label selector and the `spec.nodeName` field
-selector sent, not filtered here; a second list of the same kind asks for metadata only and GETs
+selector sent, not filtered here; a second list of the same kind asks for metadata only (in pages
+of 5,000) and GETs
 just the object that changed — and still returns every object, the changed one as it is now."""
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from gpupool.adapters.kube import KubeCluster
-from gpupool.adapters.kube_reader import METADATA_LIST, PAGE_SIZE
+from gpupool.adapters.kube_reader import METADATA_LIST, METADATA_PAGE_SIZE, PAGE_SIZE
 from gpupool.local.kubeapi import EmbeddedKubeAPI
 
 MERGE = "application/merge-patch+json"
@@ -90,6 +91,7 @@ def test_a_second_list_reads_metadata_then_only_the_changed_object(
         ("GET", "/api/v1/nodes", True),
         ("GET", "/api/v1/nodes/n07", False),
     ]
+    assert requests.sent[0][2]["limit"] == [str(METADATA_PAGE_SIZE)]
     assert [n.name for n in second] == [n.name for n in first]
     assert second[7].spec.unschedulable and not first[7].spec.unschedulable
     assert second[8] is first[8]

@@ -1,8 +1,9 @@
 """The reads behind `KubeCluster`'s lists: paged, parsed from the bytes, unchanged objects reused.
 
 Role: `KubeReader(api_client, …)` lists tensor-fusion.ai objects, nodes and pods the way a
-client that reads big clusters must: every list is paged (`limit` = `PAGE_SIZE`, then
-`continue`), so no response holds more than one page; each page is parsed straight from its
+client that reads big clusters must: every list is paged (`limit` = `PAGE_SIZE`, or
+`METADATA_PAGE_SIZE` for metadata-only lists, then `continue`), so no response holds more
+than one page; each page is parsed straight from its
 bytes into gpupool's models (`kube_reading.read_page`); and the kinds the functions list on
 every invocation (claims, nodes, GPUNodes, pods by label) go through `kube_listing.VersionedList`,
 which after the first read lists metadata only and re-reads in full just the objects whose
@@ -27,11 +28,13 @@ from gpupool.core.model.constants import API_GROUP
 from gpupool.core.model.unreadable import UnreadableObject
 from gpupool.service.errors import NotFound
 
-__all__ = ["METADATA_LIST", "PAGE_SIZE", "KubeReader"]
+__all__ = ["METADATA_LIST", "METADATA_PAGE_SIZE", "PAGE_SIZE", "KubeReader"]
 
 VERSION = "v1"
-# Items per list request: client-go's pager and kubectl use 500.
+# Items per list request: client-go's pager and kubectl use 500 (a page of pods: ~1 MB).
 PAGE_SIZE = 500
+# Items per metadata-only list request: a tenth of the bytes per item, so ten times the items.
+METADATA_PAGE_SIZE = 5000
 # The Accept header that asks for names, uids, resourceVersions and labels only.
 METADATA_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
 
@@ -57,7 +60,7 @@ class KubeReader:
         self, action: str, call: Callable[..., Any], *args: Any, metadata_only: bool = False, **kwargs: Any
     ) -> PageFetcher:
         def page(token: str | None) -> bytes:
-            extra: dict[str, Any] = {"limit": PAGE_SIZE}
+            extra: dict[str, Any] = {"limit": METADATA_PAGE_SIZE if metadata_only else PAGE_SIZE}
             if token:
                 extra["_continue"] = token
             if metadata_only:
