@@ -62,7 +62,8 @@ class ScaleWorld:
     def __post_init__(self) -> None:
         if self.pools < 2 or self.nodes < 2 * self.pools:
             raise ValueError(
-                f"a world needs at least 2 nodes per pool (nodes={self.nodes}, pools={self.pools})"
+                "a world needs 2 pools or more (launch and compaction work in different pools)"
+                f" and 2 nodes per pool or more (nodes={self.nodes}, pools={self.pools})"
             )
 
     # ---- names ---------------------------------------------------------------------------
