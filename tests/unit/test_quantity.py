@@ -71,3 +71,19 @@ def test_pydantic_field_round_trip() -> None:
     assert Holder.model_validate_json('{"q": 65}').q == 65
     with pytest.raises(ValidationError, match="not a quantity"):
         Holder(q="abc")
+
+
+def test_sums_and_differences_stay_exact_at_nano_precision() -> None:
+    # Sums skip the rounding that parsing does; they must equal what parsing the result gives.
+    a, b = Quantity.parse("1.000000001"), Quantity.parse("2500m")
+    assert a + b == Quantity.parse("3.500000001")
+    assert b - a == Quantity.parse("1.499999999")
+    assert -(a + b) == Quantity.parse("-3.500000001")
+    assert (Quantity.parse("0") + Quantity.parse("24Gi")).canonical() == "24Gi"
+
+
+def test_a_parsed_text_is_shared_but_bad_text_raises_every_time() -> None:
+    assert Quantity.parse("16Gi") is Quantity.parse("16Gi")
+    for _ in range(2):
+        with pytest.raises(QuantityError):
+            Quantity.parse("16 gigs")

@@ -138,6 +138,19 @@ def test_every_call_the_functions_adapters_make_is_listed(
     cluster.create(cluster.resolve("", "v1", "nodes"), None, {"metadata": {"name": "n"}})
     pod = {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "i"}], "nodeName": "n"}}
     cluster.create(cluster.resolve("", "v1", "pods"), "default", pod)
+    gpu_nodes = cluster.resolve("tensor-fusion.ai", "v1", "gpunodes")
+    cluster.create(
+        gpu_nodes, None, {"apiVersion": "tensor-fusion.ai/v1", "kind": "GPUNode", "metadata": {"name": "n"}}
+    )
+
+    def relisted(listing: Any, plural: str, namespace: str, name: str, group: str = "") -> None:
+        """List, change one object, list again: the second list reads metadata, then GETs the object."""
+        listing()
+        rt = cluster.resolve(group, "v1", plural)
+        change = {"metadata": {"labels": {"changed": str(time.monotonic_ns())}}}
+        cluster.patch(rt, namespace, name, change, "application/merge-patch+json", subresource=None)
+        listing()
+
     kube = KubeCluster(api_client, now=lambda: datetime(2026, 12, 1, tzinfo=UTC))
     pool = kube.create_pool(GPUPool.model_validate({"metadata": {"name": "pool-a"}, "spec": {}}))
     kube.create_claim(_claim("claim-a"))
@@ -147,12 +160,15 @@ def test_every_call_the_functions_adapters_make_is_listed(
         "list_pools": lambda: kube.list_pools(),
         "get_pool": lambda: kube.get_pool("pool-a"),
         "list_node_classes": lambda: kube.list_node_classes(),
-        "list_claims": lambda: kube.list_claims(),
+        "list_claims": lambda: relisted(kube.list_claims, "gpunodeclaims", "", "claim-a", "tensor-fusion.ai"),
         "get_claim": lambda: kube.get_claim("claim-a"),
-        "list_gpu_nodes": lambda: kube.list_gpu_nodes(),
+        "list_gpu_nodes": lambda: relisted(kube.list_gpu_nodes, "gpunodes", "", "n", "tensor-fusion.ai"),
         "list_gpus": lambda: kube.list_gpus(),
-        "list_nodes": lambda: kube.list_nodes(),
-        "list_pods": lambda: kube.list_pods(node_name="n"),
+        "list_nodes": lambda: relisted(kube.list_nodes, "nodes", "", "n"),
+        "list_pods": lambda: [
+            kube.list_pods(node_name="n"),
+            relisted(kube.list_pods, "pods", "default", "p"),
+        ],
         "create_pool": lambda: None,  # called above
         "create_claim": lambda: None,  # called above
         "replace_pool_spec": lambda: kube.replace_pool_spec(

@@ -6,7 +6,8 @@ optimistic (a stale one is `Conflict`); statuses go through the status subresour
 patches are sent as `application/merge-patch+json` (the client's default is JSON patch).
 Every failure is translated by `kube_errors`; a listed object that does not fit its model is
 skipped with a Warning Event on it (`kube_reading`), so one bad pool never fails a whole list.
-Leases and evictions live in `kube_coordination`.
+Lists are paged and parsed from the bytes, and the big kinds reuse unchanged objects
+(`kube_reader`); leases and evictions live in `kube_coordination`.
 
 Must not: decide anything, retry, check dry-run, or build its own client (the wiring passes
 an `ApiClient` in, authenticated by `kube_auth`).
@@ -14,7 +15,6 @@ an `ApiClient` in, authenticated by `kube_auth`).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
@@ -24,7 +24,7 @@ from pydantic import BaseModel, ValidationError
 
 from gpupool.adapters.kube_coordination import Coordination
 from gpupool.adapters.kube_errors import read_body, translated
-from gpupool.adapters.kube_reading import read_each
+from gpupool.adapters.kube_reader import KubeReader
 from gpupool.core.model.cluster import TensorFusionCluster, TensorFusionClusterStatus
 from gpupool.core.model.constants import API_GROUP, COMPONENT_WORKER, LABEL_COMPONENT, LABEL_ENABLED
 from gpupool.core.model.foreign import Node, Pod
@@ -87,16 +87,9 @@ class KubeCluster:
         self._coordination = Coordination(
             api_client, namespace=namespace, request_timeout_s=request_timeout_s
         )
+        self._reader = KubeReader(api_client, request_timeout_s=request_timeout_s, report=self._warn)
 
     # ---- tensor-fusion.ai objects ------------------------------------------------------------
-    def _list(self, model: type[Model], plural: str, *, label_selector: str | None = None) -> list[Model]:
-        with translated(f"list {plural}"):
-            raw = self._custom.list_cluster_custom_object(
-                API_GROUP, VERSION, plural, label_selector=label_selector, _request_timeout=self._timeout
-            )
-        kind = getattr(model, "KIND", plural)
-        return read_each(model, raw.get("items") or [], kind=kind, report=self._warn)
-
     def _warn(self, unreadable: UnreadableObject) -> None:
         """A Warning Event on an object a list skipped, naming its invalid fields."""
         self.record_event(
@@ -144,7 +137,7 @@ class KubeCluster:
         return _parse(model, raw, plural)
 
     def list_clusters(self) -> list[TensorFusionCluster]:
-        return self._list(TensorFusionCluster, TensorFusionCluster.PLURAL)
+        return self._reader.custom_objects(TensorFusionCluster, TensorFusionCluster.PLURAL)
 
     def update_cluster_status(
         self, name: str, status: TensorFusionClusterStatus, *, resource_version: str
@@ -154,46 +147,34 @@ class KubeCluster:
         )
 
     def list_pools(self) -> list[GPUPool]:
-        return self._list(GPUPool, GPUPool.PLURAL)
+        return self._reader.custom_objects(GPUPool, GPUPool.PLURAL)
 
     def get_pool(self, name: str) -> GPUPool:
         return self._get(GPUPool, GPUPool.PLURAL, name)
 
     def list_node_classes(self) -> list[GPUNodeClass]:
-        return self._list(GPUNodeClass, GPUNodeClass.PLURAL)
+        return self._reader.custom_objects(GPUNodeClass, GPUNodeClass.PLURAL)
 
     def list_claims(self) -> list[GPUNodeClaim]:
-        return self._list(GPUNodeClaim, GPUNodeClaim.PLURAL)
+        return self._reader.custom_objects(GPUNodeClaim, GPUNodeClaim.PLURAL, reuse=True)
 
     def get_claim(self, name: str) -> GPUNodeClaim:
         return self._get(GPUNodeClaim, GPUNodeClaim.PLURAL, name)
 
     def list_gpu_nodes(self) -> list[GPUNode]:
-        return self._list(GPUNode, GPUNode.PLURAL)
+        return self._reader.custom_objects(GPUNode, GPUNode.PLURAL, reuse=True)
 
     def list_gpus(self) -> list[GPU]:
-        return self._list(GPU, GPU.PLURAL)
+        return self._reader.custom_objects(GPU, GPU.PLURAL)
 
     # ---- nodes and pods (raw JSON: the client's models are not needed) -------------------------
-    def _raw_items(self, action: str, call: Callable[..., Any], **kwargs: Any) -> list[dict[str, Any]]:
-        with translated(action):
-            response = call(_preload_content=False, _request_timeout=self._timeout, **kwargs)
-            payload = json.loads(read_body(response))
-        items: list[dict[str, Any]] = payload.get("items") or []
-        return items
-
     def list_nodes(self) -> list[Node]:
-        items = self._raw_items("list nodes", self._core.list_node)
-        return read_each(Node, items, kind="Node", report=self._warn)
+        return self._reader.nodes(Node)
 
     def list_pods(self, *, node_name: str | None = None, worker_only: bool = False) -> list[Pod]:
-        selectors: dict[str, Any] = {}
-        if node_name is not None:
-            selectors["field_selector"] = f"spec.nodeName={node_name}"
-        if worker_only:
-            selectors["label_selector"] = f"{LABEL_ENABLED}=true,{LABEL_COMPONENT}={COMPONENT_WORKER}"
-        items = self._raw_items("list pods", self._core.list_pod_for_all_namespaces, **selectors)
-        return read_each(Pod, items, kind="Pod", report=self._warn)
+        field_selector = f"spec.nodeName={node_name}" if node_name is not None else None
+        label_selector = f"{LABEL_ENABLED}=true,{LABEL_COMPONENT}={COMPONENT_WORKER}" if worker_only else None
+        return self._reader.pods(Pod, field_selector=field_selector, label_selector=label_selector)
 
     # ---- pools ---------------------------------------------------------------------------------
     def create_pool(self, pool: GPUPool) -> GPUPool:

@@ -21,6 +21,8 @@ FUNCTION_CLUSTER_CALLS = frozenset(
         (_TF, "tensorfusionclusters", "list"),
         (_TF, "gpunodeclasses", "list"),
         (_TF, "gpunodes", "list"),
+        # the lists that reuse unchanged objects GET the ones that changed (kube_listing.py)
+        (_TF, "gpunodes", "get"),
         (_TF, "gpus", "list"),
         (_TF, "gpupools", "get"),
         (_TF, "gpupools", "list"),
@@ -36,8 +38,10 @@ FUNCTION_CLUSTER_CALLS = frozenset(
         (_TF, "gpunodeclaims/status", "update"),
         # the CloudVendorConnection condition (docs/provisioning-modes.md)
         (_TF, "tensorfusionclusters/status", "update"),
+        ("", "nodes", "get"),
         ("", "nodes", "list"),
         ("", "nodes", "patch"),
+        ("", "pods", "get"),
         ("", "pods", "list"),
         ("", "pods/eviction", "create"),
         # Events about namespaced objects go to the object's namespace: cluster-wide.

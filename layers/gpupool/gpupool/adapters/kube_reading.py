@@ -3,7 +3,10 @@
 Role: `read_each(model, items, kind=…, report=…)` parses every listed item; an item that does
 not fit its model (a field another version of TensorFusion writes differently, a hand-edited
 typo) is logged with the fields that are wrong, reported (the caller records a Warning Event
-on it) and left out, so every other pool is still planned and scheduled.
+on it) and left out, so every other pool is still planned and scheduled. `read_page(model,
+raw, …)` reads one page of a list straight from the response bytes (pydantic's JSON parser:
+no intermediate dicts of the fields the model ignores) and falls back to `read_each` only for
+a page with an unreadable item; it also returns the page's `continue` token.
 
 Must not: raise for a bad item, retry, or record events itself (the caller's `report` does).
 """
@@ -13,13 +16,14 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable, Iterable, Mapping
+from functools import cache
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from gpupool.core.model.unreadable import UnreadableObject, unreadable_object
 
-__all__ = ["read_each"]
+__all__ = ["ListMeta", "list_continue", "read_each", "read_page"]
 
 log = logging.getLogger(__name__)
 
@@ -56,3 +60,46 @@ def read_each(
             except Exception as exc:  # best effort: the Event is a courtesy, the skip is the point
                 log.warning(json.dumps({"action": "report_unreadable_failed", "error": str(exc)}))
     return readable
+
+
+class ListMeta(BaseModel):
+    """A list's metadata, of which only the `continue` token is read."""
+
+    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+
+    continue_: str | None = Field(default=None, alias="continue")
+
+
+@cache
+def _page_model(model: type[BaseModel]) -> type[BaseModel]:
+    """`{metadata: {continue}, items: [model]}`, everything else in the list envelope ignored."""
+    return create_model(
+        f"{model.__name__}Page",
+        __config__=ConfigDict(extra="ignore"),
+        metadata=(ListMeta, Field(default_factory=ListMeta)),
+        items=(list[model] | None, None),  # type: ignore[valid-type, arg-type]
+    )
+
+
+def list_continue(payload: Mapping[str, Any]) -> str | None:
+    """The `continue` token of a decoded list (None or empty: the last page)."""
+    token = (payload.get("metadata") or {}).get("continue")
+    return str(token) if token else None
+
+
+def read_page(
+    model: type[Model],
+    raw: bytes,
+    *,
+    kind: str,
+    report: Callable[[UnreadableObject], None],
+) -> tuple[list[Model], str | None]:
+    """The readable items of one list page and its `continue` token (None on the last page)."""
+    try:
+        page = _page_model(model).model_validate_json(raw)
+    except ValidationError:
+        payload = json.loads(raw)
+        return read_each(model, payload.get("items") or [], kind=kind, report=report), list_continue(payload)
+    items: list[Model] = page.items or []  # type: ignore[attr-defined]
+    meta: ListMeta = page.metadata  # type: ignore[attr-defined]
+    return items, meta.continue_ or None

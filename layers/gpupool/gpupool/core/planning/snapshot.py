@@ -11,8 +11,10 @@ Must not: load anything, read the clock, or decide; decisions live in `gpupool.c
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from datetime import datetime
-from typing import Final, Literal
+from functools import cached_property
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -95,17 +97,38 @@ class PoolSnapshot(_Frozen):
     def name(self) -> str:
         return self.pool.name
 
+    @cached_property
+    def lookups(self) -> dict[str, tuple[object, dict[str | None, Any]]]:
+        """Indexes built on first use, so a decision looping over thousands of nodes does not
+        scan every GPUNode and worker per node. Keyed by field; each remembers the tuple it
+        indexed, so a copy with that field replaced builds its own (see `_index`)."""
+        return {}
+
+    def _index(self, field: str, key: Callable[[Any], str | None]) -> dict[str | None, Any]:
+        source = getattr(self, field)
+        built = self.lookups.get(field)
+        if built is None or built[0] is not source:
+            index: dict[str | None, Any] = {}
+            for item in source:
+                index.setdefault(key(item), []).append(item)
+            built = (source, index)
+            self.lookups[field] = built
+        return built[1]
+
     def claim(self, name: str) -> GPUNodeClaim | None:
-        return next((c for c in self.claims if c.name == name), None)
+        found = self._index("claims", lambda c: c.name).get(name)
+        return found[0] if found else None
 
     def node_of_claim(self, claim_name: str) -> Node | None:
-        return next((n for n in self.nodes if node_claim(n) == claim_name), None)
+        found = self._index("nodes", node_claim).get(claim_name)
+        return found[0] if found else None
 
     def gpu_node(self, node_name: str) -> GPUNode | None:
-        return next((g for g in self.gpu_nodes if g.name == node_name), None)
+        found = self._index("gpu_nodes", lambda g: g.name).get(node_name)
+        return found[0] if found else None
 
     def workers_on(self, node_name: str) -> tuple[Pod, ...]:
-        return tuple(p for p in self.worker_pods if p.spec.node_name == node_name)
+        return tuple(self._index("worker_pods", lambda p: p.spec.node_name).get(node_name, ()))
 
 
 # ---- claim and node facts ----------------------------------------------------------------

@@ -63,6 +63,28 @@ class Cluster:
             entries = [e for e in entries if fields.matches(e.obj)]
         return entries, resource_version
 
+    def list_page(
+        self,
+        rt: ResourceType,
+        namespace: str | None,
+        labels: LabelSelector,
+        fields: FieldSelector,
+        *,
+        limit: int = 0,
+        continue_token: str = "",
+    ) -> tuple[list[Entry], JsonObject, int]:
+        """One page of the matching entries in key order, its list-metadata additions, the list's
+        resourceVersion (`listing.select_page` on the store's sorted entries)."""
+        entries, resource_version = self.store.sorted_entries(rt, namespace)
+        matches = None
+        if labels.requirements or fields.terms:
+
+            def matches(entry: Entry) -> bool:
+                return labels.matches(entry.labels) and (not fields.terms or fields.matches(entry.obj))
+
+        page, extra = listing.select_page(entries, matches, limit=limit, continue_token=continue_token)
+        return page, extra, resource_version
+
     def list_body(
         self,
         rt: ResourceType,
@@ -73,14 +95,11 @@ class Cluster:
         limit: int = 0,
         continue_token: str = "",
     ) -> bytes:
-        entries, resource_version = self.matching_entries(rt, namespace, labels, fields)
+        page, extra, resource_version = self.list_page(
+            rt, namespace, labels, fields, limit=limit, continue_token=continue_token
+        )
         return listing.list_body(
-            rt,
-            entries,
-            resource_version,
-            lambda entry: self.encode(rt, entry),
-            limit=limit,
-            continue_token=continue_token,
+            rt, page, resource_version, lambda entry: self.encode(rt, entry), extra_metadata=extra
         )
 
     def check_list_version(self, resource_version: str, match: str) -> None:

@@ -159,9 +159,14 @@ def _collection(cluster: Cluster, rt: ResourceType, namespace: str | None, reque
     if method == "GET":
         cluster.check_list_version(query.resource_version, query.resource_version_match)
         if tables.wants_table(request.accept) or formats.wants_metadata(request.accept):
-            entries, rv = cluster.matching_entries(rt, namespace, labels, fields)
-            objects = [e.obj for e in entries]
-            return 200, formats.collection(objects, rt, request.accept, str(rv), cluster.clock.now())
+            page, extra, rv = cluster.list_page(
+                rt, namespace, labels, fields, limit=query.limit, continue_token=query.continue_token
+            )
+            listed = formats.collection(
+                [e.obj for e in page], rt, request.accept, str(rv), cluster.clock.now()
+            )
+            listed.setdefault("metadata", {}).update(extra)
+            return 200, listed
         return 200, cluster.list_body(
             rt, namespace, labels, fields, limit=query.limit, continue_token=query.continue_token
         )

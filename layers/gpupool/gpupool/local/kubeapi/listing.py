@@ -2,16 +2,23 @@
 
 Every list (paged or not) is sorted by (namespace, name), as etcd's key order makes it
 upstream. `limit` / `continue` page through that order; the token encodes the last key.
+`select_page` finds a page's start by bisection in the (cached) sorted entries and filters only
+until the page is full, so paging through a big kind costs each page its own size, not the
+kind's. As upstream, `remainingItemCount` is given only when no selector filters the list
+(upstream: "not set if the list request contains label or field selectors"), and `continue` is
+given whenever objects follow the page's last one, matching or not (a page may then hold
+fewer than `limit` items, or none).
 A `resourceVersion` newer than the server's is waited for briefly and then refused with
 upstream's 504 "Too large resource version"; `resourceVersionMatch=Exact` on any version but
 the current one is 410 Expired (the sandbox keeps no old snapshots).
 
-Must not: filter (the caller passes matched entries) or change state.
+Must not: change state, or parse selectors (the caller passes the predicate).
 """
 
 from __future__ import annotations
 
 import base64
+import bisect
 import json
 import time
 from collections.abc import Callable
@@ -29,27 +36,43 @@ def _key(entry: Entry) -> tuple[str, str]:
     return entry.key
 
 
+def select_page(
+    entries: list[Entry],
+    matches: Callable[[Entry], bool] | None,
+    *,
+    limit: int = 0,
+    continue_token: str = "",
+) -> tuple[list[Entry], JsonObject]:
+    """The matching entries of one page of `entries` (sorted by key), and what the page adds
+    to the list's metadata (`continue`, `remainingItemCount`)."""
+    index = bisect.bisect_right(entries, _decode_continue(continue_token), key=_key) if continue_token else 0
+    page: list[Entry] = []
+    total = len(entries)
+    while index < total and (limit <= 0 or len(page) < limit):
+        entry = entries[index]
+        index += 1
+        if matches is None or matches(entry):
+            page.append(entry)
+    extra: JsonObject = {}
+    if limit > 0 and index < total and page:
+        last = metadata(page[-1].obj)
+        token = json.dumps([last.get("namespace", ""), last["name"]]).encode()
+        extra["continue"] = base64.urlsafe_b64encode(token).decode()
+        if matches is None:
+            extra["remainingItemCount"] = total - index
+    return page, extra
+
+
 def list_body(
     rt: ResourceType,
     entries: list[Entry],
     resource_version: int,
     encode: Callable[[Entry], bytes],
     *,
-    limit: int = 0,
-    continue_token: str = "",
+    extra_metadata: JsonObject | None = None,
 ) -> bytes:
-    """The encoded list of `entries` (already matched), in key order, one page of it if asked."""
-    entries = sorted(entries, key=_key)
-    list_meta: JsonObject = {"resourceVersion": str(resource_version)}
-    if continue_token:
-        start = _decode_continue(continue_token)
-        entries = [e for e in entries if _key(e) > start]
-    if limit > 0 and len(entries) > limit:
-        last = metadata(entries[limit - 1].obj)
-        token = json.dumps([last.get("namespace", ""), last["name"]]).encode()
-        list_meta["continue"] = base64.urlsafe_b64encode(token).decode()
-        list_meta["remainingItemCount"] = len(entries) - limit
-        entries = entries[:limit]
+    """The encoded list of `entries` (one page, already selected, in key order)."""
+    list_meta: JsonObject = {"resourceVersion": str(resource_version), **(extra_metadata or {})}
     head = json.dumps({"kind": rt.list_kind_name, "apiVersion": rt.api_version, "metadata": list_meta})
     served = rt.api_version
     items = b",".join(

@@ -77,6 +77,8 @@ class ObjectStorage:
         self._by_uid: dict[str, tuple[StorageKey, str, str]] = {}
         self._dependents: dict[str, set[str]] = {}
         self._events: list[WatchEvent] = []
+        # (resource, namespace or None) → its entries sorted by key, until a write there.
+        self._sorted: dict[tuple[StorageKey, str | None], list[Entry]] = {}
         self._next_cluster_ip = 1  # Services get 10.96.0.1 (the `kubernetes` Service's) and up
 
     def allocate_cluster_ip(self) -> str:
@@ -113,6 +115,21 @@ class ObjectStorage:
                 found.extend(by_namespace[namespace_key].values())
             return found, self._rv
 
+    def sorted_entries(self, rt: ResourceType, namespace: str | None) -> tuple[list[Entry], int]:
+        """`entries` in key order (namespace, name); kept until the resource is written again.
+        The list returned is shared: callers must not change it."""
+        with self.lock:
+            cache_key = (rt.storage_key, namespace)
+            found = self._sorted.get(cache_key)
+            if found is None:
+                found = sorted(self.entries(rt, namespace)[0], key=_entry_key)
+                self._sorted[cache_key] = found
+            return found, self._rv
+
+    def _forget_order(self, key: StorageKey, namespace: str) -> None:
+        self._sorted.pop((key, namespace), None)
+        self._sorted.pop((key, None), None)
+
     def events_after(self, resource_version: int) -> list[WatchEvent] | None:
         """Events newer than `resource_version`, or None when history no longer reaches it."""
         if not self._events:
@@ -145,6 +162,7 @@ class ObjectStorage:
         name = str(metadata(obj)["name"])
         self._types.setdefault(rt.storage_key, rt)
         self._objects.setdefault(rt.storage_key, {}).setdefault(namespace, {})[name] = entry
+        self._forget_order(rt.storage_key, namespace)
         uid = str(metadata(obj)["uid"])
         self._by_uid[uid] = (rt.storage_key, namespace, name)
         old_owners = owner_uids(previous) if previous is not None else set()
@@ -167,6 +185,7 @@ class ObjectStorage:
         """Remove an object; `final` is its last state when an update is what removes it."""
         by_namespace = self._objects[rt.storage_key]
         entry = by_namespace[namespace].pop(name)
+        self._forget_order(rt.storage_key, namespace)
         if not by_namespace[namespace]:
             del by_namespace[namespace]
         self._rv += 1
@@ -189,6 +208,10 @@ class ObjectStorage:
             return None
         key, namespace, name = where
         return self._types[key], namespace, self._objects[key][namespace][name].obj
+
+
+def _entry_key(entry: Entry) -> tuple[str, str]:
+    return entry.key
 
 
 def owner_uids(obj: JsonObject) -> set[str]:
