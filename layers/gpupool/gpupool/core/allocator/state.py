@@ -62,6 +62,8 @@ class AllocatorState:
         self.generation = 0
         # Node-affinity masks per constraint for the current generation (see filters).
         self.affinity_masks: dict[object, object] = {}
+        # Pool/phase/model/vendor masks per request kind for the current static version (see filters).
+        self.static_masks: dict[object, object] = {}
         self._empty_arrays()
         self._empty_placed()
         self.node_workers: I32 = np.zeros(0, dtype=np.int32)
@@ -93,6 +95,9 @@ class AllocatorState:
         self.limits_v: I64 = np.zeros(size, dtype=np.int64)
         self.limit_cap_t: I64 = np.zeros(size, dtype=np.int64)
         self.limit_cap_v: I64 = np.zeros(size, dtype=np.int64)
+        # limit_cap − limits, kept in step with both: the oversubscription stage's one comparison.
+        self.limit_room_t: I64 = np.zeros(size, dtype=np.int64)
+        self.limit_room_v: I64 = np.zeros(size, dtype=np.int64)
         self.workers: I32 = np.zeros(size, dtype=np.int32)
         self.score_compact: F64 = np.zeros(size, dtype=np.float64)
         self.score_low_load: F64 = np.zeros(size, dtype=np.float64)
@@ -157,6 +162,8 @@ class AllocatorState:
     def _write_limit_caps(self, slot: int, gpu: GpuInfo, sharing: int) -> None:
         policy, host = self.oversubscription.get(gpu.pool), self.node_host.get(gpu.node)
         self.limit_cap_t[slot], self.limit_cap_v[slot] = limit_caps(gpu, policy, host, sharing)
+        self.limit_room_t[slot] = self.limit_cap_t[slot] - self.limits_t[slot]
+        self.limit_room_v[slot] = self.limit_cap_v[slot] - self.limits_v[slot]
 
     def _refresh_available(self, slot: int) -> None:
         """available = capacity − requests we placed − use we did not place."""
@@ -239,8 +246,12 @@ class AllocatorState:
                 continue
             self._placed_t[slot] += sign * allocation.tflops_requests[position]
             self._placed_v[slot] += sign * allocation.vram_at(position)
-            self.limits_t[slot] += sign * allocation.tflops_limits[position]
-            self.limits_v[slot] += sign * allocation.vram_limit_at(position)
+            limit_t = sign * allocation.tflops_limits[position]
+            limit_v = sign * allocation.vram_limit_at(position)
+            self.limits_t[slot] += limit_t
+            self.limits_v[slot] += limit_v
+            self.limit_room_t[slot] -= limit_t
+            self.limit_room_v[slot] -= limit_v
             self.workers[slot] += sign
             self.tenancy.apply(slot, allocation, sign)
             if not self._dirty:
