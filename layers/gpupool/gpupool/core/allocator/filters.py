@@ -20,7 +20,7 @@ import numpy.typing as npt
 
 from gpupool.core.allocator.affinity import node_constraint_failure
 from gpupool.core.allocator.request import GpuRequest, NodeConstraints
-from gpupool.core.allocator.rows import row_count
+from gpupool.core.allocator.rows import and_rows, row_count
 from gpupool.core.allocator.state import AllocatorState
 
 __all__ = [
@@ -139,10 +139,13 @@ def _affinity_mask(state: AllocatorState, constraints: NodeConstraints) -> B:
         cache["generation"] = state.generation
     found = cache.get(constraints)
     if found is None:
+        labels = cache.get("labels")  # every node's merged labels, shared by the constraints
+        if not isinstance(labels, list):
+            labels = cache["labels"] = [state.labels_of(node) for node in state.node_names]
         found = np.fromiter(
             (
-                node_constraint_failure(constraints, node, state.labels_of(node)) is None
-                for node in state.node_names
+                node_constraint_failure(constraints, node, node_labels) is None
+                for node, node_labels in zip(state.node_names, labels, strict=True)
             ),
             dtype=np.bool_,
             count=len(state.node_names),
@@ -150,6 +153,7 @@ def _affinity_mask(state: AllocatorState, constraints: NodeConstraints) -> B:
         if len(cache) > 256:
             cache.clear()
             cache["generation"] = state.generation
+            cache["labels"] = labels
         cache[constraints] = found
     assert isinstance(found, np.ndarray)
     return found
@@ -225,9 +229,9 @@ def _surviving(
     ):
         alive &= np.greater_equal(have, wanted, out=scratch)
     shaped = alive.reshape(rows, width)
-    shaped &= node_ok[:, None]
     if request.gpu_count > 1:  # nodes' own stages commute with it: a node they drop has no slot left
-        shaped &= (row_count(shaped) >= request.gpu_count)[:, None]
+        node_ok &= row_count(shaped) >= request.gpu_count
+    and_rows(shaped, node_ok)
     return shaped
 
 

@@ -64,20 +64,25 @@ def _thresholds(state: AllocatorState, shape: RequestShape) -> tuple[I64, I64]:
     return np.where(usable, tflops, NEVER), np.where(usable, vram, NEVER)
 
 
-def _weighted(weights: F32, parts: list[F32], size: int) -> F32:
-    """Σ weight × Δ per slot, rounded to 1e-5 GPU so equal placements tie exactly (float32 noise)."""
-    total = np.zeros(size, dtype=np.float32)
-    for weight, part in zip(weights.tolist(), parts, strict=True):
-        total += part * np.float32(weight)
+def _weighted(weights: F32, parts: F32) -> F32:
+    """Σ weight × Δ per slot, rounded to 1e-5 GPU so equal placements tie exactly (float32 noise).
+
+    `parts` is (mix shapes, slots); the sum runs down the first axis in order, one row after the
+    other, in float32 — the same number whichever slots it is asked for.
+    """
+    if not parts.shape[0]:
+        return np.zeros(parts.shape[1], dtype=np.float32)
+    total = np.add.reduce(parts * weights[:, None], axis=0, dtype=np.float32)
     rounded: F32 = np.round(total, 5)
     return rounded
 
 
 @dataclass(slots=True)
 class _Entry:
-    """One request shape: Δ per slot for each mix shape, and their weighted sum under `version`."""
+    """One request shape: Δ per (mix shape, slot), rows in the scorer's shape order, and their
+    weighted sum under `version`."""
 
-    parts: dict[RequestShape, F32]
+    parts: F32
     delta: F32
     version: int = -1
     dirty: set[int] = field(default_factory=set)
@@ -118,7 +123,7 @@ class FragmentationScorer:
             amount_t,
             weighted,
             self._shapes,
-            np.stack([entry.parts[s] for s in self._shapes]),
+            entry.parts,
             self._threshold_rows(state, self._shapes),
         )
 
@@ -161,36 +166,35 @@ class FragmentationScorer:
         if entry.dirty:
             rows_array = np.fromiter(sorted(entry.dirty), dtype=np.intp, count=len(entry.dirty))
             entry.dirty.clear()
-            width = state.width
+            pick = (rows_array[:, None] * state.width + np.arange(state.width)).ravel()
             fresh = self._parts(state, shape, self._shapes, rows_array)
-            for i, mix_shape in enumerate(self._shapes):
-                entry.parts[mix_shape].reshape(-1, width)[rows_array] = fresh[i].reshape(-1, width)
+            entry.parts[:, pick] = fresh
             if entry.version == self.mix.version:
-                entry.delta.reshape(-1, width)[rows_array] = _weighted(
-                    weights, list(fresh), rows_array.size * width
-                ).reshape(-1, width)
+                entry.delta[pick] = _weighted(weights, fresh)
         if entry.version != self.mix.version:
-            entry.delta = _weighted(weights, [entry.parts[s] for s in self._shapes], state.cap_t.size)
+            entry.delta = _weighted(weights, entry.parts)
             entry.version = self.mix.version
         return entry.delta
 
     def _new_entry(self, state: AllocatorState, shape: RequestShape) -> _Entry:
         if len(self._entries) >= self.cached_shapes:  # forget the oldest shape
             self._entries.pop(next(iter(self._entries)))
-        block = self._parts(state, shape, self._shapes, None)
-        parts = {mix_shape: block[i] for i, mix_shape in enumerate(self._shapes)}
+        parts = self._parts(state, shape, self._shapes, None)
         entry = self._entries[shape] = _Entry(parts, np.zeros(state.cap_t.size, dtype=np.float32))
         return entry
 
     def _reshape(self, state: AllocatorState, shapes: tuple[RequestShape, ...]) -> None:
         """A new set of mix shapes: keep the rows of shapes that stayed, compute the new ones."""
-        added = tuple(s for s in shapes if s not in set(self._shapes))
+        row_of = {s: i for i, s in enumerate(self._shapes)}
+        added = tuple(s for s in shapes if s not in row_of)
+        kept = [row_of[s] for s in shapes if s in row_of]
         for request_shape, entry in self._entries.items():
-            fresh = self._parts(state, request_shape, added, None) if added else None
-            entry.parts = {
-                s: entry.parts[s] if fresh is None or s not in added else fresh[added.index(s)]
-                for s in shapes
-            }
+            fresh = self._parts(state, request_shape, added, None)
+            parts = np.empty((len(shapes), state.cap_t.size), dtype=np.float32)
+            position = {s: i for i, s in enumerate(shapes)}
+            parts[[position[s] for s in shapes if s in row_of]] = entry.parts[kept]
+            parts[[position[s] for s in added]] = fresh
+            entry.parts = parts
             entry.version = -1
         self._shapes = shapes
         self._stacked = None

@@ -33,6 +33,7 @@ HOST_UNKNOWN = 2**62  # CPU or memory left on a node nobody told us about: never
 I64 = npt.NDArray[np.int64]
 I32 = npt.NDArray[np.int32]
 F64 = npt.NDArray[np.float64]
+F32 = npt.NDArray[np.float32]
 B = npt.NDArray[np.bool_]
 
 
@@ -99,8 +100,9 @@ class AllocatorState:
         self.limit_room_t: I64 = np.zeros(size, dtype=np.int64)
         self.limit_room_v: I64 = np.zeros(size, dtype=np.int64)
         self.workers: I32 = np.zeros(size, dtype=np.int32)
-        self.score_compact: F64 = np.zeros(size, dtype=np.float64)
-        self.score_low_load: F64 = np.zeros(size, dtype=np.float64)
+        # Whole numbers 0..100: float32 holds them, and their per-node sums, exactly (see scoring).
+        self.score_compact: F32 = np.zeros(size, dtype=np.float32)
+        self.score_low_load: F32 = np.zeros(size, dtype=np.float32)
         self.tenancy = Tenancy(size)
 
     def code(self, text: str) -> int:
@@ -335,8 +337,12 @@ class AllocatorState:
     def labels_of(self, node: str) -> dict[str, str]:
         """Node labels: those GPU objects carry in status.nodeSelector, overlaid by the Node's own."""
         merged: dict[str, str] = {"kubernetes.io/hostname": node}
+        previous: tuple[tuple[str, str], ...] | None = None
         for name in self.gpu_names_on(node):
-            merged.update(self.gpus[name].node_labels)
+            labels = self.gpus[name].node_labels
+            if labels != previous:  # the GPUs of a node mostly carry the same labels: merge them once
+                merged.update(labels)
+                previous = labels
         merged.update(self.node_labels.get(node, {}))
         return merged
 
