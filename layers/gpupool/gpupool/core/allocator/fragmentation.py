@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from gpupool.core.allocator.fragmentation_host import host_deltas, host_only_deltas
+from gpupool.core.allocator.fragmentation_host import GpuBefore, host_deltas, host_only_deltas
 from gpupool.core.allocator.mix import RequestMix, RequestShape, gpu_part
 from gpupool.core.allocator.rows import row_any
 from gpupool.core.allocator.state import AllocatorState
@@ -105,6 +105,10 @@ class FragmentationScorer:
         self._entries: dict[RequestShape, _Entry] = {}
         self._weights: F32 = np.zeros(0, dtype=np.float32)
         self._weights_version: tuple[int, tuple[int, int] | None] | None = None
+        # With hosts known: per-node GPU-only terms, and the rows changed since they were refreshed
+        # (None: all of them).
+        self._before = GpuBefore()
+        self._before_dirty: set[int] | None = None
 
     def deltas(self, state: AllocatorState, shape: RequestShape) -> F32:
         """Δ expected fragmentation (GPUs) of placing one GPU of `shape` on each slot, flat.
@@ -124,7 +128,7 @@ class FragmentationScorer:
             weighted,
             self._shapes,
             entry.parts,
-            self._threshold_rows(state, self._shapes),
+            self._gpu_before(state),
         )
 
     def node_deltas_without_gpu(self, state: AllocatorState, shape: RequestShape) -> F32:
@@ -134,9 +138,15 @@ class FragmentationScorer:
         if not state.host_free or not weighted:
             return np.zeros(len(state.node_names), dtype=np.float32)
         self._gpu_deltas(state, weighted[0][0].gpu_part(), weighted)  # brings the mix's shapes up to date
-        return host_only_deltas(
-            state, shape, weighted, self._shapes, self._threshold_rows(state, self._shapes)
+        return host_only_deltas(state, shape, weighted, self._shapes, self._gpu_before(state))
+
+    def _gpu_before(self, state: AllocatorState) -> GpuBefore:
+        key = (self._layout, self._shapes)
+        self._before.refresh(
+            state, key, self._shapes, self._threshold_rows(state, self._shapes), self._before_dirty
         )
+        self._before_dirty = set()
+        return self._before
 
     def _gpu_deltas(
         self, state: AllocatorState, shape: RequestShape, weighted: tuple[tuple[RequestShape, float], ...]
@@ -148,10 +158,13 @@ class FragmentationScorer:
             self._thresholds.clear()
             self._stacked = None
             self._entries.clear()
+            self._before_dirty = None
         elif changed:
             rows = {slot // state.width for slot in changed}
             for entry in self._entries.values():
                 entry.dirty.update(rows)
+            if self._before_dirty is not None:
+                self._before_dirty.update(rows)
         if self._weights_version != (self.mix.version, self._layout):
             weight_of: dict[RequestShape, float] = {}
             for mix_shape, weight in weighted:  # GPU shapes; their CPU and memory only matter with hosts
