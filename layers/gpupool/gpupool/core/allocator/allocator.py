@@ -136,15 +136,12 @@ class Allocator:
 
     def _rows(self, nodes: Iterable[str]) -> tuple[np.ndarray, list[str]]:
         index = self.state.node_index
-        rows: list[int] = []
-        unknown: list[str] = []
-        for node in nodes:
-            row = index.get(node)
-            if row is None:
-                unknown.append(node)
-            else:
-                rows.append(row)
-        return np.asarray(rows, dtype=np.intp), unknown
+        names = list(nodes)
+        found = np.fromiter((index.get(node, -1) for node in names), dtype=np.intp, count=len(names))
+        known = found >= 0
+        if known.all():
+            return found, []
+        return found[known], [name for name, ok in zip(names, known.tolist(), strict=True) if not ok]
 
     def _filter(
         self, request: GpuRequest, nodes: Iterable[str] | None, *, record: bool

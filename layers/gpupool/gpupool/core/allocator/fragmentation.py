@@ -38,6 +38,7 @@ I64 = npt.NDArray[np.int64]
 F64 = npt.NDArray[np.float64]
 F32 = npt.NDArray[np.float32]
 NEVER = np.int64(2**62)  # a threshold no free amount reaches
+INFINITE = np.float32(np.inf)  # Δ of a slot the filters removed (float32: no float64 copy per decision)
 
 
 def shape_amounts(
@@ -109,6 +110,7 @@ class FragmentationScorer:
         # (None: all of them).
         self._before = GpuBefore()
         self._before_dirty: set[int] | None = None
+        self._scales: F32 | None = None
 
     def deltas(self, state: AllocatorState, shape: RequestShape) -> F32:
         """Δ expected fragmentation (GPUs) of placing one GPU of `shape` on each slot, flat.
@@ -157,6 +159,7 @@ class FragmentationScorer:
             self._layout, self._shapes = layout, ()
             self._thresholds.clear()
             self._stacked = None
+            self._scales = None
             self._entries.clear()
             self._before_dirty = None
         elif changed:
@@ -212,6 +215,14 @@ class FragmentationScorer:
         self._shapes = shapes
         self._stacked = None
 
+    def _scale(self, state: AllocatorState) -> F32:
+        """Per slot, 1 / TFLOPS capacity (0 for padding): free TFLOPS times it is free GPUs."""
+        if self._scales is None or self._scales.size != state.cap_t.size:
+            cap_t = state.cap_t
+            ratio = np.where(state.valid & (cap_t > 0), 1.0 / np.maximum(cap_t, 1), 0.0)
+            self._scales = ratio.astype(np.float32)
+        return self._scales
+
     def _threshold_rows(self, state: AllocatorState, shapes: tuple[RequestShape, ...]) -> tuple[I64, I64]:
         if shapes == self._shapes and self._stacked is not None:
             return self._stacked
@@ -249,9 +260,9 @@ class FragmentationScorer:
         thr_t, thr_v = self._threshold_rows(state, mix_shapes)
         amount_t, amount_v = shape_amounts(state, shape, pick)
         needs = np.array([s.gpu_count for s in mix_shapes], dtype=np.float32).reshape(-1, 1, 1)
-        avail_t, avail_v, cap_t = state.avail_t[pick], state.avail_v[pick], state.cap_t[pick]
+        avail_t, avail_v = state.avail_t[pick], state.avail_v[pick]
         after_t, after_v = avail_t - amount_t, avail_v - amount_v
-        scale = np.where(state.valid[pick] & (cap_t > 0), 1.0 / np.maximum(cap_t, 1), 0.0).astype(np.float32)
+        scale = self._scale(state)[pick]
         free_b = (np.maximum(avail_t, 0) * scale).astype(np.float32).reshape(1, count, width)
         free_a = (np.maximum(after_t, 0) * scale).astype(np.float32).reshape(1, count, width)
         thr_t, thr_v = thr_t[:, pick], thr_v[:, pick]
@@ -278,13 +289,13 @@ class FragmentationScorer:
         width = alive.shape[1]
         if not alive.any():
             return None
-        delta = self.deltas(state, shape)
-        masked = np.where(alive.ravel(), delta, np.inf)
+        masked = np.where(alive.ravel(), self.deltas(state, shape), INFINITE)
         if shape.gpu_count <= 1:
             best = int(np.argmin(masked))
             return best // width, [best]
-        row = int(np.argmin(self._node_totals(masked.reshape(-1, width), alive, shape.gpu_count)))
-        columns = np.argsort(masked[row * width : (row + 1) * width], kind="stable")[: shape.gpu_count]
+        by_node = masked.reshape(-1, width)
+        row = int(np.argmin(self._node_totals(by_node, alive, shape.gpu_count)))
+        columns = np.argsort(by_node[row], kind="stable")[: shape.gpu_count]
         return row, [row * width + int(c) for c in columns.tolist()]
 
     def node_scores(self, state: AllocatorState, alive: B, shape: RequestShape) -> F64:
@@ -292,8 +303,8 @@ class FragmentationScorer:
         width = alive.shape[1]
         if not alive.any():
             return np.full(alive.shape[0], np.nan)
-        masked = np.where(alive.ravel(), self.deltas(state, shape), np.inf).reshape(-1, width)
-        totals = self._node_totals(masked, alive, max(1, shape.gpu_count)).astype(np.float64)
+        masked = np.where(alive.ravel(), self.deltas(state, shape), INFINITE).reshape(-1, width)
+        totals = self._node_totals(masked, alive, max(1, shape.gpu_count))
         finite = np.isfinite(totals)
         low, high = float(totals[finite].min()), float(totals[finite].max())
         spread = high - low
@@ -301,10 +312,14 @@ class FragmentationScorer:
         return np.where(finite, scores, np.nan)
 
     @staticmethod
-    def _node_totals(masked: F32, alive: B, count: int) -> F32:
+    def _node_totals(masked: F32, alive: B, count: int) -> F64:
+        """Per node, the sum of its `count` smallest Δ (float64, as a sum of float32 values)."""
         if count <= 1:
-            totals: F32 = masked.min(axis=1)
+            smallest = masked[:, 0].copy()
+            for column in range(1, masked.shape[1]):  # column by column: no per-row reduction loop
+                np.minimum(smallest, masked[:, column], out=smallest)
+            totals: F64 = smallest.astype(np.float64)
         else:
-            totals = np.sort(masked, axis=1)[:, :count].sum(axis=1)
-        kept: F32 = np.where(row_any(alive), totals, np.float32(np.inf))
+            totals = np.sort(masked, axis=1)[:, :count].astype(np.float64).sum(axis=1)
+        kept: F64 = np.where(row_any(alive), totals, np.inf)
         return kept

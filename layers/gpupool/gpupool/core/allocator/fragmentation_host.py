@@ -36,10 +36,38 @@ I64 = npt.NDArray[np.int64]
 @dataclass(frozen=True, slots=True)
 class _NodeTerms:
     total_b: F32  # (nodes,) free GPU capacity, in GPUs
-    still: F32  # (nodes, GPU shapes) mix weight that can still run there after the pod
+    still: F32  # (GPU shapes, nodes) mix weight that can still run there after the pod
     never: F32  # (nodes,) mix weight that could not run there before
     lost_total: F32  # (nodes,) mix weight the pod's CPU or memory pushes off the node
     lost_frag: F32  # (nodes,) Σ over that weight of the node's GPU-only fragmentation before
+
+
+@dataclass(frozen=True, slots=True)
+class _Entries:
+    """The mix's entries sorted by GPU shape: their CPU, memory and weight, and where each GPU
+    shape's run of entries starts (for sums per GPU shape without a matrix product)."""
+
+    cpu: I64
+    memory: I64
+    weights: F32
+    starts: npt.NDArray[np.intp]
+
+    @classmethod
+    def of(
+        cls, weighted: Sequence[tuple[RequestShape, float]], gpu_shapes: Sequence[RequestShape]
+    ) -> _Entries:
+        column = {g: i for i, g in enumerate(gpu_shapes)}
+        columns = [column[gpu_part(m)] for m, _ in weighted]
+        order = sorted(range(len(weighted)), key=lambda i: columns[i])  # stable: mix order within a shape
+        sorted_columns = np.array([columns[i] for i in order], dtype=np.intp)
+        if not np.array_equal(np.unique(sorted_columns), np.arange(len(gpu_shapes))):
+            raise ValueError("every GPU shape of the mix needs at least one mix entry")
+        return cls(
+            cpu=np.array([weighted[i][0].cpu_milli for i in order], dtype=np.int64),
+            memory=np.array([weighted[i][0].memory for i in order], dtype=np.int64),
+            weights=np.array([weighted[i][1] for i in order], dtype=np.float32),
+            starts=np.searchsorted(sorted_columns, np.arange(len(gpu_shapes))).astype(np.intp),
+        )
 
 
 class GpuBefore:
@@ -89,30 +117,22 @@ class GpuBefore:
 
 
 def _node_terms(
-    state: AllocatorState,
-    request: RequestShape,
-    before: GpuBefore,
-    weighted: Sequence[tuple[RequestShape, float]],
-    gpu_shapes: Sequence[RequestShape],
+    state: AllocatorState, request: RequestShape, before: GpuBefore, entries: _Entries
 ) -> _NodeTerms:
-    count = len(gpu_shapes)
-    column = {g: i for i, g in enumerate(gpu_shapes)}
-    cpu = np.array([m.cpu_milli for m, _ in weighted], dtype=np.int64)
-    memory = np.array([m.memory for m, _ in weighted], dtype=np.int64)
-    weights = np.array([w for _, w in weighted], dtype=np.float32)
-    grouping = np.zeros((len(weighted), count), dtype=np.float32)
-    grouping[np.arange(len(weighted)), [column[gpu_part(m)] for m, _ in weighted]] = weights
-    room_b = (state.host_cpu[:, None] >= cpu) & (state.host_memory[:, None] >= memory)
-    room_a = ((state.host_cpu - request.cpu_milli)[:, None] >= cpu) & (
-        (state.host_memory - request.memory)[:, None] >= memory
-    )
-    lost = (room_b & ~room_a).astype(np.float32) @ grouping
+    """Per node: which mix entries its CPU and memory host before and after the pod, weighed.
+
+    Laid out (mix entries × nodes) so that sums per GPU shape are runs of rows (`reduceat`).
+    """
+    cpu, memory, weights = entries.cpu[:, None], entries.memory[:, None], entries.weights[:, None]
+    room_b = (state.host_cpu >= cpu) & (state.host_memory >= memory)
+    room_a = ((state.host_cpu - request.cpu_milli) >= cpu) & ((state.host_memory - request.memory) >= memory)
+    lost = np.add.reduceat((room_b & ~room_a) * weights, entries.starts, axis=0)  # (GPU shapes, nodes)
     return _NodeTerms(
         total_b=before.total_b,
-        still=room_a.astype(np.float32) @ grouping,
-        never=(~room_b).astype(np.float32) @ weights,
-        lost_total=lost.sum(axis=1),
-        lost_frag=(lost * before.gpu_frag_b.T).sum(axis=1).astype(np.float32),
+        still=np.add.reduceat(room_a * weights, entries.starts, axis=0),
+        never=((~room_b) * weights).sum(axis=0, dtype=np.float32),
+        lost_total=lost.sum(axis=0, dtype=np.float32),
+        lost_frag=(lost * before.gpu_frag_b).sum(axis=0, dtype=np.float32),
     )
 
 
@@ -138,8 +158,8 @@ def host_deltas(
     width, rows = state.width, len(state.node_names)
     free_b = _free(state)
     taken = (free_b - _free(state, request_amount_t)).reshape(rows, width)
-    terms = _node_terms(state, request, before, weighted, gpu_shapes)
-    stays = np.einsum("grw,rg->rw", parts.reshape(len(gpu_shapes), rows, width), terms.still)
+    terms = _node_terms(state, request, before, _Entries.of(weighted, gpu_shapes))
+    stays = np.einsum("grw,gr->rw", parts.reshape(len(gpu_shapes), rows, width), terms.still)
     delta = (
         stays
         - taken * terms.never[:, None]
@@ -158,6 +178,6 @@ def host_only_deltas(
     before: GpuBefore,
 ) -> F32:
     """Δ expected fragmentation per node of a pod that takes CPU and memory but no GPU."""
-    terms = _node_terms(state, request, before, weighted, gpu_shapes)
+    terms = _node_terms(state, request, before, _Entries.of(weighted, gpu_shapes))
     rounded: F32 = np.round(terms.total_b * terms.lost_total - terms.lost_frag, 5)
     return rounded
