@@ -3,14 +3,15 @@
 `run_filters` runs the stages fused, over cached static masks and the state's limit room, when
 the caller does not want reasons; with `record` it runs them one by one. Random clusters (pools,
 phases, models, vendors, isolation, partitions, oversubscription, native-GPU nodes, labels),
-random allocations and releases, and random requests (every sizing, candidate lists, affinity,
-quota failures, GPU indices) must give the same surviving slots both ways, and the allocator's
-decisions must not depend on which path ran.
+random allocations, releases and GPUs changing phase or model in place, and random requests
+(every sizing, candidate lists, affinity, quota failures, GPU indices) must give the same
+surviving slots both ways.
 """
 
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -100,6 +101,10 @@ def test_fused_and_staged_filters_keep_the_same_slots(seed: int) -> None:
             held.append(allocator.reserve(request).key)
         if held and rng.random() < 0.3:
             allocator.release(held.pop(rng.randrange(len(held))))
+        if rng.random() < 0.1:  # a GPU changes phase or model in place: the cached masks must follow
+            info = state.gpus[rng.choice(sorted(state.gpus))]
+            phase = "Pending" if info.phase == "Running" else "Running"
+            state.upsert_gpu(replace(info, phase=phase, model=rng.choice(("A100", "T4"))))
 
 
 def test_limit_room_follows_caps_and_limits() -> None:
