@@ -68,12 +68,22 @@ def _thresholds(state: AllocatorState, shape: RequestShape) -> tuple[I64, I64]:
 def _weighted(weights: F32, parts: F32) -> F32:
     """Σ weight × Δ per slot, rounded to 1e-5 GPU so equal placements tie exactly (float32 noise).
 
-    `parts` is (mix shapes, slots); the sum runs down the first axis in order, one row after the
-    other, in float32 — the same number whichever slots it is asked for.
+    `parts` is (mix shapes, slots); the sum runs over the mix shapes in order, one after the
+    other, in float32 — the same number whichever slots it is asked for. Few slots (a node that
+    changed): one product and one reduction; every slot (a re-weighted mix): row by row into one
+    buffer, never a (mix shapes × slots) temporary.
     """
-    if not parts.shape[0]:
-        return np.zeros(parts.shape[1], dtype=np.float32)
-    total = np.add.reduce(parts * weights[:, None], axis=0, dtype=np.float32)
+    count, size = parts.shape
+    if count == 0:
+        return np.zeros(size, dtype=np.float32)
+    if size <= 4096:
+        total = np.add.reduce(parts * weights[:, None], axis=0, dtype=np.float32)
+    else:
+        total = parts[0] * weights[0]
+        term = np.empty(size, dtype=np.float32)
+        for row in range(1, count):
+            np.multiply(parts[row], weights[row], out=term)
+            total += term
     rounded: F32 = np.round(total, 5)
     return rounded
 
