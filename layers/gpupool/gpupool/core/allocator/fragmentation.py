@@ -269,13 +269,14 @@ class FragmentationScorer:
             return np.zeros((0, count * width), dtype=np.float32)
         thr_t, thr_v = self._threshold_rows(state, mix_shapes)
         amount_t, amount_v = shape_amounts(state, shape, pick)
-        needs = np.array([s.gpu_count for s in mix_shapes], dtype=np.float32).reshape(-1, 1, 1)
+        needs = np.array([s.gpu_count for s in mix_shapes], dtype=np.int16).reshape(-1, 1, 1)
         avail_t, avail_v = state.avail_t[pick], state.avail_v[pick]
         after_t, after_v = avail_t - amount_t, avail_v - amount_v
         scale = self._scale(state)[pick]
         free_b = (np.maximum(avail_t, 0) * scale).astype(np.float32).reshape(1, count, width)
         free_a = (np.maximum(after_t, 0) * scale).astype(np.float32).reshape(1, count, width)
-        thr_t, thr_v = thr_t[:, pick], thr_v[:, pick]
+        if rows is not None:
+            thr_t, thr_v = thr_t.take(pick, axis=1), thr_v.take(pick, axis=1)
         shaped = (-1, count, width)
         fit_b = ((avail_t >= thr_t) & (avail_v >= thr_v)).reshape(shaped)
         fit_a = ((after_t >= thr_t) & (after_v >= thr_v)).reshape(shaped)
@@ -283,15 +284,20 @@ class FragmentationScorer:
         total_b = free_b @ ones  # (1, nodes, 1): each node's free capacity, in GPUs
         used_b = free_b * fit_b  # free capacity on GPUs that fit each mix shape
         used_a = free_a * fit_a
-        fits_b = fit_b.astype(np.float32) @ ones
+        # GPUs that fit, per (mix shape, node), counted exactly: one population count per 8 slots.
+        words = np.bitwise_count(fit_b.view(np.uint64)).reshape(len(mix_shapes), count, width // 8)
+        fits_b = words.sum(axis=2, dtype=np.int16, keepdims=True)
         used_sum = used_b @ ones
-        wasted_b = total_b - used_sum
-        frag_b = np.where(fits_b >= needs, wasted_b, total_b)
-        fits_a = fits_b + (fit_a.astype(np.float32) - fit_b)
+        frag_b = np.where(fits_b >= needs, total_b - used_sum, total_b)
+        fits_a = fits_b + fit_a.view(np.int8)  # the node's count, with this slot's fit changed
+        fits_a -= fit_b.view(np.int8)
         total_a = total_b + (free_a - free_b)
-        wasted_a = total_a - used_sum + (used_b - used_a)
+        wasted_a = total_a - used_sum
+        np.subtract(used_b, used_a, out=used_b)
+        wasted_a += used_b
         frag_a = np.where(fits_a >= needs, wasted_a, total_a)
-        parts: F32 = (frag_a - frag_b).reshape(len(mix_shapes), -1)
+        frag_a -= frag_b
+        parts: F32 = frag_a.reshape(len(mix_shapes), -1)
         return parts
 
     def choose(self, state: AllocatorState, alive: B, shape: RequestShape) -> tuple[int, list[int]] | None:
