@@ -22,6 +22,7 @@ change journal), or do I/O.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
 import numpy.typing as npt
@@ -54,6 +55,28 @@ def shape_amounts(
         tflops = np.ceil(cap_t.astype(np.float64) * (shape.compute_percent / 100.0)).astype(np.int64)
         return tflops, np.full(cap_t.size, shape.vram, dtype=np.int64)
     return np.full(cap_t.size, shape.tflops, dtype=np.int64), np.full(cap_t.size, shape.vram, dtype=np.int64)
+
+
+def _amounts_at(
+    state: AllocatorState, shape: RequestShape, pick: slice | npt.NDArray[np.intp]
+) -> tuple[I64 | int, I64 | int]:
+    """`shape_amounts`, as plain numbers when they are the same on every GPU (absolute amounts)."""
+    if shape.dedicated or shape.share_milli is not None or shape.compute_percent is not None:
+        return shape_amounts(state, shape, pick)
+    return shape.tflops, shape.vram
+
+
+def _needs(mix_shapes: tuple[RequestShape, ...]) -> npt.NDArray[np.int16]:
+    """GPUs each mix shape needs on one node, shaped to broadcast over (mix shapes, nodes, 1)."""
+    return np.array([s.gpu_count for s in mix_shapes], dtype=np.int16).reshape(-1, 1, 1)
+
+
+@lru_cache(maxsize=8)
+def _ones(width: int) -> F32:
+    """A column of ones: row sums of (…, width) blocks as one product (see `rows`)."""
+    ones = np.ones((width, 1), dtype=np.float32)
+    ones.flags.writeable = False
+    return ones
 
 
 def _thresholds(state: AllocatorState, shape: RequestShape) -> tuple[I64, I64]:
@@ -111,6 +134,7 @@ class FragmentationScorer:
         self.cached_shapes = cached_shapes
         self._layout: tuple[int, int] | None = None
         self._shapes: tuple[RequestShape, ...] = ()
+        self._needs = _needs(())
         self._thresholds: dict[RequestShape, tuple[I64, I64]] = {}
         self._stacked: tuple[I64, I64] | None = None
         self._entries: dict[RequestShape, _Entry] = {}
@@ -167,6 +191,7 @@ class FragmentationScorer:
         layout = (state.static_version, state.cap_t.size)
         if layout != self._layout or changed is None:
             self._layout, self._shapes = layout, ()
+            self._needs = _needs(())
             self._thresholds.clear()
             self._stacked = None
             self._scales = None
@@ -193,7 +218,7 @@ class FragmentationScorer:
             rows_array = np.fromiter(sorted(entry.dirty), dtype=np.intp, count=len(entry.dirty))
             entry.dirty.clear()
             pick = (rows_array[:, None] * state.width + np.arange(state.width)).ravel()
-            fresh = self._parts(state, shape, self._shapes, rows_array)
+            fresh = self._parts(state, shape, self._shapes, (pick, rows_array.size))
             entry.parts[:, pick] = fresh
             if entry.version == self.mix.version:
                 entry.delta[pick] = _weighted(weights, fresh)
@@ -223,6 +248,7 @@ class FragmentationScorer:
             entry.parts = parts
             entry.version = -1
         self._shapes = shapes
+        self._needs = _needs(shapes)
         self._stacked = None
 
     def _scale(self, state: AllocatorState) -> F32:
@@ -255,21 +281,21 @@ class FragmentationScorer:
         state: AllocatorState,
         shape: RequestShape,
         mix_shapes: tuple[RequestShape, ...],
-        rows: npt.NDArray[np.intp] | None,
+        rows: tuple[npt.NDArray[np.intp], int] | None,
     ) -> F32:
-        """Δ of one GPU of `shape` per (mix shape, slot), for every slot or those of `rows`."""
+        """Δ of one GPU of `shape` per (mix shape, slot), for every slot or, with `rows` =
+        (their slots, how many nodes), for some whole nodes' slots."""
         width = state.width
         if rows is None:
             pick: slice | npt.NDArray[np.intp] = slice(None)
             count = state.cap_t.size // width if width else 0
         else:
-            pick = (rows[:, None] * width + np.arange(width)).ravel()
-            count = rows.size
+            pick, count = rows
         if not mix_shapes:
             return np.zeros((0, count * width), dtype=np.float32)
         thr_t, thr_v = self._threshold_rows(state, mix_shapes)
-        amount_t, amount_v = shape_amounts(state, shape, pick)
-        needs = np.array([s.gpu_count for s in mix_shapes], dtype=np.int16).reshape(-1, 1, 1)
+        amount_t, amount_v = _amounts_at(state, shape, pick)
+        needs = self._needs if mix_shapes is self._shapes else _needs(mix_shapes)
         avail_t, avail_v = state.avail_t[pick], state.avail_v[pick]
         after_t, after_v = avail_t - amount_t, avail_v - amount_v
         scale = self._scale(state)[pick]
@@ -280,7 +306,7 @@ class FragmentationScorer:
         shaped = (-1, count, width)
         fit_b = ((avail_t >= thr_t) & (avail_v >= thr_v)).reshape(shaped)
         fit_a = ((after_t >= thr_t) & (after_v >= thr_v)).reshape(shaped)
-        ones = np.ones((width, 1), dtype=np.float32)
+        ones = _ones(width)
         total_b = free_b @ ones  # (1, nodes, 1): each node's free capacity, in GPUs
         used_b = free_b * fit_b  # free capacity on GPUs that fit each mix shape
         used_a = free_a * fit_a
