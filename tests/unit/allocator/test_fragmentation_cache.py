@@ -108,3 +108,17 @@ def test_choices_do_not_depend_on_what_was_cached(hosts: bool) -> None:
             except AllocationError:  # both must refuse alike
                 outcomes.append(("refused", ()))
         assert outcomes[0] == outcomes[1], step
+
+
+def test_a_node_short_of_surviving_slots_never_wins() -> None:
+    """Scoring a 2-GPU pod over a mask where one node keeps a single slot: that node is out."""
+    allocator = _allocator(random.Random(4), hosts=False)
+    state = allocator.state
+    shape = RequestShape(share_milli=500, gpu_count=2)
+    alive = state.valid.reshape(len(state.node_names), state.width).copy()
+    alive[0] = False
+    alive[0, 0] = True  # node 0: one surviving slot, fewer than the pod needs
+    scores = allocator.fragmentation.node_scores(state, alive, shape)
+    assert np.isnan(scores[0])
+    choice = allocator.fragmentation.choose(state, alive, shape)
+    assert choice is not None and choice[0] != 0

@@ -39,7 +39,16 @@ I64 = npt.NDArray[np.int64]
 F64 = npt.NDArray[np.float64]
 F32 = npt.NDArray[np.float32]
 NEVER = np.int64(2**62)  # a threshold no free amount reaches
-INFINITE = np.float32(np.inf)  # Δ of a slot the filters removed (float32: no float64 copy per decision)
+# Added to the Δ of a slot the filters removed: above any Δ (a few GPUs at most), and an addition
+# costs a twentieth of a masked select over every slot.
+REMOVED = np.float32(3e38)
+
+
+def _masked(delta: F32, alive: B) -> F32:
+    """Δ per slot (flat), removed slots pushed past every surviving one (REMOVED, not ∞: 0 × ∞)."""
+    masked = np.multiply(~alive.ravel(), REMOVED, dtype=np.float32)
+    masked += delta
+    return masked
 
 
 def shape_amounts(
@@ -331,7 +340,7 @@ class FragmentationScorer:
         width = alive.shape[1]
         if not alive.any():
             return None
-        masked = np.where(alive.ravel(), self.deltas(state, shape), INFINITE)
+        masked = _masked(self.deltas(state, shape), alive)
         if shape.gpu_count <= 1:
             best = int(np.argmin(masked))
             return best // width, [best]
@@ -345,7 +354,7 @@ class FragmentationScorer:
         width = alive.shape[1]
         if not alive.any():
             return np.full(alive.shape[0], np.nan)
-        masked = np.where(alive.ravel(), self.deltas(state, shape), INFINITE).reshape(-1, width)
+        masked = _masked(self.deltas(state, shape), alive).reshape(-1, width)
         totals = self._node_totals(masked, alive, max(1, shape.gpu_count))
         finite = np.isfinite(totals)
         low, high = float(totals[finite].min()), float(totals[finite].max())
@@ -355,7 +364,8 @@ class FragmentationScorer:
 
     @staticmethod
     def _node_totals(masked: F32, alive: B, count: int) -> F64:
-        """Per node, the sum of its `count` smallest Δ (float64, as a sum of float32 values)."""
+        """Per node, the sum of its `count` smallest Δ (float64, as a sum of float32 values);
+        ∞ for a node with fewer than `count` surviving slots (a removed slot counts REMOVED)."""
         if count <= 1:
             smallest = masked[:, 0].copy()
             for column in range(1, masked.shape[1]):  # column by column: no per-row reduction loop
@@ -363,5 +373,5 @@ class FragmentationScorer:
             totals: F64 = smallest.astype(np.float64)
         else:
             totals = np.sort(masked, axis=1)[:, :count].astype(np.float64).sum(axis=1)
-        kept: F64 = np.where(row_any(alive), totals, np.inf)
+        kept: F64 = np.where(row_any(alive) & (totals < REMOVED), totals, np.inf)
         return kept
