@@ -13,7 +13,8 @@ alone). Ties go to the first node and GPU in the state's order, as in the other 
 Δ for every GPU slot and request shape is cached, per shape of the mix (Δ is linear in the
 weights), and recomputed only for nodes whose GPUs changed since (the state's change journal),
 for shapes that join the mix, and all at once when the layout or capacities change; so a decision
-costs a masked argmin over the slots, plus the rows the last reservations touched.
+costs a masked argmin over the slots, plus the rows the last reservations touched. The arithmetic
+itself is in `fragmentation_parts`; with nodes' CPU and memory known, `fragmentation_host`.
 
 Must not: filter (the filters already ran), change the allocator's state (it only drains the state's
 change journal), or do I/O.
@@ -22,12 +23,20 @@ change journal), or do I/O.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import lru_cache
 
 import numpy as np
 import numpy.typing as npt
 
 from gpupool.core.allocator.fragmentation_host import GpuBefore, host_deltas, host_only_deltas
+from gpupool.core.allocator.fragmentation_parts import (
+    REMOVED,
+    gpu_needs,
+    masked_deltas,
+    shape_amounts,
+    slot_parts,
+    slot_thresholds,
+    weighted_deltas,
+)
 from gpupool.core.allocator.mix import RequestMix, RequestShape, gpu_part
 from gpupool.core.allocator.rows import row_any
 from gpupool.core.allocator.state import AllocatorState
@@ -38,86 +47,6 @@ B = npt.NDArray[np.bool_]
 I64 = npt.NDArray[np.int64]
 F64 = npt.NDArray[np.float64]
 F32 = npt.NDArray[np.float32]
-NEVER = np.int64(2**62)  # a threshold no free amount reaches
-# Added to the Δ of a slot the filters removed: above any Δ (a few GPUs at most), and an addition
-# costs a twentieth of a masked select over every slot.
-REMOVED = np.float32(3e38)
-
-
-def _masked(delta: F32, alive: B) -> F32:
-    """Δ per slot (flat), removed slots pushed past every surviving one (REMOVED, not ∞: 0 × ∞)."""
-    masked = np.multiply(~alive.ravel(), REMOVED, dtype=np.float32)
-    masked += delta
-    return masked
-
-
-def shape_amounts(
-    state: AllocatorState, shape: RequestShape, pick: slice | npt.NDArray[np.intp] = slice(None)
-) -> tuple[I64, I64]:
-    """Per slot (of `pick`): the TFLOPS and VRAM one GPU of `shape` takes there, as the filters say."""
-    cap_t, cap_v = state.cap_t[pick], state.cap_v[pick]
-    if shape.dedicated:
-        return cap_t.copy(), cap_v.copy()
-    if shape.share_milli is not None:
-        return (cap_t * shape.share_milli) // 1000, (cap_v * shape.share_milli) // 1000
-    if shape.compute_percent is not None:
-        tflops = np.ceil(cap_t.astype(np.float64) * (shape.compute_percent / 100.0)).astype(np.int64)
-        return tflops, np.full(cap_t.size, shape.vram, dtype=np.int64)
-    return np.full(cap_t.size, shape.tflops, dtype=np.int64), np.full(cap_t.size, shape.vram, dtype=np.int64)
-
-
-def _amounts_at(
-    state: AllocatorState, shape: RequestShape, pick: slice | npt.NDArray[np.intp]
-) -> tuple[I64 | int, I64 | int]:
-    """`shape_amounts`, as plain numbers when they are the same on every GPU (absolute amounts)."""
-    if shape.dedicated or shape.share_milli is not None or shape.compute_percent is not None:
-        return shape_amounts(state, shape, pick)
-    return shape.tflops, shape.vram
-
-
-def _needs(mix_shapes: tuple[RequestShape, ...]) -> npt.NDArray[np.int16]:
-    """GPUs each mix shape needs on one node, shaped to broadcast over (mix shapes, nodes, 1)."""
-    return np.array([s.gpu_count for s in mix_shapes], dtype=np.int16).reshape(-1, 1, 1)
-
-
-@lru_cache(maxsize=8)
-def _ones(width: int) -> F32:
-    """A column of ones: row sums of (…, width) blocks as one product (see `rows`)."""
-    ones = np.ones((width, 1), dtype=np.float32)
-    ones.flags.writeable = False
-    return ones
-
-
-def _thresholds(state: AllocatorState, shape: RequestShape) -> tuple[I64, I64]:
-    """Per slot: what a free GPU must still have for one GPU of `shape` (NEVER where it cannot)."""
-    tflops, vram = shape_amounts(state, shape)
-    usable = state.valid.copy()
-    if shape.model:
-        usable &= state.model_code == state.codes.get(shape.model, -1)
-    return np.where(usable, tflops, NEVER), np.where(usable, vram, NEVER)
-
-
-def _weighted(weights: F32, parts: F32) -> F32:
-    """Σ weight × Δ per slot, rounded to 1e-5 GPU so equal placements tie exactly (float32 noise).
-
-    `parts` is (mix shapes, slots); the sum runs over the mix shapes in order, one after the
-    other, in float32 — the same number whichever slots it is asked for. Few slots (a node that
-    changed): one product and one reduction; every slot (a re-weighted mix): row by row into one
-    buffer, never a (mix shapes × slots) temporary.
-    """
-    count, size = parts.shape
-    if count == 0:
-        return np.zeros(size, dtype=np.float32)
-    if size <= 4096:
-        total = np.add.reduce(parts * weights[:, None], axis=0, dtype=np.float32)
-    else:
-        total = parts[0] * weights[0]
-        term = np.empty(size, dtype=np.float32)
-        for row in range(1, count):
-            np.multiply(parts[row], weights[row], out=term)
-            total += term
-    rounded: F32 = np.round(total, 5)
-    return rounded
 
 
 @dataclass(slots=True)
@@ -143,9 +72,10 @@ class FragmentationScorer:
         self.cached_shapes = cached_shapes
         self._layout: tuple[int, int] | None = None
         self._shapes: tuple[RequestShape, ...] = ()
-        self._needs = _needs(())
+        self._needs = gpu_needs(())
         self._thresholds: dict[RequestShape, tuple[I64, I64]] = {}
         self._stacked: tuple[I64, I64] | None = None
+        self._joining: tuple[tuple[RequestShape, ...], tuple[I64, I64]] | None = None
         self._entries: dict[RequestShape, _Entry] = {}
         self._weights: F32 = np.zeros(0, dtype=np.float32)
         self._weights_version: tuple[int, tuple[int, int] | None] | None = None
@@ -200,9 +130,9 @@ class FragmentationScorer:
         layout = (state.static_version, state.cap_t.size)
         if layout != self._layout or changed is None:
             self._layout, self._shapes = layout, ()
-            self._needs = _needs(())
+            self._needs = gpu_needs(())
             self._thresholds.clear()
-            self._stacked = None
+            self._stacked = self._joining = None
             self._scales = None
             self._entries.clear()
             self._before_dirty = None
@@ -230,9 +160,9 @@ class FragmentationScorer:
             fresh = self._parts(state, shape, self._shapes, (pick, rows_array.size))
             entry.parts[:, pick] = fresh
             if entry.version == self.mix.version:
-                entry.delta[pick] = _weighted(weights, fresh)
+                entry.delta[pick] = weighted_deltas(weights, fresh)
         if entry.version != self.mix.version:
-            entry.delta = _weighted(weights, entry.parts)
+            entry.delta = weighted_deltas(weights, entry.parts)
             entry.version = self.mix.version
         return entry.delta
 
@@ -257,8 +187,8 @@ class FragmentationScorer:
             entry.parts = parts
             entry.version = -1
         self._shapes = shapes
-        self._needs = _needs(shapes)
-        self._stacked = None
+        self._needs = gpu_needs(shapes)
+        self._stacked = self._joining = None
 
     def _scale(self, state: AllocatorState) -> F32:
         """Per slot, 1 / TFLOPS capacity (0 for padding): free TFLOPS times it is free GPUs."""
@@ -271,9 +201,11 @@ class FragmentationScorer:
     def _threshold_rows(self, state: AllocatorState, shapes: tuple[RequestShape, ...]) -> tuple[I64, I64]:
         if shapes == self._shapes and self._stacked is not None:
             return self._stacked
+        if self._joining is not None and self._joining[0] is shapes:
+            return self._joining[1]
         for shape in shapes:
             if shape not in self._thresholds:
-                self._thresholds[shape] = _thresholds(state, shape)
+                self._thresholds[shape] = slot_thresholds(state, shape)
         if not shapes:
             empty = np.zeros((0, state.cap_t.size), dtype=np.int64)
             return empty, empty
@@ -283,6 +215,8 @@ class FragmentationScorer:
         )
         if shapes == self._shapes:
             self._stacked = stacked
+        else:  # the shapes joining the mix, asked once per cached request shape by `_reshape`
+            self._joining = (shapes, stacked)
         return stacked
 
     def _parts(
@@ -302,45 +236,16 @@ class FragmentationScorer:
             pick, count = rows
         if not mix_shapes:
             return np.zeros((0, count * width), dtype=np.float32)
-        thr_t, thr_v = self._threshold_rows(state, mix_shapes)
-        amount_t, amount_v = _amounts_at(state, shape, pick)
-        needs = self._needs if mix_shapes is self._shapes else _needs(mix_shapes)
-        avail_t, avail_v = state.avail_t[pick], state.avail_v[pick]
-        after_t, after_v = avail_t - amount_t, avail_v - amount_v
-        scale = self._scale(state)[pick]
-        free_b = (np.maximum(avail_t, 0) * scale).astype(np.float32).reshape(1, count, width)
-        free_a = (np.maximum(after_t, 0) * scale).astype(np.float32).reshape(1, count, width)
-        if rows is not None:
-            thr_t, thr_v = thr_t.take(pick, axis=1), thr_v.take(pick, axis=1)
-        shaped = (-1, count, width)
-        fit_b = ((avail_t >= thr_t) & (avail_v >= thr_v)).reshape(shaped)
-        fit_a = ((after_t >= thr_t) & (after_v >= thr_v)).reshape(shaped)
-        ones = _ones(width)
-        total_b = free_b @ ones  # (1, nodes, 1): each node's free capacity, in GPUs
-        used_b = free_b * fit_b  # free capacity on GPUs that fit each mix shape
-        used_a = free_a * fit_a
-        # GPUs that fit, per (mix shape, node), counted exactly: one population count per 8 slots.
-        words = np.bitwise_count(fit_b.view(np.uint64)).reshape(len(mix_shapes), count, width // 8)
-        fits_b = words.sum(axis=2, dtype=np.int16, keepdims=True)
-        used_sum = used_b @ ones
-        frag_b = np.where(fits_b >= needs, total_b - used_sum, total_b)
-        fits_a = fits_b + fit_a.view(np.int8)  # the node's count, with this slot's fit changed
-        fits_a -= fit_b.view(np.int8)
-        total_a = total_b + (free_a - free_b)
-        wasted_a = total_a - used_sum
-        np.subtract(used_b, used_a, out=used_b)
-        wasted_a += used_b
-        frag_a = np.where(fits_a >= needs, wasted_a, total_a)
-        frag_a -= frag_b
-        parts: F32 = frag_a.reshape(len(mix_shapes), -1)
-        return parts
+        thresholds = self._threshold_rows(state, mix_shapes)
+        needs = self._needs if mix_shapes is self._shapes else gpu_needs(mix_shapes)
+        return slot_parts(state, shape, thresholds, needs, self._scale(state), pick, count)
 
     def choose(self, state: AllocatorState, alive: B, shape: RequestShape) -> tuple[int, list[int]] | None:
         """The node row and slots with the smallest Δ; None when no slot survived."""
         width = alive.shape[1]
         if not alive.any():
             return None
-        masked = _masked(self.deltas(state, shape), alive)
+        masked = masked_deltas(self.deltas(state, shape), alive)
         if shape.gpu_count <= 1:
             best = int(np.argmin(masked))
             return best // width, [best]
@@ -354,7 +259,7 @@ class FragmentationScorer:
         width = alive.shape[1]
         if not alive.any():
             return np.full(alive.shape[0], np.nan)
-        masked = _masked(self.deltas(state, shape), alive).reshape(-1, width)
+        masked = masked_deltas(self.deltas(state, shape), alive).reshape(-1, width)
         totals = self._node_totals(masked, alive, max(1, shape.gpu_count))
         finite = np.isfinite(totals)
         low, high = float(totals[finite].min()), float(totals[finite].max())
