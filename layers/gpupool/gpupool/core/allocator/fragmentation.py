@@ -178,13 +178,17 @@ class FragmentationScorer:
         row_of = {s: i for i, s in enumerate(self._shapes)}
         added = tuple(s for s in shapes if s not in row_of)
         kept = [row_of[s] for s in shapes if s in row_of]
+        position = {s: i for i, s in enumerate(shapes)}
+        appended = kept == list(range(len(self._shapes))) and shapes[: len(kept)] == self._shapes
         for request_shape, entry in self._entries.items():
             fresh = self._parts(state, request_shape, added, None)
-            parts = np.empty((len(shapes), state.cap_t.size), dtype=np.float32)
-            position = {s: i for i, s in enumerate(shapes)}
-            parts[[position[s] for s in shapes if s in row_of]] = entry.parts[kept]
-            parts[[position[s] for s in added]] = fresh
-            entry.parts = parts
+            if appended:  # only new shapes, after the old ones: one copy
+                entry.parts = np.concatenate((entry.parts, fresh))
+            else:
+                parts = np.empty((len(shapes), state.cap_t.size), dtype=np.float32)
+                parts[[position[s] for s in shapes if s in row_of]] = entry.parts[kept]
+                parts[[position[s] for s in added]] = fresh
+                entry.parts = parts
             entry.version = -1
         self._shapes = shapes
         self._needs = gpu_needs(shapes)
@@ -271,11 +275,16 @@ class FragmentationScorer:
     def _node_totals(masked: F32, alive: B, count: int) -> F64:
         """Per node, the sum of its `count` smallest Δ (float64, as a sum of float32 values);
         ∞ for a node with fewer than `count` surviving slots (a removed slot counts REMOVED)."""
-        if count <= 1:
+        if count <= 2:  # column by column (no per-row loop): the smallest and, for 2, the next
             smallest = masked[:, 0].copy()
-            for column in range(1, masked.shape[1]):  # column by column: no per-row reduction loop
+            second = np.full_like(smallest, np.inf)
+            for column in range(1, masked.shape[1]):
+                if count == 2:
+                    np.minimum(second, np.maximum(smallest, masked[:, column]), out=second)
                 np.minimum(smallest, masked[:, column], out=smallest)
             totals: F64 = smallest.astype(np.float64)
+            if count == 2:
+                totals += second  # the same float64 sum as of the row's first two once sorted
         else:
             totals = np.sort(masked, axis=1)[:, :count].astype(np.float64).sum(axis=1)
         kept: F64 = np.where(row_any(alive) & (totals < REMOVED), totals, np.inf)
