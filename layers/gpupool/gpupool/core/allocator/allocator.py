@@ -184,14 +184,18 @@ class Allocator:
         return node_scores(self.state, alive, mode)
 
     def _choose(
-        self, request: GpuRequest, alive: npt.NDArray[np.bool_], chooser: Chooser | None
+        self,
+        request: GpuRequest,
+        alive: npt.NDArray[np.bool_],
+        chooser: Chooser | None,
+        shape: RequestShape | None = None,
     ) -> tuple[int, list[int]] | None:
         """The row and GPU slots the pod's mode (or `chooser`) picks among the surviving slots."""
         if chooser is not None:
             return chooser(self.state, alive, request)
         mode = self.mode_for(request.pool)
         if mode is PlacementMode.FRAGMENTATION_AWARE:
-            return self.fragmentation.choose(self.state, alive, RequestShape.of(request))
+            return self.fragmentation.choose(self.state, alive, shape or RequestShape.of(request))
         row = select_node(self.state, alive, mode)
         if row is None:
             return None
@@ -217,12 +221,13 @@ class Allocator:
             raise AllocationError(
                 f"pod {request.key} already holds GPUs {', '.join(held.gpus)} on {held.node}"
             )
-        self.fragmentation.mix.record(RequestShape.of(request))
+        shape = RequestShape.of(request)
+        self.fragmentation.mix.record(shape)
         narrowed = among if node is None else [node]
         outcome, unknown = self._filter(request, narrowed, record=node is not None)
         if unknown and node is not None:
             raise AllocationError(f"node {node} has no GPU managed by gpupool")
-        choice = self._choose(request, outcome.alive, chooser)
+        choice = self._choose(request, outcome.alive, chooser, shape)
         if choice is None:
             if node is not None:
                 why = node_reasons(self.state, request, outcome).get(node, "no GPU fits")
