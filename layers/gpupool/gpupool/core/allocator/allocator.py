@@ -136,15 +136,12 @@ class Allocator:
 
     def _rows(self, nodes: Iterable[str]) -> tuple[np.ndarray, list[str]]:
         index = self.state.node_index
-        rows: list[int] = []
-        unknown: list[str] = []
-        for node in nodes:
-            row = index.get(node)
-            if row is None:
-                unknown.append(node)
-            else:
-                rows.append(row)
-        return np.asarray(rows, dtype=np.intp), unknown
+        names = list(nodes)
+        found = np.fromiter((index.get(node, -1) for node in names), dtype=np.intp, count=len(names))
+        known = found >= 0
+        if known.all():
+            return found, []
+        return found[known], [name for name, ok in zip(names, known.tolist(), strict=True) if not ok]
 
     def _filter(
         self, request: GpuRequest, nodes: Iterable[str] | None, *, record: bool
@@ -187,14 +184,18 @@ class Allocator:
         return node_scores(self.state, alive, mode)
 
     def _choose(
-        self, request: GpuRequest, alive: npt.NDArray[np.bool_], chooser: Chooser | None
+        self,
+        request: GpuRequest,
+        alive: npt.NDArray[np.bool_],
+        chooser: Chooser | None,
+        shape: RequestShape | None = None,
     ) -> tuple[int, list[int]] | None:
         """The row and GPU slots the pod's mode (or `chooser`) picks among the surviving slots."""
         if chooser is not None:
             return chooser(self.state, alive, request)
         mode = self.mode_for(request.pool)
         if mode is PlacementMode.FRAGMENTATION_AWARE:
-            return self.fragmentation.choose(self.state, alive, RequestShape.of(request))
+            return self.fragmentation.choose(self.state, alive, shape or RequestShape.of(request))
         row = select_node(self.state, alive, mode)
         if row is None:
             return None
@@ -220,12 +221,13 @@ class Allocator:
             raise AllocationError(
                 f"pod {request.key} already holds GPUs {', '.join(held.gpus)} on {held.node}"
             )
-        self.fragmentation.mix.record(RequestShape.of(request))
+        shape = RequestShape.of(request)
+        self.fragmentation.mix.record(shape)
         narrowed = among if node is None else [node]
         outcome, unknown = self._filter(request, narrowed, record=node is not None)
         if unknown and node is not None:
             raise AllocationError(f"node {node} has no GPU managed by gpupool")
-        choice = self._choose(request, outcome.alive, chooser)
+        choice = self._choose(request, outcome.alive, chooser, shape)
         if choice is None:
             if node is not None:
                 why = node_reasons(self.state, request, outcome).get(node, "no GPU fits")

@@ -20,7 +20,7 @@ import numpy.typing as npt
 
 from gpupool.core.allocator.affinity import node_constraint_failure
 from gpupool.core.allocator.request import GpuRequest, NodeConstraints
-from gpupool.core.allocator.rows import row_count
+from gpupool.core.allocator.rows import and_rows, row_count
 from gpupool.core.allocator.state import AllocatorState
 
 __all__ = [
@@ -139,10 +139,13 @@ def _affinity_mask(state: AllocatorState, constraints: NodeConstraints) -> B:
         cache["generation"] = state.generation
     found = cache.get(constraints)
     if found is None:
+        labels = cache.get("labels")  # every node's merged labels, shared by the constraints
+        if not isinstance(labels, list):
+            labels = cache["labels"] = [state.labels_of(node) for node in state.node_names]
         found = np.fromiter(
             (
-                node_constraint_failure(constraints, node, state.labels_of(node)) is None
-                for node in state.node_names
+                node_constraint_failure(constraints, node, node_labels) is None
+                for node, node_labels in zip(state.node_names, labels, strict=True)
             ),
             dtype=np.bool_,
             count=len(state.node_names),
@@ -150,9 +153,86 @@ def _affinity_mask(state: AllocatorState, constraints: NodeConstraints) -> B:
         if len(cache) > 256:
             cache.clear()
             cache["generation"] = state.generation
+            cache["labels"] = labels
         cache[constraints] = found
     assert isinstance(found, np.ndarray)
     return found
+
+
+def _static_mask(state: AllocatorState, request: GpuRequest) -> B:
+    """Slots passing pool, phase, model and vendor (flat): fixed until a GPU record changes.
+
+    Cached on the state per (pool, model, vendor) for its current static version, so the
+    extender's hot path pays one copy instead of four comparisons over every slot.
+    """
+    cache = state.static_masks
+    version = (state.static_version, state.generation, state.valid.size)
+    if cache.get("version") != version:
+        cache.clear()
+        cache["version"] = version
+    key = (request.pool, request.gpu_model or "", request.vendor or "")
+    found = cache.get(key)
+    if found is None:
+        found = state.valid & (state.pool_code == state.codes.get(request.pool, -1)) & state.phase_ok
+        if request.gpu_model:
+            found &= state.model_code == state.codes.get(request.gpu_model, -1)
+        if request.vendor:
+            found &= state.vendor_code == state.codes.get(request.vendor, -1)
+        if len(cache) > 256:
+            cache.clear()
+            cache["version"] = version
+        cache[key] = found
+    assert isinstance(found, np.ndarray)
+    return found
+
+
+def _node_mask(
+    state: AllocatorState,
+    request: GpuRequest,
+    max_worker_per_node: int,
+    candidate_rows: npt.NDArray[np.intp] | None,
+    quota_failure: str | None,
+) -> B:
+    """Nodes passing the candidate list, node affinity, nativeGpu, maxWorkerPerNode and quota."""
+    ok: B = (state.node_native == 0) & (state.node_workers < max_worker_per_node)
+    if candidate_rows is not None:
+        chosen = np.zeros(ok.size, dtype=np.bool_)
+        chosen[candidate_rows] = True
+        ok &= chosen
+    if not request.constraints.empty:
+        ok &= _affinity_mask(state, request.constraints)
+    if quota_failure is not None:
+        ok[:] = False
+    return ok
+
+
+def _surviving(
+    state: AllocatorState,
+    request: GpuRequest,
+    outcome: FilterOutcome,
+    node_ok: B,
+) -> B:
+    """Every stage at once, in place over one flat mask: the same slots as the staged path."""
+    rows, width = len(state.node_names), state.width
+    alive = _static_mask(state, request).copy()
+    if request.gpu_indices is not None:
+        alive &= np.isin(state.gpu_index, sorted(request.gpu_indices))
+    alive &= state.tenancy.compatible(request.isolation, request.dedicated)
+    if request.isolation == "partitioned":
+        alive &= state.tenancy.partitions
+    scratch = np.empty_like(alive)
+    for have, wanted in (
+        (state.avail_t, outcome.tflops_request),
+        (state.avail_v, outcome.vram_request),
+        (state.limit_room_t, outcome.tflops_limit),
+        (state.limit_room_v, outcome.vram_limit),
+    ):
+        alive &= np.greater_equal(have, wanted, out=scratch)
+    shaped = alive.reshape(rows, width)
+    if request.gpu_count > 1:  # nodes' own stages commute with it: a node they drop has no slot left
+        node_ok &= row_count(shaped) >= request.gpu_count
+    and_rows(shaped, node_ok)
+    return shaped
 
 
 def run_filters(
@@ -164,22 +244,29 @@ def run_filters(
     quota_failure: str | None = None,
     record: bool = False,
 ) -> FilterOutcome:
-    """Run every stage; `candidate_rows` narrows to some nodes (the extender's NodeNames)."""
+    """Run every stage; `candidate_rows` narrows to some nodes (the extender's NodeNames).
+
+    Without `record` the stages run fused (`_surviving`); with it, one by one, keeping each
+    stage's masks for the reasons. Both keep exactly the same slots.
+    """
     state.ensure_layout()
     rows, width = len(state.node_names), state.width
-    alive = state.valid.reshape(rows, width)
+    wanted_t, ceiling_t = per_gpu_tflops(state, request)
+    wanted_v, ceiling_v = per_gpu_vram(state, request)
+    base = state.valid.reshape(rows, width)
+    outcome = FilterOutcome(base, wanted_t, ceiling_t, wanted_v, ceiling_v, quota_failure=quota_failure)
+    if not record:
+        node_ok = _node_mask(state, request, max_worker_per_node, candidate_rows, quota_failure)
+        outcome.alive = _surviving(state, request, outcome, node_ok)
+        return outcome
     if candidate_rows is not None:
         chosen = np.zeros(rows, dtype=np.bool_)
         chosen[candidate_rows] = True
-        alive = alive & chosen[:, None]
-    wanted_t, ceiling_t = per_gpu_tflops(state, request)
-    wanted_v, ceiling_v = per_gpu_vram(state, request)
-    outcome = FilterOutcome(alive, wanted_t, ceiling_t, wanted_v, ceiling_v)
+        outcome.alive = base & chosen[:, None]
 
     def keep(name: str, mask: B) -> None:
         after = outcome.alive & mask
-        if record:
-            outcome.stages.append(StageMasks(name, outcome.alive, after))
+        outcome.stages.append(StageMasks(name, outcome.alive, after))
         outcome.alive = after
 
     def shaped(flat: B) -> B:
@@ -192,12 +279,8 @@ def run_filters(
     keep("isolation", shaped(state.tenancy.compatible(request.isolation, request.dedicated)))
     if request.isolation == "partitioned":
         keep("partition", shaped(state.tenancy.partitions))
-    free = (state.avail_t >= wanted_t) & (state.avail_v >= wanted_v)
-    keep("resources", shaped(free))
-    bounded = (state.limits_t + ceiling_t <= state.limit_cap_t) & (
-        state.limits_v + ceiling_v <= state.limit_cap_v
-    )
-    keep("oversubscription", shaped(bounded))
+    keep("resources", shaped((state.avail_t >= wanted_t) & (state.avail_v >= wanted_v)))
+    keep("oversubscription", shaped((state.limit_room_t >= ceiling_t) & (state.limit_room_v >= ceiling_v)))
     if request.gpu_model:
         keep("model", shaped(state.model_code == state.codes.get(request.gpu_model, -1)))
     if request.vendor:
@@ -209,6 +292,5 @@ def run_filters(
         keep("sameNode", (row_count(outcome.alive) >= request.gpu_count)[:, None])
     keep("maxWorkerPerNode", (state.node_workers < max_worker_per_node)[:, None])
     if quota_failure is not None:
-        outcome.quota_failure = quota_failure
         keep("quota", np.zeros((rows, 1), dtype=np.bool_))
     return outcome

@@ -13,7 +13,8 @@ alone). Ties go to the first node and GPU in the state's order, as in the other 
 Δ for every GPU slot and request shape is cached, per shape of the mix (Δ is linear in the
 weights), and recomputed only for nodes whose GPUs changed since (the state's change journal),
 for shapes that join the mix, and all at once when the layout or capacities change; so a decision
-costs a masked argmin over the slots, plus the rows the last reservations touched.
+costs a masked argmin over the slots, plus the rows the last reservations touched. The arithmetic
+itself is in `fragmentation_parts`; with nodes' CPU and memory known, `fragmentation_host`.
 
 Must not: filter (the filters already ran), change the allocator's state (it only drains the state's
 change journal), or do I/O.
@@ -26,7 +27,16 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from gpupool.core.allocator.fragmentation_host import host_deltas, host_only_deltas
+from gpupool.core.allocator.fragmentation_host import GpuBefore, host_deltas, host_only_deltas
+from gpupool.core.allocator.fragmentation_parts import (
+    REMOVED,
+    gpu_needs,
+    masked_deltas,
+    shape_amounts,
+    slot_parts,
+    slot_thresholds,
+    weighted_deltas,
+)
 from gpupool.core.allocator.mix import RequestMix, RequestShape, gpu_part
 from gpupool.core.allocator.rows import row_any
 from gpupool.core.allocator.state import AllocatorState
@@ -37,47 +47,14 @@ B = npt.NDArray[np.bool_]
 I64 = npt.NDArray[np.int64]
 F64 = npt.NDArray[np.float64]
 F32 = npt.NDArray[np.float32]
-NEVER = np.int64(2**62)  # a threshold no free amount reaches
-
-
-def shape_amounts(
-    state: AllocatorState, shape: RequestShape, pick: slice | npt.NDArray[np.intp] = slice(None)
-) -> tuple[I64, I64]:
-    """Per slot (of `pick`): the TFLOPS and VRAM one GPU of `shape` takes there, as the filters say."""
-    cap_t, cap_v = state.cap_t[pick], state.cap_v[pick]
-    if shape.dedicated:
-        return cap_t.copy(), cap_v.copy()
-    if shape.share_milli is not None:
-        return (cap_t * shape.share_milli) // 1000, (cap_v * shape.share_milli) // 1000
-    if shape.compute_percent is not None:
-        tflops = np.ceil(cap_t.astype(np.float64) * (shape.compute_percent / 100.0)).astype(np.int64)
-        return tflops, np.full(cap_t.size, shape.vram, dtype=np.int64)
-    return np.full(cap_t.size, shape.tflops, dtype=np.int64), np.full(cap_t.size, shape.vram, dtype=np.int64)
-
-
-def _thresholds(state: AllocatorState, shape: RequestShape) -> tuple[I64, I64]:
-    """Per slot: what a free GPU must still have for one GPU of `shape` (NEVER where it cannot)."""
-    tflops, vram = shape_amounts(state, shape)
-    usable = state.valid.copy()
-    if shape.model:
-        usable &= state.model_code == state.codes.get(shape.model, -1)
-    return np.where(usable, tflops, NEVER), np.where(usable, vram, NEVER)
-
-
-def _weighted(weights: F32, parts: list[F32], size: int) -> F32:
-    """Σ weight × Δ per slot, rounded to 1e-5 GPU so equal placements tie exactly (float32 noise)."""
-    total = np.zeros(size, dtype=np.float32)
-    for weight, part in zip(weights.tolist(), parts, strict=True):
-        total += part * np.float32(weight)
-    rounded: F32 = np.round(total, 5)
-    return rounded
 
 
 @dataclass(slots=True)
 class _Entry:
-    """One request shape: Δ per slot for each mix shape, and their weighted sum under `version`."""
+    """One request shape: Δ per (mix shape, slot), rows in the scorer's shape order, and their
+    weighted sum under `version`."""
 
-    parts: dict[RequestShape, F32]
+    parts: F32
     delta: F32
     version: int = -1
     dirty: set[int] = field(default_factory=set)
@@ -95,11 +72,18 @@ class FragmentationScorer:
         self.cached_shapes = cached_shapes
         self._layout: tuple[int, int] | None = None
         self._shapes: tuple[RequestShape, ...] = ()
+        self._needs = gpu_needs(())
         self._thresholds: dict[RequestShape, tuple[I64, I64]] = {}
         self._stacked: tuple[I64, I64] | None = None
+        self._joining: tuple[tuple[RequestShape, ...], tuple[I64, I64]] | None = None
         self._entries: dict[RequestShape, _Entry] = {}
         self._weights: F32 = np.zeros(0, dtype=np.float32)
         self._weights_version: tuple[int, tuple[int, int] | None] | None = None
+        # With hosts known: per-node GPU-only terms, and the rows changed since they were refreshed
+        # (None: all of them).
+        self._before = GpuBefore()
+        self._before_dirty: set[int] | None = None
+        self._scales: F32 | None = None
 
     def deltas(self, state: AllocatorState, shape: RequestShape) -> F32:
         """Δ expected fragmentation (GPUs) of placing one GPU of `shape` on each slot, flat.
@@ -118,8 +102,8 @@ class FragmentationScorer:
             amount_t,
             weighted,
             self._shapes,
-            np.stack([entry.parts[s] for s in self._shapes]),
-            self._threshold_rows(state, self._shapes),
+            entry.parts,
+            self._gpu_before(state),
         )
 
     def node_deltas_without_gpu(self, state: AllocatorState, shape: RequestShape) -> F32:
@@ -129,9 +113,15 @@ class FragmentationScorer:
         if not state.host_free or not weighted:
             return np.zeros(len(state.node_names), dtype=np.float32)
         self._gpu_deltas(state, weighted[0][0].gpu_part(), weighted)  # brings the mix's shapes up to date
-        return host_only_deltas(
-            state, shape, weighted, self._shapes, self._threshold_rows(state, self._shapes)
+        return host_only_deltas(state, shape, weighted, self._shapes, self._gpu_before(state))
+
+    def _gpu_before(self, state: AllocatorState) -> GpuBefore:
+        key = (self._layout, self._shapes)
+        self._before.refresh(
+            state, key, self._shapes, self._threshold_rows(state, self._shapes), self._before_dirty
         )
+        self._before_dirty = set()
+        return self._before
 
     def _gpu_deltas(
         self, state: AllocatorState, shape: RequestShape, weighted: tuple[tuple[RequestShape, float], ...]
@@ -140,13 +130,18 @@ class FragmentationScorer:
         layout = (state.static_version, state.cap_t.size)
         if layout != self._layout or changed is None:
             self._layout, self._shapes = layout, ()
+            self._needs = gpu_needs(())
             self._thresholds.clear()
-            self._stacked = None
+            self._stacked = self._joining = None
+            self._scales = None
             self._entries.clear()
+            self._before_dirty = None
         elif changed:
             rows = {slot // state.width for slot in changed}
             for entry in self._entries.values():
                 entry.dirty.update(rows)
+            if self._before_dirty is not None:
+                self._before_dirty.update(rows)
         if self._weights_version != (self.mix.version, self._layout):
             weight_of: dict[RequestShape, float] = {}
             for mix_shape, weight in weighted:  # GPU shapes; their CPU and memory only matter with hosts
@@ -161,46 +156,60 @@ class FragmentationScorer:
         if entry.dirty:
             rows_array = np.fromiter(sorted(entry.dirty), dtype=np.intp, count=len(entry.dirty))
             entry.dirty.clear()
-            width = state.width
-            fresh = self._parts(state, shape, self._shapes, rows_array)
-            for i, mix_shape in enumerate(self._shapes):
-                entry.parts[mix_shape].reshape(-1, width)[rows_array] = fresh[i].reshape(-1, width)
+            pick = (rows_array[:, None] * state.width + np.arange(state.width)).ravel()
+            fresh = self._parts(state, shape, self._shapes, (pick, rows_array.size))
+            entry.parts[:, pick] = fresh
             if entry.version == self.mix.version:
-                entry.delta.reshape(-1, width)[rows_array] = _weighted(
-                    weights, list(fresh), rows_array.size * width
-                ).reshape(-1, width)
+                entry.delta[pick] = weighted_deltas(weights, fresh)
         if entry.version != self.mix.version:
-            entry.delta = _weighted(weights, [entry.parts[s] for s in self._shapes], state.cap_t.size)
+            entry.delta = weighted_deltas(weights, entry.parts)
             entry.version = self.mix.version
         return entry.delta
 
     def _new_entry(self, state: AllocatorState, shape: RequestShape) -> _Entry:
         if len(self._entries) >= self.cached_shapes:  # forget the oldest shape
             self._entries.pop(next(iter(self._entries)))
-        block = self._parts(state, shape, self._shapes, None)
-        parts = {mix_shape: block[i] for i, mix_shape in enumerate(self._shapes)}
+        parts = self._parts(state, shape, self._shapes, None)
         entry = self._entries[shape] = _Entry(parts, np.zeros(state.cap_t.size, dtype=np.float32))
         return entry
 
     def _reshape(self, state: AllocatorState, shapes: tuple[RequestShape, ...]) -> None:
         """A new set of mix shapes: keep the rows of shapes that stayed, compute the new ones."""
-        added = tuple(s for s in shapes if s not in set(self._shapes))
+        row_of = {s: i for i, s in enumerate(self._shapes)}
+        added = tuple(s for s in shapes if s not in row_of)
+        kept = [row_of[s] for s in shapes if s in row_of]
+        position = {s: i for i, s in enumerate(shapes)}
+        appended = kept == list(range(len(self._shapes))) and shapes[: len(kept)] == self._shapes
         for request_shape, entry in self._entries.items():
-            fresh = self._parts(state, request_shape, added, None) if added else None
-            entry.parts = {
-                s: entry.parts[s] if fresh is None or s not in added else fresh[added.index(s)]
-                for s in shapes
-            }
+            fresh = self._parts(state, request_shape, added, None)
+            if appended:  # only new shapes, after the old ones: one copy
+                entry.parts = np.concatenate((entry.parts, fresh))
+            else:
+                parts = np.empty((len(shapes), state.cap_t.size), dtype=np.float32)
+                parts[[position[s] for s in shapes if s in row_of]] = entry.parts[kept]
+                parts[[position[s] for s in added]] = fresh
+                entry.parts = parts
             entry.version = -1
         self._shapes = shapes
-        self._stacked = None
+        self._needs = gpu_needs(shapes)
+        self._stacked = self._joining = None
+
+    def _scale(self, state: AllocatorState) -> F32:
+        """Per slot, 1 / TFLOPS capacity (0 for padding): free TFLOPS times it is free GPUs."""
+        if self._scales is None or self._scales.size != state.cap_t.size:
+            cap_t = state.cap_t
+            ratio = np.where(state.valid & (cap_t > 0), 1.0 / np.maximum(cap_t, 1), 0.0)
+            self._scales = ratio.astype(np.float32)
+        return self._scales
 
     def _threshold_rows(self, state: AllocatorState, shapes: tuple[RequestShape, ...]) -> tuple[I64, I64]:
         if shapes == self._shapes and self._stacked is not None:
             return self._stacked
+        if self._joining is not None and self._joining[0] is shapes:
+            return self._joining[1]
         for shape in shapes:
             if shape not in self._thresholds:
-                self._thresholds[shape] = _thresholds(state, shape)
+                self._thresholds[shape] = slot_thresholds(state, shape)
         if not shapes:
             empty = np.zeros((0, state.cap_t.size), dtype=np.int64)
             return empty, empty
@@ -210,6 +219,8 @@ class FragmentationScorer:
         )
         if shapes == self._shapes:
             self._stacked = stacked
+        else:  # the shapes joining the mix, asked once per cached request shape by `_reshape`
+            self._joining = (shapes, stacked)
         return stacked
 
     def _parts(
@@ -217,57 +228,34 @@ class FragmentationScorer:
         state: AllocatorState,
         shape: RequestShape,
         mix_shapes: tuple[RequestShape, ...],
-        rows: npt.NDArray[np.intp] | None,
+        rows: tuple[npt.NDArray[np.intp], int] | None,
     ) -> F32:
-        """Δ of one GPU of `shape` per (mix shape, slot), for every slot or those of `rows`."""
+        """Δ of one GPU of `shape` per (mix shape, slot), for every slot or, with `rows` =
+        (their slots, how many nodes), for some whole nodes' slots."""
         width = state.width
         if rows is None:
             pick: slice | npt.NDArray[np.intp] = slice(None)
             count = state.cap_t.size // width if width else 0
         else:
-            pick = (rows[:, None] * width + np.arange(width)).ravel()
-            count = rows.size
+            pick, count = rows
         if not mix_shapes:
             return np.zeros((0, count * width), dtype=np.float32)
-        thr_t, thr_v = self._threshold_rows(state, mix_shapes)
-        amount_t, amount_v = shape_amounts(state, shape, pick)
-        needs = np.array([s.gpu_count for s in mix_shapes], dtype=np.float32).reshape(-1, 1, 1)
-        avail_t, avail_v, cap_t = state.avail_t[pick], state.avail_v[pick], state.cap_t[pick]
-        after_t, after_v = avail_t - amount_t, avail_v - amount_v
-        scale = np.where(state.valid[pick] & (cap_t > 0), 1.0 / np.maximum(cap_t, 1), 0.0).astype(np.float32)
-        free_b = (np.maximum(avail_t, 0) * scale).astype(np.float32).reshape(1, count, width)
-        free_a = (np.maximum(after_t, 0) * scale).astype(np.float32).reshape(1, count, width)
-        thr_t, thr_v = thr_t[:, pick], thr_v[:, pick]
-        shaped = (-1, count, width)
-        fit_b = ((avail_t >= thr_t) & (avail_v >= thr_v)).reshape(shaped)
-        fit_a = ((after_t >= thr_t) & (after_v >= thr_v)).reshape(shaped)
-        ones = np.ones((width, 1), dtype=np.float32)
-        total_b = free_b @ ones  # (1, nodes, 1): each node's free capacity, in GPUs
-        used_b = free_b * fit_b  # free capacity on GPUs that fit each mix shape
-        used_a = free_a * fit_a
-        fits_b = fit_b.astype(np.float32) @ ones
-        used_sum = used_b @ ones
-        wasted_b = total_b - used_sum
-        frag_b = np.where(fits_b >= needs, wasted_b, total_b)
-        fits_a = fits_b + (fit_a.astype(np.float32) - fit_b)
-        total_a = total_b + (free_a - free_b)
-        wasted_a = total_a - used_sum + (used_b - used_a)
-        frag_a = np.where(fits_a >= needs, wasted_a, total_a)
-        parts: F32 = (frag_a - frag_b).reshape(len(mix_shapes), -1)
-        return parts
+        thresholds = self._threshold_rows(state, mix_shapes)
+        needs = self._needs if mix_shapes is self._shapes else gpu_needs(mix_shapes)
+        return slot_parts(state, shape, thresholds, needs, self._scale(state), pick, count)
 
     def choose(self, state: AllocatorState, alive: B, shape: RequestShape) -> tuple[int, list[int]] | None:
         """The node row and slots with the smallest Δ; None when no slot survived."""
         width = alive.shape[1]
         if not alive.any():
             return None
-        delta = self.deltas(state, shape)
-        masked = np.where(alive.ravel(), delta, np.inf)
+        masked = masked_deltas(self.deltas(state, shape), alive)
         if shape.gpu_count <= 1:
             best = int(np.argmin(masked))
             return best // width, [best]
-        row = int(np.argmin(self._node_totals(masked.reshape(-1, width), alive, shape.gpu_count)))
-        columns = np.argsort(masked[row * width : (row + 1) * width], kind="stable")[: shape.gpu_count]
+        by_node = masked.reshape(-1, width)
+        row = int(np.argmin(self._node_totals(by_node, alive, shape.gpu_count)))
+        columns = np.argsort(by_node[row], kind="stable")[: shape.gpu_count]
         return row, [row * width + int(c) for c in columns.tolist()]
 
     def node_scores(self, state: AllocatorState, alive: B, shape: RequestShape) -> F64:
@@ -275,8 +263,8 @@ class FragmentationScorer:
         width = alive.shape[1]
         if not alive.any():
             return np.full(alive.shape[0], np.nan)
-        masked = np.where(alive.ravel(), self.deltas(state, shape), np.inf).reshape(-1, width)
-        totals = self._node_totals(masked, alive, max(1, shape.gpu_count)).astype(np.float64)
+        masked = masked_deltas(self.deltas(state, shape), alive).reshape(-1, width)
+        totals = self._node_totals(masked, alive, max(1, shape.gpu_count))
         finite = np.isfinite(totals)
         low, high = float(totals[finite].min()), float(totals[finite].max())
         spread = high - low
@@ -284,10 +272,20 @@ class FragmentationScorer:
         return np.where(finite, scores, np.nan)
 
     @staticmethod
-    def _node_totals(masked: F32, alive: B, count: int) -> F32:
-        if count <= 1:
-            totals: F32 = masked.min(axis=1)
+    def _node_totals(masked: F32, alive: B, count: int) -> F64:
+        """Per node, the sum of its `count` smallest Δ (float64, as a sum of float32 values);
+        ∞ for a node with fewer than `count` surviving slots (a removed slot counts REMOVED)."""
+        if count <= 2:  # column by column (no per-row loop): the smallest and, for 2, the next
+            smallest = masked[:, 0].copy()
+            second = np.full_like(smallest, np.inf)
+            for column in range(1, masked.shape[1]):
+                if count == 2:
+                    np.minimum(second, np.maximum(smallest, masked[:, column]), out=second)
+                np.minimum(smallest, masked[:, column], out=smallest)
+            totals: F64 = smallest.astype(np.float64)
+            if count == 2:
+                totals += second  # the same float64 sum as of the row's first two once sorted
         else:
-            totals = np.sort(masked, axis=1)[:, :count].sum(axis=1)
-        kept: F32 = np.where(row_any(alive), totals, np.float32(np.inf))
+            totals = np.sort(masked, axis=1)[:, :count].astype(np.float64).sum(axis=1)
+        kept: F64 = np.where(row_any(alive) & (totals < REMOVED), totals, np.inf)
         return kept

@@ -45,23 +45,47 @@ class RequestShape:
 
     @classmethod
     def of(cls, request: GpuRequest) -> RequestShape:
-        if request.dedicated:
-            gpu = cls(gpu_count=request.gpu_count, dedicated=True, model=request.gpu_model)
-        elif request.gpu_share_milli is not None:
-            gpu = cls(
-                gpu_count=request.gpu_count, share_milli=request.gpu_share_milli, model=request.gpu_model
-            )
-        else:
-            gpu = cls(
-                gpu_count=request.gpu_count,
-                tflops=0 if request.compute_percent_request is not None else request.tflops_request,
-                vram=request.vram_request,
-                compute_percent=request.compute_percent_request,
-                model=request.gpu_model,
-            )
-        if request.cpu_milli or request.memory:
-            return replace(gpu, cpu_milli=request.cpu_milli, memory=request.memory)
-        return gpu
+        """The shape of a request (one shared object per distinct shape: a cheap, remembered lookup)."""
+        return _shape_of(
+            request.gpu_count,
+            request.dedicated,
+            request.gpu_share_milli,
+            request.compute_percent_request,
+            request.tflops_request,
+            request.vram_request,
+            request.gpu_model,
+            request.cpu_milli,
+            request.memory,
+        )
+
+
+@lru_cache(maxsize=4096)
+def _shape_of(
+    gpu_count: int,
+    dedicated: bool,
+    share_milli: int | None,
+    compute_percent: float | None,
+    tflops: int,
+    vram: int,
+    model: str | None,
+    cpu_milli: int,
+    memory: int,
+) -> RequestShape:
+    if dedicated:
+        gpu = RequestShape(gpu_count=gpu_count, dedicated=True, model=model)
+    elif share_milli is not None:
+        gpu = RequestShape(gpu_count=gpu_count, share_milli=share_milli, model=model)
+    else:
+        gpu = RequestShape(
+            gpu_count=gpu_count,
+            tflops=0 if compute_percent is not None else tflops,
+            vram=vram,
+            compute_percent=compute_percent,
+            model=model,
+        )
+    if cpu_milli or memory:
+        return replace(gpu, cpu_milli=cpu_milli, memory=memory)
+    return gpu
 
 
 @lru_cache(maxsize=4096)

@@ -12,10 +12,11 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["row_any", "row_count", "row_sum"]
+__all__ = ["and_rows", "row_any", "row_count", "row_sum"]
 
 B = npt.NDArray[np.bool_]
 F64 = npt.NDArray[np.float64]
+F32 = npt.NDArray[np.float32]
 
 
 def row_any(mask: B) -> B:
@@ -34,13 +35,32 @@ def row_any(mask: B) -> B:
 
 def row_count(mask: B) -> F64:
     """Per row: how many slots are set (as floats, exact for any realistic width)."""
-    width = mask.shape[1]
+    rows, width = mask.shape
+    if width and width % 8 == 0:  # one population count per 8 slots
+        words = np.ascontiguousarray(mask).view(np.uint64).reshape(rows, width // 8)
+        bits = np.bitwise_count(words)
+        return np.asarray(bits if width == 8 else bits.sum(axis=1), dtype=np.float64).reshape(rows)
     counts = mask.astype(np.float32) @ np.ones(width, dtype=np.float32)
     return np.asarray(counts, dtype=np.float64)
 
 
-def row_sum(values: F64, mask: B) -> F64:
-    """Per row: the sum of `values` over the set slots."""
+def row_sum(values: F64 | F32, mask: B) -> F64:
+    """Per row: the sum of `values` over the set slots (in their own precision, returned as float64)."""
     width = mask.shape[1]
-    total: F64 = (values * mask) @ np.ones(width, dtype=np.float64)
-    return total
+    total = (values * mask) @ np.ones(width, dtype=values.dtype)
+    return np.asarray(total, dtype=np.float64)
+
+
+def and_rows(mask: B, keep: B) -> None:
+    """In place: clear every slot of the rows where `keep` is False (mask[r, :] &= keep[r]).
+
+    Broadcasting one flag over a short row costs numpy a loop per row; with a byte view each
+    row is whole 64-bit words, and-ed with all ones or all zeros.
+    """
+    rows, width = mask.shape
+    if width == 0 or width % 8 or not mask.flags.c_contiguous:
+        mask &= keep[:, None]
+        return
+    words = mask.view(np.uint64).reshape(rows, width // 8)
+    fill = (-keep.astype(np.int64)).view(np.uint64)  # True → all ones, False → zero
+    words &= fill[:, None]

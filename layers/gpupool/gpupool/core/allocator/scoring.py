@@ -15,43 +15,48 @@ import numpy as np
 import numpy.typing as npt
 
 from gpupool.core.allocator.request import PlacementMode
-from gpupool.core.allocator.rows import row_any, row_count, row_sum
+from gpupool.core.allocator.rows import row_count, row_sum
 from gpupool.core.allocator.state import AllocatorState
 
 __all__ = ["node_scores", "select_gpus", "select_node", "to_extender_priority"]
 
 B = npt.NDArray[np.bool_]
 F64 = npt.NDArray[np.float64]
+F32 = npt.NDArray[np.float32]
 
 
-def _node_score_source(state: AllocatorState, mode: PlacementMode) -> F64:
+def _node_score_source(state: AllocatorState, mode: PlacementMode) -> F32:
     if mode is PlacementMode.LOW_LOAD_FIRST:
         return state.score_low_load
     return state.score_compact
 
 
-def _gpu_score_source(state: AllocatorState, mode: PlacementMode) -> F64:
+def _gpu_score_source(state: AllocatorState, mode: PlacementMode) -> F32:
     if mode is PlacementMode.COMPACT_FIRST:
         return state.score_compact
     return state.score_low_load
 
 
-def node_scores(state: AllocatorState, alive: B, mode: PlacementMode) -> F64:
-    """Mean GPU score per node over its surviving GPUs; NaN for nodes with none."""
+def _means(state: AllocatorState, alive: B, mode: PlacementMode, empty: float) -> F64:
+    """Mean GPU score per node over its surviving GPUs; `empty` for nodes with none."""
     rows = alive.shape[0]
     scores = _node_score_source(state, mode).reshape(rows, alive.shape[1])
     counts = row_count(alive)
     totals = row_sum(scores, alive)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(counts > 0, totals / np.maximum(counts, 1), np.nan)
+    means: F64 = np.where(counts > 0, totals / np.maximum(counts, 1), empty)
+    return means
+
+
+def node_scores(state: AllocatorState, alive: B, mode: PlacementMode) -> F64:
+    """Mean GPU score per node over its surviving GPUs; NaN for nodes with none."""
+    return _means(state, alive, mode, np.nan)
 
 
 def select_node(state: AllocatorState, alive: B, mode: PlacementMode) -> int | None:
-    """Row of the best node, or None when no node survived."""
-    if not row_any(alive).any():
+    """Row of the best node (the first of equals), or None when no node survived."""
+    if not alive.any():
         return None
-    scores = node_scores(state, alive, mode)
-    return int(np.nanargmax(scores))
+    return int(np.argmax(_means(state, alive, mode, -np.inf)))  # scores are 0..100, never −inf
 
 
 def select_gpus(state: AllocatorState, alive: B, row: int, count: int, mode: PlacementMode) -> list[int]:

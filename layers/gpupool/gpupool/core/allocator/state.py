@@ -14,29 +14,24 @@ thread-safe: callers serialise access.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
 
 import numpy as np
-import numpy.typing as npt
 
 from gpupool.core.allocator.limits import UNBOUNDED as UNBOUNDED_LIMIT
 from gpupool.core.allocator.limits import limit_caps
 from gpupool.core.allocator.records import RUNNING, Allocation, GpuInfo
 from gpupool.core.allocator.request import Oversubscription
-from gpupool.core.allocator.tenancy import Tenancy
+from gpupool.core.allocator.state_arrays import I32, I64, SlotArrays
+from gpupool.core.allocator.state_nodes import NodeFacts
 
 __all__ = ["UNBOUNDED", "AllocatorState"]
 
 UNBOUNDED = np.int64(UNBOUNDED_LIMIT)
 MAX_TRACKED_CHANGES = 4096
 HOST_UNKNOWN = 2**62  # CPU or memory left on a node nobody told us about: never short
-I64 = npt.NDArray[np.int64]
-I32 = npt.NDArray[np.int32]
-F64 = npt.NDArray[np.float64]
-B = npt.NDArray[np.bool_]
 
 
-class AllocatorState:
+class AllocatorState(SlotArrays, NodeFacts):
     """GPU records and allocations, mirrored into per-slot arrays for vectorised filtering."""
 
     def __init__(self, *, vram_weight: float = 0.7, tflops_weight: float = 0.3) -> None:
@@ -62,6 +57,8 @@ class AllocatorState:
         self.generation = 0
         # Node-affinity masks per constraint for the current generation (see filters).
         self.affinity_masks: dict[object, object] = {}
+        # Pool/phase/model/vendor masks per request kind for the current static version (see filters).
+        self.static_masks: dict[object, object] = {}
         self._empty_arrays()
         self._empty_placed()
         self.node_workers: I32 = np.zeros(0, dtype=np.int32)
@@ -77,27 +74,7 @@ class AllocatorState:
         self.changes_overflowed = False
         self.static_version = 0
 
-    # ---- layout --------------------------------------------------------------------------
-    def _empty_arrays(self, size: int = 0) -> None:
-        self.valid: B = np.zeros(size, dtype=np.bool_)
-        self.pool_code: I32 = np.zeros(size, dtype=np.int32)
-        self.model_code: I32 = np.zeros(size, dtype=np.int32)
-        self.vendor_code: I32 = np.zeros(size, dtype=np.int32)
-        self.phase_ok: B = np.zeros(size, dtype=np.bool_)
-        self.gpu_index: I32 = np.full(size, -1, dtype=np.int32)
-        self.cap_t: I64 = np.zeros(size, dtype=np.int64)
-        self.cap_v: I64 = np.zeros(size, dtype=np.int64)
-        self.avail_t: I64 = np.zeros(size, dtype=np.int64)
-        self.avail_v: I64 = np.zeros(size, dtype=np.int64)
-        self.limits_t: I64 = np.zeros(size, dtype=np.int64)
-        self.limits_v: I64 = np.zeros(size, dtype=np.int64)
-        self.limit_cap_t: I64 = np.zeros(size, dtype=np.int64)
-        self.limit_cap_v: I64 = np.zeros(size, dtype=np.int64)
-        self.workers: I32 = np.zeros(size, dtype=np.int32)
-        self.score_compact: F64 = np.zeros(size, dtype=np.float64)
-        self.score_low_load: F64 = np.zeros(size, dtype=np.float64)
-        self.tenancy = Tenancy(size)
-
+    # ---- layout (the per-slot arrays themselves: `state_arrays.SlotArrays`) ---------------
     def code(self, text: str) -> int:
         """A small integer for a pool, model or vendor name (0 = empty)."""
         found = self.codes.get(text)
@@ -157,6 +134,8 @@ class AllocatorState:
     def _write_limit_caps(self, slot: int, gpu: GpuInfo, sharing: int) -> None:
         policy, host = self.oversubscription.get(gpu.pool), self.node_host.get(gpu.node)
         self.limit_cap_t[slot], self.limit_cap_v[slot] = limit_caps(gpu, policy, host, sharing)
+        self.limit_room_t[slot] = self.limit_cap_t[slot] - self.limits_t[slot]
+        self.limit_room_v[slot] = self.limit_cap_v[slot] - self.limits_v[slot]
 
     def _refresh_available(self, slot: int) -> None:
         """available = capacity − requests we placed − use we did not place."""
@@ -239,8 +218,12 @@ class AllocatorState:
                 continue
             self._placed_t[slot] += sign * allocation.tflops_requests[position]
             self._placed_v[slot] += sign * allocation.vram_at(position)
-            self.limits_t[slot] += sign * allocation.tflops_limits[position]
-            self.limits_v[slot] += sign * allocation.vram_limit_at(position)
+            limit_t = sign * allocation.tflops_limits[position]
+            limit_v = sign * allocation.vram_limit_at(position)
+            self.limits_t[slot] += limit_t
+            self.limits_v[slot] += limit_v
+            self.limit_room_t[slot] -= limit_t
+            self.limit_room_v[slot] -= limit_v
             self.workers[slot] += sign
             self.tenancy.apply(slot, allocation, sign)
             if not self._dirty:
@@ -276,32 +259,6 @@ class AllocatorState:
             self.oversubscription[pool] = policy
         self._dirty = True
 
-    def set_node(
-        self, node: str, labels: Mapping[str, str], *, host_memory: int = 0, host_disk: int = 0
-    ) -> None:
-        """Labels (for node affinity) and host memory/disk (for VRAM expansion) from the Node."""
-        self.node_labels[node] = dict(labels)
-        if host_memory or host_disk:
-            self.node_host[node] = (host_memory, host_disk)
-        self._dirty = True
-
-    def set_host_free(self, node: str, cpu_milli: int, memory: int) -> None:
-        """CPU (milli) and memory (bytes) `node` has left for pods."""
-        self.host_free[node] = (cpu_milli, memory)
-        row = self.node_index.get(node)
-        if row is not None and not self._dirty:
-            self.host_cpu[row], self.host_memory[row] = cpu_milli, memory
-
-    def set_native_gpu_pods(self, node: str, count: int) -> None:
-        """Pods on `node` holding native nvidia.com/gpu (progressive migration)."""
-        if count:
-            self.native_gpu_pods[node] = count
-        else:
-            self.native_gpu_pods.pop(node, None)
-        row = self.node_index.get(node)
-        if row is not None and not self._dirty:
-            self.node_native[row] = count
-
     def add_allocation(self, allocation: Allocation) -> None:
         """Record an allocation (a reservation, or one read back from a pod's annotations).
 
@@ -320,18 +277,3 @@ class AllocatorState:
         if allocation is not None and not self._dirty:
             self._apply(allocation, sign=-1)
         return allocation
-
-    def labels_of(self, node: str) -> dict[str, str]:
-        """Node labels: those GPU objects carry in status.nodeSelector, overlaid by the Node's own."""
-        merged: dict[str, str] = {"kubernetes.io/hostname": node}
-        for name in self.gpu_names_on(node):
-            merged.update(self.gpus[name].node_labels)
-        merged.update(self.node_labels.get(node, {}))
-        return merged
-
-    def gpu_names_on(self, node: str) -> Iterable[str]:
-        row = self.node_index.get(node)
-        if row is None:
-            return ()
-        start = row * self.width
-        return [n for n in self.slot_names[start : start + self.width] if n]
