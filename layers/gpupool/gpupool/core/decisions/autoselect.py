@@ -29,9 +29,9 @@ from gpupool.core.decisions.autoselect_budget import (
     ANNOTATION_EXPANSION_POOL,
     affordable_candidate,
     expansion_spending,
-    pool_warning,
 )
 from gpupool.core.decisions.autoselect_fit import non_gpu_blocker, required_in
+from gpupool.core.decisions.launch_budget import warning_on_pool
 from gpupool.core.model.base import ObjectMeta
 from gpupool.core.model.constants import (
     ANNOTATION_HOURLY_PRICING,
@@ -214,7 +214,7 @@ def plan_autoselect(
         spending = expansion_spending(budget, gpu_pool, nodeclaims, offerings)
     except BudgetError as error:
         message = f"nodeProvisioner.budget cannot be read: {error}; nothing new is launched"
-        actions.append(pool_warning(gpu_pool, "NodeLaunchFailed", message))
+        actions.append(warning_on_pool(gpu_pool, "NodeLaunchFailed", message))
         return Plan(actions=tuple(actions), reasons=(*reasons, f"pool {gpu_pool}: {message}"))
     templates = _templates(nodes, nodeclaims)
     by_name = {p.name: p for p in nodepools}
@@ -271,7 +271,7 @@ def plan_autoselect(
         )
     if spending is not None and spending.refused:
         message = spending.message(spending.refused)
-        actions.append(pool_warning(gpu_pool, EVENT_BUDGET_EXCEEDED, message))
+        actions.append(warning_on_pool(gpu_pool, EVENT_BUDGET_EXCEEDED, message))
         reasons.append(f"pool {gpu_pool}: {message}")
     if waiting:
         reasons.append(f"{waiting} pod(s) wait: maxInFlightNodes ({max_in_flight}) NodeClaims are in flight")

@@ -24,7 +24,7 @@ from gpupool.core.model.constants import ANNOTATION_HOURLY_PRICING, KEY_CAPACITY
 from gpupool.core.model.karpenter import KarpenterNodeClaim, KarpenterRequirement
 from gpupool.core.model.pool import Budget
 from gpupool.core.planning.budget import BudgetLimit, tightest_limit
-from gpupool.core.planning.plan import OfferingRef, RecordEvent
+from gpupool.core.planning.plan import OfferingRef
 
 __all__ = [
     "ANNOTATION_EXPANSION_POOL",
@@ -33,7 +33,6 @@ __all__ = [
     "candidate_hourly",
     "expansion_hourly",
     "expansion_spending",
-    "pool_warning",
 ]
 
 ANNOTATION_EXPANSION_POOL = "gpupool.io/expansion-pool"  # the GPUPool an expansion NodeClaim bills to
@@ -148,15 +147,3 @@ def expansion_spending(
         ):
             running += expansion_hourly(nodeclaim, offerings) or Decimal(0)
     return ExpansionSpending(limit=tightest_limit(budget), running=running)
-
-
-def pool_warning(pool: str, reason: str, message: str) -> RecordEvent:
-    """A Warning Event on the GPUPool (a budget refusal, an unreadable budget)."""
-    return RecordEvent(
-        pool=pool,
-        object_kind="GPUPool",
-        object_name=pool,
-        event_type="Warning",
-        reason=reason,
-        message=message,
-    )

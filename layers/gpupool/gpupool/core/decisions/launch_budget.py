@@ -29,7 +29,7 @@ from gpupool.core.planning.budget import (
 from gpupool.core.planning.plan import Action, DeleteClaim, OfferingRef, RecordEvent
 from gpupool.core.planning.snapshot import PoolSnapshot, claim_interrupted, claim_phase, do_not_disrupt
 
-__all__ = ["BudgetOutcome", "apply_budget", "plan_budget_overrun", "pool_warning"]
+__all__ = ["BudgetOutcome", "apply_budget", "plan_budget_overrun", "pool_warning", "warning_on_pool"]
 
 TERMINATE_STRATEGY = "AlertAndTerminateVM"
 
@@ -47,10 +47,15 @@ class BudgetOutcome:
 
 def pool_warning(snapshot: PoolSnapshot, reason: str, message: str) -> RecordEvent:
     """A Warning Event on the pool (the launch decision's refusals use it too)."""
+    return warning_on_pool(snapshot.name, reason, message)
+
+
+def warning_on_pool(pool: str, reason: str, message: str) -> RecordEvent:
+    """A Warning Event on the GPUPool named `pool` (AutoSelect's budget has no snapshot)."""
     return RecordEvent(
-        pool=snapshot.name,
+        pool=pool,
         object_kind="GPUPool",
-        object_name=snapshot.name,
+        object_name=pool,
         event_type="Warning",
         reason=reason,
         message=message,
