@@ -43,7 +43,7 @@ if __package__ in (None, ""):  # run as a script: make `benchmarks` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")  # the service's INFO lines would fill the table
 
-from benchmarks.scale_compute import MemoryCompute
+from benchmarks.scale_compute import ScaleCompute
 from benchmarks.scale_server import Counters, WorldServer
 from benchmarks.scale_world import NOW, ScaleWorld
 
@@ -77,7 +77,7 @@ class _FixedClock:
         return NOW
 
 
-def function_deps(cloud: MemoryCompute, kubeconfig: str) -> Any:
+def function_deps(cloud: ScaleCompute, kubeconfig: str) -> Any:
     """One function's deps, as its own Lambda builds them (own client, own lists), on the shared cloud."""
     from gpupool.adapters.wiring import build_aws_deps
     from gpupool.service.karpenter_compute import KarpenterAwareCompute
@@ -133,7 +133,7 @@ def _function_process(function: str, kubeconfig: str, world: ScaleWorld, conn: A
     from gpupool.handlers.aws_lambda import make_handler
 
     server = _Counts(conn)
-    cloud = MemoryCompute(world.instances(), cluster="scale", launch_time=NOW)
+    cloud = ScaleCompute(world.instances(), cluster="scale", launch_time=NOW)
     cloud.apply(conn.recv())  # the instances earlier functions launched or terminated
     deps = function_deps(cloud, kubeconfig)
     deps.cluster.get_pool("pool-0")  # warm: client and connection built, as in a warm Lambda

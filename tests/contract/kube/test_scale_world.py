@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from benchmarks.scale import function_deps, scheduled_event
-from benchmarks.scale_compute import MemoryCompute
+from benchmarks.scale_compute import ScaleCompute
 from benchmarks.scale_server import load
 from benchmarks.scale_world import NOW, ScaleWorld
 from gpupool.handlers.aws_lambda import make_handler
@@ -39,11 +39,11 @@ def served() -> Iterator[tuple[EmbeddedKubeAPI, Any]]:
             "gpus": 48,
             "pods": 48,
         }
-        cloud = MemoryCompute(WORLD.instances(), cluster="scale", launch_time=NOW)
+        cloud = ScaleCompute(WORLD.instances(), cluster="scale", launch_time=NOW)
         yield api, cloud
 
 
-def _run(function: str, api: EmbeddedKubeAPI, cloud: MemoryCompute) -> dict[str, Any]:
+def _run(function: str, api: EmbeddedKubeAPI, cloud: ScaleCompute) -> dict[str, Any]:
     deps = function_deps(cloud, str(api.kubeconfig_path))
     with redirect_stdout(io.StringIO()):
         return make_handler(function, lambda: deps)(scheduled_event(function), None)  # type: ignore[arg-type]
