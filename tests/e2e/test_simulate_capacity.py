@@ -1,5 +1,6 @@
 """`gpupool simulate capacity` end to end on a two-hour fixture trace: both policies, JSON, table,
-plot, the budget held, bad input refused with one clear line and nothing written."""
+plot, the budget held, gpupool in Karpenter mode, bad input refused with one clear line and
+nothing written."""
 
 from __future__ import annotations
 
@@ -109,6 +110,7 @@ def test_table_and_plot(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> N
         (["--spot-interruption-share", "1.5"], "'1.5' must be between 0 and 1"),
         (["--budget-per-day", "-3"], "must be a non-negative finite number"),
         (["--cloud", "gcp"], "invalid choice: 'gcp'"),
+        (["--mode", "direct"], "invalid choice: 'direct'"),
         (["--plot", "/no/such/folder/x.png"], "folder /no/such/folder does not exist"),
         (["--trace", "/no/such/trace.csv"], "/no/such/trace.csv: cannot read"),
     ],
@@ -144,3 +146,16 @@ def test_without_a_trace_and_without_openb_it_says_to_pass_one(
     monkeypatch.setattr(run, "_REPOSITORY", tmp_path / "nowhere")
     assert main(["simulate", "capacity", "--days", "0.01"]) == 2
     assert "pass --trace FILE" in capsys.readouterr().err
+
+
+def test_karpenter_mode_serves_the_same_demand_without_a_violation(
+    capsys: pytest.CaptureFixture[str], both: dict[str, Any]
+) -> None:
+    rows = {p["policy"]: p for p in _json(capsys, "--mode", "karpenter", "--seed", "3")["policies"]}
+    gpupool = rows["gpupool"]
+    assert gpupool["violations"] == 0 and gpupool["launches"] > 0
+    assert gpupool["pods"] == 40 and gpupool["unserved"] <= both["gpupool"]["unserved"]
+    assert 0 < gpupool["gpuHoursUsed"] <= gpupool["gpuHoursBought"]
+    assert rows["tensorfusion"] == both["tensorfusion"], "TensorFusion's side does not change"
+    assert main(["simulate", "capacity", *WINDOW, "--mode", "karpenter", "--policy", "gpupool"]) == 0
+    assert "gpupool in Karpenter mode" in capsys.readouterr().out

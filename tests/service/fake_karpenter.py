@@ -1,122 +1,24 @@
-"""An in-memory fake of the Karpenter port, with test helpers that play Karpenter's controller.
+"""The service tests' Karpenter fake: `MemoryKarpenter` plus `register`, which also joins the node.
 
-It records calls and takes injected errors like the other fakes (`fail_next`, `crash_after`),
-stores NodeClaims by name (AlreadyExists on a second create), keeps a deleting NodeClaim
-until `finish_deletion`, and knows which node classes exist. `launched` / `launch_failed` /
-`register` set the conditions Karpenter would, in its order (Launched → Registered →
-Initialized). The contract test holds the Kubernetes adapter to the same behaviour.
+`MemoryKarpenter` (gpupool.local.memory_ports.karpenter) records calls, takes injected errors,
+stores NodeClaims and plays Karpenter's controller (`launched`, `launch_failed`,
+`registered`, `finish_deletion`); `register(world, name)` joins the node in the test world's
+cluster with the NodeClaim's labels (Karpenter copies them) and marks it Registered.
 """
 
 from __future__ import annotations
 
-import uuid
+from gpupool.local.memory_ports.karpenter import MemoryKarpenter
+from tests.service.fakes import World
 
-from gpupool.core.model.base import Condition
-from gpupool.core.model.constants import LABEL_NODE_PROVISIONER
-from gpupool.core.model.karpenter import (
-    KarpenterNodeClaim,
-    KarpenterNodeClaimStatus,
-    KarpenterNodeClassRef,
-    KarpenterNodePool,
-)
-from gpupool.service.errors import AlreadyExists, NotFound
-from tests.service.fakes import FakeClock, World, _Recorder
+__all__ = ["FakeKarpenter"]
 
 
-class FakeKarpenter(_Recorder):
-    def __init__(self, clock: FakeClock) -> None:
-        super().__init__()
-        self.clock = clock
-        self.nodeclaims: dict[str, KarpenterNodeClaim] = {}
-        self.nodepools: dict[str, KarpenterNodePool] = {}
-        self.node_classes: set[tuple[str, str, str]] = {("karpenter.k8s.aws", "EC2NodeClass", "default")}
-
-    # ---- the port ------------------------------------------------------------------------
-    def list_nodeclaims(self, *, ours_only: bool = True) -> list[KarpenterNodeClaim]:
-        return self._call(
-            "list_nodeclaims",
-            (ours_only,),
-            lambda: [
-                n
-                for n in self.nodeclaims.values()
-                if not ours_only or LABEL_NODE_PROVISIONER in n.metadata.labels
-            ],
-        )
-
-    def list_nodepools(self) -> list[KarpenterNodePool]:
-        return self._call("list_nodepools", (), lambda: list(self.nodepools.values()))
-
-    def get_nodeclaim(self, name: str) -> KarpenterNodeClaim:
-        def work() -> KarpenterNodeClaim:
-            if name not in self.nodeclaims:
-                raise NotFound(f"NodeClaim {name} not found")
-            return self.nodeclaims[name]
-
-        return self._call("get_nodeclaim", (name,), work)
-
-    def create_nodeclaim(self, nodeclaim: KarpenterNodeClaim) -> KarpenterNodeClaim:
-        def work() -> KarpenterNodeClaim:
-            if nodeclaim.name in self.nodeclaims:
-                raise AlreadyExists(f"NodeClaim {nodeclaim.name} already exists")
-            meta = nodeclaim.metadata.model_copy(
-                update={"uid": str(uuid.uuid4()), "creation_timestamp": self.clock.now()}
-            )
-            stored = nodeclaim.model_copy(update={"metadata": meta, "status": KarpenterNodeClaimStatus()})
-            self.nodeclaims[nodeclaim.name] = stored
-            return stored
-
-        return self._call("create_nodeclaim", (nodeclaim.name,), work)
-
-    def delete_nodeclaim(self, name: str) -> None:
-        def work() -> None:
-            current = self.nodeclaims.get(name)
-            if current is None:
-                raise NotFound(f"NodeClaim {name} not found")
-            if current.metadata.deletion_timestamp is None:
-                meta = current.metadata.model_copy(update={"deletion_timestamp": self.clock.now()})
-                self.nodeclaims[name] = current.model_copy(update={"metadata": meta})
-
-        self._call("delete_nodeclaim", (name,), work)
-
-    def check_access(self) -> None:
-        self._call("check_access", (), lambda: None)
-
-    def node_class_exists(self, ref: KarpenterNodeClassRef) -> bool:
-        return self._call(
-            "node_class_exists", (ref.name,), lambda: (ref.group, ref.kind, ref.name) in self.node_classes
-        )
-
-    # ---- test helpers: Karpenter's controller --------------------------------------------
-    def live(self) -> list[KarpenterNodeClaim]:
-        return [n for n in self.nodeclaims.values() if n.metadata.deletion_timestamp is None]
-
-    def _set(self, name: str, *conditions: tuple[str, str, str], **status: str) -> None:
-        current = self.nodeclaims[name]
-        kept = [c for c in current.status.conditions if c.type not in {t for t, _, _ in conditions}]
-        added = [
-            Condition(type=t, status=s, reason=r, last_transition_time=self.clock.now())
-            for t, s, r in conditions
-        ]
-        new_status = current.status.model_copy(update={"conditions": [*kept, *added], **status})
-        self.nodeclaims[name] = current.model_copy(update={"status": new_status})
-
-    def launched(self, name: str) -> None:
-        self._set(name, ("Launched", "True", "Launched"), provider_id=f"aws:///us-east-1a/i-{name}")
-
-    def launch_failed(self, name: str, reason: str = "InsufficientCapacity") -> None:
-        self._set(name, ("Launched", "False", reason))
-
+class FakeKarpenter(MemoryKarpenter):
     def register(self, world: World, name: str) -> str:
         """The node joins with the NodeClaim's labels (Karpenter copies them) and is Ready."""
         self.launched(name)
         labels = self.nodeclaims[name].metadata.labels
         node = world.cluster.join_node(name, labels=labels)
-        self._set(
-            name, ("Registered", "True", "Registered"), ("Initialized", "True", "Initialized"), node_name=node
-        )
+        self.registered(name, node)
         return node
-
-    def finish_deletion(self) -> None:
-        """Karpenter's finalizer: the node and instance are gone, then the NodeClaim."""
-        for name in [n for n, c in self.nodeclaims.items() if c.metadata.deletion_timestamp is not None]:
-            del self.nodeclaims[name]

@@ -111,7 +111,9 @@ def _build_run(args: argparse.Namespace) -> CapacityRun:
         )
         budget = None if args.budget_per_day is None else Decimal(str(args.budget_per_day))
         capacity_types = ("OnDemand",) if args.on_demand_only else ("OnDemand", "Spot")
-        pool = PoolSpec(cloud=args.cloud, budget_per_day=budget, capacity_types=capacity_types)
+        pool = PoolSpec(
+            cloud=args.cloud, budget_per_day=budget, capacity_types=capacity_types, mode=args.mode
+        )
         policies = tuple(dict.fromkeys(args.policy or ("gpupool", "tensorfusion")))
         return CapacityRun(days=args.days, policies=policies, world=world, pool=pool)
     except ValueError as error:
@@ -136,9 +138,11 @@ def simulate_capacity(args: argparse.Namespace) -> int:
             f"{run.pool.region}, seed {run.world.seed}"
             + (f", budgetPerDay ${run.pool.budget_per_day}" if run.pool.budget_per_day is not None else "")
             + (", OnDemand only" if args.on_demand_only else "")
+            + (", gpupool in Karpenter mode" if run.pool.mode == "karpenter" else "")
         )
         print(reports_table(reports))
     if pyplot is not None and args.plot is not None:
-        title = f"{run.days:g} day(s), {run.pool.cloud}, seed {run.world.seed}"
+        mode = ", Karpenter mode" if run.pool.mode == "karpenter" else ""
+        title = f"{run.days:g} day(s), {run.pool.cloud}, seed {run.world.seed}{mode}"
         plot_reports(reports, args.plot, pyplot, title=title)
     return 0

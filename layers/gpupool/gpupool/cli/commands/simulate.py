@@ -79,6 +79,8 @@ The world (identical for every policy with one --seed): instances boot in 60-180
 30-90 s later; a share of Spot launches is interrupted (2-minute notice); each offering is out
 of capacity for whole hours with some probability. The pool: min 2, warm 4 T4 worth of
 TFLOPS/VRAM, g4dn/g5/g6 (aws) or gn6i/gn7i/gn6v (alibaba), OnDemand and Spot.
+--mode karpenter: gpupool's pool makes Karpenter NodeClaims; a simulated Karpenter launches
+them in the same world (same boot/join times, interruptions and capacity failures).
 Trace format: CSV `name,arrival,departure,gpus` (seconds from the start; 0.5 = half a GPU) or
 JSONL with those keys; openb's pod list is detected and rescaled onto the window.
 See docs/simulation.md for the rules and the figures.
@@ -128,6 +130,13 @@ def _register_capacity(sub: argparse._SubParsersAction) -> None:  # type: ignore
         action="append",
         choices=("gpupool", "tensorfusion"),
         help="policy to run (repeatable; default both)",
+    )
+    capacity.add_argument(
+        "--mode",
+        choices=("provisioned", "karpenter"),
+        default="provisioned",
+        help="gpupool's provisioningMode: launch instances itself, or NodeClaims for Karpenter "
+        "(default provisioned); TensorFusion's side is unchanged",
     )
     capacity.add_argument("--seed", type=int, default=0, metavar="N", help="seeds the world (default 0)")
     capacity.add_argument(

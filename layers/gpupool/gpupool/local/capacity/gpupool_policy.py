@@ -51,11 +51,11 @@ from gpupool.service.deps import Deps, Settings
 from gpupool.service.launch import handle_launch
 from gpupool.service.outcome import Outcome
 
-__all__ = ["GpupoolDriver"]
+__all__ = ["GpupoolDriver", "Tracked"]
 
 
 @dataclass
-class _Tracked:
+class Tracked:
     """One instance the launch service started, and where it is in its world fate."""
 
     claim: str
@@ -112,7 +112,7 @@ class GpupoolDriver:
             "spot-interruption" if spec.cloud == "aws" else "preemptible-interruption"
         )
         self.ledger = Ledger("gpupool")
-        self.tracked: dict[str, _Tracked] = {}
+        self.tracked: dict[str, Tracked] = {}
         self._hour = -1
         self._deleting_seen: set[str] = set()
         self._events = itertools.count(1)
@@ -148,15 +148,20 @@ class GpupoolDriver:
             ]
             fate = self.world.fate(len(self.tracked), instance.capacity_type or "OnDemand")
             size = OfferingSize.of(offering)
-            self.tracked[instance_id] = _Tracked(instance.claim_name or "", offering, size, at, fate)
+            self.tracked[instance_id] = Tracked(instance.claim_name or "", offering, size, at, fate)
             self.ledger.launched(InstanceRecord(instance_id, offering.key, size.gpus, size.hourly_price, at))
+
+    def _gone(self) -> list[str]:
+        """Tracked instances the cloud has terminated (some perhaps already seen ended)."""
+        return [i for i, t in self.tracked.items() if self.compute.instances[i].state == "terminated"]
 
     def _settle(self, at: float) -> None:
         """Instances that ended leave the cluster; deleting claims reach bind (the relay)."""
         for _ in range(4):
             quiet = True
-            for instance_id, tracked in self.tracked.items():
-                if not tracked.ended and self.compute.instances[instance_id].state == "terminated":
+            for instance_id in self._gone():
+                tracked = self.tracked[instance_id]
+                if not tracked.ended:
                     tracked.ended = True
                     self.ledger.ended(instance_id, at)
                     if self.agents.leave(tracked.claim):

@@ -8,6 +8,8 @@ spec as the GPUPool gpupool's services read; the TensorFusion side reads the sam
 Defaults: min 2 × T4 worth (130 TFLOPS, 32 GiB), warm 4 × T4 worth (260 TFLOPS, 64 GiB), max
 10,000 TFLOPS / 2,000 GiB; on AWS (us-east-1) g4dn, g5 and g6 in their 1-, 4- and 8-GPU sizes,
 on Alibaba Cloud (cn-hangzhou) gn6i / gn7i / gn6v in 1-, 4- and 8-GPU sizes; OnDemand and Spot.
+`mode` is the pool's provisioningMode: "provisioned" (a GPUNodeClass, direct launches) or
+"karpenter" (a karpenterNodeClassRef: EC2NodeClass on AWS, ECSNodeClass on Alibaba Cloud).
 
 Must not: decide capacity.
 """
@@ -22,13 +24,33 @@ from gpupool.core.model.pool import GPUPool
 from gpupool.core.planning.offerings import catalog_offerings
 from gpupool.core.planning.plan import OfferingRef
 
-__all__ = ["CLUSTER", "NODE_CLASS", "POOL", "REGIONS", "PoolSpec", "gpupool_pool", "pool_offerings"]
+__all__ = [
+    "CLUSTER",
+    "KARPENTER_NODE_CLASSES",
+    "MODES",
+    "NODE_CLASS",
+    "POOL",
+    "REGIONS",
+    "PoolSpec",
+    "gpupool_pool",
+    "pool_offerings",
+]
 
 Cloud = Literal["aws", "alibaba"]
+Mode = Literal["provisioned", "karpenter"]
 CLUSTER = "sim"
 POOL = "sim-pool"
 NODE_CLASS = "sim-gpu-nodes"
 REGIONS: dict[str, str] = {"aws": "us-east-1", "alibaba": "cn-hangzhou"}
+MODES = ("provisioned", "karpenter")
+# The Karpenter node class a Karpenter-mode pool references (Karpenter's AWS and Alibaba providers).
+KARPENTER_NODE_CLASSES: dict[str, dict[str, str]] = {
+    "aws": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "version": "v1", "name": NODE_CLASS},
+    "alibaba": {
+        "group": "karpenter.k8s.alibabacloud", "kind": "ECSNodeClass", "version": "v1alpha1",
+        "name": NODE_CLASS,
+    },
+}  # fmt: skip
 _TYPES: dict[str, tuple[str, ...]] = {
     "aws": (
         "g4dn.xlarge", "g4dn.12xlarge", "g4dn.metal",
@@ -55,12 +77,15 @@ class PoolSpec:
     capacity_types: tuple[str, ...] = ("OnDemand", "Spot")
     budget_per_day: Decimal | None = None
     compaction_period: str = "5m"
+    mode: Mode = "provisioned"
 
     def __post_init__(self) -> None:
         if self.cloud not in REGIONS:
             raise ValueError(f"unknown cloud {self.cloud!r}: choose aws or alibaba")
         if self.budget_per_day is not None and self.budget_per_day < 0:
             raise ValueError(f"the budget per day must not be negative, got {self.budget_per_day}")
+        if self.mode not in MODES:
+            raise ValueError(f"unknown mode {self.mode!r}: choose provisioned or karpenter")
 
     @property
     def region(self) -> str:
@@ -84,7 +109,6 @@ def _amount(tflops: Decimal, vram: Decimal) -> dict[str, str]:
 def gpupool_pool(spec: PoolSpec) -> GPUPool:
     """The GPUPool gpupool's services run the simulated pool from."""
     provisioner: dict[str, Any] = {
-        "nodeClass": NODE_CLASS,
         "gpuRequirements": [
             {
                 "key": "node.kubernetes.io/instance-type",
@@ -94,6 +118,10 @@ def gpupool_pool(spec: PoolSpec) -> GPUPool:
             {"key": "karpenter.sh/capacity-type", "operator": "In", "values": list(spec.capacity_types)},
         ],
     }
+    if spec.mode == "karpenter":
+        provisioner["karpenterNodeClassRef"] = dict(KARPENTER_NODE_CLASSES[spec.cloud])
+    else:
+        provisioner["nodeClass"] = NODE_CLASS
     if spec.budget_per_day is not None:
         provisioner["budget"] = {
             "budgetPerDay": str(spec.budget_per_day),
@@ -111,7 +139,7 @@ def gpupool_pool(spec: PoolSpec) -> GPUPool:
                     "maxResources": _amount(spec.max_tflops, spec.max_vram),
                 },
                 "nodeManagerConfig": {
-                    "provisioningMode": "Provisioned",
+                    "provisioningMode": "Karpenter" if spec.mode == "karpenter" else "Provisioned",
                     "nodeProvisioner": provisioner,
                     "nodeCompaction": {"period": spec.compaction_period},
                 },

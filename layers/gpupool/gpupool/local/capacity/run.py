@@ -2,10 +2,10 @@
 
 Role: `CapacityRun` (days, cloud, policies, seed, world and pool settings, step) and
 `simulate(run, demands)`, which builds one seeded `World` and plays the same demand through a
-fresh driver per policy (gpupool's real services; TensorFusion's replayed rules), returning a
-`PolicyReport` each. `load_demand` reads a trace file, or openb's pod list (rescaled onto the
-window) when none is given, found at `../shared/data/openb/openb_pod_list_default.csv` from the
-working directory or from the repository.
+fresh driver per policy (gpupool's real services, in the pool's Provisioned or Karpenter
+mode; TensorFusion's replayed rules), returning a `PolicyReport` each. `load_demand` reads a
+trace file, or openb's pod list (rescaled onto the window) when none is given, found at
+`../shared/data/openb/openb_pod_list_default.csv` from the working directory or the repository.
 
 Must not: print (the CLI does) or decide capacity.
 """
@@ -20,6 +20,7 @@ from pathlib import Path
 
 from gpupool.local.capacity.engine import Driver, run_policy
 from gpupool.local.capacity.gpupool_policy import GpupoolDriver
+from gpupool.local.capacity.karpenter_side import KarpenterDriver
 from gpupool.local.capacity.ledger import PolicyReport
 from gpupool.local.capacity.pool_spec import PoolSpec
 from gpupool.local.capacity.tensorfusion_side import TensorFusionDriver
@@ -84,6 +85,8 @@ def load_demand(trace: Path | None, *, window_seconds: float) -> list[Demand]:
 
 def _driver(policy: str, run: CapacityRun, world: World) -> Driver:
     if policy == "gpupool":
+        if run.pool.mode == "karpenter":
+            return KarpenterDriver(run.pool, world)
         return GpupoolDriver(run.pool, world)
     return TensorFusionDriver(run.pool, world)
 

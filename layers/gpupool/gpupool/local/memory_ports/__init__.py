@@ -1,7 +1,7 @@
-"""In-memory implementations of the service ports (Compute, Cluster, Clock).
+"""In-memory implementations of the service ports (Compute, Cluster, Clock, KarpenterApi).
 
-Role: `MemoryCompute`, `MemoryCluster` and `MemoryClock` behave as the contract tests hold the
-real adapters to (resourceVersions, finalizers, evictions, aggregated events, leases, tagged
+Role: `MemoryCompute`, `MemoryCluster`, `MemoryKarpenter` and `MemoryClock` behave as the contract
+tests hold the real adapters to (resourceVersions, finalizers, evictions, aggregated events, leases, tagged
 instances), fast enough to replay days of demand: `gpupool simulate capacity` runs the real
 services on them, and the service tests use them (`tests/service/fakes.py` re-exports them).
 
@@ -10,6 +10,7 @@ Must not: decide anything; import the adapters or any SDK.
 
 from gpupool.local.memory_ports.cluster import MemoryCluster
 from gpupool.local.memory_ports.compute import MemoryCompute
+from gpupool.local.memory_ports.karpenter import MemoryKarpenter
 from gpupool.local.memory_ports.recorder import START, CallRecorder, Crash, MemoryClock
 from gpupool.local.memory_ports.store import MemoryClusterStore
 
@@ -21,4 +22,5 @@ __all__ = [
     "MemoryCluster",
     "MemoryClusterStore",
     "MemoryCompute",
+    "MemoryKarpenter",
 ]
