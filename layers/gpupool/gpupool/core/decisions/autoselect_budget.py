@@ -8,8 +8,10 @@ the ceiling can never be passed by its choice. `ExpansionSpending` starts from w
 live expansions cost and admits a new one only while the total stays at or under the tightest
 budget ceiling (`planning.budget`: the same hourly reading of `budgetPerDay` / `budgetPerMonth` /
 `budgetPerQuarter` as the other modes). A candidate without a known price is not admitted while a
-budget is set: it could cost anything. Expansions are never terminated for the budget (they are
-made `do-not-disrupt`), so `AlertAndTerminateVM` behaves as `AlertOnly` here.
+budget is set: it could cost anything. An existing expansion without a recorded or catalog
+price (made before the budget, of a type the catalog dropped) counts as $0: nothing says more.
+Expansions are never terminated for the budget (they are made `do-not-disrupt`), so
+`AlertAndTerminateVM` behaves as `AlertOnly` here.
 
 Must not: perform I/O, read the clock, or choose candidates (`decisions.autoselect` does).
 """
