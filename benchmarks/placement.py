@@ -25,7 +25,7 @@ TENSORFUSION_MODES = ("CompactFirst", "LowLoadFirst", "NodeCompactGPULowLoad")
 
 def main() -> int:
     from gpupool.cli.simulate_placement import load_pyplot, plot_results, read_trace, results_table
-    from gpupool.core.placement_sim import PLACEMENTS, catalog_specs, replay
+    from gpupool.simulation.placement import PLACEMENTS, catalog_specs, replay
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="folder with the openb CSV files")

@@ -23,8 +23,8 @@ from typing import Any
 
 from kubernetes import config as _config
 
-from gpupool.local.kubeapi import EmbeddedKubeAPI
-from gpupool.local.relay_receiver import RelayReceiver
+from gpupool.sandbox.kubeapi import EmbeddedKubeAPI
+from gpupool.testing.relay_receiver import RelayReceiver
 from gpupool_incluster.relay.forwarder import Forwarder, ForwardSettings
 from gpupool_incluster.relay.metrics import RelayMetrics
 from gpupool_incluster.relay.signing import make_signer

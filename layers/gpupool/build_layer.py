@@ -6,7 +6,8 @@ Role: SAM builds the layer with `BuildMethod: makefile` (see `Makefile`); the Ma
 `import` statement (module level and inside functions, so the lazy imports count) starting from
 `functions/*/app.py` and the service entry points the shared handler imports by name — plus the
 data files of the packages it keeps (the bundled catalogs). So the embedded API server
-(`gpupool.local`), the CLI (`gpupool.cli`), examples and anything only tests or benchmarks use
+(`gpupool.sandbox`), the simulations (`gpupool.simulation`), the test doubles
+(`gpupool.testing`), the CLI (`gpupool.cli`), examples and anything only tests or benchmarks use
 never ship. With `--prune` (the Makefile passes it) it also removes installed dependencies the
 functions never import (`PRUNED`), and fails if anything left imports them.
 `python build_layer.py TARGET` builds; `--list` prints the modules it would ship.

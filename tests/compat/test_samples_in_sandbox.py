@@ -14,7 +14,7 @@ from kubernetes import client, config
 
 from gpupool.adapters.kube import KubeCluster
 from gpupool.core.intake.causes import Reconcile
-from gpupool.local.kubeapi import EmbeddedKubeAPI
+from gpupool.sandbox.kubeapi import EmbeddedKubeAPI
 from gpupool.service.deps import Deps
 from gpupool.service.launch import handle_launch
 from gpupool_incluster.relay.hub import SchedulerHub

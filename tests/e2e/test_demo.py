@@ -29,8 +29,8 @@ import pytest
 from gpupool.adapters.wiring import build_aws_deps
 from gpupool.cli.commands.invoke import FUNCTIONS, call_handler, load_function, make_handler
 from gpupool.cli.main import main
-from gpupool.local.simulation import STORIES, Scenario, Simulation
-from gpupool.local.simulation_world import SimWorld
+from gpupool.sandbox.demo.story import STORIES, Scenario, Simulation
+from gpupool.sandbox.demo.world_aws import SimWorld
 
 PROTECTION = timedelta(minutes=5)
 

@@ -21,7 +21,7 @@ import pytest
 
 from gpupool.adapters.ecs import EcsCompute
 from gpupool.core.planning.snapshot import ManagedInstance
-from gpupool.local.ecs_server import EcsEndpoint
+from gpupool.sandbox.ecs_server import EcsEndpoint
 from gpupool.service.errors import CapacityUnavailable, PermanentError
 from tests.service.fakes import FakeClock, FakeCompute
 

@@ -33,12 +33,12 @@ from gpupool.adapters.wiring_alibaba import build_alibaba_deps
 from gpupool.core.catalog import load_catalog
 from gpupool.core.model.constants import TAG_CLUSTER, TAG_NODE_NAME
 from gpupool.core.quantity import Quantity
-from gpupool.local.ecs_server import SANDBOX_ACCESS_KEY_ID, SANDBOX_ACCESS_KEY_SECRET, EcsEndpoint
-from gpupool.local.ecs_sim import ecs_instances
-from gpupool.local.ecs_state import EcsState
-from gpupool.local.kubeapi import EmbeddedKubeAPI, ManualClock
-from gpupool.local.kubelet_sim import KubeletSim
-from gpupool.local.simulation_kube import KubeObjects
+from gpupool.sandbox.demo.kubelet import KubeletSim
+from gpupool.sandbox.demo.objects import KubeObjects
+from gpupool.sandbox.ecs_instances import ecs_instances
+from gpupool.sandbox.ecs_server import SANDBOX_ACCESS_KEY_ID, SANDBOX_ACCESS_KEY_SECRET, EcsEndpoint
+from gpupool.sandbox.ecs_state import EcsState
+from gpupool.sandbox.kubeapi import EmbeddedKubeAPI, ManualClock
 from gpupool.service.deps import Deps
 from tests.service.fakes import Crash, make_pool
 

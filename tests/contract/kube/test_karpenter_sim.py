@@ -15,9 +15,9 @@ from kubernetes import config as kube_config
 
 from gpupool.adapters.wiring import build_aws_deps
 from gpupool.core.intake.causes import Reconcile, Sweep
-from gpupool.local.karpenter_sim import KarpenterSim
-from gpupool.local.kubeapi import EmbeddedKubeAPI
-from gpupool.local.simulation_kube import ClientObjects
+from gpupool.sandbox.demo.karpenter import KarpenterSim
+from gpupool.sandbox.demo.objects import ClientObjects
+from gpupool.sandbox.kubeapi import EmbeddedKubeAPI
 from gpupool.service.bind import handle_bind
 from gpupool.service.deps import Deps
 from gpupool.service.karpenter_compute import KarpenterAwareCompute

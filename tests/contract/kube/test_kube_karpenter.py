@@ -21,7 +21,7 @@ from kubernetes import config as kube_config
 from gpupool.adapters.wiring import build_aws_deps
 from gpupool.core.intake.causes import Reconcile, Sweep
 from gpupool.core.model.karpenter import KarpenterNodeClaim, KarpenterNodeClassRef
-from gpupool.local.kubeapi import EmbeddedKubeAPI
+from gpupool.sandbox.kubeapi import EmbeddedKubeAPI
 from gpupool.service.bind import handle_bind
 from gpupool.service.deps import Deps
 from gpupool.service.errors import AlreadyExists, NotFound, PermanentError

@@ -21,7 +21,7 @@ from moto.server import ThreadedMotoServer
 
 from gpupool.adapters.wiring import ConfigError, build_aws_deps, parse_duration, read_aws_environment
 from gpupool.core.planning.plan import OfferingRef
-from gpupool.local.kubeapi import EmbeddedKubeAPI
+from gpupool.sandbox.kubeapi import EmbeddedKubeAPI
 from tests.service.fakes import FakeClock
 
 from .conftest import make_pool

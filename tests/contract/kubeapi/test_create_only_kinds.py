@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from kubeapi_builders import http_call
 
-from gpupool.local.kubeapi import EmbeddedKubeAPI, endpoints
-from gpupool.local.kubeapi.cluster import Cluster
-from gpupool.local.kubeapi.resources import ResourceType
+from gpupool.sandbox.kubeapi import EmbeddedKubeAPI, endpoints
+from gpupool.sandbox.kubeapi.cluster import Cluster
+from gpupool.sandbox.kubeapi.resources import ResourceType
 
 REVIEWS = ResourceType(
     "review.gpupool.dev",

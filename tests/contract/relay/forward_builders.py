@@ -10,8 +10,8 @@ from typing import Any
 
 from kubernetes import config
 
-from gpupool.local.kubeapi import EmbeddedKubeAPI
-from gpupool.local.relay_receiver import RelayReceiver
+from gpupool.sandbox.kubeapi import EmbeddedKubeAPI
+from gpupool.testing.relay_receiver import RelayReceiver
 from gpupool_incluster.relay.delivery import DeliverySettings
 from gpupool_incluster.relay.forwarder import Forwarder, ForwardSettings
 from gpupool_incluster.relay.metrics import RelayMetrics

@@ -24,9 +24,9 @@ from gpupool.adapters.kube_calls import FUNCTION_CLUSTER_CALLS, FUNCTION_NAMESPA
 from gpupool.core.model.cluster import TensorFusionClusterStatus
 from gpupool.core.model.nodeclaim import GPUNodeClaim, GPUNodeClaimStatus
 from gpupool.core.model.pool import GPUPool, GPUPoolStatus
-from gpupool.local.kubeapi import EmbeddedKubeAPI
-from gpupool.local.kubeapi.reviews import book_of
-from gpupool.local.kubeapi.routes import ResourcePath, parse
+from gpupool.sandbox.kubeapi import EmbeddedKubeAPI
+from gpupool.sandbox.kubeapi.reviews import book_of
+from gpupool.sandbox.kubeapi.routes import ResourcePath, parse
 from gpupool_incluster.relay.access import TokenAccess
 from gpupool_incluster.relay.forwarder import Forwarder, ForwardSettings
 from gpupool_incluster.relay.hub import HubSettings, SchedulerHub

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from kubernetes import client, config
 
-from gpupool.local.kubeapi import EmbeddedKubeAPI
+from gpupool.sandbox.kubeapi import EmbeddedKubeAPI
 from gpupool_incluster.relay.hub import SchedulerHub
 from gpupool_incluster.relay.kube import KubeWriter, start_watches
 from gpupool_incluster.relay.unreadable import skipping_unreadable

@@ -43,7 +43,7 @@ def _clients(env_file: Path) -> tuple[dict[str, str], Any]:
 def prepare_sandbox(env_file: Path) -> list[str]:
     """Create the Alibaba demo manifests in the sandbox's API server (existing ones are kept)."""
     from gpupool.cli.sandbox_objects import create_manifests
-    from gpupool.local.simulation_world_alibaba import alibaba_demo_manifests
+    from gpupool.sandbox.demo.world_alibaba import alibaba_demo_manifests
 
     env, api_client = _clients(env_file)
     done = [
@@ -61,9 +61,9 @@ def join_nodes(env_file: Path) -> list[str]:
     from gpupool.adapters.wiring import ConfigError
     from gpupool.adapters.wiring_alibaba import build_alibaba_deps
     from gpupool.core.catalog import load_catalog
-    from gpupool.local.kubeapi import SystemClock
-    from gpupool.local.kubelet_sim import KubeletSim, SimInstance
-    from gpupool.local.simulation_kube import ClientObjects, ClientObjectsError
+    from gpupool.sandbox.demo.kubelet import KubeletSim, SimInstance
+    from gpupool.sandbox.demo.objects import ClientObjects, ClientObjectsError
+    from gpupool.sandbox.kubeapi import SystemClock
     from gpupool.service.errors import DomainError
 
     env, api_client = _clients(env_file)

@@ -1,12 +1,12 @@
 """`gpupool simulate capacity`: check the arguments, run the simulation, print the table / JSON, plot.
 
-Role: the I/O around `gpupool.local.capacity` — every argument checked before any work (bad
+Role: the I/O around `gpupool.simulation.capacity` — every argument checked before any work (bad
 input: one clear line, exit 2, nothing written), the demand read (a trace file, or openb's pod
 list beside the repository), a progress bar on stderr when it is a terminal, a table (or
 `--json`: `{"policies": [...]}`) on stdout, and `--plot` (demand, capacity and cost over time
 per policy, matplotlib).
 
-Must not: simulate or decide anything (gpupool.local.capacity does).
+Must not: simulate or decide anything (gpupool.simulation.capacity does).
 """
 
 from __future__ import annotations
@@ -21,11 +21,11 @@ from typing import Any
 
 from gpupool.cli.errors import UserError
 from gpupool.cli.simulate_placement import load_pyplot
-from gpupool.local.capacity.ledger import PolicyReport
-from gpupool.local.capacity.pool_spec import PoolSpec
-from gpupool.local.capacity.run import CapacityRun, load_demand, simulate
-from gpupool.local.capacity.world import WorldConfig
-from gpupool.local.demand_trace import TraceError
+from gpupool.simulation.capacity.demand_trace import TraceError
+from gpupool.simulation.capacity.ledger import PolicyReport
+from gpupool.simulation.capacity.pool_spec import PoolSpec
+from gpupool.simulation.capacity.run import CapacityRun, load_demand, simulate
+from gpupool.simulation.capacity.world import WorldConfig
 
 __all__ = ["plot_reports", "reports_table", "simulate_capacity"]
 

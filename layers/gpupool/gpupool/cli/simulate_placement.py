@@ -1,6 +1,6 @@
 """`gpupool simulate placement`: read the trace files, run each mode, print, write the outputs.
 
-Role: the I/O around `gpupool.core.placement_sim` — read the two CSV files as they are, check
+Role: the I/O around `gpupool.simulation.placement` — read the two CSV files as they are, check
 every argument before any work (bad input: one clear line, exit 2, nothing written), show a
 progress bar on a terminal, print a table or JSON, write `--assignments` and `--plot`.
 
@@ -21,7 +21,7 @@ from typing import Any
 
 from gpupool.cli.errors import UserError
 from gpupool.cli.files import read_text
-from gpupool.core.placement_sim import (
+from gpupool.simulation.placement import (
     PLACEMENTS,
     Assignment,
     ModeResult,

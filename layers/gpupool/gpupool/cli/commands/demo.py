@@ -5,10 +5,10 @@ handlers (`functions/*/index.py`) and `build_alibaba_deps`; `--prepare-sandbox` 
 then act on a running sandbox's ECS side (`gpupool.cli.alibaba_sandbox`).
 
 Role: start (in this process) the embedded Kubernetes API server on a simulated clock and an
-EC2 account in moto (`gpupool.local.simulation_world.SimWorld`); wire the real launch, bind
+EC2 account in moto (`gpupool.sandbox.demo.world_aws.SimWorld`); wire the real launch, bind
 and compact handlers (`functions/*/app.py`, found as `gpupool invoke` finds them) to the real
 service and adapters through `build_aws_deps(world.environ)`, with the world's clock and
-repeatable claim-name suffixes; run the scenario (`gpupool.local.simulation.Simulation`):
+repeatable claim-name suffixes; run the scenario (`gpupool.sandbox.demo.story.Simulation`):
 a pool with a minimum → launch → instances boot and nodes join → bind → a workload spike
 raises capacity to keep the warm reserve → the spike ends → after the 5-minute protection,
 compaction trims back to the minimum. Prints the timeline (simulated time, who acted, what
@@ -76,8 +76,8 @@ def register(parser: argparse.ArgumentParser) -> None:
 
 def _karpenter_story(world: Any, invoke: Any, args: argparse.Namespace) -> int:
     from gpupool.cli.commands.invoke import quiet_handler_output
-    from gpupool.local.karpenter_story import MODES, KarpenterStory
-    from gpupool.local.simulation_report import render_timeline
+    from gpupool.sandbox.demo.karpenter_story import MODES, KarpenterStory
+    from gpupool.sandbox.demo.report import render_timeline
 
     story = KarpenterStory(world, invoke, args.mode)
     with quiet_handler_output(verbose=False):
@@ -127,8 +127,8 @@ _HEADINGS = {
 
 
 def _print_text(result: Any, *, story: str, verbose: bool, cloud: str = "aws") -> None:
-    from gpupool.local.simulation import STORIES
-    from gpupool.local.simulation_report import render_timeline
+    from gpupool.sandbox.demo.report import render_timeline
+    from gpupool.sandbox.demo.story import STORIES
 
     print(f"gpupool demo — {_HEADINGS[cloud]}")
     print(f"story {story}: {STORIES[story][0]}")
@@ -186,9 +186,9 @@ def join_nodes(env_file: Path) -> list[str]:
     from botocore.exceptions import BotoCoreError, ClientError
     from urllib3.exceptions import HTTPError
 
-    from gpupool.local.kubeapi import SystemClock
-    from gpupool.local.kubelet_sim import KubeletSim, ec2_instances
-    from gpupool.local.simulation_kube import ClientObjects, ClientObjectsError
+    from gpupool.sandbox.demo.kubelet import KubeletSim, ec2_instances
+    from gpupool.sandbox.demo.objects import ClientObjects, ClientObjectsError
+    from gpupool.sandbox.kubeapi import SystemClock
 
     env, ec2, api_client = _sandbox_clients(env_file)
     kubelet = KubeletSim(
@@ -213,7 +213,7 @@ def prepare_sandbox(env_file: Path) -> list[str]:
     from botocore.exceptions import BotoCoreError, ClientError
 
     from gpupool.cli.sandbox_objects import create_manifests
-    from gpupool.local.simulation_world import DEMO_KINDS, create_demo_network, demo_manifests
+    from gpupool.sandbox.demo.world_aws import DEMO_KINDS, create_demo_network, demo_manifests
 
     env, ec2, api_client = _sandbox_clients(env_file)
     endpoint = env["AWS_ENDPOINT_URL"]
@@ -263,9 +263,9 @@ def run(args: argparse.Namespace) -> int:
         make_handler,
         quiet_handler_output,
     )
-    from gpupool.local.simulation import STORIES, Simulation
-    from gpupool.local.simulation_world import SimWorld
-    from gpupool.local.simulation_world_alibaba import AlibabaSimWorld
+    from gpupool.sandbox.demo.story import STORIES, Simulation
+    from gpupool.sandbox.demo.world_alibaba import AlibabaSimWorld
+    from gpupool.sandbox.demo.world_aws import SimWorld
 
     alibaba = args.cloud == "alibaba"
     modules = {name: load_function(name, args.functions_dir, cloud=args.cloud) for name in FUNCTIONS}

@@ -4,7 +4,7 @@ Role: the `simulate` command and its subcommands. `placement` replays the openb 
 (see docs/placement.md); `capacity` replays days of demand through gpupool's services and
 TensorFusion's rules (see docs/simulation.md).
 
-Must not: hold simulation logic (`gpupool.core.placement_sim`, `gpupool.local.capacity`) or file
+Must not: hold simulation logic (`gpupool.simulation.placement`, `gpupool.simulation.capacity`) or file
 handling beyond argument checks (`gpupool.cli.simulate_placement`, `gpupool.cli.simulate_capacity`).
 """
 
