@@ -10,7 +10,7 @@ import pytest
 from kubeapi_builders import http_call
 
 from gpupool.sandbox.kubeapi import EmbeddedKubeAPI, endpoints
-from gpupool.sandbox.kubeapi.cluster import Cluster
+from gpupool.sandbox.kubeapi.operations import ApiOperations
 from gpupool.sandbox.kubeapi.resources import ResourceType
 
 REVIEWS = ResourceType(
@@ -26,7 +26,7 @@ REVIEWS = ResourceType(
 PATH = "/apis/review.gpupool.dev/v1/echoreviews"
 
 
-def _echo(_cluster: Cluster, _rt: ResourceType, request: endpoints.Request) -> dict[str, Any]:
+def _echo(_cluster: ApiOperations, _rt: ResourceType, request: endpoints.Request) -> dict[str, Any]:
     return {**request.body, "status": {"allowed": True}}
 
 

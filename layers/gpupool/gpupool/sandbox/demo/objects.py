@@ -2,7 +2,7 @@
 
 Role: `ObjectStore` — list, read, create, merge-patch and delete raw JSON objects by
 (group, plural), statuses through the status subresource as a real controller must. Two
-implementations: `KubeObjects`, in-process on the embedded `gpupool.sandbox.kubeapi.Cluster`
+implementations: `KubeObjects`, in-process on the embedded `gpupool.sandbox.kubeapi.ApiOperations`
 (the demo: no HTTP), and `ClientObjects`, over HTTP with the official client's `ApiClient`
 (a running `gpupool sandbox`).
 
@@ -16,7 +16,7 @@ import copy
 import json
 from typing import Any, Protocol
 
-from gpupool.sandbox.kubeapi import Cluster
+from gpupool.sandbox.kubeapi import ApiOperations
 from gpupool.sandbox.kubeapi.errors import ApiError
 from gpupool.sandbox.kubeapi.resources import ResourceType
 
@@ -49,7 +49,7 @@ class ObjectStore(Protocol):
 class KubeObjects:
     """Raw objects of one embedded cluster, in-process; every method is safe to repeat."""
 
-    def __init__(self, cluster: Cluster) -> None:
+    def __init__(self, cluster: ApiOperations) -> None:
         self._cluster = cluster
 
     def _type(self, group: str, plural: str) -> ResourceType:

@@ -4,6 +4,8 @@ The server stamps `creationTimestamp` and `deletionTimestamp` from its clock. A 
 simulation passes `ManualClock` and moves time with `advance()`; watch and request timeouts
 always use wall time, so a frozen clock never hangs a client.
 
+`Clock` is the service's port (`gpupool.service.ports.Clock`): one concept, one definition.
+
 Must not: sleep, or be used for anything but timestamps written into objects.
 """
 
@@ -11,13 +13,10 @@ from __future__ import annotations
 
 import threading
 from datetime import UTC, datetime, timedelta
-from typing import Protocol
 
+from gpupool.service.ports import Clock
 
-class Clock(Protocol):
-    def now(self) -> datetime:
-        """The current time, timezone-aware UTC."""
-        ...
+__all__ = ["Clock", "ManualClock", "SystemClock", "rfc3339"]
 
 
 class SystemClock:

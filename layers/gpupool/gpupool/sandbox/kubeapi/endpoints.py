@@ -1,4 +1,4 @@
-"""Resource endpoints: one request on `…/PLURAL[/NAME[/SUBRESOURCE]]` turned into a `Cluster` call.
+"""Resource endpoints: one request on `…/PLURAL[/NAME[/SUBRESOURCE]]` turned into a `ApiOperations` call.
 
 The answer is `(code, body)` or an iterator of watch lines. Gets, lists and watches honour
 the response formats clients ask for in `Accept` (a `Table`, `PartialObjectMetadata[List]`);
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpupool.sandbox.kubeapi import errors, formats, reviews, tables
-from gpupool.sandbox.kubeapi.cluster import Cluster
+from gpupool.sandbox.kubeapi.operations import ApiOperations
 from gpupool.sandbox.kubeapi.query import Query, WriteOptions
 from gpupool.sandbox.kubeapi.resources import ResourceType
 from gpupool.sandbox.kubeapi.routes import ResourcePath
@@ -41,16 +41,20 @@ class Request:
     authorization: str = ""  # the caller's Authorization header (a SelfSubjectAccessReview's subject)
 
 
-SubresourceHandler = Callable[[Cluster, ResourceType, str, str, Request], Answer]
+SubresourceHandler = Callable[[ApiOperations, ResourceType, str, str, Request], Answer]
 
 
-def _binding(cluster: Cluster, _rt: ResourceType, namespace: str, name: str, request: Request) -> Answer:
+def _binding(
+    cluster: ApiOperations, _rt: ResourceType, namespace: str, name: str, request: Request
+) -> Answer:
     if request.method != "POST":
         raise errors.method_not_allowed(f"{request.method} is not supported on pods/binding")
     return 201, cluster.bind(namespace, name, request.body, request.options)
 
 
-def _eviction(cluster: Cluster, _rt: ResourceType, namespace: str, name: str, request: Request) -> Answer:
+def _eviction(
+    cluster: ApiOperations, _rt: ResourceType, namespace: str, name: str, request: Request
+) -> Answer:
     if request.method != "POST":
         raise errors.method_not_allowed(f"{request.method} is not supported on pods/eviction")
     return 201, cluster.evict(namespace, name, request.options)
@@ -63,7 +67,7 @@ SUBRESOURCE_HANDLERS: dict[tuple[str, str], SubresourceHandler] = {
 }
 
 
-CreateOnlyHandler = Callable[[Cluster, ResourceType, Request], JsonObject]
+CreateOnlyHandler = Callable[[ApiOperations, ResourceType, Request], JsonObject]
 # (group, plural) → what a POST to a create-only kind answers (201); nothing is stored and every
 # other verb is 405. Access reviews (authentication.k8s.io, authorization.k8s.io) plug in here.
 CREATE_ONLY_HANDLERS: dict[tuple[str, str], CreateOnlyHandler] = {
@@ -83,7 +87,7 @@ def no_such_path() -> errors.ApiError:
     return errors.ApiError(404, "NotFound", "the server could not find the requested resource")
 
 
-def answer(cluster: Cluster, request: Request) -> Answer:
+def answer(cluster: ApiOperations, request: Request) -> Answer:
     target = request.target
     rt = cluster.resolve(target.group, target.version, target.plural)
     if rt.namespaced is False and target.namespace is not None:
@@ -106,7 +110,7 @@ def answer(cluster: Cluster, request: Request) -> Answer:
     return _single(cluster, rt, namespace, target.name, request)
 
 
-def _single(cluster: Cluster, rt: ResourceType, namespace: str, name: str, request: Request) -> Answer:
+def _single(cluster: ApiOperations, rt: ResourceType, namespace: str, name: str, request: Request) -> Answer:
     method, sub, options = request.method, request.target.subresource, request.options
     if method == "GET":
         obj = cluster.get(rt, namespace, name)
@@ -129,7 +133,7 @@ def _single(cluster: Cluster, rt: ResourceType, namespace: str, name: str, reque
     raise errors.method_not_allowed(f"{method} is not supported on this path")
 
 
-def _collection(cluster: Cluster, rt: ResourceType, namespace: str | None, request: Request) -> Answer:
+def _collection(cluster: ApiOperations, rt: ResourceType, namespace: str | None, request: Request) -> Answer:
     method, query = request.method, request.query
     create_only = CREATE_ONLY_HANDLERS.get((rt.group, rt.plural))
     if create_only is not None:

@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 import yaml
 
 from gpupool.sandbox.kubeapi import discovery, endpoints, errors, openapi
-from gpupool.sandbox.kubeapi.cluster import Cluster
+from gpupool.sandbox.kubeapi.operations import ApiOperations
 from gpupool.sandbox.kubeapi.query import Query, WriteOptions, parse_query
 from gpupool.sandbox.kubeapi.routes import DiscoveryPath, parse
 
@@ -31,7 +31,7 @@ class KubeHTTPServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
 
-    def __init__(self, address: tuple[str, int], cluster: Cluster) -> None:
+    def __init__(self, address: tuple[str, int], cluster: ApiOperations) -> None:
         super().__init__(address, KubeRequestHandler)
         self.cluster = cluster
 

@@ -1,6 +1,6 @@
 """TokenReview, SubjectAccessReview and SelfSubjectAccessReview for the embedded API server.
 
-Role: a sandbox has no identity provider and no authorizer, so each `Cluster` gets a
+Role: a sandbox has no identity provider and no authorizer, so each `ApiOperations` gets a
 `ReviewBook` (`book_of(cluster)`) that a test or the sandbox fills:
 - `add_token(token, user, groups)`: the tokens the sandbox knows (any other token is
   unauthenticated, as a real API server answers for a token it did not issue);

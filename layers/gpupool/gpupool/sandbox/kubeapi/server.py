@@ -27,8 +27,8 @@ import yaml
 
 from gpupool.sandbox.crds import karpenter_crds
 from gpupool.sandbox.kubeapi.clock import Clock, SystemClock
-from gpupool.sandbox.kubeapi.cluster import Cluster
 from gpupool.sandbox.kubeapi.handler import KubeHTTPServer
+from gpupool.sandbox.kubeapi.operations import ApiOperations
 
 JsonObject = dict[str, Any]
 CONTEXT = "gpupool-sandbox"
@@ -82,7 +82,7 @@ class EmbeddedKubeAPI:
         """`watch_history`: how many recent changes a watch may resume from (older → 410).
         `enforce_schemas`: prune and validate custom resources against their CRD schemas."""
         self.clock: Clock = clock or SystemClock()
-        self.cluster = Cluster(self.clock, watch_history=watch_history, enforce_schemas=enforce_schemas)
+        self.cluster = ApiOperations(self.clock, watch_history=watch_history, enforce_schemas=enforce_schemas)
         self._address = (host, port)
         self._kubeconfig_path = Path(kubeconfig_path) if kubeconfig_path is not None else None
         self._tempdir: tempfile.TemporaryDirectory[str] | None = None

@@ -20,8 +20,8 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from gpupool.sandbox.kubeapi import errors
-from gpupool.sandbox.kubeapi.cluster import Cluster
 from gpupool.sandbox.kubeapi.objects import metadata
+from gpupool.sandbox.kubeapi.operations import ApiOperations
 from gpupool.sandbox.kubeapi.resources import ResourceType
 from gpupool.sandbox.kubeapi.selectors import FieldSelector, LabelSelector
 from gpupool.sandbox.kubeapi.store import Entry, WatchEvent
@@ -86,7 +86,7 @@ class _Filter:
 
 
 def watch_lines(
-    cluster: Cluster,
+    cluster: ApiOperations,
     rt: ResourceType,
     namespace: str | None,
     labels: LabelSelector,
@@ -116,7 +116,12 @@ def watch_lines(
 
 
 def _follow(
-    cluster: Cluster, chosen: _Filter, initial: list[bytes], cursor: int, deadline: float, bookmarks: bool
+    cluster: ApiOperations,
+    chosen: _Filter,
+    initial: list[bytes],
+    cursor: int,
+    deadline: float,
+    bookmarks: bool,
 ) -> Iterator[bytes]:
     """Yield event lines until the deadline passes or the server closes.
 

@@ -1,6 +1,6 @@
 """The API operations behind the HTTP routes: CRUD, lists, patches, CRDs, binding, eviction.
 
-`Cluster` owns the store and the registry. Creating, updating or deleting a
+`ApiOperations` owns the store and the registry. Creating, updating or deleting a
 CustomResourceDefinition installs or removes the resources it serves (and their objects);
 the pod subresources are delegated to `pods`. The system namespaces cannot be deleted.
 
@@ -32,7 +32,7 @@ INITIAL_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease"
 PROTECTED_NAMESPACES = frozenset({"default", "kube-system", "kube-public"})  # upstream's NamespaceLifecycle
 
 
-class Cluster:
+class ApiOperations:
     def __init__(self, clock: Clock, *, watch_history: int = 200_000, enforce_schemas: bool = True) -> None:
         self.clock = clock
         self.store = Store(clock, history=watch_history)

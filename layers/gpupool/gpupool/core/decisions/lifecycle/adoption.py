@@ -1,11 +1,11 @@
-"""Launch: a Pending claim whose instance exists (found by its tag) moves to Creating.
+"""Adoption: a Pending claim whose instance exists (found by its tag) moves to Creating.
 
 Role: `adopt(claim, facts)` — the launch function records a claim (Pending) before it launches
 the instance; when an invocation died between the two, or the write after the launch was lost,
 the instance is found by its `tensor-fusion.ai/node-name` tag and adopted: SetClaimPhase
 Creating with its id. (Launching itself is the launch function's, under the pool's Lease.)
 
-Must not: launch instances, perform I/O or read the clock.
+Must not: launch anything (the launch function does), perform I/O or read the clock.
 """
 
 from __future__ import annotations
