@@ -27,7 +27,7 @@ from typing import Any
 from gpupool.sandbox.kubeapi import errors
 from gpupool.sandbox.kubeapi.objects import metadata
 from gpupool.sandbox.kubeapi.resources import ResourceType
-from gpupool.sandbox.kubeapi.storage import Entry, ObjectStorage
+from gpupool.sandbox.kubeapi.store import Entry, Store
 
 JsonObject = dict[str, Any]
 
@@ -102,7 +102,7 @@ def _requested(resource_version: str) -> int | None:
         raise errors.bad_request(f"invalid resource version: {resource_version!r}") from exc
 
 
-def wait_for_version(store: ObjectStorage, resource_version: str, wait_seconds: float) -> None:
+def wait_for_version(store: Store, resource_version: str, wait_seconds: float) -> None:
     """Return once the store has reached `resource_version`; 504 Timeout if it does not in time."""
     wanted = _requested(resource_version)
     if wanted is None:
@@ -128,6 +128,6 @@ def too_large(wanted: int, current: int) -> errors.ApiError:
     )
 
 
-def check_exact(store: ObjectStorage, resource_version: str, match: str) -> None:
+def check_exact(store: Store, resource_version: str, match: str) -> None:
     if match == "Exact" and _requested(resource_version) not in (None, store.resource_version):
         raise errors.gone("The resourceVersion for the provided list is too old.")

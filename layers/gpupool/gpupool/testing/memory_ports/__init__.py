@@ -12,7 +12,6 @@ from gpupool.testing.memory_ports.cluster import MemoryCluster
 from gpupool.testing.memory_ports.compute import MemoryCompute
 from gpupool.testing.memory_ports.karpenter import MemoryKarpenter
 from gpupool.testing.memory_ports.recorder import START, CallRecorder, Crash, MemoryClock
-from gpupool.testing.memory_ports.store import MemoryClusterStore
 
 __all__ = [
     "START",
@@ -20,7 +19,6 @@ __all__ = [
     "Crash",
     "MemoryClock",
     "MemoryCluster",
-    "MemoryClusterStore",
     "MemoryCompute",
     "MemoryKarpenter",
 ]
