@@ -87,10 +87,10 @@ def test_the_relay_watches_read_every_sample(sandbox: Any) -> None:
     start_watches(sandbox, hub, stop)
     try:
         assert hub.synced.wait(10), "relay watches did not sync"
-        assert set(hub.pools) == _names("GPUPool")
-        assert set(hub.profiles.get("team", {})) == _names("WorkloadProfile")
-        assert "team" in hub.quotas
-        assert hub.template_modes["default-schedule-template"].value == "NodeCompactGPULowLoad"
+        assert set(hub.policies.pools) == _names("GPUPool")
+        assert set(hub.policies.profiles.get("team", {})) == _names("WorkloadProfile")
+        assert "team" in hub.policies.quotas
+        assert hub.policies.template_modes["default-schedule-template"].value == "NodeCompactGPULowLoad"
         assert set(hub.allocator.state.gpus) == _names("GPU")
         assert _unreadable_warnings(sandbox) == []
     finally:

@@ -23,8 +23,16 @@ from typing import Any
 
 from gpupool.core.intake.relay import TYPE_PREFIX
 from gpupool.core.model import constants as c
+from gpupool.core.model.cluster import TensorFusionCluster
+from gpupool.core.model.foreign import Node, Pod
+from gpupool.core.model.karpenter import KarpenterNodeClaim
+from gpupool.core.model.nodeclaim import GPUNodeClaim
+from gpupool.core.model.pool import GPUPool
 
-__all__ = ["KINDS", "ChangeTranslator", "RelayEvent", "is_unschedulable_worker"]
+__all__ = ["KINDS", "ChangeTranslator", "RelayEvent", "WatchedObject", "is_unschedulable_worker"]
+
+# SHIM (r-relay): the models the forwarder watches and hands to `ChangeTranslator.observe`.
+WatchedObject = Pod | Node | GPUNodeClaim | KarpenterNodeClaim | GPUPool | TensorFusionCluster
 
 TF_SCHEDULER = "tensor-fusion-scheduler"
 # Kinds the forwarder watches (the translator's vocabulary).
@@ -126,11 +134,30 @@ class ChangeTranslator:
     def __init__(self) -> None:
         self._memory: dict[tuple[str, str], dict[str, Any]] = {}
 
-    def forget_all(self, kind: str) -> None:
-        for key in [k for k in self._memory if k[0] == kind]:
+    # ---- SHIM (branch r-relay, for the shared watches): the typed interface the forwarder calls,
+    # `observe(obj: WatchedObject, *, deleted, seen_at)` and `forget_all(type)`, over the dict rules
+    # below, which still take (kind, raw). The event-vocabulary branch rewrites the rules on models;
+    # this shim (and the (kind, raw) form, kept for its tests) goes when the two are merged.
+    def forget_all(self, kind: type[WatchedObject] | str) -> None:
+        name = kind if isinstance(kind, str) else kind.KIND
+        for key in [k for k in self._memory if k[0] == name]:
             del self._memory[key]
 
     def observe(
+        self,
+        obj: WatchedObject | str,
+        raw: Mapping[str, Any] | None = None,
+        *,
+        deleted: bool = False,
+        seen_at: float = 0.0,
+    ) -> list[RelayEvent]:
+        if isinstance(obj, str):
+            return self._observe(obj, raw or {}, deleted=deleted, seen_at=seen_at)
+        dumped = obj.model_dump(by_alias=True, mode="json")
+        return self._observe(type(obj).KIND, dumped, deleted=deleted, seen_at=seen_at)
+
+    # ---- END SHIM
+    def _observe(
         self, kind: str, obj: Mapping[str, Any], *, deleted: bool = False, seen_at: float = 0.0
     ) -> list[RelayEvent]:
         meta = _meta(obj)
