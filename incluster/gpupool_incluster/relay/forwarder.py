@@ -24,10 +24,11 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from kubernetes import client as _client
+from pydantic import ValidationError
 
 from gpupool.core.model import constants as c
 from gpupool_incluster.relay.batching import DEFAULT_IDLE_SECONDS, DEFAULT_MAX_WINDOW_SECONDS, Batcher
-from gpupool_incluster.relay.changes import ChangeTranslator, RelayEvent
+from gpupool_incluster.relay.changes import WATCHED_KINDS, ChangeTranslator, RelayEvent
 from gpupool_incluster.relay.delivery import DeliveryLane, DeliverySettings
 from gpupool_incluster.relay.metrics import RelayMetrics
 from gpupool_incluster.relay.signing import Signer
@@ -162,10 +163,17 @@ class Forwarder:
 
     # ---- pipeline ------------------------------------------------------------------------------
     def _observer(self, kind: str) -> Callable[[Mapping[str, Any], bool], None]:
+        model = next(m for m in WATCHED_KINDS if kind == m.KIND)
+
         def observe(obj: Mapping[str, Any], deleted: bool) -> None:
             now = time.monotonic()
+            try:
+                parsed = model.model_validate(obj)
+            except ValidationError as error:  # an unreadable object means no event
+                log.warning("skipping an unreadable %s: %s", kind, error.errors()[0].get("msg"))
+                return
             with self._lock:
-                events = self._translator.observe(kind, obj, deleted=deleted, seen_at=now)
+                events = self._translator.observe(parsed, deleted=deleted, seen_at=now)
                 ready: list[RelayEvent] = []
                 for event in events:
                     self.metrics.events_seen.labels(event.kind, event.function).inc()
