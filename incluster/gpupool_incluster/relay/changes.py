@@ -117,8 +117,8 @@ class _Seen:
     ready: bool = False
     provisioned: bool = False
     deleting: bool = False
-    spec: str = ""
-    compaction: str | None = None
+    spec: str = ""  # a GPUPool's spec and tensor-fusion.ai annotations; a cluster's spec.gpuPools
+    compaction: str | None = None  # a GPUPool's manual-compaction annotation
 
 
 # (event type, its data) before ids are assigned.
