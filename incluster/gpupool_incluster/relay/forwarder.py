@@ -22,22 +22,21 @@ import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, get_args
+from typing import Any
 from urllib.parse import urlsplit
 
 from gpupool_incluster.relay.batching import DEFAULT_IDLE_SECONDS, DEFAULT_MAX_WINDOW_SECONDS, Batcher
-from gpupool_incluster.relay.changes import ChangeTranslator, RelayEvent, WatchedObject
+from gpupool_incluster.relay.changes import WATCHED_KINDS, ChangeTranslator, RelayEvent, WatchedObject
 from gpupool_incluster.relay.delivery import DeliveryLane, DeliverySettings
 from gpupool_incluster.relay.informers import SharedInformer, SharedInformers, Subscription
 from gpupool_incluster.relay.metrics import RelayMetrics
 from gpupool_incluster.relay.signing import Signer
 
-__all__ = ["FUNCTIONS", "WATCHED", "ForwardSettings", "Forwarder", "warn_unsigned"]
+__all__ = ["FUNCTIONS", "ForwardSettings", "Forwarder", "warn_unsigned"]
 
 log = logging.getLogger("gpupool.relay.forward")
 FUNCTIONS = ("launch", "bind", "compact")
 # The kinds the forwarder subscribes to: exactly those the translator reads.
-WATCHED: tuple[type[WatchedObject], ...] = get_args(WatchedObject)
 
 
 def _loopback(url: str) -> bool:
@@ -100,10 +99,10 @@ class Forwarder:
                 }
                 for lane in self._lanes.values():
                     lane.start()
-                for kind in WATCHED:
+                for kind in WATCHED_KINDS:
                     self._translator.forget_all(kind)  # the replay below is each object's first sight
             # Outside the pipeline lock: a subscription replays through `_observe`, which takes it.
-            self._streams = [self.informers.informer(kind) for kind in WATCHED]
+            self._streams = [self.informers.informer(kind) for kind in WATCHED_KINDS]
             self._subscriptions = [stream.subscribe(self._observe) for stream in self._streams]
             threading.Thread(
                 target=self._tick, args=(self._stop,), name="forward-windows", daemon=True

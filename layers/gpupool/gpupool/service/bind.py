@@ -16,13 +16,8 @@ from gpupool.core.decisions.claim_lifecycle import LifecyclePolicy, plan_claim_l
 from gpupool.core.decisions.interruption import plan_interruption
 from gpupool.core.decisions.orphan_sweep import plan_orphan_nodes, plan_orphan_sweep
 from gpupool.core.decisions.pool_status import plan_pool_status
-from gpupool.core.intake.causes import (
-    ClaimDeleted,
-    InstanceInterruption,
-    InstanceStateChanged,
-    NodeChanged,
-    Sweep,
-)
+from gpupool.core.intake.causes import InstanceInterruption, InstanceStateChanged, Sweep
+from gpupool.core.intake.routing import BindCause
 from gpupool.core.model.nodeclaim import GPUNodeClaim
 from gpupool.core.planning.snapshot import ManagedInstance, node_claim
 from gpupool.service.deps import Deps
@@ -34,12 +29,11 @@ from gpupool.service.results import record_results
 
 __all__ = ["handle_bind"]
 
-_BIND_CAUSES = (InstanceStateChanged, InstanceInterruption, NodeChanged, ClaimDeleted, Sweep)
 _LOST_STATES = ("stopping", "stopped", "shutting-down", "terminated")
 
 
 def handle_bind(cause: object, deps: Deps, *, dry_run: bool = False) -> Outcome:
-    if not isinstance(cause, _BIND_CAUSES):
+    if not isinstance(cause, BindCause):
         return acknowledge(cause, function="bind")
     outcome = Outcome()
     executor = Executor(deps, event_id=cause.event_id, dry_run=dry_run)
@@ -60,7 +54,7 @@ def _claim_of_instance(instance_id: str, claims: list[GPUNodeClaim], deps: Deps)
 
 
 def _bind(
-    cause: InstanceStateChanged | InstanceInterruption | NodeChanged | ClaimDeleted | Sweep,
+    cause: BindCause,
     deps: Deps,
     executor: Executor,
     outcome: Outcome,

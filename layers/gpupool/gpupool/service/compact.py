@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from gpupool.core.decisions.compaction import compaction_due, plan_compaction
 from gpupool.core.decisions.pool_status import plan_pool_status
-from gpupool.core.intake.causes import Compact
+from gpupool.core.intake.routing import CompactCause
 from gpupool.core.model.pool import GPUPoolStatus
 from gpupool.core.planning.plan import Action, DeleteClaim, LabelNode, PatchPoolStatus, Plan, RecordEvent
 from gpupool.core.planning.snapshot import PoolSnapshot
@@ -32,7 +32,7 @@ __all__ = ["handle_compact"]
 
 
 def handle_compact(cause: object, deps: Deps, *, dry_run: bool = False) -> Outcome:
-    if not isinstance(cause, Compact):
+    if not isinstance(cause, CompactCause):
         return acknowledge(cause, function="compact")
     outcome = Outcome()
     executor = Executor(deps, event_id=cause.event_id, dry_run=dry_run)

@@ -16,7 +16,7 @@ from __future__ import annotations
 from gpupool.core.decisions.karpenter_launch import plan_karpenter_unavailable
 from gpupool.core.decisions.launch import plan_launch, plan_launch_failure
 from gpupool.core.decisions.pool_status import plan_pool_status
-from gpupool.core.intake.causes import Reconcile
+from gpupool.core.intake.routing import LaunchCause
 from gpupool.core.model.nodeclass import GPUNodeClass
 from gpupool.core.model.pool import GPUPool
 from gpupool.core.planning.plan import ApplyPool, LaunchInstance, LaunchNodeClaim, OfferingRef, Plan
@@ -47,7 +47,7 @@ def _record(outcome: Outcome, plan: Plan, results: list[ActionResult]) -> None:
 
 def handle_launch(cause: object, deps: Deps, *, dry_run: bool = False) -> Outcome:
     """Reconcile one pool (`cause.pool`) or all; other causes are acknowledged with a reason."""
-    if not isinstance(cause, Reconcile):
+    if not isinstance(cause, LaunchCause):
         return acknowledge(cause, function="launch")
     outcome = Outcome()
     executor = Executor(deps, event_id=cause.event_id, dry_run=dry_run)

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gpupool.cli.errors import UserError
+from gpupool.core.model.constants import SCHEDULER_NAME
 
 if TYPE_CHECKING:
     from gpupool_incluster.relay.signing import Signer
@@ -41,7 +42,7 @@ def register(parser: argparse.ArgumentParser) -> None:
     serve.add_argument(
         "--progressive-migration",
         action="store_true",
-        help="route native nvidia.com/gpu pods to tensor-fusion-scheduler (production guide step 5)",
+        help=f"route native nvidia.com/gpu pods to {SCHEDULER_NAME} (production guide step 5)",
     )
     serve.add_argument(
         "--extender-listen",

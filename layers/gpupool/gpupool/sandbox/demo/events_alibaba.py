@@ -15,7 +15,8 @@ import json
 from datetime import datetime
 from typing import Any
 
-from gpupool.sandbox.demo.events_aws import RELAY_TYPE_PREFIX, EventFactory, iso_time
+from gpupool.core.vocabulary.events import TYPE_PREFIX
+from gpupool.sandbox.demo.events_aws import EventFactory, iso_time
 
 __all__ = ["AlibabaEventFactory"]
 
@@ -67,7 +68,7 @@ class AlibabaEventFactory(EventFactory):
             "specversion": "1.0",
             "id": event_id,
             "source": f"/gpupool/relay/{self._cluster}",
-            "type": f"{RELAY_TYPE_PREFIX}{event_type}",
+            "type": f"{TYPE_PREFIX}{event_type}",
             "time": iso_time(at),
             "datacontenttype": "application/json",
             "data": data,

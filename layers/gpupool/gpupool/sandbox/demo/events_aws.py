@@ -15,10 +15,11 @@ from datetime import datetime
 from itertools import count
 from typing import Any
 
+from gpupool.core.vocabulary.events import TYPE_PREFIX
+
 __all__ = ["EventFactory", "iso_time"]
 
 ACCOUNT = "123456789012"
-RELAY_TYPE_PREFIX = "ai.tensor-fusion.gpupool."
 
 
 def iso_time(moment: datetime) -> str:
@@ -69,7 +70,7 @@ class EventFactory:
             "specversion": "1.0",
             "id": event_id,
             "source": f"/gpupool/relay/{self._cluster}",
-            "type": f"{RELAY_TYPE_PREFIX}{event_type}",
+            "type": f"{TYPE_PREFIX}{event_type}",
             "time": iso_time(at),
             "datacontenttype": "application/json",
             "data": data,

@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any, Literal
 
+from gpupool.core.model.constants import SCHEDULER_NAME
 from gpupool.sandbox.demo.events_aws import EventFactory
 from gpupool.sandbox.demo.karpenter import KarpenterChange, KarpenterSim
 from gpupool.sandbox.demo.objects import JsonObject
@@ -178,7 +179,7 @@ class KarpenterStory:
                     "annotations": {"tensor-fusion.ai/gpupool": "auto-gpu"},
                 },
                 "spec": {
-                    "schedulerName": "tensor-fusion-scheduler",
+                    "schedulerName": SCHEDULER_NAME,
                     "containers": [
                         {"name": "main", "image": "worker", "resources": {"requests": {"cpu": cpu}}}
                     ],

@@ -26,6 +26,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from gpupool.core.model.constants import API_GROUP, LABEL_NODE_PROVISIONER, TAG_NODE_NAME
+from gpupool.core.vocabulary.events import CLAIM_DELETED, NODE_DELETED, NODE_JOINED
 from gpupool.sandbox.demo.kubelet import KubeletSim
 from gpupool.sandbox.demo.report import TimelineEntry
 from gpupool.sandbox.demo.workload import Workload, end_workload, start_workload
@@ -206,7 +207,7 @@ class Simulation:
                 )
         for change in changes:
             data = {"node": change.node, **({"claim": change.claim} if change.claim else {})}
-            kind = "node.joined" if change.change == "joined" else "node.deleted"
+            kind = (NODE_JOINED if change.change == "joined" else NODE_DELETED).name
             self._deliver("bind", f"relay {kind}", self._events.relay(kind, data, self._now()))
 
     def _drain_cloud_and_relay(self) -> None:
@@ -234,8 +235,8 @@ class Simulation:
             name = claim["metadata"]["name"]
             if claim["metadata"].get("deletionTimestamp") and name not in self._deleting_claims:
                 self._deleting_claims.add(name)
-                event = self._events.relay("claim.deleted", {"claim": name}, self._now())
-                events.append(("relay claim.deleted", event))
+                event = self._events.relay(CLAIM_DELETED.name, {"claim": name}, self._now())
+                events.append((f"relay {CLAIM_DELETED.name}", event))
         return events
 
     # ---- deliveries and the record -------------------------------------------------------
