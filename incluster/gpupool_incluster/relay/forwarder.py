@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
+from gpupool.core.intake.routing import FUNCTIONS
 from gpupool_incluster.relay.batching import DEFAULT_IDLE_SECONDS, DEFAULT_MAX_WINDOW_SECONDS, Batcher
 from gpupool_incluster.relay.changes import WATCHED_KINDS, ChangeTranslator, RelayEvent, WatchedObject
 from gpupool_incluster.relay.delivery import DeliveryLane, DeliverySettings
@@ -35,8 +36,6 @@ from gpupool_incluster.relay.signing import Signer
 __all__ = ["FUNCTIONS", "ForwardSettings", "Forwarder", "warn_unsigned"]
 
 log = logging.getLogger("gpupool.relay.forward")
-FUNCTIONS = ("launch", "bind", "compact")
-# The kinds the forwarder subscribes to: exactly those the translator reads.
 
 
 def _loopback(url: str) -> bool:

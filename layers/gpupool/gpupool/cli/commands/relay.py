@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gpupool.cli.errors import UserError
+from gpupool.core.intake.routing import FUNCTIONS
 from gpupool.core.model.constants import SCHEDULER_NAME
 
 if TYPE_CHECKING:
@@ -17,7 +18,7 @@ if TYPE_CHECKING:
 
 NAME = "relay"
 HELP = "run the in-cluster relay: scheduler extender, pod webhook, simulate API, event forwarder"
-FUNCTIONS = ("launch", "bind", "compact")
+
 AUTH_MODES = ("sigv4", "fc", "hmac", "none")
 
 MODES = ("CompactFirst", "LowLoadFirst", "NodeCompactGPULowLoad", "FragmentationAware")
