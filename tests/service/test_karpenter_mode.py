@@ -8,6 +8,7 @@ deleting a claim deletes its NodeClaim. Each test asserts end state in the fakes
 from __future__ import annotations
 
 import threading
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
@@ -16,11 +17,10 @@ import pytest
 from gpupool.core.intake.causes import Compact, Reconcile, Sweep
 from gpupool.core.model.constants import FINALIZER, LABEL_NODE_PROVISIONER
 from gpupool.core.model.pool import GPUPool
-from gpupool.core.planning.snapshot import ANNOTATION_UNAVAILABLE_OFFERINGS
+from gpupool.core.planning.unavailable import ANNOTATION_UNAVAILABLE_OFFERINGS
 from gpupool.core.quantity import Quantity
 from gpupool.service.bind import handle_bind
 from gpupool.service.compact import handle_compact
-from gpupool.service.karpenter_compute import with_karpenter
 from gpupool.service.launch import handle_launch
 from tests.service.fake_karpenter import FakeKarpenter
 from tests.service.fakes import Crash, World, make_pool
@@ -43,11 +43,9 @@ class KarpenterWorld(World):
     def __init__(self, pool: GPUPool, **settings: Any) -> None:
         super().__init__(pool, **settings)
         self.karpenter = FakeKarpenter(self.clock)
-        self.deps = with_karpenter(self.deps, self.karpenter)
+        self.deps = replace(self.deps, karpenter=self.karpenter)
 
     def with_holder(self, holder: str) -> Any:
-        from dataclasses import replace
-
         return replace(self.deps, holder=holder)
 
 
