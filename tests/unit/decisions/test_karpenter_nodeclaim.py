@@ -281,3 +281,19 @@ def test_plan_launch_remembers_the_lost_offering_and_plans_past_it() -> None:
         ).actions
         == ()
     ), "a Provisioned instance lost before joining is not a failed launch"
+
+
+@pytest.mark.parametrize(
+    ("ref", "mode"),
+    [
+        (None, "Provisioned"),
+        ({"group": "tensor-fusion.ai", "kind": "GPUNodeClass", "name": "gpu-class"}, "Provisioned"),
+        (REF, "Karpenter"),
+        ({"group": "karpenter.k8s.alibabacloud", "kind": "ECSNodeClass", "name": "default"}, "Karpenter"),
+    ],
+)
+def test_the_claim_records_the_mode_that_makes_its_node(ref: dict[str, str] | None, mode: str) -> None:
+    raw = claim().model_dump(by_alias=True, mode="json", exclude_none=True)
+    if ref is not None:
+        raw["spec"]["nodeClassRef"] = ref
+    assert claim_mode(GPUNodeClaim.model_validate(raw)) == mode
