@@ -15,7 +15,7 @@ import itertools
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 
-from gpupool.core.planning.snapshot import ManagedInstance
+from gpupool.core.model.instance import ManagedInstance
 from gpupool.testing.memory_ports import MemoryClock, MemoryCompute
 
 __all__ = ["ScaleCompute"]

@@ -25,13 +25,13 @@ import yaml
 from gpupool.cli.commands.invoke import call_handler, load_function, make_handler, outcome_json
 from gpupool.cli.main import main
 from gpupool.core.model.base import Condition, ObjectMeta
+from gpupool.core.model.claim_state import ANNOTATION_INTERRUPTED
 from gpupool.core.model.constants import LABEL_MANAGED_BY, LABEL_NODE_PROVISIONER
 from gpupool.core.model.foreign import Node, NodeStatus
 from gpupool.core.model.node import GPUNode, GPUNodeStatus
 from gpupool.core.model.nodeclaim import GPUNodeClaim
 from gpupool.core.model.pool import GPUPool
 from gpupool.core.planning.offerings import catalog_offerings
-from gpupool.core.planning.snapshot import ANNOTATION_INTERRUPTED
 from gpupool.core.quantity import Quantity
 from tests.service.fakes import START, World, make_pool
 

@@ -20,7 +20,6 @@ from gpupool.sandbox.demo.objects import ClientObjects
 from gpupool.sandbox.kubeapi import EmbeddedKubeAPI
 from gpupool.service.bind import handle_bind
 from gpupool.service.deps import Deps
-from gpupool.service.karpenter_compute import KarpenterAwareCompute
 from gpupool.service.launch import handle_launch
 from tests.service.fakes import OFFERINGS, FakeClock, FakeCompute
 from tests.service.test_karpenter_mode import karpenter_pool
@@ -43,9 +42,7 @@ def story(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Deps, KarpenterSim,
         deps = build_aws_deps(environ)
         assert deps.karpenter is not None
         cloud = FakeCompute(FakeClock())
-        deps = dataclasses.replace(
-            deps, offerings=OFFERINGS, compute=KarpenterAwareCompute(cloud, deps.karpenter)
-        )
+        deps = dataclasses.replace(deps, offerings=OFFERINGS, compute=cloud)
         objects = ClientObjects(kube_config.new_client_from_config(config_file=str(api.kubeconfig_path)))
         objects.create("karpenter.k8s.aws", "ec2nodeclasses", EC2_CLASS)
         deps.cluster.create_pool(karpenter_pool())

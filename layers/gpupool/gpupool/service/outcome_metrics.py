@@ -44,7 +44,7 @@ POOL_METRIC_NAMES: Final = {
     "VRAMAvailable": "Percent",
 }
 
-_LAUNCHES = ("launch-instance", "launch-nodeclaim", "create-nodeclaim")
+_LAUNCHES = ("launch-instance", "create-nodeclaim")  # a claim's node in either mode; an expansion
 _TERMINATIONS = ("terminate-instance", "delete-nodeclaim")
 
 

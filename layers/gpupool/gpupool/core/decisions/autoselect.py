@@ -178,7 +178,7 @@ def _review_expansions(
             message = (
                 f"NodeClaim {nc.name} ({_placement(nc)}) failed to launch: {failed.reason or 'no reason'}"
             )
-            actions.append(DeleteNodeClaim(nodeclaim=nc.name, node=None))
+            actions.append(DeleteNodeClaim(nodeclaim=nc.name))
             actions.append(_event(pod_key, EVENT_NODE_EXPANSION_FAILED, message, warning=True))
             reasons.append(f"{message}: delete it and try the next candidate")
         elif _condition(nc, "Registered") == "True":

@@ -30,10 +30,10 @@ from gpupool.core.decisions.lifecycle.facts import (
     phase_since,
 )
 from gpupool.core.model.foreign import Node
+from gpupool.core.model.instance import ManagedInstance
 from gpupool.core.model.node import GPUNode
 from gpupool.core.model.nodeclaim import GPUNodeClaim
 from gpupool.core.planning.plan import Action, Plan
-from gpupool.core.planning.snapshot import ManagedInstance
 
 __all__ = ["LifecyclePolicy", "phase_move_refusal", "phase_since", "plan_claim_lifecycle"]
 

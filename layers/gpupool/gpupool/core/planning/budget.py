@@ -20,11 +20,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 
+from gpupool.core.model.claim_state import claim_phase
 from gpupool.core.model.constants import ANNOTATION_HOURLY_PRICING
 from gpupool.core.model.nodeclaim import GPUNodeClaim
 from gpupool.core.model.pool import Budget
 from gpupool.core.planning.plan import OfferingRef
-from gpupool.core.planning.snapshot import claim_phase
 
 __all__ = [
     "EVENT_BUDGET_EXCEEDED",

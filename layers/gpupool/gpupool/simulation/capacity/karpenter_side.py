@@ -2,7 +2,7 @@
 
 Role: `KarpenterDriver` is `GpupoolDriver` on a pool whose provisioningMode is Karpenter: the
 launch service records GPUNodeClaims and creates karpenter.sh NodeClaims through the
-`MemoryKarpenter` port (`with_karpenter`), and this module plays Karpenter's controller in the
+`MemoryKarpenter` port (`Deps.karpenter`), and this module plays Karpenter's controller in the
 same seeded world as the Provisioned run:
 - a new NodeClaim whose offering (its instance-type / zone / capacity-type requirements) is out
   of capacity this hour gets Launched=False (InsufficientCapacity) and is deleted, as Karpenter
@@ -21,11 +21,11 @@ Must not: decide anything about claims or NodeClaims' placement (the services do
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime
 
 from gpupool.core.decisions.karpenter_nodeclaim import nodeclaim_instance, nodeclaim_instance_id
 from gpupool.core.intake.causes import NodeChanged
-from gpupool.service.karpenter_compute import with_karpenter
 from gpupool.simulation.capacity.gpupool_policy import GpupoolDriver, Tracked
 from gpupool.simulation.capacity.ledger import InstanceRecord
 from gpupool.simulation.capacity.pool_spec import KARPENTER_NODE_CLASSES, PoolSpec
@@ -50,7 +50,7 @@ class KarpenterDriver(GpupoolDriver):
         self.karpenter.keep_calls = False
         ref = KARPENTER_NODE_CLASSES[spec.cloud]
         self.karpenter.node_classes = {(ref["group"], ref["kind"], ref["name"])}
-        self.deps = with_karpenter(self.deps, self.karpenter)
+        self.deps = replace(self.deps, karpenter=self.karpenter)
         self._seen: set[str] = set()  # NodeClaims Karpenter has launched or failed
         self._failures = 0
         self._cloud_ids = 0

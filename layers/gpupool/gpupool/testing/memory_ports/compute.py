@@ -1,8 +1,10 @@
 """In-memory `Compute` port: cloud instances in a dict, on the simulated clock.
 
-Role: `MemoryCompute` keeps `ManagedInstance`s, launches them `pending` at the clock's time,
-fails a launch with CapacityUnavailable for the offering keys in `no_capacity`, refuses to
-terminate an untagged instance (`untagged`), and records every call (`CallRecorder`). Service
+Role: `MemoryCompute` is the cloud's Compute (Provisioned mode): it keeps `ManagedInstance`s,
+launches them `pending` at the clock's time from a GPUNodeClass (another mode's template is a
+PermanentError, as on EC2 and ECS), fails a launch with CapacityUnavailable for the offering keys
+in `no_capacity`, refuses to terminate an untagged instance (`untagged`), and records every call
+(`CallRecorder`). Service
 tests and `gpupool simulate capacity` use it; the contract tests hold the real adapters to the
 same behaviour. `set_state` is how a test or a simulated cloud moves an instance on.
 
@@ -21,14 +23,20 @@ from gpupool.core.model.constants import (
     TAG_NODE_CLASS,
     TAG_NODE_NAME,
 )
+from gpupool.core.model.instance import LaunchTemplate, ManagedInstance
 from gpupool.core.model.nodeclaim import GPUNodeClaim
 from gpupool.core.model.nodeclass import GPUNodeClass
 from gpupool.core.planning.plan import OfferingRef
-from gpupool.core.planning.snapshot import ManagedInstance
 from gpupool.service.errors import CapacityUnavailable, PermanentError
 from gpupool.testing.memory_ports.recorder import CallRecorder, MemoryClock
 
 __all__ = ["MemoryCompute"]
+
+
+def _node_class(template: LaunchTemplate) -> GPUNodeClass:
+    if not isinstance(template, GPUNodeClass):
+        raise PermanentError("the cloud launches from a GPUNodeClass, not a Karpenter NodeClaim template")
+    return template
 
 
 class MemoryCompute(CallRecorder):
@@ -46,9 +54,10 @@ class MemoryCompute(CallRecorder):
         self._ids = itertools.count(1)
 
     def launch(
-        self, claim: GPUNodeClaim, node_class: GPUNodeClass, offering: OfferingRef, *, client_token: str
+        self, claim: GPUNodeClaim, template: LaunchTemplate, offering: OfferingRef, *, client_token: str
     ) -> str:
         def work() -> str:
+            node_class = _node_class(template)
             if offering.key in self.no_capacity:
                 raise CapacityUnavailable(f"InsufficientInstanceCapacity for {offering.key}")
             instance_id = f"i-{next(self._ids):017x}"
@@ -76,15 +85,15 @@ class MemoryCompute(CallRecorder):
 
         return self._call("launch", (claim.name, offering.key, client_token), work)
 
-    def launchable_zones(self, node_class: GPUNodeClass) -> frozenset[str] | None:
-        return self._call("launchable_zones", (node_class.name,), lambda: self.zones)
+    def launchable_zones(self, template: LaunchTemplate) -> frozenset[str] | None:
+        return self._call("launchable_zones", (_node_class(template).name,), lambda: self.zones)
 
-    def find_by_claim(self, claim_name: str) -> ManagedInstance | None:
+    def find_by_claim(self, claim: GPUNodeClaim) -> ManagedInstance | None:
         def work() -> ManagedInstance | None:
-            found = [i for i in self.instances.values() if i.claim_name == claim_name and not i.gone]
+            found = [i for i in self.instances.values() if i.claim_name == claim.name and not i.gone]
             return min(found, key=lambda i: i.instance_id) if found else None
 
-        return self._call("find_by_claim", (claim_name,), work)
+        return self._call("find_by_claim", (claim.name,), work)
 
     def describe(self, instance_ids: Sequence[str]) -> list[ManagedInstance]:
         return self._call(

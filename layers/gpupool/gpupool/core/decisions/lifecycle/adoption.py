@@ -11,10 +11,10 @@ Must not: launch anything (the launch function does), perform I/O or read the cl
 from __future__ import annotations
 
 from gpupool.core.decisions.lifecycle.facts import ClaimFacts, Step
+from gpupool.core.model.claim_state import claim_phase
 from gpupool.core.model.constants import LABEL_MANAGED_BY
 from gpupool.core.model.nodeclaim import GPUNodeClaim
 from gpupool.core.planning.plan import SetClaimPhase
-from gpupool.core.planning.snapshot import claim_phase
 
 __all__ = ["adopt"]
 

@@ -17,11 +17,12 @@ from datetime import datetime, timedelta
 
 from pydantic import BaseModel, ConfigDict
 
+from gpupool.core.model.claim_state import claim_phase, node_claim
 from gpupool.core.model.foreign import Node
+from gpupool.core.model.instance import ManagedInstance
 from gpupool.core.model.node import GPUNode
 from gpupool.core.model.nodeclaim import GPUNodeClaim
 from gpupool.core.planning.plan import Action, RecordEvent, SetClaimPhase, TerminateInstance
-from gpupool.core.planning.snapshot import ManagedInstance, claim_phase, node_claim
 
 __all__ = [
     "EVENT_NODE_LAUNCH_FAILED",
