@@ -17,8 +17,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Final, NamedTuple
 
-from gpupool.core.model.constants import EVENT_MAX_RESOURCE_CONSTRAINT_REACHED
-from gpupool.core.planning.budget import EVENT_BUDGET_EXCEEDED
+from gpupool.core.model.constants import EVENT_BUDGET_EXCEEDED, EVENT_MAX_RESOURCE_CONSTRAINT_REACHED
 from gpupool.core.planning.plan import DeleteClaim, RecordEvent, SetClaimPhase
 from gpupool.service.outcome import Outcome
 

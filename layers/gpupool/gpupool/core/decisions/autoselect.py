@@ -36,6 +36,7 @@ from gpupool.core.model.base import ObjectMeta
 from gpupool.core.model.constants import (
     ANNOTATION_HOURLY_PRICING,
     ANNOTATION_KARPENTER_DO_NOT_DISRUPT,
+    EVENT_BUDGET_EXCEEDED,
     EVENT_NODE_EXPANSION_CHECK,
     EVENT_NODE_EXPANSION_COMPLETED,
     EVENT_NODE_EXPANSION_FAILED,
@@ -47,7 +48,7 @@ from gpupool.core.model.constants import (
 from gpupool.core.model.foreign import Node, Pod
 from gpupool.core.model.karpenter import KarpenterNodeClaim, KarpenterNodePool, KarpenterRequirement
 from gpupool.core.model.pool import Budget
-from gpupool.core.planning.budget import EVENT_BUDGET_EXCEEDED, BudgetError
+from gpupool.core.planning.budget import BudgetError
 from gpupool.core.planning.plan import (
     Action,
     CreateNodeClaim,

@@ -13,14 +13,12 @@ from __future__ import annotations
 from datetime import datetime
 
 from gpupool.core.model.claim_state import claim_interrupted, claim_phase
-from gpupool.core.model.constants import LABEL_MANAGED_BY
+from gpupool.core.model.constants import EVENT_NODE_INTERRUPTED, LABEL_MANAGED_BY
 from gpupool.core.model.foreign import Node
 from gpupool.core.model.nodeclaim import GPUNodeClaim
 from gpupool.core.planning.plan import Action, CordonNode, DrainNode, MarkClaimInterrupted, Plan, RecordEvent
 
 __all__ = ["EVENT_NODE_INTERRUPTED", "plan_interruption"]
-
-EVENT_NODE_INTERRUPTED = "NodeInterrupted"
 
 
 def plan_interruption(

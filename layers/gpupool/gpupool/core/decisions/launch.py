@@ -30,6 +30,7 @@ from gpupool.core.model.constants import (
     ANNOTATION_HOURLY_PRICING,
     API_GROUP,
     EVENT_MAX_RESOURCE_CONSTRAINT_REACHED,
+    EVENT_NODE_LAUNCH_FAILED,
     FINALIZER,
     LABEL_CLUSTER,
     LABEL_MANAGED_BY,
@@ -61,8 +62,6 @@ from gpupool.core.planning.unavailable import (
 )
 
 __all__ = ["EVENT_NODE_LAUNCH_FAILED", "build_claim", "launch_template", "plan_launch"]
-
-EVENT_NODE_LAUNCH_FAILED = "NodeLaunchFailed"
 
 
 def _launch_class(snapshot: PoolSnapshot) -> tuple[str | None, str]:

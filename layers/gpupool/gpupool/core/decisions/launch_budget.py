@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from gpupool.core.model.claim_state import claim_interrupted, claim_phase, do_not_disrupt
+from gpupool.core.model.constants import EVENT_NODE_LAUNCH_FAILED
 from gpupool.core.model.nodeclaim import GPUNodeClaim
 from gpupool.core.planning.budget import (
     EVENT_BUDGET_EXCEEDED,
@@ -33,8 +34,6 @@ from gpupool.core.planning.snapshot import PoolSnapshot
 __all__ = ["BudgetOutcome", "apply_budget", "plan_budget_overrun", "pool_warning", "warning_on_pool"]
 
 TERMINATE_STRATEGY = "AlertAndTerminateVM"
-
-EVENT_NODE_LAUNCH_FAILED = "NodeLaunchFailed"
 
 
 @dataclass(frozen=True)

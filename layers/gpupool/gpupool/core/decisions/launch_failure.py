@@ -17,8 +17,9 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Final
 
-from gpupool.core.decisions.lifecycle.facts import EVENT_NODE_LAUNCH_FAILED, phase_since
+from gpupool.core.decisions.lifecycle.facts import phase_since
 from gpupool.core.model.claim_state import claim_phase
+from gpupool.core.model.constants import EVENT_NODE_LAUNCH_FAILED
 from gpupool.core.planning.offerings import claim_offering
 from gpupool.core.planning.plan import (
     Action,

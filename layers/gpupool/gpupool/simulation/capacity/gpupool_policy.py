@@ -34,8 +34,8 @@ from gpupool.core.intake.causes import (
     Sweep,
 )
 from gpupool.core.model.base import ObjectMeta
+from gpupool.core.model.constants import EVENT_BUDGET_EXCEEDED
 from gpupool.core.model.nodeclass import GPUNodeClass
-from gpupool.core.planning.budget import EVENT_BUDGET_EXCEEDED
 from gpupool.core.planning.plan import OfferingRef
 from gpupool.service.bind import handle_bind
 from gpupool.service.compact import handle_compact
