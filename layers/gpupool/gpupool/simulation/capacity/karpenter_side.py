@@ -75,7 +75,7 @@ class KarpenterDriver(GpupoolDriver):
             self.tracked[instance_id] = Tracked(change.nodeclaim, offering, size, at, change.fate)
             self.ledger.launched(InstanceRecord(instance_id, offering.key, size.gpus, size.hourly_price, at))
 
-    # ---- the world, through Karpenter --------------------------------------------------------
+    # ---- the cloud and the cluster, through Karpenter ----------------------------------------
     def _gone(self) -> Iterator[tuple[str, bool]]:
         """Karpenter's finalizer: deleting NodeClaims end their instance (and node) and go."""
         for change in self.controller.finalize():

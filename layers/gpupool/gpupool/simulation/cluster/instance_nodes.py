@@ -5,8 +5,9 @@ a cloud reports (`SimInstance`s: EC2 in moto, the sandbox ECS, or a running sand
 listed by its caller), and for each that runs with a claim tag registers its node through the
 `Kubelet` once its fate's join delay has passed since it was first seen running (the n-th
 instance seen running takes `fates.fate(n, …).join_seconds`): named by its private DNS name,
-`spec.providerID aws:///<zone>/<instance id>`, labelled for its claim and GPUNode / GPUs for the
-claim's pool. When an instance is gone (shutting-down, terminated, no longer reported) its node
+`spec.providerID aws:///<zone>/<instance id>` (that form for ECS instances too: gpupool reads
+nodes by their claim label, not by providerID), labelled for its claim and GPUNode / GPUs for
+the claim's pool. When an instance is gone (shutting-down, terminated, no longer reported) its node
 is deregistered, as the cloud controller manager does. `never_join(claim)` makes a claim's
 instance boot without its node ever registering (the registration-timeout story).
 

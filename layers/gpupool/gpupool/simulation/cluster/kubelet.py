@@ -75,7 +75,7 @@ def _vram(gib: Fraction) -> Quantity:
     return Quantity.from_number(gib * _GIB, binary=True)
 
 
-def gpu_device_name(instance_id: str, index: int) -> str:
+def _gpu_device_name(instance_id: str, index: int) -> str:
     return f"gpu-{uuid.uuid5(_NAMESPACE_UUID, f'{instance_id}/{index}')}"
 
 
@@ -95,7 +95,7 @@ class Kubelet:
         spec = self._catalog.instance_type(node.instance_type)
         self.store.create(self._node(node, spec))
         if spec is not None:
-            devices = [gpu_device_name(node.instance_id, i) for i in range(spec.gpu_count)]
+            devices = [_gpu_device_name(node.instance_id, i) for i in range(spec.gpu_count)]
             self.store.create(self._gpu_node(node, spec, devices if node.gpu_devices else []))
             if node.gpu_devices:
                 for index, name in enumerate(devices):
