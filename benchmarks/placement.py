@@ -24,7 +24,8 @@ TENSORFUSION_MODES = ("CompactFirst", "LowLoadFirst", "NodeCompactGPULowLoad")
 
 
 def main() -> int:
-    from gpupool.cli.simulate_placement import load_pyplot, plot_results, read_trace, results_table
+    from gpupool.cli.simulate_common import load_pyplot
+    from gpupool.cli.simulate_placement import plot_results, read_trace, results_table
     from gpupool.simulation.placement import PLACEMENTS, catalog_specs, replay
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])

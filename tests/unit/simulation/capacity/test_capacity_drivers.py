@@ -1,5 +1,5 @@
 """Both drivers on a short trace: gpupool's real services handle spot interruptions with no
-violation; TensorFusion's side launches On-Demand only; a world with no capacity serves nothing
+violation; TensorFusion's side launches On-Demand only; a cloud with no capacity serves nothing
 and the shortfall under min is counted, not hidden."""
 
 from __future__ import annotations
@@ -11,15 +11,15 @@ from gpupool.simulation.capacity.gpupool_policy import GpupoolDriver
 from gpupool.simulation.capacity.pool_spec import PoolSpec
 from gpupool.simulation.capacity.run import CapacityRun, load_demand, simulate
 from gpupool.simulation.capacity.tensorfusion_side import TensorFusionDriver
-from gpupool.simulation.capacity.world import World, WorldConfig
+from gpupool.simulation.cluster.fates import CloudFates, FatesConfig
 
 TRACE = Path(__file__).resolve().parents[3] / "fixtures" / "traces" / "capacity_two_hours.csv"
 RUN = CapacityRun(days=0.1)
 
 
 def test_gpupool_handles_every_spot_interruption_without_a_violation() -> None:
-    world = World(WorldConfig(seed=5, spot_interruption_share=1.0, capacity_failure_share=0.0))
-    driver = GpupoolDriver(PoolSpec(), world)
+    fates = CloudFates(FatesConfig(seed=5, spot_interruption_share=1.0, capacity_failure_share=0.0))
+    driver = GpupoolDriver(PoolSpec(), fates)
     report = run_policy(
         driver, load_demand(TRACE, window_seconds=0), window_seconds=RUN.window_seconds, limits=RUN.limits
     )
@@ -37,8 +37,8 @@ def test_gpupool_handles_every_spot_interruption_without_a_violation() -> None:
 
 
 def test_tensorfusion_launches_on_demand_only() -> None:
-    world = World(WorldConfig(seed=5, spot_interruption_share=1.0))
-    driver = TensorFusionDriver(PoolSpec(), world)
+    fates = CloudFates(FatesConfig(seed=5, spot_interruption_share=1.0))
+    driver = TensorFusionDriver(PoolSpec(), fates)
     report = run_policy(
         driver, load_demand(TRACE, window_seconds=0), window_seconds=RUN.window_seconds, limits=RUN.limits
     )
@@ -48,7 +48,7 @@ def test_tensorfusion_launches_on_demand_only() -> None:
 
 
 def test_a_world_without_capacity_serves_nothing_and_says_so() -> None:
-    run = CapacityRun(days=0.05, world=WorldConfig(capacity_failure_share=1.0))
+    run = CapacityRun(days=0.05, fates=FatesConfig(capacity_failure_share=1.0))
     demands = load_demand(TRACE, window_seconds=0)
     for report in simulate(run, demands):
         assert report.counters.get("launches", 0) == 0
@@ -58,8 +58,8 @@ def test_a_world_without_capacity_serves_nothing_and_says_so() -> None:
 
 
 def test_an_on_demand_only_pool_gets_no_spot_from_gpupool_and_every_invocation_is_counted() -> None:
-    world = World(WorldConfig(seed=5, spot_interruption_share=1.0))
-    driver = GpupoolDriver(PoolSpec(capacity_types=("OnDemand",)), world)
+    fates = CloudFates(FatesConfig(seed=5, spot_interruption_share=1.0))
+    driver = GpupoolDriver(PoolSpec(capacity_types=("OnDemand",)), fates)
     report = run_policy(
         driver, load_demand(TRACE, window_seconds=0), window_seconds=RUN.window_seconds, limits=RUN.limits
     )

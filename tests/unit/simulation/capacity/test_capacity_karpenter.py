@@ -1,5 +1,5 @@
 """gpupool's side in Karpenter mode on a short trace: the pool asks Karpenter for NodeClaims, the
-simulated Karpenter launches them with the Provisioned world's fates (boot/join times, spot
+simulated Karpenter launches them with the Provisioned run's cloud fates (boot/join times, spot
 interruptions, capacity failures), and the same violation rules find nothing."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from gpupool.simulation.capacity.gpupool_policy import GpupoolDriver
 from gpupool.simulation.capacity.karpenter_side import KarpenterDriver
 from gpupool.simulation.capacity.pool_spec import PoolSpec, gpupool_pool
 from gpupool.simulation.capacity.run import CapacityRun, load_demand, simulate
-from gpupool.simulation.capacity.world import World, WorldConfig
+from gpupool.simulation.cluster.fates import CloudFates, FatesConfig
 
 TRACE = Path(__file__).resolve().parents[3] / "fixtures" / "traces" / "capacity_two_hours.csv"
 RUN = CapacityRun(days=0.1)
@@ -41,19 +41,19 @@ def test_the_pool_is_karpenter_mode_with_a_node_class_ref_per_cloud() -> None:
     with pytest.raises(ValueError, match="unknown mode"):
         PoolSpec(mode="direct")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="Karpenter-mode pool"):
-        KarpenterDriver(PoolSpec(), World(WorldConfig()))
+        KarpenterDriver(PoolSpec(), CloudFates(FatesConfig()))
 
 
 def test_karpenter_launches_with_the_provisioned_worlds_fates_and_nodes_join() -> None:
-    config = WorldConfig(seed=5, spot_interruption_share=0.0, capacity_failure_share=0.0)
-    driver = KarpenterDriver(KARPENTER, World(config))
+    config = FatesConfig(seed=5, spot_interruption_share=0.0, capacity_failure_share=0.0)
+    driver = KarpenterDriver(KARPENTER, CloudFates(config))
     counters = _run(driver)
     assert counters["launches"] == len(driver.tracked) > 0
     assert driver.compute.instances == {}, "gpupool launched no cloud instance itself"
-    world = World(config)
+    fates = CloudFates(config)
     for n, (instance_id, tracked) in enumerate(driver.tracked.items()):
         assert instance_id == nodeclaim_instance_id(tracked.claim)
-        assert tracked.fate == world.fate(n, tracked.offering.capacity_type or "OnDemand")
+        assert tracked.fate == fates.fate(n, tracked.offering.capacity_type or "OnDemand")
     joined = [t for t in driver.tracked.values() if t.joined and not t.ended]
     assert joined
     for tracked in joined:
@@ -70,7 +70,7 @@ def test_karpenter_launches_with_the_provisioned_worlds_fates_and_nodes_join() -
 
 
 def test_interruptions_are_karpenters_and_the_claims_are_replaced_without_a_violation() -> None:
-    driver = KarpenterDriver(KARPENTER, World(WorldConfig(seed=5, spot_interruption_share=1.0)))
+    driver = KarpenterDriver(KARPENTER, CloudFates(FatesConfig(seed=5, spot_interruption_share=1.0)))
     counters = _run(driver)
     interrupted = [t for t in driver.tracked.values() if t.warned]
     assert interrupted and counters["interruptions_handled"] == len(interrupted)
@@ -80,7 +80,7 @@ def test_interruptions_are_karpenters_and_the_claims_are_replaced_without_a_viol
 
 def test_a_world_without_capacity_fails_every_nodeclaim_and_leaves_none_behind() -> None:
     run = CapacityRun(
-        days=0.05, policies=("gpupool",), world=WorldConfig(capacity_failure_share=1.0), pool=KARPENTER
+        days=0.05, policies=("gpupool",), fates=FatesConfig(capacity_failure_share=1.0), pool=KARPENTER
     )
     (report,) = simulate(run, load_demand(TRACE, window_seconds=0))
     assert report.counters.get("launches", 0) == 0 and report.counters["launch_failures"] > 0

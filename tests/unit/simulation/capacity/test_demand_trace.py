@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from gpupool.simulation.capacity.demand_trace import TraceError, load_openb, load_trace, trace_kind
+from gpupool.simulation.capacity.demand_trace import load_openb, load_trace, trace_kind
+from gpupool.simulation.openb import TraceError
 
 TRACES = Path(__file__).resolve().parents[3] / "fixtures" / "traces"
 

@@ -1,4 +1,5 @@
-"""The replay protocol and the trace reader: order, passes, inflation, errors, baselines, measure.
+"""The replay protocol: passes, inflation, errors, baselines, measure (the trace reader's own
+tests are in tests/unit/simulation/test_openb_trace.py).
 
 Table tests on tiny hand-made traces, whose expected outcomes follow from docs/placement.md.
 """
@@ -10,18 +11,8 @@ import time
 import numpy as np
 import pytest
 
-from gpupool.simulation.placement import (
-    DEFAULT_SPEC,
-    TraceError,
-    TraceTask,
-    arrival_order,
-    arrivals,
-    catalog_specs,
-    parse_nodes,
-    parse_tasks,
-    replay,
-    spec_for,
-)
+from gpupool.simulation.openb import TraceError, TraceTask, parse_nodes
+from gpupool.simulation.placement import DEFAULT_SPEC, arrivals, catalog_specs, replay, spec_for
 from gpupool.simulation.placement.measure import ClusterBooks, TaskType, fragmented_gpus
 
 NODE_HEADER = ["sn", "cpu_milli", "memory_mib", "gpu", "model"]
@@ -40,13 +31,6 @@ def _rows(header: list[str], *rows: tuple[object, ...]) -> list[dict[str, str]]:
     return [dict(zip(header, map(str, row), strict=True)) for row in rows]
 
 
-def test_arrival_is_creation_time_then_name_or_name_alone() -> None:
-    tasks = [_task("b", created=5), _task("c", created=1), _task("a", created=5)]
-    assert [t.name for t in arrival_order(tasks)] == ["c", "a", "b"]
-    untimed = [_task("b", created=None), _task("c", created=1), _task("a", created=5)]
-    assert [t.name for t in arrival_order(untimed)] == ["a", "b", "c"]
-
-
 def test_passes_repeat_the_list_and_stop_at_the_first_task_reaching_the_target() -> None:
     tasks = [
         _task("x", milli=600, created=0),
@@ -61,43 +45,6 @@ def test_passes_repeat_the_list_and_stop_at_the_first_task_reaching_the_target()
         arrivals([_task("cpu", num_gpu=0)], gpus_total=2, inflation=1.3)
     with pytest.raises(TraceError, match="positive"):
         arrivals(tasks, gpus_total=2, inflation=0)
-
-
-@pytest.mark.parametrize(
-    ("row", "message"),
-    [
-        (("t", 1000, 1024, 1, 0, "", 0), "gpu_milli must lie in 1..1000"),
-        (("t", 1000, 1024, 0, 300, "", 0), "with num_gpu 0"),
-        (("t", 1000, 1024, 2, 500, "", 0), "only whole GPUs"),
-        (("t", "x", 1024, 1, 500, "", 0), "cpu_milli must be a whole number"),
-        (("t", 1000, -5, 1, 500, "", 0), "memory_mib must not be negative"),
-        (("", 1000, 1024, 1, 500, "", 0), "name is empty"),
-    ],
-)
-def test_bad_task_rows_are_named_by_file_and_line(row: tuple[object, ...], message: str) -> None:
-    rows = _rows(TASK_HEADER, ("ok", 1000, 1024, 1, 500, "", 0), row)
-    with pytest.raises(TraceError, match=message) as caught:
-        parse_tasks(TASK_HEADER, rows, source="pods.csv")
-    assert str(caught.value).startswith("pods.csv:3:")
-
-
-def test_files_missing_columns_or_rows_are_refused() -> None:
-    with pytest.raises(TraceError, match=r"missing column.*gpu_milli"):
-        parse_tasks(["name", "cpu_milli", "memory_mib", "num_gpu"], [], source="pods.csv")
-    with pytest.raises(TraceError, match="no tasks"):
-        parse_tasks(TASK_HEADER, [], source="pods.csv")
-    with pytest.raises(TraceError, match="appears twice"):
-        parse_tasks(
-            TASK_HEADER, _rows(TASK_HEADER, ("t", 1, 1, 0, 0, "", 0), ("t", 1, 1, 0, 0, "", 0)), source="p"
-        )
-    with pytest.raises(TraceError, match="no node has a GPU"):
-        parse_nodes(NODE_HEADER, _rows(NODE_HEADER, ("n", 1000, 1024, 0, "")), source="nodes.csv")
-    with pytest.raises(TraceError, match="no model"):
-        parse_nodes(NODE_HEADER, _rows(NODE_HEADER, ("n", 1000, 1024, 2, "")), source="nodes.csv")
-    tasks = parse_tasks(
-        TASK_HEADER, _rows(TASK_HEADER, ("t", 1, 1, 1, 300, "V100M16|V100M32", "")), source="p"
-    )
-    assert tasks[0].gpu_spec == ("V100M16", "V100M32") and tasks[0].creation_time is None
 
 
 def test_gpu_models_map_to_the_catalog_or_the_documented_default() -> None:

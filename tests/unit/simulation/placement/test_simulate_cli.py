@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from gpupool.cli.commands import simulate
+from gpupool.cli import simulate_placement
 from gpupool.cli.main import main
 from gpupool.simulation.placement import PLACEMENTS
 
@@ -23,7 +23,7 @@ def _error(capsys: pytest.CaptureFixture[str]) -> str:
 
 
 def test_the_cli_offers_exactly_the_simulators_placements() -> None:
-    assert simulate.PLACEMENTS == PLACEMENTS
+    assert simulate_placement.PLACEMENTS == PLACEMENTS
 
 
 @pytest.mark.parametrize(

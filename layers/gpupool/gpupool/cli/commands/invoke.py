@@ -232,7 +232,7 @@ def call_handler(handler: Handler, event: Mapping[str, Any], *, as_bytes: bool =
 def print_outcome(
     function: str, body: Mapping[str, Any], outcome: Mapping[str, Any], *, dry_run: bool
 ) -> None:
-    from gpupool.sandbox.demo.report import outcome_lines
+    from gpupool.cli.report import outcome_lines
 
     cause = body.get("cause") or {}
     status = str(body.get("status") or "failed")

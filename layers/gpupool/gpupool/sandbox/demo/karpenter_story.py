@@ -1,8 +1,10 @@
 """The demo's Karpenter and AutoSelect stories: the real functions beside a simulated Karpenter.
 
-Role: `KarpenterStory(world, invoke, mode).run()` plays one story on a `SimWorld` (embedded API
-server on a manual clock, moto EC2) with `KarpenterSim` as Karpenter, delivering schedule ticks
-to the launch and bind functions through `invoke` and returning the timeline.
+Role: `KarpenterStory(world, invoke, mode).run()` plays one story on an AWS `DemoWorld` (embedded
+API server on a manual clock, moto EC2) with the simulated cluster's `SimulatedKarpenter` as
+Karpenter (nodes register 60 s after launch; a NodeClaim that fails for capacity is deleted at
+its next step, after the functions saw the failure), delivering schedule ticks to the launch and
+bind functions through `invoke` and returning the timeline.
 - `karpenter`: a Karpenter-mode pool with a minimum; the launch function records GPUNodeClaims
   and their NodeClaims; the first NodeClaim's instance type × zone is out of capacity, so its
   claim fails and the refill takes the next offering; the others launch, register and bind.
@@ -21,12 +23,12 @@ from datetime import timedelta
 from typing import Any, Literal
 
 from gpupool.core.model.constants import SCHEDULER_NAME
-from gpupool.sandbox.demo.events_aws import EventFactory
-from gpupool.sandbox.demo.karpenter import KarpenterChange, KarpenterSim
-from gpupool.sandbox.demo.objects import JsonObject
-from gpupool.sandbox.demo.report import TimelineEntry
-from gpupool.sandbox.demo.story import Invoke
-from gpupool.sandbox.demo.world_aws import SimWorld
+from gpupool.sandbox.demo.provisioned_story import Invoke
+from gpupool.sandbox.demo.timeline import TimelineEntry
+from gpupool.sandbox.demo.world import DemoWorld
+from gpupool.simulation.cluster.fates import CloudFates, FatesConfig
+from gpupool.simulation.cluster.json_store import JsonObject
+from gpupool.simulation.cluster.karpenter import KarpenterChange, SimulatedKarpenter
 
 __all__ = ["MODES", "KarpenterStory"]
 
@@ -36,19 +38,28 @@ MODES: dict[str, str] = {
     "autoselect": "pods short of GPU capacity only get NodeClaims copied from a Karpenter-made GPU node",
 }
 STEP = timedelta(seconds=30)
+BOOT = timedelta(seconds=60)  # from a NodeClaim's launch to its node registering
 CLASS_REF = {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "version": "v1", "name": "default"}
 GPU_TAINT = {"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}
 PODS = 20
 
 
 class KarpenterStory:
-    def __init__(self, world: SimWorld, invoke: Invoke, mode: Mode) -> None:
+    def __init__(self, world: DemoWorld, invoke: Invoke, mode: Mode) -> None:
+        if world.cloud_name != "aws":
+            raise ValueError(
+                f"the {mode} story plays on AWS (an EC2NodeClass, g4dn / g5), not {world.cloud_name}"
+            )
         self.world = world
         self.mode = mode
         self._invoke = invoke
-        self._events = EventFactory(region=world.region, cluster=world.cluster_name)
-        self.sim = KarpenterSim(
-            world.objects, clock=world.clock, region=world.region, boot_delay=timedelta(seconds=60)
+        self._events = world.events
+        self.sim = SimulatedKarpenter(
+            world.kubelet,
+            CloudFates(FatesConfig.fixed(boot_seconds=BOOT.total_seconds())),
+            clock=world.clock,
+            region=world.region,
+            failed_linger=True,
         )
         self.start = world.clock.now()
         self.timeline: list[TimelineEntry] = []

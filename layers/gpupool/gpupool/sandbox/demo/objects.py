@@ -1,10 +1,10 @@
-"""Raw object access for the simulated cluster members (kubelet, node agent, workload).
+"""Raw object access to an API server, for the demo's stories and the simulated cluster's members.
 
-Role: `ObjectStore` — list, read, create, merge-patch and delete raw JSON objects by
-(group, plural), statuses through the status subresource as a real controller must. Two
-implementations: `KubeObjects`, in-process on the embedded `gpupool.sandbox.kubeapi.ApiOperations`
-(the demo: no HTTP), and `ClientObjects`, over HTTP with the official client's `ApiClient`
-(a running `gpupool sandbox`).
+Role: the two implementations of `gpupool.simulation.cluster.json_store.ObjectStore` (list, read,
+create, merge-patch and delete raw JSON objects by (group, plural), statuses through the status
+subresource as a real controller must): `KubeObjects`, in-process on the embedded
+`gpupool.sandbox.kubeapi.ApiOperations` (the demo: no HTTP), and `ClientObjects`, over HTTP with
+the official client's `ApiClient` (a running `gpupool sandbox`).
 
 Must not: decide anything, or be used by the service (the service reaches Kubernetes only
 through the `Cluster` port and its adapter).
@@ -14,36 +14,16 @@ from __future__ import annotations
 
 import copy
 import json
-from typing import Any, Protocol
+from typing import Any
 
 from gpupool.sandbox.kubeapi import ApiOperations
 from gpupool.sandbox.kubeapi.errors import ApiError
 from gpupool.sandbox.kubeapi.resources import ResourceType
+from gpupool.simulation.cluster.json_store import JsonObject
 
-__all__ = ["ClientObjects", "JsonObject", "KubeObjects", "ObjectStore"]
+__all__ = ["ClientObjects", "ClientObjectsError", "KubeObjects"]
 
-JsonObject = dict[str, Any]
 MERGE_PATCH = "application/merge-patch+json"
-
-
-class ObjectStore(Protocol):
-    def list(self, group: str, plural: str, *, namespace: str | None = None) -> list[JsonObject]: ...
-
-    def get(self, group: str, plural: str, name: str, *, namespace: str = "") -> JsonObject | None: ...
-
-    def create(
-        self, group: str, plural: str, body: JsonObject, *, namespace: str | None = None
-    ) -> JsonObject: ...
-
-    def patch(
-        self, group: str, plural: str, name: str, patch: JsonObject, *, namespace: str = ""
-    ) -> JsonObject: ...
-
-    def patch_status(
-        self, group: str, plural: str, name: str, status: JsonObject, *, namespace: str = ""
-    ) -> JsonObject: ...
-
-    def delete(self, group: str, plural: str, name: str, *, namespace: str = "") -> bool: ...
 
 
 class KubeObjects:
@@ -121,7 +101,7 @@ class ClientObjects:
     def _call(
         self, method: str, path: str, body: JsonObject | None = None, *, merge: bool = False
     ) -> JsonObject | None:
-        content = "application/merge-patch+json" if merge else "application/json"
+        content = MERGE_PATCH if merge else "application/json"
         verb, url, headers, data, post = self._api.param_serialize(
             method=method,
             resource_path=path,

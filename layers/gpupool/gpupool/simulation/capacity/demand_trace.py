@@ -4,15 +4,17 @@ Role: read a trace into `Demand` rows (name, arrival and departure in seconds fr
 GPUs requested as a decimal: 0.46 is a 46 % share of one GPU, 8 is eight whole GPUs) from
 - the trace format (CSV with a header `name,arrival,departure,gpus`, or JSONL objects with those
   keys), times in seconds from the start, as written; or
-- openb's `openb_pod_list_default.csv` (Alibaba cluster-trace-gpu-v2023): tasks with
-  `num_gpu == 0`, and tasks deleted no later than created, are left out; GPUs are `num_gpu`
-  whole GPUs, or `gpu_milli / 1000` of one when `num_gpu == 1`; `creation_time` /
-  `deletion_time` are rescaled linearly from the trace's span (first creation to last
-  deletion) onto the window, so the mix and overlap of tasks is kept and only the clock is
-  compressed.
-Every bad row raises `TraceError` naming the file, line and field; nothing is half-read.
+- openb's `openb_pod_list_default.csv` (Alibaba cluster-trace-gpu-v2023, read by
+  `gpupool.simulation.openb` as the placement simulation reads it): tasks with `num_gpu == 0`,
+  and tasks deleted no later than created, are left out; GPUs are `num_gpu` whole GPUs, or
+  `gpu_milli / 1000` of one when `num_gpu == 1`; `creation_time` / `deletion_time` are rescaled
+  linearly from the trace's span (first creation to last deletion) onto the window, so the mix
+  and overlap of tasks is kept and only the clock is compressed.
+Every bad row raises `TraceError` (openb's, the simulations' one trace error) naming the file,
+line and field; nothing is half-read.
 
-Must not: decide capacity, touch Kubernetes or the cloud, or ship openb's data (read from a path).
+Must not: decide capacity, parse openb's rows itself, touch Kubernetes or the cloud, or ship
+openb's data (read from a path).
 """
 
 from __future__ import annotations
@@ -25,14 +27,11 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Demand", "TraceError", "load_openb", "load_trace", "trace_kind"]
+from gpupool.simulation.openb import TraceError, read_pod_list
+
+__all__ = ["Demand", "load_openb", "load_trace", "trace_kind"]
 
 _TRACE_FIELDS = ("name", "arrival", "departure", "gpus")
-_OPENB_FIELDS = ("name", "num_gpu", "gpu_milli", "creation_time", "deletion_time")
-
-
-class TraceError(ValueError):
-    """A trace that cannot be read: the message names the file, line and field."""
 
 
 @dataclass(frozen=True, order=True)
@@ -134,19 +133,16 @@ def load_openb(path: Path, *, window_seconds: float, limit: int | None = None) -
     if window_seconds <= 0:
         raise TraceError(f"window of {window_seconds} s is not positive")
     raw: list[tuple[str, Decimal, Decimal, Decimal]] = []
-    for number, row in _rows(path):
-        _require(path, number, row, _OPENB_FIELDS)
-        where = f"{path}:{number}"
-        count = _number(where, "num_gpu", row["num_gpu"])
-        if count == 0:
+    for line, task in enumerate(read_pod_list(path), start=2):
+        for column, value in (("creation_time", task.creation_time), ("deletion_time", task.deletion_time)):
+            if value is None:
+                raise TraceError(f"{path}:{line}: missing {column}")
+        if task.num_gpu == 0:
             continue
-        milli = _number(where, "gpu_milli", row["gpu_milli"])
-        gpus = milli / 1000 if count == 1 and milli < 1000 else count
-        start = _number(where, "creation_time", row["creation_time"])
-        end = _number(where, "deletion_time", row["deletion_time"])
+        start, end = Decimal(task.creation_time or 0), Decimal(task.deletion_time or 0)
         if end <= start:
             continue  # deleted the second it was created: it never held a GPU
-        raw.append((str(row["name"]).strip(), start, end, gpus))
+        raw.append((task.name, start, end, Decimal(task.gpu_demand_milli) / 1000))
     raw.sort(key=lambda r: (r[1], r[0]))
     if limit is not None:
         raw = raw[:limit]

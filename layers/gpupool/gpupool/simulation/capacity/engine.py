@@ -1,7 +1,7 @@
 """The capacity simulation's engine: demand played through one policy's driver on a simulated clock.
 
 Role: `run_policy(driver, demands, window_seconds=…)` steps the clock (`step_seconds`, default
-15 s): pods of the trace arrive and leave; the driver moves its world on and decides (its
+15 s): pods of the trace arrive and leave; the driver moves its cloud and cluster on and decides (its
 services / rules run each minute and after any change); the ready nodes it offers are synced
 into the shared `Placement`, pods its drains evicted are pending again, and pending pods are
 placed by the shared rule (a pod's time to capacity is from its arrival to its first

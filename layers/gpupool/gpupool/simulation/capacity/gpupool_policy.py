@@ -2,14 +2,17 @@
 
 Role: `GpupoolDriver` wires `Deps` to `MemoryCompute` / `MemoryCluster` / `MemoryClock` with the
 simulated pool, and plays, each engine step, every outside party the functions meet:
-- the cloud: the n-th instance the launch service starts gets the world's n-th fate (boots,
-  is interrupted); offerings the world has out of capacity this hour fail their launches;
+- the cloud: the n-th instance the launch service starts gets the n-th fate of the simulated
+  cloud's `CloudFates` (boots, is interrupted); offerings out of capacity this hour fail their
+  launches;
 - EventBridge (AWS's, or Alibaba's): an instance state change (`running`, `terminated`) and
   a Spot (preemptible) interruption notice become the causes the intake makes of them
   (`InstanceStateChanged`, `InstanceInterruption`), delivered to bind — the envelopes
   themselves are not built (intake has its own tests; parsing them would only slow days down);
-- the kubelet and node agent (`cluster_agents`): a node joins with its GPUNode reporting the
-  instance's GPUs; the relay's `node.joined` / `claim.deleted` reach bind;
+- the kubelet and node agent (the simulated cluster's `Kubelet`, writing into `MemoryCluster`):
+  a node, named after its claim, joins with its GPUNode reporting the instance's GPUs, and
+  leaves with its instance; the relay's `node.joined` / `node.deleted` / `claim.deleted` reach
+  bind; the trace's pods are worker pods on those nodes (`worker_pods`);
 - the schedule: launch (`Reconcile`), bind (`Sweep`) and compact (`Compact`) every minute;
   launch also right after anything changed (pods placed or gone, nodes lost or joined).
 
@@ -19,10 +22,12 @@ Must not: decide anything about claims, instances or the pool (the services do).
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
 
+from gpupool.core.catalog import load_catalog
 from gpupool.core.intake.causes import (
     ClaimDeleted,
     Compact,
@@ -42,13 +47,15 @@ from gpupool.service.compact import handle_compact
 from gpupool.service.deps import Deps, Settings
 from gpupool.service.launch import handle_launch
 from gpupool.service.outcome import Outcome
-from gpupool.simulation.capacity.cluster_agents import ClusterAgents
 from gpupool.simulation.capacity.ledger import InstanceRecord, Ledger
 from gpupool.simulation.capacity.placement import NodeShape, SimNode
 from gpupool.simulation.capacity.pool_spec import CLUSTER, NODE_CLASS, PoolSpec, gpupool_pool, pool_offerings
 from gpupool.simulation.capacity.sizes import OfferingSize
 from gpupool.simulation.capacity.violations import StateSample
-from gpupool.simulation.capacity.world import INTERRUPTION_NOTICE_SECONDS, LaunchFate, World
+from gpupool.simulation.capacity.worker_pods import WorkerPods
+from gpupool.simulation.cluster.fates import INTERRUPTION_NOTICE_SECONDS, CloudFates, LaunchFate
+from gpupool.simulation.cluster.kubelet import Kubelet, NodeRegistration
+from gpupool.simulation.cluster.store import MemoryStore
 from gpupool.testing.memory_ports import START, MemoryClock, MemoryCluster, MemoryCompute
 
 __all__ = ["GpupoolDriver", "Tracked"]
@@ -56,7 +63,7 @@ __all__ = ["GpupoolDriver", "Tracked"]
 
 @dataclass
 class Tracked:
-    """One instance the launch service started, and where it is in its world fate."""
+    """One instance the launch service started, and where it is in its fate."""
 
     claim: str
     offering: OfferingRef
@@ -86,8 +93,8 @@ def _offering_key(
 class GpupoolDriver:
     name = "gpupool"
 
-    def __init__(self, spec: PoolSpec, world: World, *, start: datetime = START) -> None:
-        self.world, self.start = world, start
+    def __init__(self, spec: PoolSpec, fates: CloudFates, *, start: datetime = START) -> None:
+        self.fates, self.start, self.region = fates, start, spec.region
         self.clock = MemoryClock(start)
         self.compute = MemoryCompute(self.clock, cluster=CLUSTER)
         self.cluster = MemoryCluster(self.clock)
@@ -106,7 +113,9 @@ class GpupoolDriver:
             sleep=lambda _seconds: None,  # evictions are immediate here: a drain never waits
             holder="gpupool-simulation",
         )
-        self.agents = ClusterAgents(self.cluster)
+        self.store = MemoryStore(self.cluster)
+        self.kubelet = Kubelet(self.store, catalog=load_catalog(spec.cloud), clock=self.clock)
+        self.workers = WorkerPods(self.cluster, self.kubelet)
         # What each cloud's intake makes of its notice: EC2's Spot warning, ECS's preemptible one.
         self._notice: InterruptionReason = (
             "spot-interruption" if spec.cloud == "aws" else "preemptible-interruption"
@@ -138,7 +147,7 @@ class GpupoolDriver:
             if row.get("action") == "delete-claim" and row.get("result") == "applied"
         )
 
-    # ---- the world --------------------------------------------------------------------------
+    # ---- the cloud and the cluster -----------------------------------------------------------
     def _see_launches(self, at: float) -> None:
         for instance_id, instance in self.compute.instances.items():
             if instance_id in self.tracked:
@@ -146,25 +155,48 @@ class GpupoolDriver:
             offering = self._by_key[
                 _offering_key(instance.instance_type, instance.zone, instance.capacity_type)
             ]
-            fate = self.world.fate(len(self.tracked), instance.capacity_type or "OnDemand")
+            fate = self.fates.fate(len(self.tracked), instance.capacity_type or "OnDemand")
             size = OfferingSize.of(offering)
             self.tracked[instance_id] = Tracked(instance.claim_name or "", offering, size, at, fate)
             self.ledger.launched(InstanceRecord(instance_id, offering.key, size.gpus, size.hourly_price, at))
 
-    def _gone(self) -> list[str]:
-        """Tracked instances the cloud has terminated (some perhaps already seen ended)."""
-        return [i for i, t in self.tracked.items() if self.compute.instances[i].state == "terminated"]
+    def _join(self, instance_id: str, tracked: Tracked) -> None:
+        """The instance's node registers (named after its claim, as the placement keys nodes)."""
+        offering = tracked.offering
+        self.kubelet.register(
+            NodeRegistration(
+                name=tracked.claim,
+                instance_type=offering.instance_type,
+                zone=offering.zone or "",
+                region=self.region,
+                provider_id=f"aws:///{offering.zone or ''}/{instance_id}",
+                instance_id=instance_id,
+                claim=tracked.claim,
+                gpu_devices=False,
+            )
+        )
+
+    def _gone(self) -> Iterator[tuple[str, bool]]:
+        """Tracked instances the cloud has terminated since the last look, one by one, and
+        whether a node left with each."""
+        ended = [
+            (i, t)
+            for i, t in self.tracked.items()
+            if not t.ended and self.compute.instances[i].state == "terminated"
+        ]
+        for instance_id, tracked in ended:
+            yield instance_id, self.kubelet.deregister(tracked.claim)
 
     def _settle(self, at: float) -> None:
         """Instances that ended leave the cluster; deleting claims reach bind (the relay)."""
         for _ in range(4):
             quiet = True
-            for instance_id in self._gone():
+            for instance_id, node_left in self._gone():
                 tracked = self.tracked[instance_id]
                 if not tracked.ended:
                     tracked.ended = True
                     self.ledger.ended(instance_id, at)
-                    if self.agents.leave(tracked.claim):
+                    if node_left:
                         self._bind(
                             NodeChanged(node=tracked.claim, change="deleted", event_id=self._id("node"))
                         )
@@ -193,7 +225,7 @@ class GpupoolDriver:
                 changed = True
             if tracked.booted and not tracked.joined and at >= tracked.join_at and state != "terminated":
                 tracked.joined = True
-                self.agents.join(tracked.claim, tracked.size)
+                self._join(instance_id, tracked)
                 self._bind(
                     NodeChanged(
                         node=tracked.claim, change="joined", claim=tracked.claim, event_id=self._id("node")
@@ -230,7 +262,7 @@ class GpupoolDriver:
         if int(at // 3600) != self._hour:
             self._hour = int(at // 3600)
             self.compute.no_capacity = {
-                o.key for o in self.offerings if self.world.out_of_capacity(o.key, at)
+                o.key for o in self.offerings if self.fates.out_of_capacity(o.key, at)
             }
         changed = self._cloud(at) or changed
         self._settle(at)
@@ -243,18 +275,18 @@ class GpupoolDriver:
         self._settle(at)
 
     def ready_nodes(self) -> dict[str, NodeShape]:
-        return self.agents.ready_nodes(
+        return self.workers.ready_nodes(
             {t.claim: t.size.shape for t in self.tracked.values() if t.joined and not t.ended}
         )
 
     def evicted(self) -> list[str]:
-        return self.agents.evicted_pods()
+        return self.workers.evicted_pods()
 
     def pod_placed(self, pod: str, node: SimNode) -> None:
-        self.agents.place(pod, node)
+        self.workers.place(pod, node)
 
     def pod_left(self, pod: str, node: SimNode | None) -> None:
-        self.agents.remove(pod, node)
+        self.workers.remove(pod, node)
 
     def sample(self, at: float) -> StateSample:
         live = {i: t for i, t in self.tracked.items() if not t.ended and not t.warned}

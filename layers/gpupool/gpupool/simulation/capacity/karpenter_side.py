@@ -2,112 +2,100 @@
 
 Role: `KarpenterDriver` is `GpupoolDriver` on a pool whose provisioningMode is Karpenter: the
 launch service records GPUNodeClaims and creates karpenter.sh NodeClaims through the
-`MemoryKarpenter` port (`Deps.karpenter`), and this module plays Karpenter's controller in the
-same seeded world as the Provisioned run:
-- a new NodeClaim whose offering (its instance-type / zone / capacity-type requirements) is out
-  of capacity this hour gets Launched=False (InsufficientCapacity) and is deleted, as Karpenter
-  does; otherwise Launched=True and the instance takes the world's n-th fate (n counting
-  successful launches, as the cloud does in Provisioned mode);
-- when the fate's boot and join times have passed, the node joins (`cluster_agents`), the
-  NodeClaim is Registered / Initialized, and the relay's `node.joined` reaches bind;
-- a Spot interruption notice is Karpenter's to handle (its interruption queue): it deletes the
-  NodeClaim at the notice, so its node is drained and its instance ends then, not 2 min later;
-- Karpenter's finalizer: a deleting NodeClaim's node leaves (its pods back to the queue) and
-  its instance ends, then the NodeClaim goes (gpupool's bind then finds it gone).
+`MemoryKarpenter` port, and the simulated cluster's `SimulatedKarpenter` plays Karpenter's
+controller in the same `CloudFates` as the Provisioned run (see `gpupool.simulation.cluster.
+karpenter`): right after each launch invocation new NodeClaims launch — or fail for capacity
+(counted) and are deleted — the n-th launch taking the n-th fate, as the cloud's n-th instance
+does in Provisioned mode; before the services run, due nodes register (each named after its
+NodeClaim) and the relay's `node.joined` reaches bind, and due Spot interruption notices make
+Karpenter delete their NodeClaims (its node drained, its instance ended then, not 2 min later);
+Karpenter's finalizer ends a deleting NodeClaim's instance and node (its pods back to the
+queue), then the NodeClaim goes (gpupool's bind then finds it gone).
 EC2's own instance events are not delivered: gpupool records `nodeclaim/<name>`, not an EC2 id.
+`_wire_karpenter` is the one place the Karpenter port meets the service's `Deps`.
 
 Must not: decide anything about claims or NodeClaims' placement (the services do).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import replace
 from datetime import datetime
 
-from gpupool.core.decisions.karpenter_nodeclaim import nodeclaim_instance, nodeclaim_instance_id
+from gpupool.core.decisions.karpenter_nodeclaim import nodeclaim_instance_id
 from gpupool.core.intake.causes import NodeChanged
+from gpupool.service.deps import Deps
 from gpupool.simulation.capacity.gpupool_policy import GpupoolDriver, Tracked
 from gpupool.simulation.capacity.ledger import InstanceRecord
 from gpupool.simulation.capacity.pool_spec import KARPENTER_NODE_CLASSES, PoolSpec
 from gpupool.simulation.capacity.sizes import OfferingSize
-from gpupool.simulation.capacity.world import World
+from gpupool.simulation.cluster.fates import CloudFates
+from gpupool.simulation.cluster.karpenter import SimulatedKarpenter
 from gpupool.testing.memory_ports import START, MemoryKarpenter
 
 __all__ = ["KarpenterDriver"]
 
-# Karpenter's capacity types, as the catalog's offerings spell them.
-_CAPACITY_TYPES = {"on-demand": "OnDemand", "spot": "Spot", "reserved": "Reserved"}
+
+def _wire_karpenter(deps: Deps, karpenter: MemoryKarpenter) -> Deps:
+    """The services reach Karpenter through `karpenter` (Karpenter mode's launches and ids)."""
+    return replace(deps, karpenter=karpenter)
 
 
 class KarpenterDriver(GpupoolDriver):
     name = "gpupool"
 
-    def __init__(self, spec: PoolSpec, world: World, *, start: datetime = START) -> None:
+    def __init__(self, spec: PoolSpec, fates: CloudFates, *, start: datetime = START) -> None:
         if spec.mode != "karpenter":
             raise ValueError(f"KarpenterDriver runs a Karpenter-mode pool, got mode {spec.mode!r}")
-        super().__init__(spec, world, start=start)
+        super().__init__(spec, fates, start=start)
         self.karpenter = MemoryKarpenter(self.clock)
         self.karpenter.keep_calls = False
         ref = KARPENTER_NODE_CLASSES[spec.cloud]
         self.karpenter.node_classes = {(ref["group"], ref["kind"], ref["name"])}
-        self.deps = replace(self.deps, karpenter=self.karpenter)
-        self._seen: set[str] = set()  # NodeClaims Karpenter has launched or failed
+        self.deps = _wire_karpenter(self.deps, self.karpenter)
+        self.store.karpenter = self.karpenter
+        self.controller = SimulatedKarpenter(
+            self.kubelet, fates, clock=self.clock, region=spec.region, node_name=lambda name: name
+        )
+        self._by_offering = {o.key: o for o in self.offerings}
         self._failures = 0
-        self._cloud_ids = 0
 
     # ---- Karpenter's launch ------------------------------------------------------------------
     def _see_launches(self, at: float) -> None:
-        for name, nodeclaim in list(self.karpenter.nodeclaims.items()):
-            if name in self._seen or nodeclaim.metadata.deletion_timestamp is not None:
-                continue
-            self._seen.add(name)
-            asked = nodeclaim_instance(nodeclaim)
-            capacity_type = _CAPACITY_TYPES.get(asked.capacity_type or "", "OnDemand")
-            offering = self._by_key[(asked.instance_type or "", asked.zone or "", capacity_type)]
-            if offering.key in self.compute.no_capacity:
+        for change in self.controller.launch():
+            if change.change == "launch-failed":
                 self._failures += 1
-                self.karpenter.launch_failed(name)
-                self.karpenter.delete_nodeclaim(name)
                 continue
-            self._cloud_ids += 1
-            provider_id = f"aws:///{offering.zone}/i-{self._cloud_ids:017x}"
-            self.karpenter.launched(name, provider_id)
-            fate = self.world.fate(len(self.tracked), capacity_type)
+            if change.fate is None:
+                continue
+            offering = self._by_offering[change.offering]
             size = OfferingSize.of(offering)
-            instance_id = nodeclaim_instance_id(name)
-            claim = asked.claim_name or name
-            self.tracked[instance_id] = Tracked(claim, offering, size, at, fate)
+            instance_id = nodeclaim_instance_id(change.nodeclaim)
+            self.tracked[instance_id] = Tracked(change.nodeclaim, offering, size, at, change.fate)
             self.ledger.launched(InstanceRecord(instance_id, offering.key, size.gpus, size.hourly_price, at))
 
-    # ---- the world, through Karpenter --------------------------------------------------------
-    def _gone(self) -> list[str]:
-        """Karpenter's finalizer: deleting NodeClaims end their instance and go."""
-        deleting = self.karpenter.deleting()
-        self.karpenter.finish_deletion(deleting)
-        return [i for i in (nodeclaim_instance_id(n) for n in deleting) if i in self.tracked]
+    # ---- the cloud and the cluster, through Karpenter ----------------------------------------
+    def _gone(self) -> Iterator[tuple[str, bool]]:
+        """Karpenter's finalizer: deleting NodeClaims end their instance (and node) and go."""
+        for change in self.controller.finalize():
+            instance_id = nodeclaim_instance_id(change.nodeclaim)
+            if instance_id in self.tracked:
+                yield instance_id, change.node is not None
 
     def _cloud(self, at: float) -> bool:
         """Joins and interruption notices (Karpenter deletes the NodeClaim); True when any."""
         changed = False
-        for tracked in list(self.tracked.values()):
-            if tracked.ended:
-                continue
-            name = tracked.claim
-            if not tracked.booted and at >= tracked.boot_at:
-                tracked.booted = True  # Launched already says "running"; nothing more to see
-            if tracked.booted and not tracked.joined and at >= tracked.join_at and not tracked.warned:
-                tracked.joined = True
-                self.agents.join(name, tracked.size)
-                self.karpenter.registered(name, name)
+        for change in self.controller.progress():
+            tracked = self.tracked[nodeclaim_instance_id(change.nodeclaim)]
+            if change.change == "registered":
+                tracked.booted = tracked.joined = True
+                name = tracked.claim
                 self._bind(NodeChanged(node=name, change="joined", claim=name, event_id=self._id("node")))
-                changed = True
-            after = tracked.fate.interrupted_after
-            if after is not None and not tracked.warned and at >= tracked.launched + after:
-                tracked.warned = True  # Karpenter's interruption handling: drain, delete the NodeClaim
-                if name in self.karpenter.nodeclaims:
-                    self.karpenter.delete_nodeclaim(name)
+            else:  # interrupted: Karpenter's interruption handling drains and deletes the NodeClaim
+                tracked.warned = True
                 self.ledger.counters["interruptions_handled"] += 1
-                changed = True
+            changed = True
         return changed
 
     def finish(self) -> None:

@@ -1,7 +1,7 @@
-"""One `gpupool simulate capacity` run: the demand, the world and the pool, through each policy.
+"""One `gpupool simulate capacity` run: the demand, the cloud's fates and the pool, through each policy.
 
-Role: `CapacityRun` (days, cloud, policies, seed, world and pool settings, step) and
-`simulate(run, demands)`, which builds one seeded `World` and plays the same demand through a
+Role: `CapacityRun` (days, cloud, policies, seed, fates and pool settings, step) and
+`simulate(run, demands)`, which builds seeded `CloudFates` and plays the same demand through a
 fresh driver per policy (gpupool's real services, in the pool's Provisioned or Karpenter
 mode; TensorFusion's replayed rules), returning a `PolicyReport` each. `load_demand` reads a
 trace file, or openb's pod list (rescaled onto the window) when none is given, found at
@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gpupool.simulation.capacity.demand_trace import Demand, TraceError, load_openb, load_trace, trace_kind
+from gpupool.simulation.capacity.demand_trace import Demand, load_openb, load_trace, trace_kind
 from gpupool.simulation.capacity.engine import Driver, run_policy
 from gpupool.simulation.capacity.gpupool_policy import GpupoolDriver
 from gpupool.simulation.capacity.karpenter_side import KarpenterDriver
@@ -26,7 +26,8 @@ from gpupool.simulation.capacity.ledger import PolicyReport
 from gpupool.simulation.capacity.pool_spec import PoolSpec
 from gpupool.simulation.capacity.tensorfusion_side import TensorFusionDriver
 from gpupool.simulation.capacity.violations import Limits
-from gpupool.simulation.capacity.world import World, WorldConfig
+from gpupool.simulation.cluster.fates import CloudFates, FatesConfig
+from gpupool.simulation.openb import TraceError
 
 __all__ = ["POLICIES", "CapacityRun", "default_trace", "load_demand", "simulate"]
 
@@ -39,7 +40,7 @@ _REPOSITORY = Path(__file__).resolve().parents[5]
 class CapacityRun:
     days: float = 2.0
     policies: tuple[str, ...] = POLICIES
-    world: WorldConfig = field(default_factory=WorldConfig)
+    fates: FatesConfig = field(default_factory=FatesConfig)
     pool: PoolSpec = field(default_factory=PoolSpec)
     step_seconds: float = 15.0
 
@@ -83,12 +84,12 @@ def load_demand(trace: Path | None, *, window_seconds: float) -> list[Demand]:
     return load_trace(path)
 
 
-def _driver(policy: str, run: CapacityRun, world: World) -> Driver:
+def _driver(policy: str, run: CapacityRun, fates: CloudFates) -> Driver:
     if policy == "gpupool":
         if run.pool.mode == "karpenter":
-            return KarpenterDriver(run.pool, world)
-        return GpupoolDriver(run.pool, world)
-    return TensorFusionDriver(run.pool, world)
+            return KarpenterDriver(run.pool, fates)
+        return GpupoolDriver(run.pool, fates)
+    return TensorFusionDriver(run.pool, fates)
 
 
 @contextmanager
@@ -110,7 +111,7 @@ def simulate(
     *,
     progress: Callable[[str, float], None] | None = None,
 ) -> list[PolicyReport]:
-    """Each policy of `run` on the same seeded world and demand, in the order given."""
+    """Each policy of `run` on the same seeded fates and demand, in the order given."""
     with quiet_service_log():
         return [_one(policy, run, demands, progress) for policy in run.policies]
 
@@ -118,14 +119,14 @@ def simulate(
 def _one(
     policy: str, run: CapacityRun, demands: Sequence[Demand], progress: Callable[[str, float], None] | None
 ) -> PolicyReport:
-    world = World(run.world)  # a fresh world per policy: the same seeded draws for each
+    fates = CloudFates(run.fates)  # fresh fates per policy: the same seeded draws for each
 
     def step_progress(done: float) -> None:
         if progress is not None:
             progress(policy, done)
 
     return run_policy(
-        _driver(policy, run, world),
+        _driver(policy, run, fates),
         demands,
         window_seconds=run.window_seconds,
         limits=run.limits,

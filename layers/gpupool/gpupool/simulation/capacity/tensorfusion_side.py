@@ -1,9 +1,9 @@
-"""TensorFusion's side: its replayed rules (`tensorfusion_rules`) driving the same world.
+"""TensorFusion's side: its replayed rules (`tensorfusion_rules`) meeting the same cloud fates.
 
 Role: `TensorFusionDriver` keeps TensorFusion's view — claims and their nodes, in memory, as
 its controller does — and, at the same moments gpupool's launch runs (each minute and after
 any change), applies `tf_gap` / `tf_choose`; every compaction period, `tf_compaction`. What
-it launches meets the world's fates in the same launch order as gpupool's (the n-th launch
+it launches meets the simulated cloud's fates in the same launch order as gpupool's (the n-th launch
 boots and joins as gpupool's n-th).
 Rules of the replay that are TensorFusion's, not choices of this module (see
 shared/TENSORFUSION-FACTS.md): on AWS TensorFusion's RunInstances passes no market options,
@@ -38,7 +38,7 @@ from gpupool.simulation.capacity.tensorfusion_rules import (
     tf_gap,
 )
 from gpupool.simulation.capacity.violations import StateSample
-from gpupool.simulation.capacity.world import INTERRUPTION_NOTICE_SECONDS, LaunchFate, World
+from gpupool.simulation.cluster.fates import INTERRUPTION_NOTICE_SECONDS, CloudFates, LaunchFate
 from gpupool.testing.memory_ports import START
 
 __all__ = ["TensorFusionDriver"]
@@ -67,8 +67,8 @@ class _Claim:
 class TensorFusionDriver:
     name = "tensorfusion"
 
-    def __init__(self, spec: PoolSpec, world: World, *, start: datetime = START) -> None:
-        self.spec, self.world, self.start = spec, world, start
+    def __init__(self, spec: PoolSpec, fates: CloudFates, *, start: datetime = START) -> None:
+        self.spec, self.fates, self.start = spec, fates, start
         allowed = [
             o
             for o in pool_offerings(spec)
@@ -85,7 +85,7 @@ class TensorFusionDriver:
             )
             for o in allowed
         ]
-        self.rng = random.Random(f"{world.config.seed}/tensorfusion-zones")
+        self.rng = random.Random(f"{fates.config.seed}/tensorfusion-zones")
         self.claims: dict[str, _Claim] = {}
         self.ledger = Ledger("tensorfusion")
         self._launches = 0
@@ -97,11 +97,11 @@ class TensorFusionDriver:
 
     # ---- its controller ---------------------------------------------------------------------
     def _try_launch(self, claim: _Claim, at: float) -> None:
-        if self.world.out_of_capacity(claim.offering.key, at):
+        if self.fates.out_of_capacity(claim.offering.key, at):
             self.ledger.counters["launch_failures"] += 1
             return
         claim.instance_id = f"tf-{self._launches:06d}"
-        claim.fate = self.world.fate(self._launches, claim.offering.capacity_type)
+        claim.fate = self.fates.fate(self._launches, claim.offering.capacity_type)
         claim.launched = at
         self._launches += 1
         self.ledger.launched(

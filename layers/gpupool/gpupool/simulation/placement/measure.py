@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from gpupool.simulation.placement.trace import TraceNode, TraceTask
+from gpupool.simulation.openb import TraceNode, TraceTask
 
 __all__ = ["ClusterBooks", "TaskType", "fragmented_gpus", "task_mix"]
 

@@ -33,10 +33,10 @@ from gpupool.core.allocator import (
 )
 from gpupool.core.allocator.allocator import Chooser
 from gpupool.core.allocator.mix import RequestShape
+from gpupool.simulation.openb import TraceError, TraceNode, TraceTask, arrival_order
 from gpupool.simulation.placement.baselines import BASELINES, BestFit, RandomFit
 from gpupool.simulation.placement.gpu_specs import GpuSpec, spec_for
 from gpupool.simulation.placement.measure import ClusterBooks, fragmented_gpus, task_mix
-from gpupool.simulation.placement.trace import TraceError, TraceNode, TraceTask, arrival_order
 
 __all__ = ["PLACEMENTS", "Arrival", "Assignment", "ModeResult", "arrivals", "replay"]
 

@@ -1,17 +1,17 @@
-"""The demo's scenario driver: a Provisioned pool's life on a simulated clock (AWS or Alibaba Cloud).
+"""The demo's Provisioned stories: a pool's life on a simulated clock (AWS or Alibaba Cloud).
 
-Role: `Simulation(world, invoke, scenario).run()` moves the world's `ManualClock` in steps
-and, at each step, plays every outside party the functions meet in production: the
-workload (starts a spike, ends it), the simulated kubelet and node agent (nodes join after
-booting, leave when their instance is gone), EventBridge (a schedule tick per function every
-minute; an `EC2 Instance State-change Notification` for every instance state change seen in
-the account), and the in-cluster relay (`node.joined`, `node.deleted`, `claim.deleted`
-CloudEvents on the bind function's URL). Each delivery goes through `invoke(function, event)`
-— the real handlers, wired by the caller to the real service and adapters — and the result
-becomes a `TimelineEntry`. The world (`SimWorld`, `AlibabaSimWorld`) supplies the envelopes
-its cloud sends, its instances and catalog, and the manifests. Quiet schedule ticks (nothing
-applied, no error, no compaction run) are counted, not listed. Ends with the final state read
-from Kubernetes and the cloud.
+Role: `ProvisionedStory(world, invoke, scenario).run()` moves the world's `ManualClock` in steps
+and, at each step, plays every outside party the functions meet in production: the workload
+(starts a spike, ends it), the simulated cluster's kubelet and node agent (`InstanceNodes`:
+nodes join `join_delay` after their instance runs, leave when it is gone), the cloud's
+scheduler (a schedule tick per function every minute) and instance events (a state change for
+every instance state change seen in the account), and the in-cluster relay (`node.joined`,
+`node.deleted`, `claim.deleted` CloudEvents on the bind function's HTTP front). Each delivery
+goes through `invoke(function, event)` — the real handlers, wired by the caller to the real
+service and adapters — and the result becomes a `TimelineEntry`. The `DemoWorld` supplies the
+envelopes its cloud sends, its instances and catalog, and the manifests. Quiet schedule ticks
+(nothing applied, no error, no compaction run) are counted, not listed. Ends with the final
+state read from Kubernetes and the cloud. `STORIES` are the `--story` choices.
 
 Must not: decide anything about claims, pools or instances (the functions do), or import the
 adapters (ring rule: the caller passes `invoke`).
@@ -27,13 +27,13 @@ from typing import Any
 
 from gpupool.core.model.constants import API_GROUP, LABEL_NODE_PROVISIONER, TAG_NODE_NAME
 from gpupool.core.vocabulary.events import CLAIM_DELETED, NODE_DELETED, NODE_JOINED
-from gpupool.sandbox.demo.kubelet import KubeletSim
-from gpupool.sandbox.demo.report import TimelineEntry
+from gpupool.sandbox.demo.timeline import TimelineEntry
 from gpupool.sandbox.demo.workload import Workload, end_workload, start_workload
-from gpupool.sandbox.demo.world_alibaba import AlibabaSimWorld
-from gpupool.sandbox.demo.world_aws import SimWorld
+from gpupool.sandbox.demo.world import DemoWorld
+from gpupool.simulation.cluster.fates import CloudFates, FatesConfig
+from gpupool.simulation.cluster.instance_nodes import InstanceNodes
 
-__all__ = ["STORIES", "FinalState", "Invoke", "Scenario", "Simulation", "StoryResult"]
+__all__ = ["STORIES", "FinalState", "Invoke", "ProvisionedStory", "Scenario", "StoryResult"]
 
 Invoke = Callable[[str, Mapping[str, Any]], Mapping[str, Any]]
 _POOL = "tensor-fusion-elastic"
@@ -47,7 +47,7 @@ class Scenario:
     duration: timedelta = timedelta(minutes=12)
     step: timedelta = timedelta(seconds=30)
     tick_every: timedelta = timedelta(minutes=1)
-    boot_delay: timedelta = timedelta(seconds=90)
+    join_delay: timedelta = timedelta(seconds=90)  # from the instance running to its node joining
     spike_at: timedelta = timedelta(minutes=3)
     spike_ends_at: timedelta = timedelta(minutes=6)
     spike_nodes: int = 2
@@ -125,20 +125,18 @@ def _summary(function: str, trigger: str, body: Mapping[str, Any]) -> str:
     return f"{function} ← {trigger}: {did or 'nothing to change'}"
 
 
-class Simulation:
-    def __init__(
-        self, world: SimWorld | AlibabaSimWorld, invoke: Invoke, scenario: Scenario | None = None
-    ) -> None:
+class ProvisionedStory:
+    def __init__(self, world: DemoWorld, invoke: Invoke, scenario: Scenario | None = None) -> None:
         self.world = world
         self.scenario = scenario or Scenario()
         self._invoke = invoke
         self._events = world.events  # envelopes as the world's cloud delivers them (AWS or Alibaba)
-        self.kubelet = KubeletSim(
-            world.objects,
+        join = self.scenario.join_delay.total_seconds()
+        self.kubelet = InstanceNodes(
+            world.kubelet,
             instances=world.sim_instances,
             clock=world.clock,
-            boot_delay=self.scenario.boot_delay,
-            catalog=world.catalog,
+            fates=CloudFates(FatesConfig.fixed(join_seconds=join)),
         )
         self.start = world.clock.now()
         self.timeline: list[TimelineEntry] = []
@@ -176,19 +174,19 @@ class Simulation:
         )
 
     def _workload_step(self, elapsed: timedelta) -> None:
-        objects = self.world.objects
+        kubelet = self.world.kubelet
         if elapsed == self.scenario.spike_at and self._workload is None:
-            nodes = sorted(n["metadata"]["name"] for n in objects.list("", "nodes"))[
+            nodes = sorted(n["metadata"]["name"] for n in self.world.objects.list("", "nodes"))[
                 : self.scenario.spike_nodes
             ]
-            self._workload = start_workload(objects, "training-spike", nodes, pool=_POOL)
+            self._workload = start_workload(kubelet, "training-spike", nodes, pool=_POOL)
             self._note(
                 "workload",
                 f"training-spike starts: {len(nodes)} worker pod(s), each using a whole node's GPUs",
                 ("node agent: those GPUs' available TFLOPS/VRAM drop to 0",),
             )
         elif elapsed == self.scenario.spike_ends_at and self._workload is not None:
-            end_workload(objects, self._workload)
+            end_workload(kubelet, self._workload)
             self._note(
                 "workload",
                 f"training-spike ends: {len(self._workload.pods)} pod(s) deleted",

@@ -1,26 +1,42 @@
-"""The openb trace formats (Alibaba cluster-trace-gpu-v2023), read as they are, and arrival order.
+"""The openb trace (Alibaba cluster-trace-gpu-v2023), read once for both simulations.
 
 Role: turn the rows of a node list (`sn, cpu_milli, memory_mib, gpu, model`) and of a pod list
-(`name, cpu_milli, memory_mib, num_gpu, gpu_milli` plus optional `gpu_spec` and `creation_time`;
-other columns are ignored) into validated records, each bad row named by file and line; and put
-tasks in trace order (creation time, then name; name order when the file has no time column).
+(`name, cpu_milli, memory_mib, num_gpu, gpu_milli` plus optional `gpu_spec`, `creation_time` and
+`deletion_time`; other columns are ignored) into validated records, each bad row named by file
+and line (`TraceError`, the one error of every trace the simulations read); put tasks in trace
+order (creation time, then name; name order when the file has no time column); `split_csv`
+splits a CSV text into its header and rows, and `read_pod_list(path)` reads a pod list file
+(`gpupool simulate capacity`; `gpupool simulate placement` reads its files through the CLI, so
+that an unreadable one is said the CLI's way).
 
-Must not: open files (the CLI reads them), place anything, or read the clock.
+Must not: place anything, map tasks onto a simulated window (each simulation does), or read the clock.
 """
 
 from __future__ import annotations
 
+import csv
+import io
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
-__all__ = ["TraceError", "TraceNode", "TraceTask", "arrival_order", "parse_nodes", "parse_tasks"]
+__all__ = [
+    "TraceError",
+    "TraceNode",
+    "TraceTask",
+    "arrival_order",
+    "parse_nodes",
+    "parse_tasks",
+    "read_pod_list",
+    "split_csv",
+]
 
 NODE_COLUMNS = ("sn", "cpu_milli", "memory_mib", "gpu", "model")
 TASK_COLUMNS = ("name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli")
 
 
 class TraceError(ValueError):
-    """A trace file that cannot be replayed; the message names the file, line and field."""
+    """A trace that cannot be read or replayed; the message names the file, line and field."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +59,7 @@ class TraceTask:
     gpu_milli: int
     gpu_spec: tuple[str, ...] = ()
     creation_time: int | None = None
+    deletion_time: int | None = None
 
     @property
     def gpu_demand_milli(self) -> int:
@@ -99,7 +116,12 @@ def parse_nodes(header: Sequence[str], rows: Iterable[Mapping[str, str]], *, sou
     return nodes
 
 
-def _task(row: Mapping[str, str], where: str, timed: bool) -> TraceTask:
+def _time(row: Mapping[str, str], column: str, where: str) -> int | None:
+    text = (row.get(column) or "").strip()
+    return _int(row, column, where) if text else None
+
+
+def _task(row: Mapping[str, str], where: str) -> TraceTask:
     name = (row.get("name") or "").strip()
     if not name:
         raise TraceError(f"{where}: name is empty")
@@ -113,23 +135,25 @@ def _task(row: Mapping[str, str], where: str, timed: bool) -> TraceTask:
             f"{where}: task {name} asks for {num_gpu} GPUs at gpu_milli {gpu_milli}; only whole GPUs"
         )
     spec = tuple(m.strip() for m in (row.get("gpu_spec") or "").split("|") if m.strip())
-    created = None
-    if timed:
-        text = (row.get("creation_time") or "").strip()
-        created = _int(row, "creation_time", where) if text else None
     return TraceTask(
-        name, _int(row, "cpu_milli", where), _int(row, "memory_mib", where), num_gpu, gpu_milli, spec, created
+        name,
+        _int(row, "cpu_milli", where),
+        _int(row, "memory_mib", where),
+        num_gpu,
+        gpu_milli,
+        spec,
+        _time(row, "creation_time", where),
+        _time(row, "deletion_time", where),
     )
 
 
 def parse_tasks(header: Sequence[str], rows: Iterable[Mapping[str, str]], *, source: str) -> list[TraceTask]:
     """Tasks in file order (see `arrival_order`); line numbers count the header as line 1."""
     _columns(header, TASK_COLUMNS, source)
-    timed = "creation_time" in header
     tasks: list[TraceTask] = []
     seen: set[str] = set()
     for line, row in enumerate(rows, start=2):
-        task = _task(row, f"{source}:{line}", timed)
+        task = _task(row, f"{source}:{line}")
         if task.name in seen:
             raise TraceError(f"{source}:{line}: task {task.name} appears twice")
         seen.add(task.name)
@@ -144,3 +168,24 @@ def arrival_order(tasks: Sequence[TraceTask]) -> list[TraceTask]:
     if all(task.creation_time is not None for task in tasks):
         return sorted(tasks, key=lambda t: (t.creation_time, t.name))
     return sorted(tasks, key=lambda t: t.name)
+
+
+def split_csv(text: str, *, source: str) -> tuple[list[str], list[dict[str, str]]]:
+    """The header and the rows of a CSV text; TraceError (naming `source`) when it is not CSV."""
+    try:
+        reader = csv.DictReader(io.StringIO(text))
+        rows = list(reader)
+    except csv.Error as error:
+        raise TraceError(f"{source}: not CSV: {error}") from None
+    return list(reader.fieldnames or []), rows
+
+
+def read_pod_list(path: Path) -> list[TraceTask]:
+    """The tasks of an openb pod list file, in file order."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        reason = error.strerror if isinstance(error, OSError) else "not UTF-8 text"
+        raise TraceError(f"{path}: cannot read: {reason or error}") from None
+    header, rows = split_csv(text, source=str(path))
+    return parse_tasks(header, rows, source=str(path))

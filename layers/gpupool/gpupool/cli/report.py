@@ -1,7 +1,8 @@
 """Human-readable lines for outcomes and timelines (`gpupool invoke`, `gpupool demo`).
 
 Role: turn an outcome's JSON (`{"plan": {"actions", "reasons"}, "applied", "errors"}`) and
-the demo's timeline entries into short lines a person reads top to bottom.
+the demo's timeline entries (`gpupool.sandbox.demo.timeline.TimelineEntry`) into short lines a
+person reads top to bottom.
 
 Must not: decide or apply anything, or hide an error (every error line is printed).
 """
@@ -9,11 +10,13 @@ Must not: decide or apply anything, or hide an error (every error line is printe
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["TimelineEntry", "action_line", "applied_line", "outcome_lines", "render_timeline"]
+if TYPE_CHECKING:
+    from gpupool.sandbox.demo.timeline import TimelineEntry
+
+__all__ = ["action_line", "applied_line", "outcome_lines", "render_timeline"]
 
 _TARGETS = ("pool", "claim", "node", "instance_id")
 
@@ -75,25 +78,6 @@ def outcome_lines(outcome: Mapping[str, Any], *, indent: str = "  ", dry_run: bo
     for error in outcome.get("errors") or []:
         lines.append(f"{indent}error: {error}")
     return lines
-
-
-@dataclass(frozen=True)
-class TimelineEntry:
-    """One moment of the story: simulated time, who acted, what happened, and the outcome if any."""
-
-    at: datetime
-    actor: str
-    summary: str
-    outcome: Mapping[str, Any] | None = None
-    details: tuple[str, ...] = field(default=())
-
-    def to_json(self) -> dict[str, Any]:
-        body: dict[str, Any] = {"at": self.at.isoformat(), "actor": self.actor, "summary": self.summary}
-        if self.details:
-            body["details"] = list(self.details)
-        if self.outcome is not None:
-            body["outcome"] = dict(self.outcome)
-        return body
 
 
 def render_timeline(entries: Iterable[TimelineEntry], *, start: datetime, verbose: bool = False) -> list[str]:
