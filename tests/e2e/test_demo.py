@@ -27,8 +27,9 @@ from typing import Any
 import pytest
 
 from gpupool.adapters.wiring import build_aws_deps
-from gpupool.cli.commands.invoke import FUNCTIONS, call_handler, load_function, make_handler
+from gpupool.cli.commands.invoke import call_handler, load_function, load_handler
 from gpupool.cli.main import main
+from gpupool.core.intake.routing import FUNCTIONS
 from gpupool.sandbox.demo.provisioned_story import STORIES, ProvisionedStory, Scenario
 from gpupool.sandbox.demo.world import DemoWorld
 
@@ -116,7 +117,7 @@ def test_a_node_that_never_joins_is_failed_terminated_and_replaced(monkeypatch: 
     modules = {name: load_function(name) for name in FUNCTIONS}
     with DemoWorld() as world:
         deps = replace(build_aws_deps(world.environ), clock=world.clock, new_suffix=world.new_suffix)
-        handlers = {name: make_handler(module, lambda: deps) for name, module in modules.items()}
+        handlers = {name: load_handler(module, lambda: deps) for name, module in modules.items()}
 
         def invoke(function: str, event: Mapping[str, Any]) -> Mapping[str, Any]:
             return call_handler(handlers[function], event)
@@ -145,7 +146,7 @@ def test_the_simulated_kubelet_registers_what_a_real_node_and_its_agent_would() 
     modules = {name: load_function(name) for name in FUNCTIONS}
     with DemoWorld() as world:
         deps = replace(build_aws_deps(world.environ), clock=world.clock, new_suffix=world.new_suffix)
-        handlers = {name: make_handler(module, lambda: deps) for name, module in modules.items()}
+        handlers = {name: load_handler(module, lambda: deps) for name, module in modules.items()}
 
         def invoke(function: str, event: Mapping[str, Any]) -> Mapping[str, Any]:
             return call_handler(handlers[function], event)

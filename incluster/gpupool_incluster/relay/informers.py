@@ -47,7 +47,7 @@ from gpupool_incluster.relay.metrics import RelayMetrics
 from gpupool_incluster.relay.unreadable import Report, event_reporter, read_or_skip
 from gpupool_incluster.relay.watching import ListWatch, WatchTimings
 
-__all__ = ["WATCHABLE", "Handler", "SharedInformer", "SharedInformers", "Subscription"]
+__all__ = ["WATCHABLE", "ChangeHandler", "SharedInformer", "SharedInformers", "Subscription"]
 
 log = logging.getLogger("gpupool.relay.watch")
 client: Any = _client
@@ -74,7 +74,7 @@ WATCHABLE: Mapping[type[TopLevel], tuple[str, str]] = {
 }
 
 
-class Handler(Protocol[ModelT_contra]):
+class ChangeHandler(Protocol[ModelT_contra]):
     """A subscriber: called with each change of its kind, in order, from the informer's thread."""
 
     def __call__(self, obj: ModelT_contra, /, *, deleted: bool) -> None: ...
@@ -109,7 +109,7 @@ class Subscription:
     """One subscriber of one informer; `cancel()` once it should hear no more."""
 
     informer: SharedInformer[Any]
-    handler: Handler[Any]
+    handler: ChangeHandler[Any]
 
     def cancel(self) -> None:
         self.informer.unsubscribe(self)
@@ -157,7 +157,7 @@ class SharedInformer(Generic[ModelT]):
             return list(self._cache.values())
 
     # ---- subscribers -------------------------------------------------------------------------
-    def subscribe(self, handler: Handler[ModelT]) -> Subscription:
+    def subscribe(self, handler: ChangeHandler[ModelT]) -> Subscription:
         """Replay the current models to `handler` (each as first seen), then deliver each change."""
         subscription = Subscription(self, handler)
         with self._lock:
@@ -251,7 +251,7 @@ class SharedInformers:
                 found.start()
             return cast(SharedInformer[ModelT], found)
 
-    def subscribe(self, model: type[ModelT], handler: Handler[ModelT]) -> Subscription:
+    def subscribe(self, model: type[ModelT], handler: ChangeHandler[ModelT]) -> Subscription:
         return self.informer(model).subscribe(handler)
 
     def stop(self) -> None:

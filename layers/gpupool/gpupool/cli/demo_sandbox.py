@@ -17,13 +17,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 from gpupool.cli.errors import UserError
+from gpupool.core.catalog import Cloud
 
 __all__ = ["join_nodes", "next_step", "prepare_sandbox"]
 
-Cloud = Literal["aws", "alibaba"]
 Instances = Callable[[], list[Any]]  # SimInstance lists (imported lazily, as every heavy module here)
 
 

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from gpupool.cli.errors import UserError
 from gpupool.cli.simulate_common import load_pyplot, non_negative_float, positive_float, share
+from gpupool.core.catalog import CLOUDS
 
 if TYPE_CHECKING:
     from gpupool.simulation.capacity.ledger import PolicyReport
@@ -64,9 +65,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     capacity.add_argument(
         "--days", type=positive_float, default=2.0, metavar="N", help="simulated days (default 2)"
     )
-    capacity.add_argument(
-        "--cloud", choices=("aws", "alibaba"), default="aws", help="catalog and region (default aws)"
-    )
+    capacity.add_argument("--cloud", choices=CLOUDS, default="aws", help="catalog and region (default aws)")
     capacity.add_argument(
         "--policy",
         action="append",

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from gpupool.cli.errors import UserError
+from gpupool.core.catalog import CLOUDS
 
 NAME = "demo"
 HELP = "run the Provisioned story locally (embedded API server, moto EC2 or sandbox ECS, simulated clock)"
@@ -54,7 +55,7 @@ def register(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--cloud",
-        choices=["aws", "alibaba"],
+        choices=CLOUDS,
         default="aws",
         help="aws (default: EC2 in moto, Lambda handlers) or alibaba (the sandbox ECS, FC handlers)",
     )
@@ -159,13 +160,14 @@ def _wire(world: Any, functions_dir: Path | None) -> Any:
 
     from gpupool.adapters.wiring import build_aws_deps
     from gpupool.adapters.wiring_alibaba import build_alibaba_deps
-    from gpupool.cli.commands.invoke import FUNCTIONS, call_handler, load_function, make_handler
+    from gpupool.cli.commands.invoke import call_handler, load_function, load_handler
+    from gpupool.core.intake.routing import FUNCTIONS
 
     cloud = world.cloud_name
     modules = {name: load_function(name, functions_dir, cloud=cloud) for name in FUNCTIONS}
     build = build_alibaba_deps if cloud == "alibaba" else build_aws_deps
     deps = replace(build(world.environ), clock=world.clock, new_suffix=world.new_suffix)
-    handlers = {name: make_handler(module, lambda: deps) for name, module in modules.items()}
+    handlers: dict[str, Any] = {name: load_handler(module, lambda: deps) for name, module in modules.items()}
 
     def invoke(function: str, event: Mapping[str, Any]) -> Mapping[str, Any]:
         return call_handler(handlers[function], event, as_bytes=cloud == "alibaba")

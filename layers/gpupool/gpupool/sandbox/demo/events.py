@@ -20,13 +20,13 @@ import json
 from collections.abc import Callable
 from datetime import datetime
 from itertools import count
-from typing import Any, ClassVar, Literal, Protocol
+from typing import Any, ClassVar, Protocol
 
+from gpupool.core.catalog import Cloud
 from gpupool.core.vocabulary.events import TYPE_PREFIX
 
 __all__ = ["Cloud", "EventFactory", "iso_time"]
 
-Cloud = Literal["aws", "alibaba"]
 Event = dict[str, Any]
 NewId = Callable[[str], str]  # takes the next id of the run (only an envelope that carries one asks)
 _HTTP = {"method": "POST", "path": "/", "protocol": "HTTP/1.1", "sourceIp": "127.0.0.1"}

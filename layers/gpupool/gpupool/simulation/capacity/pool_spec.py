@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Literal
 
+from gpupool.core.catalog import Cloud
 from gpupool.core.model.pool import GPUPool
 from gpupool.core.planning.offerings import catalog_offerings
 from gpupool.core.planning.plan import OfferingRef
@@ -36,7 +37,6 @@ __all__ = [
     "pool_offerings",
 ]
 
-Cloud = Literal["aws", "alibaba"]
 Mode = Literal["provisioned", "karpenter"]
 CLUSTER = "sim"
 POOL = "sim-pool"
