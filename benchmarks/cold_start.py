@@ -3,7 +3,7 @@
 1. Module import time of each ``functions/<name>/app.py`` (what Lambda's init phase pays on
    every cold start), each in a fresh interpreter, median of ``--repeats`` runs.
 2. First and second invocation of each handler in a fresh interpreter against a sandbox —
-   the embedded Kubernetes API server (gpupool.local.kubeapi) and moto's EC2 server — through
+   the embedded Kubernetes API server (gpupool.sandbox.kubeapi) and moto's EC2 server — through
    the real wiring (``build_aws_deps``), so the first invocation includes the lazy imports
    (service, boto3, kubernetes), client construction and the real calls. Each repeat gets a
    fresh sandbox with one Provisioned pool below its minimum, so ``launch`` launches every
@@ -188,7 +188,7 @@ def _sandbox_run() -> dict[str, dict[str, Any]]:
     import boto3
     from moto.server import ThreadedMotoServer
 
-    from gpupool.local.kubeapi import EmbeddedKubeAPI
+    from gpupool.sandbox.kubeapi import EmbeddedKubeAPI
 
     logging.getLogger("werkzeug").setLevel(logging.ERROR)  # moto's per-request access log
     region = "us-east-1"
@@ -246,7 +246,7 @@ def sandbox_invocations(repeats: int) -> bool:
     try:
         import moto  # noqa: F401
 
-        from gpupool.local.kubeapi import EmbeddedKubeAPI  # noqa: F401
+        from gpupool.sandbox.kubeapi import EmbeddedKubeAPI  # noqa: F401
     except ImportError as error:
         print(f"\nFirst invocation: no sandbox available ({error}); import times only.")
         return True

@@ -49,9 +49,9 @@ imported = time.perf_counter() - start
 from gpupool.adapters.wiring_alibaba import build_alibaba_deps
 from gpupool.core.model.nodeclass import GPUNodeClass
 from gpupool.core.model.pool import GPUPool
-from gpupool.local.ecs_server import SANDBOX_ACCESS_KEY_ID, SANDBOX_ACCESS_KEY_SECRET, EcsEndpoint
-from gpupool.local.kubeapi import EmbeddedKubeAPI
-from gpupool.local.simulation_kube import KubeObjects
+from gpupool.sandbox.ecs_server import SANDBOX_ACCESS_KEY_ID, SANDBOX_ACCESS_KEY_SECRET, EcsEndpoint
+from gpupool.sandbox.kubeapi import EmbeddedKubeAPI
+from gpupool.sandbox.demo.objects import KubeObjects
 event = Path(sys.argv[2]).read_bytes()
 with EmbeddedKubeAPI() as api, EcsEndpoint() as ecs:
     objects = KubeObjects(api.cluster)

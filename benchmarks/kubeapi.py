@@ -20,7 +20,7 @@ import time
 from typing import Any
 from urllib.parse import quote
 
-from gpupool.local.kubeapi import EmbeddedKubeAPI
+from gpupool.sandbox.kubeapi import EmbeddedKubeAPI
 
 
 class Http:

@@ -24,8 +24,9 @@ TENSORFUSION_MODES = ("CompactFirst", "LowLoadFirst", "NodeCompactGPULowLoad")
 
 
 def main() -> int:
-    from gpupool.cli.simulate_placement import load_pyplot, plot_results, read_trace, results_table
-    from gpupool.core.placement_sim import PLACEMENTS, catalog_specs, replay
+    from gpupool.cli.simulate_common import load_pyplot
+    from gpupool.cli.simulate_placement import plot_results, read_trace, results_table
+    from gpupool.simulation.placement import PLACEMENTS, catalog_specs, replay
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="folder with the openb CSV files")

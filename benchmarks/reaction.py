@@ -23,9 +23,10 @@ from typing import Any
 
 from kubernetes import config as _config
 
-from gpupool.local.kubeapi import EmbeddedKubeAPI
-from gpupool.local.relay_receiver import RelayReceiver
+from gpupool.sandbox.kubeapi import EmbeddedKubeAPI
+from gpupool.testing.relay_receiver import RelayReceiver
 from gpupool_incluster.relay.forwarder import Forwarder, ForwardSettings
+from gpupool_incluster.relay.informers import SharedInformers
 from gpupool_incluster.relay.metrics import RelayMetrics
 from gpupool_incluster.relay.signing import make_signer
 
@@ -81,7 +82,9 @@ def main() -> None:
         pods, nodes = cluster.resolve("", "v1", "pods"), cluster.resolve("", "v1", "nodes")
         urls = {f: receiver.url(f"/{f}") for f in ("launch", "bind")}
         settings = ForwardSettings(urls=urls, idle=args.idle, max_window=args.max_window)
-        forwarder = Forwarder(client, make_signer("hmac", hmac_secret=SECRET), settings, RelayMetrics())
+        metrics = RelayMetrics()
+        informers = SharedInformers(client, metrics=metrics)
+        forwarder = Forwarder(informers, make_signer("hmac", hmac_secret=SECRET), settings, metrics)
         forwarder.start()
         try:
             _wait(forwarder.synced)
@@ -108,6 +111,7 @@ def main() -> None:
             burst_deliveries = len(receiver.events("/launch")) - before
         finally:
             forwarder.stop()
+            informers.stop()
             client.close()
         print(f"windows: {args.idle:g} s idle / {args.max_window:g} s max; {args.samples} samples")
         print(

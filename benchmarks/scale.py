@@ -80,7 +80,6 @@ class _FixedClock:
 def function_deps(cloud: ScaleCompute, kubeconfig: str) -> Any:
     """One function's deps, as its own Lambda builds them (own client, own lists), on the shared cloud."""
     from gpupool.adapters.wiring import build_aws_deps
-    from gpupool.service.karpenter_compute import KarpenterAwareCompute
 
     environ = {
         "GPUPOOL_CLUSTER_NAME": "scale",
@@ -94,7 +93,7 @@ def function_deps(cloud: ScaleCompute, kubeconfig: str) -> Any:
     suffixes = iter(f"{n:08x}" for n in range(1, 1_000_000))
     return dataclasses.replace(
         deps,
-        compute=KarpenterAwareCompute(cloud, deps.compute.karpenter),
+        compute=cloud,
         new_suffix=lambda: next(suffixes),
         holder="gpupool-scale-benchmark",
     )

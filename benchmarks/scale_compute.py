@@ -1,6 +1,6 @@
 """The cloud side of the scale benchmark: the package's in-memory `Compute`, shared across processes.
 
-Role: `ScaleCompute(instances, cluster=…, launch_time=…)` is `gpupool.local.memory_ports.
+Role: `ScaleCompute(instances, cluster=…, launch_time=…)` is `gpupool.testing.memory_ports.
 MemoryCompute` (the service tests' and the simulation's cloud) holding the world's instances,
 with ids counting on from the world's last, the call log off, and the two things the benchmark
 needs because each function runs in its own process: `changes()` — the instances this process
@@ -15,8 +15,8 @@ import itertools
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 
-from gpupool.core.planning.snapshot import ManagedInstance
-from gpupool.local.memory_ports import MemoryClock, MemoryCompute
+from gpupool.core.model.instance import ManagedInstance
+from gpupool.testing.memory_ports import MemoryClock, MemoryCompute
 
 __all__ = ["ScaleCompute"]
 

@@ -1,7 +1,7 @@
 """The scale benchmark's API server: the embedded one, loaded with a world, in its own process.
 
 Role: `WorldServer.start(world)` forks a process that creates every object of `world` through
-the embedded server's in-process API (`gpupool.local.kubeapi.Cluster`: the same admission,
+the embedded server's in-process API (`gpupool.sandbox.kubeapi.Cluster`: the same admission,
 defaulting and validation as over HTTP, without the HTTP), then serves it on 127.0.0.1 and
 counts, per request, the call (verb and resource, as RBAC names them) and the response bytes.
 `counters()` returns the counts since the last call and resets them. The server lives in its
@@ -25,9 +25,9 @@ from typing import Any
 import yaml
 
 from benchmarks.scale_world import NOW, ScaleWorld
-from gpupool.local.kubeapi import EmbeddedKubeAPI, ManualClock, kubeconfig
-from gpupool.local.kubeapi.handler import KubeHTTPServer, KubeRequestHandler
-from gpupool.local.kubeapi.routes import ResourcePath, parse
+from gpupool.sandbox.kubeapi import EmbeddedKubeAPI, ManualClock, kubeconfig
+from gpupool.sandbox.kubeapi.handler import KubeHTTPServer, KubeRequestHandler
+from gpupool.sandbox.kubeapi.routes import ResourcePath, parse
 
 __all__ = ["Counters", "WorldServer", "call_name"]
 

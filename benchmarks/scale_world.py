@@ -42,7 +42,7 @@ from benchmarks.scale_objects import (
 )
 from benchmarks.scale_pods import pod_manifest
 from gpupool.core.model.constants import API_GROUP
-from gpupool.core.planning.snapshot import ManagedInstance
+from gpupool.core.model.instance import ManagedInstance
 
 __all__ = ["NOW", "PODS_PER_NODE", "WORKERS_PER_NODE", "Manifest", "ScaleWorld"]
 

@@ -1,7 +1,7 @@
 """Benchmark: what one launch / bind-sweep / compact invocation costs on the embedded API server
 against the in-memory Cluster port — why `gpupool simulate capacity` runs on the latter.
 
-Builds the capacity simulation's pool (`gpupool.local.capacity.pool_spec`) with a warm reserve of
+Builds the capacity simulation's pool (`gpupool.simulation.capacity.pool_spec`) with a warm reserve of
 N one-GPU nodes, lets one launch fill it with N claims, then times `--rounds` invocations of each
 function (the clock moved one second between them) twice: on `MemoryCluster`, and through the
 real `KubeCluster` adapter on `EmbeddedKubeAPI` (HTTP on loopback). Prints the median per
@@ -26,8 +26,8 @@ FUNCTIONS = ("launch", "bind", "compact")
 
 
 def _deps(cluster: Any, clock: Any, compute: Any, spec: Any) -> Any:
-    from gpupool.local.capacity.pool_spec import CLUSTER, pool_offerings
     from gpupool.service.deps import Deps, Settings
+    from gpupool.simulation.capacity.pool_spec import CLUSTER, pool_offerings
 
     names = itertools.count(1)
     return Deps(
@@ -79,10 +79,10 @@ def main(argv: list[str] | None = None) -> None:
     from gpupool.adapters.kube_auth import KubeAccess, build_api_client
     from gpupool.core.model.base import ObjectMeta
     from gpupool.core.model.nodeclass import GPUNodeClass
-    from gpupool.local.capacity.pool_spec import CLUSTER, NODE_CLASS, PoolSpec, gpupool_pool
-    from gpupool.local.kubeapi import EmbeddedKubeAPI
-    from gpupool.local.memory_ports import MemoryClock, MemoryCluster, MemoryCompute
-    from gpupool.local.simulation_kube import KubeObjects
+    from gpupool.sandbox.demo.objects import KubeObjects
+    from gpupool.sandbox.kubeapi import EmbeddedKubeAPI
+    from gpupool.simulation.capacity.pool_spec import CLUSTER, NODE_CLASS, PoolSpec, gpupool_pool
+    from gpupool.testing.memory_ports import MemoryClock, MemoryCluster, MemoryCompute
 
     spec = PoolSpec(warm_tflops=Decimal(65 * args.claims), warm_vram=Decimal(16 * args.claims))
     pool = gpupool_pool(spec)

@@ -3,10 +3,11 @@
 Role: SAM builds the layer with `BuildMethod: makefile` (see `Makefile`); the Makefile installs
 `requirements.txt` for the Lambda platform and runs this script, which copies into
 `<target>/gpupool/` the closure of gpupool modules the handlers import — found by reading every
-`import` statement (module level and inside functions, so the lazy imports count) starting from
-`functions/*/app.py` and the service entry points the shared handler imports by name — plus the
+`import` statement (module level and inside functions, so the lazy imports count — the shared
+handler's service entry points among them) starting from `functions/*/app.py` — plus the
 data files of the packages it keeps (the bundled catalogs). So the embedded API server
-(`gpupool.local`), the CLI (`gpupool.cli`), examples and anything only tests or benchmarks use
+(`gpupool.sandbox`), the simulations (`gpupool.simulation`), the test doubles
+(`gpupool.testing`), the CLI (`gpupool.cli`), examples and anything only tests or benchmarks use
 never ship. With `--prune` (the Makefile passes it) it also removes installed dependencies the
 functions never import (`PRUNED`), and fails if anything left imports them.
 `python build_layer.py TARGET` builds; `--list` prints the modules it would ship.
@@ -27,8 +28,6 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 PACKAGE = HERE / "gpupool"
 FUNCTIONS = HERE.parents[1] / "functions"
-# `gpupool.handlers.aws_lambda` imports `gpupool.service.<function>` by name (importlib).
-DYNAMIC_ROOTS = ("gpupool.service.launch", "gpupool.service.bind", "gpupool.service.compact")
 DATA_SUFFIXES = (".yaml", ".json", ".csv")
 # Installed dependencies the functions never import: the kubernetes client's asyncio twin (about
 # 70 MB) and the aiohttp stack only it needs. `prune` removes them and then fails the build if
@@ -87,7 +86,7 @@ def closure(roots: set[str]) -> set[str]:
 
 
 def shipped_modules() -> set[str]:
-    roots = set(DYNAMIC_ROOTS)
+    roots: set[str] = set()
     for handler in sorted(FUNCTIONS.glob("*/*.py")):
         roots |= imported_modules(handler)
     return closure(roots)

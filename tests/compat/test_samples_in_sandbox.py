@@ -14,7 +14,7 @@ from kubernetes import client, config
 
 from gpupool.adapters.kube import KubeCluster
 from gpupool.core.intake.causes import Reconcile
-from gpupool.local.kubeapi import EmbeddedKubeAPI
+from gpupool.sandbox.kubeapi import EmbeddedKubeAPI
 from gpupool.service.deps import Deps
 from gpupool.service.launch import handle_launch
 from gpupool_incluster.relay.hub import SchedulerHub
@@ -87,10 +87,10 @@ def test_the_relay_watches_read_every_sample(sandbox: Any) -> None:
     start_watches(sandbox, hub, stop)
     try:
         assert hub.synced.wait(10), "relay watches did not sync"
-        assert set(hub.pools) == _names("GPUPool")
-        assert set(hub.profiles.get("team", {})) == _names("WorkloadProfile")
-        assert "team" in hub.quotas
-        assert hub.template_modes["default-schedule-template"].value == "NodeCompactGPULowLoad"
+        assert set(hub.policies.pools) == _names("GPUPool")
+        assert set(hub.policies.profiles.get("team", {})) == _names("WorkloadProfile")
+        assert "team" in hub.policies.quotas
+        assert hub.policies.template_modes["default-schedule-template"].value == "NodeCompactGPULowLoad"
         assert set(hub.allocator.state.gpus) == _names("GPU")
         assert _unreadable_warnings(sandbox) == []
     finally:

@@ -27,10 +27,11 @@ from typing import Any
 import pytest
 
 from gpupool.adapters.wiring import build_aws_deps
-from gpupool.cli.commands.invoke import FUNCTIONS, call_handler, load_function, make_handler
+from gpupool.cli.commands.invoke import call_handler, load_function, load_handler
 from gpupool.cli.main import main
-from gpupool.local.simulation import STORIES, Scenario, Simulation
-from gpupool.local.simulation_world import SimWorld
+from gpupool.core.intake.routing import FUNCTIONS
+from gpupool.sandbox.demo.provisioned_story import STORIES, ProvisionedStory, Scenario
+from gpupool.sandbox.demo.world import DemoWorld
 
 PROTECTION = timedelta(minutes=5)
 
@@ -114,14 +115,14 @@ def test_a_node_that_never_joins_is_failed_terminated_and_replaced(monkeypatch: 
     # The caller's AWS settings (here: a sandbox's endpoint that is down) stay out of the world.
     monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9")
     modules = {name: load_function(name) for name in FUNCTIONS}
-    with SimWorld() as world:
+    with DemoWorld() as world:
         deps = replace(build_aws_deps(world.environ), clock=world.clock, new_suffix=world.new_suffix)
-        handlers = {name: make_handler(module, lambda: deps) for name, module in modules.items()}
+        handlers = {name: load_handler(module, lambda: deps) for name, module in modules.items()}
 
         def invoke(function: str, event: Mapping[str, Any]) -> Mapping[str, Any]:
             return call_handler(handlers[function], event)
 
-        result = Simulation(world, invoke, STORIES["never-join"][1]).run()
+        result = ProvisionedStory(world, invoke, STORIES["never-join"][1]).run()
     assert os.environ["AWS_ENDPOINT_URL"] == "http://127.0.0.1:9"
     doomed = next(iter(result.claim_phases))
     history = result.claim_phases[doomed]
@@ -143,9 +144,9 @@ def test_a_node_that_never_joins_is_failed_terminated_and_replaced(monkeypatch: 
 
 def test_the_simulated_kubelet_registers_what_a_real_node_and_its_agent_would() -> None:
     modules = {name: load_function(name) for name in FUNCTIONS}
-    with SimWorld() as world:
+    with DemoWorld() as world:
         deps = replace(build_aws_deps(world.environ), clock=world.clock, new_suffix=world.new_suffix)
-        handlers = {name: make_handler(module, lambda: deps) for name, module in modules.items()}
+        handlers = {name: load_handler(module, lambda: deps) for name, module in modules.items()}
 
         def invoke(function: str, event: Mapping[str, Any]) -> Mapping[str, Any]:
             return call_handler(handlers[function], event)
@@ -153,7 +154,7 @@ def test_the_simulated_kubelet_registers_what_a_real_node_and_its_agent_would() 
         short = Scenario(
             duration=timedelta(minutes=2), spike_at=timedelta(hours=1), spike_ends_at=timedelta(hours=2)
         )
-        result = Simulation(world, invoke, short).run()
+        result = ProvisionedStory(world, invoke, short).run()
         nodes = world.objects.list("", "nodes")
         gpu_nodes = {g["metadata"]["name"]: g for g in world.objects.list("tensor-fusion.ai", "gpunodes")}
         gpus = world.objects.list("tensor-fusion.ai", "gpus")

@@ -1,6 +1,6 @@
 """`gpupool demo --mode karpenter|autoselect`: both stories in-process, through the real handlers,
 with the simulated Karpenter; checked from the JSON timeline (no error, the decisive events in
-order) and a readable text run."""
+order) and a readable text run; another cloud is refused with one line."""
 
 from __future__ import annotations
 
@@ -8,6 +8,8 @@ import contextlib
 import io
 import json
 from typing import Any
+
+import pytest
 
 from gpupool.cli.main import main
 
@@ -54,3 +56,15 @@ def test_autoselect_story_places_every_pod_but_the_one_short_of_cpu() -> None:
     assert "pods still pending: too-big" in text
     assert "more than GPU capacity is missing: it requests cpu 64" in text
     assert text.count("NodeClaim gpu-") >= 20
+
+
+def test_the_karpenter_stories_refuse_another_cloud_and_start_nothing(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    for mode in ("karpenter", "autoselect"):
+        assert main(["demo", "--mode", mode, "--cloud", "alibaba"]) == 2
+        captured = capsys.readouterr()
+        assert captured.out == ""
+        assert captured.err.strip() == (
+            f"gpupool demo: error: --mode {mode} plays on AWS only (an EC2NodeClass, g4dn / g5): drop --cloud"
+        )

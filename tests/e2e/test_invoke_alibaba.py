@@ -29,8 +29,8 @@ from gpupool.adapters.ecs import EcsCompute
 from gpupool.adapters.ecs_api import EcsCredentials, SdkEcsApi, sdk_client
 from gpupool.cli.commands.invoke import read_env_file
 from gpupool.cli.main import main
-from gpupool.local.sandbox import SandboxInfo, run_foreground
-from gpupool.local.sandbox_files import SandboxFiles
+from gpupool.sandbox.files import SandboxFiles
+from gpupool.sandbox.lifecycle import SandboxInfo, run_foreground
 
 REPO = Path(__file__).resolve().parents[2]
 EVENTS = REPO / "events" / "alibaba"

@@ -1,6 +1,6 @@
 """`gpupool invoke`: the real handlers, in-process, against a running `gpupool sandbox`.
 
-The sandbox is the real one (`gpupool.local.sandbox.run_foreground`, what `gpupool sandbox up`
+The sandbox is the real one (`gpupool.sandbox.lifecycle.run_foreground`, what `gpupool sandbox up`
 runs, here on a thread of the test process; it writes `D/env`), prepared with
 `gpupool demo --prepare-sandbox D/env` (the demo's tagged network in moto, its
 TensorFusionCluster and GPUNodeClass in the API server).
@@ -32,8 +32,8 @@ from kubernetes import client, config
 from gpupool.cli.commands.invoke import read_env_file
 from gpupool.cli.main import main
 from gpupool.core.model.constants import TAG_NODE_NAME
-from gpupool.local.sandbox import SandboxInfo, run_foreground
-from gpupool.local.sandbox_files import SandboxFiles
+from gpupool.sandbox.files import SandboxFiles
+from gpupool.sandbox.lifecycle import SandboxInfo, run_foreground
 
 REPO = Path(__file__).resolve().parents[2]
 SCHEDULE_EVENT = REPO / "events" / "aws" / "scheduled-event.json"

@@ -5,7 +5,7 @@ Creating, Bound, Failed, deleting, interrupted), nodes and GPUNodes present or n
 or not, in-flight offers, warm and min needs, max clipping, gpuRequirements — the pool and its
 objects are written to the files `gpupool plan --pool F --state S --json` reads, and loaded
 into the fake cluster the real launch handler (`functions/launch/app.py`, through `gpupool
-invoke`'s own `make_handler` seam, `dry_run=True`) plans against. The nodes the CLI prints must
+invoke`'s own `load_handler` seam, `dry_run=True`) plans against. The nodes the CLI prints must
 equal the new claims' LaunchInstance offerings, node for node (instance type, zone, capacity
 type), and so must the gap. The regression case of the review (a Creating claim whose GPUNode
 already reports: counted once) is one fixed state among them.
@@ -22,16 +22,16 @@ from typing import Any
 import pytest
 import yaml
 
-from gpupool.cli.commands.invoke import call_handler, load_function, make_handler, outcome_json
+from gpupool.cli.commands.invoke import call_handler, load_function, load_handler, outcome_json
 from gpupool.cli.main import main
 from gpupool.core.model.base import Condition, ObjectMeta
+from gpupool.core.model.claim_state import ANNOTATION_INTERRUPTED
 from gpupool.core.model.constants import LABEL_MANAGED_BY, LABEL_NODE_PROVISIONER
 from gpupool.core.model.foreign import Node, NodeStatus
 from gpupool.core.model.node import GPUNode, GPUNodeStatus
 from gpupool.core.model.nodeclaim import GPUNodeClaim
 from gpupool.core.model.pool import GPUPool
 from gpupool.core.planning.offerings import catalog_offerings
-from gpupool.core.planning.snapshot import ANNOTATION_INTERRUPTED
 from gpupool.core.quantity import Quantity
 from tests.service.fakes import START, World, make_pool
 
@@ -170,7 +170,7 @@ def cli_plan(tmp_path: Path, pool: GPUPool, objects: list[Any], capsys: pytest.C
 def launch_dry_run(pool: GPUPool, objects: list[Any]) -> dict[str, Any]:
     world = World(pool, offerings=OFFERINGS)
     world.cluster.add(*objects)
-    handler = make_handler(load_function("launch"), lambda: world.deps, dry_run=True)
+    handler = load_handler(load_function("launch"), lambda: world.deps, dry_run=True)
     outcome = outcome_json(call_handler(handler, SCHEDULE_EVENT))
     assert not outcome["errors"]
     assert all(entry["result"] == "dry-run" for entry in outcome["applied"])

@@ -140,7 +140,7 @@ def test_a_bad_trace_row_names_the_line(capsys: pytest.CaptureFixture[str], tmp_
 def test_without_a_trace_and_without_openb_it_says_to_pass_one(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from gpupool.local.capacity import run
+    from gpupool.simulation.capacity import run
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(run, "_REPOSITORY", tmp_path / "nowhere")

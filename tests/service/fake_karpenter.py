@@ -1,6 +1,6 @@
 """The service tests' Karpenter fake: `MemoryKarpenter` plus `register`, which also joins the node.
 
-`MemoryKarpenter` (gpupool.local.memory_ports.karpenter) records calls, takes injected errors,
+`MemoryKarpenter` (gpupool.testing.memory_ports.karpenter) records calls, takes injected errors,
 stores NodeClaims and plays Karpenter's controller (`launched`, `launch_failed`,
 `registered`, `finish_deletion`); `register(world, name)` joins the node in the test world's
 cluster with the NodeClaim's labels (Karpenter copies them) and marks it Registered.
@@ -8,7 +8,7 @@ cluster with the NodeClaim's labels (Karpenter copies them) and marks it Registe
 
 from __future__ import annotations
 
-from gpupool.local.memory_ports.karpenter import MemoryKarpenter
+from gpupool.testing.memory_ports.karpenter import MemoryKarpenter
 from tests.service.fakes import World
 
 __all__ = ["FakeKarpenter"]

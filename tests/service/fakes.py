@@ -1,6 +1,6 @@
 """In-memory fakes of the service ports for service tests, and builders of a pool world.
 
-The ports themselves live in the package (`gpupool.local.memory_ports`, which
+The ports themselves live in the package (`gpupool.testing.memory_ports`, which
 `gpupool simulate capacity` runs the real services on); this module re-exports them under
 the names the tests use (FakeClock, FakeCompute, FakeCluster) and keeps the test builders:
 `OFFERINGS`, `make_pool`, `World` (a clock, both fakes, a node class and `Deps` wired to them).
@@ -20,7 +20,7 @@ from gpupool.core.model.nodeclass import GPUNodeClass
 from gpupool.core.model.pool import GPUPool
 from gpupool.core.planning.plan import OfferingRef
 from gpupool.core.quantity import Quantity
-from gpupool.local.memory_ports import START, CallRecorder, Crash, MemoryClock, MemoryCluster, MemoryCompute
+from gpupool.testing.memory_ports import START, CallRecorder, Crash, MemoryClock, MemoryCluster, MemoryCompute
 
 __all__ = [
     "OFFERINGS",

@@ -188,6 +188,52 @@ def test_the_pods_nodeselector_narrows_the_candidates() -> None:
     ]
 
 
+def _relabelled(pod: Pod, *, labels: dict[str, str], annotations: dict[str, str], **meta: Any) -> Pod:
+    update = {"labels": labels, "annotations": annotations, **meta}
+    return pod.model_copy(update={"metadata": pod.metadata.model_copy(update=update)})
+
+
+def test_only_the_pools_tensorfusion_pods_waiting_for_gpus_are_expanded_for() -> None:
+    """The pod predicates are the vocabulary's (`core.vocabulary.pods`), shared with the relay: a
+    pod whose pool only TensorFusion's webhook labelled counts; a native pod progressive migration
+    put on tensor-fusion-scheduler, a remote-vGPU client, another pool's pod and a pod being
+    deleted do not."""
+    from datetime import UTC, datetime
+
+    world = autoselect_world()
+    enabled = {"tensor-fusion.ai/enabled": "true"}
+    world.cluster.add(
+        pending_pod("annotated"),
+        _relabelled(
+            pending_pod("labelled"), labels={**enabled, "tensor-fusion.ai/gpupool": "pool-a"}, annotations={}
+        ),
+        _relabelled(
+            pending_pod("native", schedulerName="tensor-fusion-scheduler"),
+            labels={},
+            annotations={"tensor-fusion.ai/gpupool": "pool-a"},
+        ),
+        _relabelled(
+            pending_pod("client"),
+            labels={**enabled, "tensor-fusion.ai/component": "client"},
+            annotations={"tensor-fusion.ai/gpupool": "pool-a"},
+        ),
+        _relabelled(
+            pending_pod("elsewhere"), labels=enabled, annotations={"tensor-fusion.ai/gpupool": "pool-b"}
+        ),
+        _relabelled(
+            pending_pod("leaving"),
+            labels=enabled,
+            annotations={"tensor-fusion.ai/gpupool": "pool-a"},
+            deletion_timestamp=datetime(2026, 12, 1, tzinfo=UTC),
+        ),
+    )
+    expand(world)
+    made_for = sorted(
+        n.metadata.annotations["gpupool.io/expansion-for"].split("/")[1] for n in expansions(world)
+    )
+    assert made_for == ["annotated", "labelled"]
+
+
 def test_without_a_karpenter_template_there_is_no_expansion_and_a_reason() -> None:
     world = autoselect_world()
     world.karpenter.nodeclaims.clear()

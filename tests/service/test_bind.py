@@ -9,8 +9,8 @@ import contextlib
 from datetime import timedelta
 
 from gpupool.core.intake.causes import ClaimDeleted, NodeChanged, Reconcile, Sweep
+from gpupool.core.model.instance import ManagedInstance
 from gpupool.core.model.nodeclaim import GPUNodeClaim
-from gpupool.core.planning.snapshot import ManagedInstance
 from gpupool.service.bind import handle_bind
 from gpupool.service.launch import handle_launch
 from tests.service.fakes import World, make_pool

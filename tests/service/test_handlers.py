@@ -36,7 +36,7 @@ from gpupool.core.intake.causes import (
     Sweep,
 )
 from gpupool.core.planning.plan import Plan
-from gpupool.handlers import aws_lambda
+from gpupool.handlers import aws_lambda, common
 from gpupool.service.errors import PermanentError, Throttled
 from gpupool.service.outcome import Outcome
 
@@ -206,6 +206,18 @@ def test_bad_webhook_body_is_a_400_with_a_reason_and_changes_nothing(label: str,
     assert factory.built == 0
 
 
+def test_a_function_url_request_is_an_http_call_however_it_arrives() -> None:
+    """Intake alone tells an HTTP request from an EventBridge event (on the parsed event), so the
+    handler answers over HTTP exactly when intake read the relay's request."""
+    for request in (event("function-url-node-ready"), json.dumps(event("function-url-node-ready"))):
+        service = StubService()
+        assert handler_for("bind", service)(request, None)["statusCode"] == 200
+        assert isinstance(service.calls[0][0], NodeChanged)
+    assert "statusCode" not in handler_for("bind", StubService())(
+        json.dumps(event("ec2-state-change-running")), None
+    )
+
+
 def test_base64_webhook_body_is_accepted() -> None:
     service = StubService()
     request = event("function-url-claim-deleted")
@@ -228,7 +240,7 @@ def test_malformed_eventbridge_event_is_acknowledged_with_a_reason() -> None:
 def test_retryable_outcome_raises_so_lambda_retries() -> None:
     outcome = Outcome(errors=["launch claim pool-a-0001: throttled"], retryable=True)
     handler = handler_for("launch", StubService(outcome))
-    with pytest.raises(aws_lambda.RetryableFailure, match="throttled"):
+    with pytest.raises(common.RetryableFailure, match="throttled"):
         handler(event("scheduled-event"), None)
 
 
@@ -272,7 +284,7 @@ def test_permanent_errors_in_the_outcome_are_acknowledged() -> None:
 def logs() -> Iterator[io.StringIO]:
     """What the handlers' Powertools logger writes (its handler pointed at a buffer for the test)."""
     stream = io.StringIO()
-    handler = aws_lambda.logger.registered_handler
+    handler = common.logger.registered_handler
     previous = handler.setStream(stream)
     yield stream
     handler.setStream(previous)
@@ -345,8 +357,9 @@ def test_module_import_pulls_in_no_sdk(function: str) -> None:
 
 
 def test_the_default_service_is_the_real_entry_point() -> None:
+    assert set(common.SERVICE_ENTRIES) == set(FUNCTIONS)
     for function in FUNCTIONS:
-        entry = aws_lambda.service_entry(function)()
+        entry = common.SERVICE_ENTRIES[function]()
         assert entry.__name__ == f"handle_{function}"
         assert entry.__module__ == f"gpupool.service.{function}"
 
@@ -399,7 +412,7 @@ def test_a_throttled_launch_raises_for_a_lambda_retry_and_the_retry_finishes_the
     world = World(make_pool())
     world.compute.fail_next("launch", Throttled("RequestLimitExceeded"))
     handler = _real("launch", world)
-    with pytest.raises(aws_lambda.RetryableFailure):
+    with pytest.raises(common.RetryableFailure):
         handler(event("scheduled-event"), None)
     handler(event("scheduled-event"), None)
     assert len(world.compute.list_managed()) == len(world.claims(live_only=True)) > 0
@@ -468,7 +481,7 @@ _url_requests = _json.map(lambda body: {**event("function-url-node-ready"), "bod
 @given(payload=_json | _url_requests, function=st.sampled_from(FUNCTIONS))
 def test_no_payload_makes_a_handler_raise(payload: Any, function: str) -> None:
     result = handler_for(function, StubService())(payload, None)
-    if isinstance(payload, dict) and "requestContext" in payload:
+    if (isinstance(payload, dict) and "requestContext" in payload) or "statusCode" in result:
         assert result["statusCode"] in (200, 400)
     else:
         assert result["status"] in ("handled", "ignored")

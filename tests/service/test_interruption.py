@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from gpupool.core.intake.causes import InstanceInterruption, InstanceStateChanged, Reconcile, Sweep
 from gpupool.core.model.base import ObjectMeta, OwnerReference
+from gpupool.core.model.claim_state import ANNOTATION_INTERRUPTED
 from gpupool.core.model.foreign import Pod, PodSpec
-from gpupool.core.planning.snapshot import ANNOTATION_INTERRUPTED
 from gpupool.service.bind import handle_bind
 from gpupool.service.launch import handle_launch
 from tests.service.fakes import World, make_pool

@@ -8,6 +8,7 @@ deleting a claim deletes its NodeClaim. Each test asserts end state in the fakes
 from __future__ import annotations
 
 import threading
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
@@ -16,11 +17,10 @@ import pytest
 from gpupool.core.intake.causes import Compact, Reconcile, Sweep
 from gpupool.core.model.constants import FINALIZER, LABEL_NODE_PROVISIONER
 from gpupool.core.model.pool import GPUPool
-from gpupool.core.planning.snapshot import ANNOTATION_UNAVAILABLE_OFFERINGS
+from gpupool.core.planning.unavailable import ANNOTATION_UNAVAILABLE_OFFERINGS
 from gpupool.core.quantity import Quantity
 from gpupool.service.bind import handle_bind
 from gpupool.service.compact import handle_compact
-from gpupool.service.karpenter_compute import with_karpenter
 from gpupool.service.launch import handle_launch
 from tests.service.fake_karpenter import FakeKarpenter
 from tests.service.fakes import Crash, World, make_pool
@@ -43,11 +43,9 @@ class KarpenterWorld(World):
     def __init__(self, pool: GPUPool, **settings: Any) -> None:
         super().__init__(pool, **settings)
         self.karpenter = FakeKarpenter(self.clock)
-        self.deps = with_karpenter(self.deps, self.karpenter)
+        self.deps = replace(self.deps, karpenter=self.karpenter)
 
     def with_holder(self, holder: str) -> Any:
-        from dataclasses import replace
-
         return replace(self.deps, holder=holder)
 
 
@@ -213,3 +211,46 @@ def test_compaction_deletes_the_gpunodeclaim_of_an_idle_node_and_that_deletes_it
     assert [n.name for n in world.karpenter.live()] == [claim.name], "not yet: the drain runs first"
     handle_bind(sweep("after"), world.deps)
     assert world.karpenter.live() == []
+
+
+def side_by_side() -> KarpenterWorld:
+    """A Provisioned pool (pool-a, cloud instances) and a Karpenter pool (pool-k) in one cluster."""
+    world = KarpenterWorld(karpenter_pool(name="pool-k", min_tflops="65", min_vram="16Gi"))
+    world.cluster.add(make_pool(min_tflops="65", min_vram="16Gi"))
+    return world
+
+
+def test_a_provisioned_pool_and_a_karpenter_pool_each_launch_through_their_own_compute() -> None:
+    world = side_by_side()
+    assert handle_launch(reconcile(), world.deps).errors == []
+    claims = {c.metadata.labels["tensor-fusion.ai/managed-by"]: c for c in world.claims()}
+    provisioned, karpenter = claims["pool-a"], claims["pool-k"]
+    assert [i.claim_name for i in world.compute.instances.values()] == [provisioned.name]
+    assert list(world.karpenter.nodeclaims) == [karpenter.name]
+    assert provisioned.status is not None and provisioned.status.instance_id in world.compute.instances
+    assert karpenter.status is not None and karpenter.status.instance_id == f"nodeclaim/{karpenter.name}"
+    world.cluster.delete_claim(provisioned.name)
+    world.cluster.delete_claim(karpenter.name)
+    assert handle_bind(sweep(), world.deps).errors == []
+    assert world.compute.live() == [] and world.karpenter.live() == [], "each ended by its own Compute"
+    assert world.claims() == [], "both finalizers released"
+
+
+def test_a_karpenter_claim_whose_pool_is_gone_is_still_ended_by_deleting_its_nodeclaim() -> None:
+    world = KarpenterWorld(karpenter_pool(min_tflops="65", min_vram="16Gi"))
+    handle_launch(reconcile(), world.deps)
+    (claim,) = world.claims()
+    del world.cluster.objects["GPUPool"]["pool-a"]
+    world.cluster.delete_claim(claim.name)
+    assert handle_bind(sweep(), world.deps).errors == []
+    assert world.karpenter.live() == [] and world.compute.count("terminate") == 0
+    assert world.claims() == []
+
+
+def test_without_karpenter_wired_a_karpenter_pool_fails_its_claims_with_the_reason() -> None:
+    world = World(karpenter_pool(min_tflops="65", min_vram="16Gi"))
+    assert handle_launch(reconcile(), world.deps).errors == []
+    (claim,) = world.claims()
+    assert claim.status is not None and claim.status.phase == "Failed"
+    assert "this deployment has none wired" in (claim.status.message or "")
+    assert world.compute.instances == {}, "never launched in the cloud instead"

@@ -21,7 +21,7 @@ from gpupool.core.model.constants import (
     LABEL_NODE_CLASS,
     pool_label,
 )
-from gpupool.core.planning.snapshot import ANNOTATION_UNAVAILABLE_OFFERINGS
+from gpupool.core.planning.unavailable import ANNOTATION_UNAVAILABLE_OFFERINGS
 from gpupool.core.quantity import Quantity
 from gpupool.service.bind import handle_bind
 from gpupool.service.errors import PermanentError, Throttled

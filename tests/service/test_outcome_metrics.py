@@ -48,7 +48,7 @@ def busy_outcome() -> Outcome:
         {"action": "launch-instance", "result": "failed"},
         {"action": "terminate-instance", "result": "applied"},
         {"action": "terminate-instance", "result": "dry-run"},
-        {"action": "launch-nodeclaim", "result": "applied"},
+        {"action": "launch-instance", "result": "applied"},  # a Karpenter-mode claim's NodeClaim
         {"action": "create-nodeclaim", "result": "failed"},
         {"action": "delete-nodeclaim", "result": "applied"},
     ]
@@ -61,7 +61,7 @@ def busy_outcome() -> Outcome:
 
 def test_counts_from_what_was_decided_and_applied() -> None:
     assert outcome_metrics(busy_outcome()) == {
-        "InstancesLaunched": 3,  # two instances and one Karpenter NodeClaim
+        "InstancesLaunched": 3,  # two instances and one Karpenter-mode NodeClaim
         "InstancesTerminated": 2,  # one instance and one NodeClaim (the dry run does not count)
         "LaunchFailures": 2,
         "ClaimsFailed": 1,

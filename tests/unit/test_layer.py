@@ -1,11 +1,12 @@
 """The Lambda layer ships only what the functions import, and that is enough to run them.
 
 `layers/gpupool/build_layer.py` (run by the layer's Makefile, which SAM calls) copies the closure
-of gpupool modules the handlers import. Built into a temporary folder: no embedded API server
-(`gpupool.local`), no CLI, no examples, no reference solvers; every shipped module and every
-function's `app.py` imports with that folder first on the path (so nothing is missing, lazy and
-by-name imports included); the Makefile builds the target SAM names. The gpupool part's size is
-printed (`pytest -s`); `benchmarks/layer_size.py` prints the whole layer's, dependencies included.
+of gpupool modules the handlers import. Built into a temporary folder: no sandbox
+(`gpupool.sandbox`), no simulations (`gpupool.simulation`), no test doubles (`gpupool.testing`),
+no CLI, no examples, no reference solvers; every shipped module and every function's `app.py`
+imports with that folder first on the path (so nothing is missing, lazy and by-name imports
+included); the Makefile builds the target SAM names. The gpupool part's size is printed
+(`pytest -s`); `benchmarks/layer_size.py` prints the whole layer's, dependencies included.
 """
 
 from __future__ import annotations
@@ -33,7 +34,14 @@ def _build(target: Path) -> list[str]:
 def test_the_layer_leaves_out_the_sandbox_the_cli_and_the_reference_solvers(tmp_path: Path) -> None:
     files = _build(tmp_path)
     assert "gpupool/handlers/aws_lambda.py" in files and "gpupool/core/catalog/aws.yaml" in files
-    for left_out in ("gpupool/local/", "gpupool/cli/", "gpupool/examples/", "benchmarks/"):
+    for left_out in (
+        "gpupool/sandbox/",
+        "gpupool/simulation/",
+        "gpupool/testing/",
+        "gpupool/cli/",
+        "gpupool/examples/",
+        "benchmarks/",
+    ):
         assert not any(f.startswith(left_out) for f in files), left_out
     assert not any("reference" in f for f in files)
     size = sum((tmp_path / f).stat().st_size for f in files)
@@ -61,9 +69,9 @@ for function in ("launch", "bind", "compact"):
     spec.loader.exec_module(importlib.util.module_from_spec(spec))
 sys.path.append({str(ROOT)!r})  # the fakes, after the layer: gpupool still comes from the layer
 from tests.service.fakes import World, make_pool
-# The fakes are the package's in-memory ports (gpupool.local.memory_ports, never shipped): they
+# The fakes are the package's in-memory ports (gpupool.testing.memory_ports, never shipped): they
 # come from the repository, before any handler runs, and are left out of the checks below.
-helpers = {{n for n in sys.modules if n == "gpupool.local" or n.startswith("gpupool.local.memory_ports")}}
+helpers = {{n for n in sys.modules if n == "gpupool.testing" or n.startswith("gpupool.testing.")}}
 for function in ("launch", "bind", "compact"):
     spec = importlib.util.spec_from_file_location(f"run_{{function}}", f"{{functions}}/{{function}}/app.py")
     app = importlib.util.module_from_spec(spec)
@@ -79,7 +87,10 @@ print(json.dumps(sorted(shipped)))
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     loaded = json.loads(done.stdout.strip().splitlines()[-1])
-    assert not any(m.startswith(("gpupool.local", "gpupool.cli")) for m in loaded)
+    assert not any(
+        m.startswith(("gpupool.sandbox", "gpupool.simulation", "gpupool.testing", "gpupool.cli"))
+        for m in loaded
+    )
     assert {"gpupool.service.launch", "gpupool.service.bind", "gpupool.service.compact"} <= set(loaded)
 
 

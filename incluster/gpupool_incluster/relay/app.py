@@ -39,7 +39,7 @@ from gpupool_incluster.relay.report import allocation_report, simulation_report
 __all__ = ["ALL_SURFACES", "create_app"]
 
 ALL_SURFACES = frozenset({"extender", "webhook", "api", "health", "metrics"})
-Handler = Callable[[Request], Awaitable[Response]]
+RouteHandler = Callable[[Request], Awaitable[Response]]
 
 MAX_BODY = 8 << 20
 
@@ -58,7 +58,7 @@ def _bad(message: str, status: int = 400) -> JSONResponse:
     return JSONResponse({"error": message}, status_code=status)
 
 
-def _timed(metrics: RelayMetrics | None, route: str, handler: Handler) -> Handler:
+def _timed(metrics: RelayMetrics | None, route: str, handler: RouteHandler) -> RouteHandler:
     if metrics is None:
         return handler
     histogram = metrics.request_latency.labels(route)
@@ -73,7 +73,7 @@ def _timed(metrics: RelayMetrics | None, route: str, handler: Handler) -> Handle
     return timed
 
 
-def _guarded(access: TokenAccess | None, verb: str, path: str, handler: Handler) -> Handler:
+def _guarded(access: TokenAccess | None, verb: str, path: str, handler: RouteHandler) -> RouteHandler:
     if access is None:
         return handler
 

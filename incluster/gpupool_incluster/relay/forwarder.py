@@ -1,15 +1,17 @@
 """The forwarder: watched changes → relay events → batching windows → one delivery lane per function.
 
-Role: `Forwarder.start()` opens a list+watch per kind (Pods, Nodes, GPUNodeClaims, GPUPools,
-TensorFusionClusters, and Karpenter NodeClaims when that CRD exists), translates each change
-(`changes`), passes it through the batching windows (`batching`, ticked by a timer thread) and
-queues what leaves on the lane of the function it is for (`delivery`). Events for a function
-without a `--forward` URL are counted as seen and not queued. `stop()` ends it all; a later
-`start()` (leadership regained, or a restarted relay) re-lists, so what changed meanwhile is
-delivered again (the functions are idempotent).
+Role: `Forwarder.start()` subscribes to the process's shared streams (`informers`) of Pods,
+Nodes, GPUNodeClaims, GPUPools, TensorFusionClusters and Karpenter NodeClaims (idle when that
+CRD is absent), translates each change (`changes`), passes it through the batching windows
+(`batching`, ticked by a timer thread) and queues what leaves on the lane of the function it is
+for (`delivery`). Events for a function without a `--forward` URL are counted as seen and not
+queued. `stop()` unsubscribes and stops the lanes; the streams go on (the hub reads them too).
+A later `start()` (leadership regained) is replayed the current state, each object as first
+seen, so what changed meanwhile is delivered again (the functions are idempotent), as a
+restarted relay's first listing does.
 
-Must not: serve HTTP, or forward while another replica holds the lease (the caller starts and
-stops it from the leader election).
+Must not: serve HTTP, open watches of its own, or forward while another replica holds the lease
+(the caller starts and stops it from the leader election).
 """
 
 from __future__ import annotations
@@ -18,26 +20,22 @@ import ipaddress
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-from kubernetes import client as _client
-
-from gpupool.core.model import constants as c
+from gpupool.core.intake.routing import FUNCTIONS
 from gpupool_incluster.relay.batching import DEFAULT_IDLE_SECONDS, DEFAULT_MAX_WINDOW_SECONDS, Batcher
-from gpupool_incluster.relay.changes import ChangeTranslator, RelayEvent
+from gpupool_incluster.relay.changes import WATCHED_KINDS, ChangeTranslator, RelayEvent, WatchedObject
 from gpupool_incluster.relay.delivery import DeliveryLane, DeliverySettings
+from gpupool_incluster.relay.informers import SharedInformer, SharedInformers, Subscription
 from gpupool_incluster.relay.metrics import RelayMetrics
 from gpupool_incluster.relay.signing import Signer
-from gpupool_incluster.relay.watching import ListWatch, WatchTimings
 
 __all__ = ["FUNCTIONS", "ForwardSettings", "Forwarder", "warn_unsigned"]
 
-client: Any = _client
 log = logging.getLogger("gpupool.relay.forward")
-FUNCTIONS = ("launch", "bind", "compact")
 
 
 def _loopback(url: str) -> bool:
@@ -64,7 +62,6 @@ class ForwardSettings:
     idle: float = DEFAULT_IDLE_SECONDS
     max_window: float = DEFAULT_MAX_WINDOW_SECONDS
     delivery: DeliverySettings = field(default_factory=DeliverySettings)
-    watch: WatchTimings = field(default_factory=WatchTimings)
 
     def __post_init__(self) -> None:
         unknown = sorted(set(self.urls) - set(FUNCTIONS))
@@ -72,32 +69,16 @@ class ForwardSettings:
             raise ValueError(f"--forward: unknown function {unknown[0]!r}; choose launch, bind or compact")
 
 
-def _listers(api: Any) -> dict[str, Callable[..., Any]]:
-    core = client.CoreV1Api(api)
-    custom = client.CustomObjectsApi(api)
-
-    def crd(group: str, plural: str) -> Callable[..., Any]:
-        def lister(**kwargs: Any) -> Any:
-            return custom.list_cluster_custom_object(group, "v1", plural, **kwargs)
-
-        return lister
-
-    return {
-        "Pod": core.list_pod_for_all_namespaces,
-        "Node": core.list_node,
-        "GPUNodeClaim": crd(c.API_GROUP, "gpunodeclaims"),
-        "NodeClaim": crd("karpenter.sh", "nodeclaims"),
-        "GPUPool": crd(c.API_GROUP, "gpupools"),
-        "TensorFusionCluster": crd(c.API_GROUP, "tensorfusionclusters"),
-    }
-
-
 class Forwarder:
-    def __init__(self, api: Any, signer: Signer, settings: ForwardSettings, metrics: RelayMetrics) -> None:
-        self.api, self.signer, self.settings, self.metrics = api, signer, settings, metrics
-        self._lock = threading.Lock()
+    def __init__(
+        self, informers: SharedInformers, signer: Signer, settings: ForwardSettings, metrics: RelayMetrics
+    ) -> None:
+        self.informers, self.signer, self.settings, self.metrics = informers, signer, settings, metrics
+        self._lifecycle = threading.Lock()  # start / stop; never held by a delivery
+        self._lock = threading.Lock()  # the pipeline: translator, windows, lanes
         self._stop = threading.Event()
-        self._watches: list[ListWatch] = []
+        self._streams: list[SharedInformer[Any]] = []
+        self._subscriptions: list[Subscription] = []
         self._lanes: dict[str, DeliveryLane] = {}
         self._batcher = Batcher(idle=settings.idle, max_window=settings.max_window)
         self._translator = ChangeTranslator()
@@ -105,49 +86,43 @@ class Forwarder:
 
     # ---- lifecycle ---------------------------------------------------------------------------
     def start(self) -> None:
-        with self._lock:
+        with self._lifecycle:
             if self.running:
                 return
-            self._stop = threading.Event()
-            self._translator = ChangeTranslator()
-            self._batcher = Batcher(idle=self.settings.idle, max_window=self.settings.max_window)
-            self._lanes = {
-                name: DeliveryLane(name, url, self.signer, self.metrics, self.settings.delivery)
-                for name, url in self.settings.urls.items()
-            }
-            for lane in self._lanes.values():
-                lane.start()
-            self._watches = [
-                ListWatch(
-                    kind,
-                    lister,
-                    self._observer(kind),
-                    stop=self._stop,
-                    metrics=self.metrics,
-                    timings=self.settings.watch,
-                )
-                for kind, lister in _listers(self.api).items()
-            ]
-            for watch in self._watches:
-                watch.start()
+            with self._lock:
+                self._stop = threading.Event()
+                self._batcher = Batcher(idle=self.settings.idle, max_window=self.settings.max_window)
+                self._lanes = {
+                    name: DeliveryLane(name, url, self.signer, self.metrics, self.settings.delivery)
+                    for name, url in self.settings.urls.items()
+                }
+                for lane in self._lanes.values():
+                    lane.start()
+                for kind in WATCHED_KINDS:
+                    self._translator.forget_all(kind)  # the replay below is each object's first sight
+            # Outside the pipeline lock: a subscription replays through `_observe`, which takes it.
+            self._streams = [self.informers.informer(kind) for kind in WATCHED_KINDS]
+            self._subscriptions = [stream.subscribe(self._observe) for stream in self._streams]
             threading.Thread(
                 target=self._tick, args=(self._stop,), name="forward-windows", daemon=True
             ).start()
             self.running = True
 
     def stop(self) -> None:
-        with self._lock:
+        with self._lifecycle:
             if not self.running:
                 return
-            self._stop.set()
-            for watch in self._watches:
-                watch.interrupt()
-            for lane in self._lanes.values():
-                lane.stop()
+            for subscription in self._subscriptions:
+                subscription.cancel()  # waits for a delivery in progress; the stream goes on
+            self._subscriptions = []
+            with self._lock:
+                self._stop.set()
+                for lane in self._lanes.values():
+                    lane.stop()
             self.running = False
 
     def synced(self) -> bool:
-        return self.running and all(w.synced.is_set() for w in self._watches)
+        return self.running and all(stream.synced.is_set() for stream in self._streams)
 
     def wait_delivered(self, timeout: float) -> bool:
         """Windows flushed and every lane idle (tests and benchmarks)."""
@@ -161,18 +136,15 @@ class Forwarder:
         return False
 
     # ---- pipeline ------------------------------------------------------------------------------
-    def _observer(self, kind: str) -> Callable[[Mapping[str, Any], bool], None]:
-        def observe(obj: Mapping[str, Any], deleted: bool) -> None:
-            now = time.monotonic()
-            with self._lock:
-                events = self._translator.observe(kind, obj, deleted=deleted, seen_at=now)
-                ready: list[RelayEvent] = []
-                for event in events:
-                    self.metrics.events_seen.labels(event.kind, event.function).inc()
-                    ready += self._batcher.add(event, now)
-                self._queue(ready)
-
-        return observe
+    def _observe(self, obj: WatchedObject, /, *, deleted: bool) -> None:
+        now = time.monotonic()
+        with self._lock:
+            events = self._translator.observe(obj, deleted=deleted, seen_at=now)
+            ready: list[RelayEvent] = []
+            for event in events:
+                self.metrics.events_seen.labels(event.kind, event.function).inc()
+                ready += self._batcher.add(event, now)
+            self._queue(ready)
 
     def _tick(self, stop: threading.Event) -> None:
         while not stop.is_set():

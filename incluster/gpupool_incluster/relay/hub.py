@@ -1,12 +1,15 @@
 """The relay's scheduling hub: one allocator, one lock, and what the webhook needs to know.
 
-Role: apply watched objects (GPUs, pods, GPUPools, GPUResourceQuotas, Nodes) to the allocator;
-answer extender filter / prioritize, webhook admission, simulate-schedule and the allocation
-dump; run bind as reserve (under the lock) → annotate pod → create Binding, releasing the
-reservation if a write fails, so a bind that loses a race leaves the state as it was. With
-progressive migration on (and a `NodeTainter` given), it feeds the taint keeper (`migration`):
-which nodes exist and carry the used-by taint, and a wake-up whenever a node may have gained its
-first worker or lost its last. Pools, templates and quotas are applied by `policies`.
+Role: apply watched objects (GPUs, pods, Nodes, and the policy objects: GPUPools,
+SchedulingConfigTemplates, GPUResourceQuotas, WorkloadProfiles), each already read into its
+model, to the allocator; answer extender filter / prioritize, webhook admission,
+simulate-schedule and the allocation dump; run bind as reserve (under the lock) → annotate pod →
+create Binding, releasing the reservation if a write fails, so a bind that loses a race leaves
+the state as it was. With progressive migration on (and a `NodeTainter` given), it feeds the
+taint keeper (`migration`): which nodes exist and carry the used-by taint, and a wake-up whenever
+a node may have gained its first worker or lost its last. The policy objects are kept in the
+hub's `PolicyBook` (`policies`), which the hub calls under its lock; what they mean for placement
+(oversubscription, pool modes, quota limits) the hub sets on the allocator.
 
 Must not: serve HTTP (see `app`) or hold a Kubernetes client (it gets a `ClusterWriter` and
 optionally a `NodeTainter`).
@@ -21,7 +24,7 @@ from typing import Any
 
 from gpupool.core.admission import AdmissionContext, Mutation, mutate_pod
 from gpupool.core.allocator import Allocation, AllocationError, Allocator, Simulation
-from gpupool.core.allocator.build import gpu_info
+from gpupool.core.allocator.build import gpu_info, oversubscription_of, quota_limits
 from gpupool.core.allocator.pod_request import (
     ANNOTATION_GPU_IDS,
     RequestError,
@@ -32,19 +35,23 @@ from gpupool.core.allocator.progressive import has_used_by_taint
 from gpupool.core.extender import ExtenderArgs, handle_filter, handle_prioritize, reserve_for_bind
 from gpupool.core.model.foreign import Node, Pod
 from gpupool.core.model.node import GPU
+from gpupool.core.model.pool import GPUPool
+from gpupool.core.model.quota import GPUResourceQuota
+from gpupool.core.model.scheduling import SchedulingConfigTemplate
+from gpupool.core.model.workload import WorkloadProfile
 from gpupool_incluster.relay.gangs import GangGate
 from gpupool_incluster.relay.migration import TaintKeeper
-from gpupool_incluster.relay.policies import DEFAULT_POOL_ANNOTATION, PolicyObjects
+from gpupool_incluster.relay.policies import DEFAULT_POOL_ANNOTATION, PolicyBook
 from gpupool_incluster.relay.ports import BindFailed, ClusterWriter, HubSettings, NodeTainter
 from gpupool_incluster.relay.replicas import ReplicaLedger
-from gpupool_incluster.relay.views import apply_annotation_patch, raw_taints, usage_copy
+from gpupool_incluster.relay.views import apply_annotation_patch, usage_copy
 
 log = logging.getLogger("gpupool.relay")
 
 __all__ = ["DEFAULT_POOL_ANNOTATION", "BindFailed", "ClusterWriter", "HubSettings", "SchedulerHub"]
 
 
-class SchedulerHub(PolicyObjects):
+class SchedulerHub:
     """Thread-safe façade over the allocator for the relay's handlers and watchers."""
 
     def __init__(
@@ -58,7 +65,7 @@ class SchedulerHub(PolicyObjects):
         self.writer = writer
         self.lock = threading.RLock()
         self.allocator = Allocator(self.settings.policy)
-        PolicyObjects.__init__(self)
+        self.policies = PolicyBook()
         self.native_pods: dict[str, str] = {}
         # Bound pods naming GPUs, by GPU name: a GPU that appears after its pods (watch order)
         # re-reads them, so their share of it is counted.
@@ -82,10 +89,31 @@ class SchedulerHub(PolicyObjects):
     # ---- watched objects ---------------------------------------------------------------------
     @property
     def default_pool(self) -> str:
-        return self.settings.default_pool or self.default_pool_marked or ""
+        return self.settings.default_pool or self.policies.default_pool_marked or ""
 
-    def apply_gpu(self, raw: Mapping[str, Any], *, deleted: bool = False) -> None:
-        gpu = GPU.model_validate(raw)
+    def apply_pool(self, pool: GPUPool, *, deleted: bool = False) -> None:
+        oversubscription = None if deleted else oversubscription_of(pool)
+        with self.lock:
+            self.policies.apply_pool(pool, deleted=deleted)
+            self.allocator.pool_modes = self.policies.pool_modes()
+            self.allocator.state.set_oversubscription(pool.metadata.name or "", oversubscription)
+
+    def apply_template(self, template: SchedulingConfigTemplate, *, deleted: bool = False) -> None:
+        with self.lock:
+            self.policies.apply_template(template, deleted=deleted)
+            self.allocator.pool_modes = self.policies.pool_modes()
+
+    def apply_quota(self, quota: GPUResourceQuota, *, deleted: bool = False) -> None:
+        limits = None if deleted else quota_limits(quota)
+        with self.lock:
+            self.policies.apply_quota(quota, deleted=deleted)
+            self.allocator.set_quota(quota.metadata.namespace or "default", limits)
+
+    def apply_profile(self, profile: WorkloadProfile, *, deleted: bool = False) -> None:
+        with self.lock:
+            self.policies.apply_profile(profile, deleted=deleted)
+
+    def apply_gpu(self, gpu: GPU, *, deleted: bool = False) -> None:
         with self.lock:
             info = None if deleted else gpu_info(gpu)
             name = gpu.metadata.name or ""
@@ -105,9 +133,8 @@ class SchedulerHub(PolicyObjects):
         if self.synced.is_set():
             self.allocator.state.ensure_layout()
 
-    def apply_node(self, raw: Mapping[str, Any], *, deleted: bool = False) -> None:
+    def apply_node(self, node: Node, *, deleted: bool = False) -> None:
         """Node labels (node affinity) and host memory / disk (VRAM expansion bounds)."""
-        node = Node.model_validate(raw)
         name = node.metadata.name or ""
         labels = dict(node.metadata.labels)
         capacity = node.status.capacity
@@ -116,15 +143,15 @@ class SchedulerHub(PolicyObjects):
         with self.lock:
             state = self.allocator.state
             if self.taints is not None:
-                self.taints.observe_node(name, tainted=has_used_by_taint(raw_taints(raw)), deleted=deleted)
+                taints = [t.model_dump(exclude_none=True) for t in node.spec.taints]
+                self.taints.observe_node(name, tainted=has_used_by_taint(taints), deleted=deleted)
             if deleted:
                 return
             if state.node_labels.get(name) != labels or state.node_host.get(name, (0, 0)) != host:
                 state.set_node(name, labels, host_memory=host[0], host_disk=host[1])
                 self._relayout_now()
 
-    def apply_pod(self, raw: Mapping[str, Any], *, deleted: bool = False) -> None:
-        pod = Pod.model_validate(raw)
+    def apply_pod(self, pod: Pod, *, deleted: bool = False) -> None:
         key = f"{pod.metadata.namespace or 'default'}/{pod.metadata.name}"
         finished = deleted or pod.status.phase in ("Succeeded", "Failed")
         with self.lock:
@@ -247,13 +274,13 @@ class SchedulerHub(PolicyObjects):
         with self.lock:
             owner = _owner_of(pod)
             return AdmissionContext(
-                pools=dict(self.pools),
+                pools=dict(self.policies.pools),
                 default_pool=self.default_pool or None,
-                quota=self.quotas.get(namespace),
+                quota=self.policies.quotas.get(namespace),
                 quota_usage=usage_copy(self.allocator, namespace),
                 progressive_migration=self.settings.progressive_migration,
                 migrated_replicas=self.replicas.migrated(owner),
-                workload_profiles=dict(self.profiles.get(namespace, {})),
+                workload_profiles=self.policies.profiles_in(namespace),
             )
 
     def admit(self, pod: Mapping[str, Any], namespace: str, *, record: bool = True) -> Mutation:

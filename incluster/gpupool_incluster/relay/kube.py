@@ -2,12 +2,14 @@
 
 Role: `KubeWriter` reads a pod, merges the GPU annotation onto it and creates the pods/binding
 subresource (a conflict — the pod already bound — surfaces as an exception, so the hub releases
-its reservation). `start_watches` lists then watches GPUs, GPUPools, SchedulingConfigTemplates,
-GPUResourceQuotas, WorkloadProfiles, Nodes and Pods with the official client, one daemon thread
-each (`watching.ListWatch`: resumes from the last resourceVersion, re-lists on 410 Gone or an
-error, and a re-list reports what vanished meanwhile as deleted, so nothing lingers; an object a
-watch cannot read is skipped with a Warning Event on it), and starts the hub's taint keeper when
-progressive migration is on. `KubeWriter` also edits that one taint (`set_used_by_taint`).
+its reservation). `subscribe_hub` subscribes the hub to the process's shared streams
+(`informers`: one list+watch per resource, resumed from the last resourceVersion, re-listed on
+410 Gone or an error with what vanished meanwhile reported deleted, an unreadable object skipped
+with a Warning Event on it) of GPUs, GPUPools, SchedulingConfigTemplates, GPUResourceQuotas,
+WorkloadProfiles, Nodes and Pods, sets `hub.synced` once each has listed, and starts the hub's
+taint keeper when progressive migration is on; `start_watches` does the same over streams of the
+hub's own (a process with no forwarder). `KubeWriter` also edits that one taint
+(`set_used_by_taint`).
 
 Must not: decide placement or admission.
 """
@@ -16,23 +18,25 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from kubernetes import client as _client
 
 from gpupool.core.allocator.progressive import taints_after
-from gpupool.core.model import constants as c
+from gpupool.core.model.foreign import Node, Pod
+from gpupool.core.model.node import GPU
+from gpupool.core.model.pool import GPUPool
+from gpupool.core.model.quota import GPUResourceQuota
+from gpupool.core.model.scheduling import SchedulingConfigTemplate
+from gpupool.core.model.workload import WorkloadProfile
 from gpupool_incluster.relay.hub import SchedulerHub
+from gpupool_incluster.relay.informers import SharedInformers
 from gpupool_incluster.relay.metrics import RelayMetrics
-from gpupool_incluster.relay.unreadable import event_reporter, skipping_unreadable
-from gpupool_incluster.relay.watching import ListWatch
 
-__all__ = ["KubeWriter", "start_watches"]
+__all__ = ["KubeWriter", "start_watches", "subscribe_hub"]
 
 log = logging.getLogger("gpupool.relay")
-Apply = Callable[..., None]
 # The client's own annotations are partial; it is used through Any at this boundary.
 client: Any = _client
 
@@ -85,72 +89,39 @@ class KubeWriter:
         raise RuntimeError(f"node {node}: its taints kept changing under {attempts} attempts to update them")
 
 
-def _custom_lister(api: Any, plural: str) -> Callable[..., Any]:
-    custom = client.CustomObjectsApi(api)
+def subscribe_hub(
+    hub: SchedulerHub, informers: SharedInformers, stop: threading.Event
+) -> list[threading.Thread]:
+    """Feed the hub from the shared streams of its kinds; `hub.synced` is set once every one has
+    listed. Returns the threads this starts (the sync marker, and the taint keeper when on)."""
+    subscriptions = [
+        informers.subscribe(GPUPool, hub.apply_pool),
+        informers.subscribe(SchedulingConfigTemplate, hub.apply_template),
+        informers.subscribe(GPUResourceQuota, hub.apply_quota),
+        informers.subscribe(WorkloadProfile, hub.apply_profile),
+        informers.subscribe(Node, hub.apply_node),
+        informers.subscribe(GPU, hub.apply_gpu),
+        informers.subscribe(Pod, hub.apply_pod),
+    ]
+    streams = [subscription.informer for subscription in subscriptions]
 
-    def lister(**kwargs: Any) -> Any:
-        return custom.list_cluster_custom_object(c.API_GROUP, "v1", plural, **kwargs)
+    def mark_synced() -> None:
+        for stream in streams:
+            while not stream.synced.wait(0.2):
+                if stop.is_set():
+                    return
+        hub.synced.set()
 
-    return lister
-
-
-def _applier(apply: Apply) -> Callable[[Mapping[str, Any], bool], None]:
-    def on_change(obj: Mapping[str, Any], deleted: bool) -> None:
-        apply(obj, deleted=deleted)
-
-    return on_change
+    threads = [threading.Thread(target=mark_synced, name="watch-synced", daemon=True)]
+    threads[0].start()
+    if hub.taints is not None:
+        threads.append(hub.taints.start(stop))
+    return threads
 
 
 def start_watches(
     api: Any, hub: SchedulerHub, stop: threading.Event, metrics: RelayMetrics | None = None
 ) -> list[threading.Thread]:
-    """One list+watch thread per kind (`watching.ListWatch`: bookmarks, re-list on 410 Gone, back-off
-    on errors, restarts counted in `metrics`); `hub.synced` is set once every kind has been listed.
-    An object a watch cannot read is skipped with a Warning Event on it (`unreadable`)."""
-    core = client.CoreV1Api(api)
-    report = event_reporter(api)
-    kinds: list[tuple[str, Callable[..., Any], Apply]] = [
-        (kind, lister, skipping_unreadable(model_kind, apply, report))
-        for kind, model_kind, lister, apply in (
-            ("gpupools", "GPUPool", _custom_lister(api, "gpupools"), hub.apply_pool),
-            (
-                "schedulingconfigtemplates",
-                "SchedulingConfigTemplate",
-                _custom_lister(api, "schedulingconfigtemplates"),
-                hub.apply_template,
-            ),
-            (
-                "gpuresourcequotas",
-                "GPUResourceQuota",
-                _custom_lister(api, "gpuresourcequotas"),
-                hub.apply_quota,
-            ),
-            (
-                "workloadprofiles",
-                "WorkloadProfile",
-                _custom_lister(api, "workloadprofiles"),
-                hub.apply_profile,
-            ),
-            ("nodes", "Node", core.list_node, hub.apply_node),
-            ("gpus", "GPU", _custom_lister(api, "gpus"), hub.apply_gpu),
-            ("pods", "Pod", core.list_pod_for_all_namespaces, hub.apply_pod),
-        )
-    ]
-    counters = metrics or RelayMetrics()
-    watches = [
-        ListWatch(kind, lister, _applier(apply), stop=stop, metrics=counters) for kind, lister, apply in kinds
-    ]
-    threads = [watch.start() for watch in watches]
-
-    def mark_synced() -> None:
-        for watch in watches:
-            while not watch.synced.wait(0.2):
-                if stop.is_set():
-                    return
-        hub.synced.set()
-
-    threading.Thread(target=mark_synced, name="watch-synced", daemon=True).start()
-    if hub.taints is not None:
-        threads.append(hub.taints.start(stop))
-    time.sleep(0)
-    return threads
+    """`subscribe_hub` over streams of the hub's own, ended by `stop` (a relay without a forwarder)."""
+    informers = SharedInformers(api, metrics=metrics or RelayMetrics(), stop=stop)
+    return subscribe_hub(hub, informers, stop)

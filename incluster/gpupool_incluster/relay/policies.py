@@ -1,38 +1,34 @@
-"""The hub's policy objects: GPUPools, SchedulingConfigTemplates and GPUResourceQuotas.
+"""The hub's book of policy objects: GPUPools, SchedulingConfigTemplates, GPUResourceQuotas and
+WorkloadProfiles, as last watched.
 
-Role: a base of `SchedulerHub` that applies these watched kinds — pool QoS defaults and the
-default pool (for the webhook), oversubscription and placement modes (for the allocator),
-namespace quotas (both) — under the hub's lock.
+Role: `PolicyBook` keeps what the webhook's admission needs of these kinds — each pool's QoS
+default, the pool TensorFusion marks as default, each namespace's quota and workload profiles —
+and derives the placement mode of each pool from the template it names (`pool_modes`). The hub
+owns one book, calls it under its lock, and pushes what the allocator needs (oversubscription,
+pool modes, quota limits) into the allocator itself.
 
-Must not: touch pods, GPUs or nodes (the hub does), or call the API server.
+Must not: lock (its caller serialises access), touch the allocator, pods, GPUs or nodes, or call
+the API server.
 """
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Mapping
-from typing import Any
-
 from gpupool.core.admission import PoolInfo
-from gpupool.core.allocator import Allocator, PlacementMode
-from gpupool.core.allocator.build import oversubscription_of, quota_limits
+from gpupool.core.allocator import PlacementMode
 from gpupool.core.model import constants as c
 from gpupool.core.model.pool import GPUPool
 from gpupool.core.model.quota import GPUResourceQuota
 from gpupool.core.model.scheduling import SchedulingConfigTemplate
 from gpupool.core.model.workload import WorkloadProfile, WorkloadProfileSpec
 
-__all__ = ["DEFAULT_POOL_ANNOTATION", "PolicyObjects"]
+__all__ = ["DEFAULT_POOL_ANNOTATION", "PolicyBook"]
 
 # TensorFusion marks its default pool with this annotation ("true").
 DEFAULT_POOL_ANNOTATION = f"{c.DOMAIN}/is-default-pool"
 
 
-class PolicyObjects:
-    """Pools, templates and quotas as the hub knows them; subclasses provide `lock` and `allocator`."""
-
-    lock: threading.RLock
-    allocator: Allocator
+class PolicyBook:
+    """Pools, templates, quotas and profiles as last watched; callers serialise access."""
 
     def __init__(self) -> None:
         self.pools: dict[str, PoolInfo] = {}
@@ -43,60 +39,50 @@ class PolicyObjects:
         # WorkloadProfiles by namespace, then name: the webhook resolves a pod's profile here.
         self.profiles: dict[str, dict[str, WorkloadProfileSpec]] = {}
 
-    def apply_pool(self, raw: Mapping[str, Any], *, deleted: bool = False) -> None:
-        pool = GPUPool.model_validate(raw)
+    def apply_pool(self, pool: GPUPool, *, deleted: bool = False) -> None:
         name = pool.metadata.name or ""
-        with self.lock:
-            if deleted:
-                self.pools.pop(name, None)
-                self.allocator.state.set_oversubscription(name, None)
-                return
-            if pool.spec.scheduling_config_template:
-                self.pool_templates[name] = pool.spec.scheduling_config_template
-            else:
-                self.pool_templates.pop(name, None)
-            self._refresh_pool_modes()
-            qos = pool.spec.qos_config.default_qos if pool.spec.qos_config else None
-            self.pools[name] = PoolInfo(name, default_qos=qos)
-            if pool.metadata.annotations.get(DEFAULT_POOL_ANNOTATION) == "true":
-                self.default_pool_marked = name
-            self.allocator.state.set_oversubscription(name, oversubscription_of(pool))
+        if deleted:
+            self.pools.pop(name, None)
+            return
+        if pool.spec.scheduling_config_template:
+            self.pool_templates[name] = pool.spec.scheduling_config_template
+        else:
+            self.pool_templates.pop(name, None)
+        qos = pool.spec.qos_config.default_qos if pool.spec.qos_config else None
+        self.pools[name] = PoolInfo(name, default_qos=qos)
+        if pool.metadata.annotations.get(DEFAULT_POOL_ANNOTATION) == "true":
+            self.default_pool_marked = name
 
-    def apply_template(self, raw: Mapping[str, Any], *, deleted: bool = False) -> None:
+    def apply_template(self, template: SchedulingConfigTemplate, *, deleted: bool = False) -> None:
         """A SchedulingConfigTemplate: its placement mode applies to the pools that name it."""
-        template = SchedulingConfigTemplate.model_validate(raw)
         name = template.metadata.name or ""
-        with self.lock:
-            if deleted:
-                self.template_modes.pop(name, None)
-            else:
-                self.template_modes[name] = PlacementMode(template.spec.placement.mode)
-            self._refresh_pool_modes()
+        if deleted:
+            self.template_modes.pop(name, None)
+        else:
+            self.template_modes[name] = PlacementMode(template.spec.placement.mode)
 
-    def _refresh_pool_modes(self) -> None:
-        self.allocator.pool_modes = {
+    def pool_modes(self) -> dict[str, PlacementMode]:
+        """The placement mode of each pool whose template is known."""
+        return {
             pool: self.template_modes[template]
             for pool, template in self.pool_templates.items()
             if template in self.template_modes
         }
 
-    def apply_profile(self, raw: Mapping[str, Any], *, deleted: bool = False) -> None:
+    def apply_profile(self, profile: WorkloadProfile, *, deleted: bool = False) -> None:
         """A WorkloadProfile: pods of its namespace may name it (tensor-fusion.ai/workload-profile)."""
-        profile = WorkloadProfile.model_validate(raw)
         namespace, name = profile.metadata.namespace or "default", profile.name
-        with self.lock:
-            if deleted:
-                self.profiles.get(namespace, {}).pop(name, None)
-            else:
-                self.profiles.setdefault(namespace, {})[name] = profile.spec
+        if deleted:
+            self.profiles.get(namespace, {}).pop(name, None)
+        else:
+            self.profiles.setdefault(namespace, {})[name] = profile.spec
 
-    def apply_quota(self, raw: Mapping[str, Any], *, deleted: bool = False) -> None:
-        quota = GPUResourceQuota.model_validate(raw)
+    def apply_quota(self, quota: GPUResourceQuota, *, deleted: bool = False) -> None:
         namespace = quota.metadata.namespace or "default"
-        with self.lock:
-            if deleted:
-                self.quotas.pop(namespace, None)
-                self.allocator.set_quota(namespace, None)
-            else:
-                self.quotas[namespace] = quota
-                self.allocator.set_quota(namespace, quota_limits(quota))
+        if deleted:
+            self.quotas.pop(namespace, None)
+        else:
+            self.quotas[namespace] = quota
+
+    def profiles_in(self, namespace: str) -> dict[str, WorkloadProfileSpec]:
+        return dict(self.profiles.get(namespace, {}))

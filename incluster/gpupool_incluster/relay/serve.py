@@ -10,8 +10,9 @@ TLS is the default: with `--tls-cert/--tls-key` the given pair is served, and re
 files change (a renewed Secret ends the process, and the kubelet restarts the container on the
 new pair: uvicorn cannot swap a certificate in place; see `_watch_certificate`); without
 them a self-signed certificate for the listen host is generated into a private temporary
-directory. Plain HTTP only with `insecure_http=True`. With forward URLs, a Lease decides which
-replica runs the forwarder.
+directory. Plain HTTP only with `insecure_http=True`. One list+watch per resource serves the
+whole process (`informers`): the hub subscribes at start, the forwarder (with forward URLs)
+whenever this replica holds the Lease.
 
 Must not: decide anything.
 """
@@ -44,10 +45,12 @@ from gpupool_incluster.relay.access import TokenAccess
 from gpupool_incluster.relay.app import create_app
 from gpupool_incluster.relay.forwarder import Forwarder, ForwardSettings
 from gpupool_incluster.relay.hub import HubSettings, SchedulerHub
-from gpupool_incluster.relay.kube import KubeWriter, start_watches
+from gpupool_incluster.relay.informers import SharedInformers
+from gpupool_incluster.relay.kube import KubeWriter, subscribe_hub
 from gpupool_incluster.relay.lease import LeaderElector, LeaseTimings
 from gpupool_incluster.relay.metrics import RelayMetrics
 from gpupool_incluster.relay.signing import Signer
+from gpupool_incluster.relay.watching import WatchTimings
 
 __all__ = ["RelayOptions", "self_signed_pair", "serve"]
 
@@ -74,6 +77,7 @@ class RelayOptions:
     lease_namespace: str = ""
     lease_name: str = "gpupool-relay"
     lease: LeaseTimings = field(default_factory=LeaseTimings)
+    watch: WatchTimings = field(default_factory=WatchTimings)
 
 
 def self_signed_pair(host: str, directory: Path, *, now: dt.datetime) -> tuple[Path, Path]:
@@ -167,11 +171,12 @@ def serve(options: RelayOptions) -> None:
     metrics = RelayMetrics()
     metrics.watch_allocation(hub)  # the allocation gauges the chart's PrometheusRule reads
     stop = threading.Event()
-    start_watches(api, hub, stop, metrics)
+    informers = SharedInformers(api, metrics=metrics, stop=stop, timings=options.watch)
+    subscribe_hub(hub, informers, stop)
     elector: LeaderElector | None = None
     forwarder: Forwarder | None = None
     if options.forward.urls and options.signer is not None:
-        forwarder = Forwarder(api, options.signer, options.forward, metrics)
+        forwarder = Forwarder(informers, options.signer, options.forward, metrics)
         identity = f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}"
 
         def started() -> None:
@@ -226,4 +231,5 @@ def serve(options: RelayOptions) -> None:
                 elector.stop(release=True)
             if forwarder is not None:
                 forwarder.stop()
+            informers.stop()
             api.close()

@@ -1,9 +1,10 @@
 """The relay's watches skip an object they cannot read, with a Warning Event on it.
 
-Role: `skipping_unreadable(kind, apply, report)` wraps a hub `apply_*` so that an item that
-does not fit its model is logged (naming the fields), reported and skipped, and the watch goes
-on with the rest: without it one malformed GPUPool made the pools watch fail and relist
-forever. `event_reporter(api)` records that Warning Event through the adapters' Event writer.
+Role: `read_or_skip(model, raw, report)` reads a watched item into its model; an item that does
+not fit is logged (naming the fields), reported and skipped (None), and the watch goes on with
+the rest: without it one malformed GPUPool made the pools watch fail and relist forever. A
+deleted item that does not fit is skipped quietly (the informer forgets what it last read).
+`event_reporter(api)` records that Warning Event through the adapters' Event writer.
 
 Must not: swallow anything but an unreadable item (other errors still make the watch relist).
 """
@@ -14,39 +15,38 @@ import json
 import logging
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
+from gpupool.core.model.base import TopLevel
 from gpupool.core.model.unreadable import REASON_UNREADABLE, UnreadableObject, unreadable_object
 
-__all__ = ["event_reporter", "skipping_unreadable"]
+__all__ = ["Report", "event_reporter", "read_or_skip"]
 
 log = logging.getLogger("gpupool.relay")
 Report = Callable[[UnreadableObject], None]
+ModelT = TypeVar("ModelT", bound=TopLevel)
 
 
-def skipping_unreadable(kind: str, apply: Callable[..., None], report: Report) -> Callable[..., None]:
-    """`apply`, except that an unreadable item is logged, reported and skipped."""
-
-    def guarded(item: Mapping[str, Any], *, deleted: bool = False) -> None:
+def read_or_skip(
+    model: type[ModelT], item: Mapping[str, Any], report: Report, *, deleted: bool = False
+) -> ModelT | None:
+    """`item` as `model`; None when it does not fit (logged and reported unless `deleted`)."""
+    try:
+        return model.model_validate(item)
+    except ValidationError as error:
+        if deleted:  # nothing to warn about on an object that is gone
+            return None
+        unreadable = unreadable_object(item, error, kind=model.KIND)
+        log.warning(
+            json.dumps({"action": "skip_unreadable", "kind": unreadable.kind, "message": unreadable.message})
+        )
         try:
-            apply(item, deleted=deleted)
-        except ValidationError as error:
-            if deleted:  # never applied, so there is nothing to forget
-                return
-            unreadable = unreadable_object(item, error, kind=kind)
-            log.warning(
-                json.dumps(
-                    {"action": "skip_unreadable", "kind": unreadable.kind, "message": unreadable.message}
-                )
-            )
-            try:
-                report(unreadable)
-            except Exception as exc:  # best effort: the skip matters, the Event is a courtesy
-                log.warning(json.dumps({"action": "report_unreadable_failed", "error": str(exc)}))
-
-    return guarded
+            report(unreadable)
+        except Exception as exc:  # best effort: the skip matters, the Event is a courtesy
+            log.warning(json.dumps({"action": "report_unreadable_failed", "error": str(exc)}))
+        return None
 
 
 def event_reporter(api: Any, *, namespace: str = "default") -> Report:

@@ -11,7 +11,7 @@ from typing import Any
 from gpupool.core.allocator import Allocator
 from gpupool.core.allocator.quota import QuotaUsage
 
-__all__ = ["apply_annotation_patch", "raw_taints", "usage_copy"]
+__all__ = ["apply_annotation_patch", "usage_copy"]
 
 
 def apply_annotation_patch(
@@ -39,9 +39,3 @@ def usage_copy(allocator: Allocator, namespace: str) -> QuotaUsage:
     return QuotaUsage(
         found.tflops_requests, found.tflops_limits, found.vram_requests, found.vram_limits, found.workers
     )
-
-
-def raw_taints(node: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    """A Node manifest's `spec.taints` (empty when absent or malformed)."""
-    taints = (node.get("spec") or {}).get("taints")
-    return [t for t in taints if isinstance(t, Mapping)] if isinstance(taints, list) else []

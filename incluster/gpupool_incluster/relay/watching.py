@@ -1,13 +1,15 @@
 """List, then watch from the list's resourceVersion, the way client-go's reflector does.
 
-Role: `ListWatch.run()` (one thread per kind) lists once, hands every object to `on_change`,
-reports it synced, then watches from the newest resourceVersion it knows (bookmarks included:
-`allowWatchBookmarks`), resuming after each watch timeout. A `410 Gone` (history compacted)
-re-lists: objects that vanished meanwhile are reported deleted, so nothing is missed. Any other
-error backs off (capped exponential with jitter) and re-lists. Restarts are counted by reason.
-A kind whose resource does not exist (404: Karpenter's CRD absent) is reported synced and idle.
+Role: `ListWatch.run()` (one thread per resource) lists once and hands the whole listing to its
+`Store` (`replace`: the store reports what vanished since its last listing as deleted, so a
+re-list misses nothing), reports it synced, then watches from the newest resourceVersion it knows
+(bookmarks included: `allowWatchBookmarks`), resuming after each watch timeout, and hands each
+change to the store (`change`). A `410 Gone` (history compacted) re-lists. Any other error —
+the store's included — backs off (capped exponential with jitter) and re-lists. Restarts are
+counted by reason. A kind whose resource does not exist (404: Karpenter's CRD absent) is
+reported synced and idle.
 
-Must not: interpret objects (the `on_change` callback does).
+Must not: interpret or keep objects (the store does: `informers.SharedInformer`).
 """
 
 from __future__ import annotations
@@ -16,9 +18,9 @@ import json
 import logging
 import random
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import urllib3
 from kubernetes import client as _client
@@ -26,12 +28,23 @@ from kubernetes import watch as _watch
 
 from gpupool_incluster.relay.metrics import RelayMetrics
 
-__all__ = ["ListWatch", "WatchTimings"]
+__all__ = ["ListWatch", "Store", "WatchTimings"]
 
 log = logging.getLogger("gpupool.relay.watch")
 client: Any = _client
 watch: Any = _watch
-OnChange = Callable[[Mapping[str, Any], bool], None]
+
+
+class Store(Protocol):
+    """Where a ListWatch puts what it reads (raw objects, as the API server sent them)."""
+
+    def replace(self, items: Sequence[Mapping[str, Any]]) -> None:
+        """A full listing: every object that exists now (what is missing from it is gone)."""
+        ...
+
+    def change(self, obj: Mapping[str, Any], deleted: bool) -> None:
+        """One watched change: the object as it is now, or as it was when deleted."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,28 +58,22 @@ class _Gone(Exception):
     pass
 
 
-def _key(obj: Mapping[str, Any]) -> str:
-    meta = obj.get("metadata") or {}
-    return f"{meta.get('namespace') or ''}/{meta.get('name') or ''}"
-
-
 class ListWatch:
     def __init__(
         self,
         kind: str,
         lister: Callable[..., Any],
-        on_change: OnChange,
+        store: Store,
         *,
         stop: threading.Event,
         metrics: RelayMetrics,
         timings: WatchTimings | None = None,
     ) -> None:
-        self.kind, self.lister, self.on_change = kind, lister, on_change
+        self.kind, self.lister, self.store = kind, lister, store
         self.stop, self.metrics = stop, metrics
         self.timings = timings or WatchTimings()
         self.synced = threading.Event()
         self.absent = False
-        self._known: dict[str, Mapping[str, Any]] = {}
         self._version = ""
         self._watch: Any = None
 
@@ -110,7 +117,7 @@ class ListWatch:
                     return
                 failures += 1
                 self._pause_after(type(exc).__name__, failures)
-            except Exception:  # not an API or network failure: a bug; log it in full, keep the cache alive
+            except Exception:  # not an API or network failure: a bug (the store's too); log it in full
                 if self.stop.is_set():
                     return
                 log.exception("%s watch broke unexpectedly", self.kind)
@@ -127,15 +134,10 @@ class ListWatch:
     def _list(self) -> None:
         response = self.lister(_preload_content=False)
         listing = json.loads(response.data)
-        items = {_key(i): i for i in listing.get("items") or []}
-        for key, gone in list(self._known.items()):
-            if key not in items and not self.stop.is_set():
-                self.on_change(gone, True)
-        for item in items.values():
-            if self.stop.is_set():
-                return
-            self.on_change(item, False)
-        self._known = items
+        items = [i for i in listing.get("items") or [] if isinstance(i, Mapping)]
+        if self.stop.is_set():
+            return
+        self.store.replace(items)
         self._version = str((listing.get("metadata") or {}).get("resourceVersion") or "")
         self.synced.set()
 
@@ -172,9 +174,4 @@ class ListWatch:
             self._version = str(version)
         if kind == "BOOKMARK":
             return
-        deleted = kind == "DELETED"
-        if deleted:
-            self._known.pop(_key(obj), None)
-        else:
-            self._known[_key(obj)] = obj
-        self.on_change(obj, deleted)
+        self.store.change(obj, kind == "DELETED")

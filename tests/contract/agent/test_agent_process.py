@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 from kubernetes import client, config
 
-from gpupool.local.kubeapi import EmbeddedKubeAPI
+from gpupool.sandbox.kubeapi import EmbeddedKubeAPI
 from gpupool_incluster.agent.deviceplugin import api_pb2 as pb
 from gpupool_incluster.agent.nvml_fake import FakeNvml
 from gpupool_incluster.agent.procs import CgroupLocator

@@ -21,7 +21,7 @@ import pytest
 from kubernetes import client, config
 
 from gpupool.core.allocator.pod_request import RequestError
-from gpupool.local.kubeapi import EmbeddedKubeAPI
+from gpupool.sandbox.kubeapi import EmbeddedKubeAPI
 from gpupool_incluster.agent.kube import KubeAgentCluster
 from gpupool_incluster.agent.nvml_fake import FakeNvml
 from gpupool_incluster.agent.runner import Agent, AgentOptions

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from gpupool.core.planning.snapshot import ManagedInstance
+from gpupool.core.model.instance import ManagedInstance
 from gpupool.service.errors import PermanentError
 from tests.service.fakes import FakeClock, FakeCompute
 
@@ -53,9 +53,9 @@ def backend(request: pytest.FixtureRequest) -> Iterator[Backend]:
 
 def test_launch_tags_and_adoption(backend: Backend) -> None:
     compute = backend.compute
-    assert compute.find_by_claim("pool-a-x1") is None
+    assert compute.find_by_claim(make_claim()) is None
     instance_id = compute.launch(make_claim(), backend.node_class, make_offering(), client_token="uid-1")
-    found = compute.find_by_claim("pool-a-x1")
+    found = compute.find_by_claim(make_claim())
     assert found is not None and found.instance_id == instance_id
     assert (found.claim_name, found.node_class, found.cluster) == ("pool-a-x1", "gpu-class", CLUSTER)
     assert found.tags["managed-by"] == "tensor-fusion.ai"
@@ -67,7 +67,7 @@ def test_terminated_instances_are_not_adopted_but_still_described(backend: Backe
     instance_id = compute.launch(make_claim(), backend.node_class, make_offering(), client_token="uid-1")
     compute.terminate(instance_id)
     compute.terminate(instance_id)
-    assert compute.find_by_claim("pool-a-x1") is None
+    assert compute.find_by_claim(make_claim()) is None
     assert compute.list_managed() == []
     described = compute.describe([instance_id, "i-0000000000000dead"])
     assert [(item.instance_id, item.state) for item in described] == [(instance_id, "terminated")]

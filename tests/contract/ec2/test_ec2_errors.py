@@ -165,7 +165,7 @@ class _TwoInstancesClient:
 
 def test_find_by_claim_picks_the_oldest_and_filters_by_our_tags() -> None:
     client = _TwoInstancesClient()
-    found = _compute(client, []).find_by_claim("c1")
+    found = _compute(client, []).find_by_claim(make_claim("c1"))
     assert found is not None and found.instance_id == "i-older"
     by_name = {item["Name"]: item["Values"] for item in client.filters}
     assert by_name["tag:managed-by"] == ["tensor-fusion.ai"]

@@ -73,7 +73,7 @@ def test_spot_offering_launches_a_spot_instance(ec2_world: Ec2World) -> None:
     )
     instance = _instance(ec2_world.client, instance_id)
     assert instance.get("InstanceLifecycle") == "spot"
-    found = ec2_world.compute().find_by_claim("pool-a-x1")
+    found = ec2_world.compute().find_by_claim(make_claim())
     assert found is not None and found.capacity_type == "Spot"
 
 
@@ -122,28 +122,28 @@ def test_class_without_image_terms_is_permanent(ec2_world: Ec2World) -> None:
 
 def test_find_by_claim_adopts_the_claims_live_instance(ec2_world: Ec2World) -> None:
     compute = ec2_world.compute()
-    assert compute.find_by_claim("pool-a-x1") is None
+    assert compute.find_by_claim(make_claim()) is None
     node_class = ec2_world.full_class()
     launched = compute.launch(make_claim(), node_class, make_offering(), client_token="same")
     # moto ignores ClientToken: a second launch leaves two (which of them is oldest is
     # checked with a fake client in test_ec2_errors.py, moto's launch times are per second).
     second = compute.launch(make_claim(), node_class, make_offering(), client_token="same")
-    found = compute.find_by_claim("pool-a-x1")
+    found = compute.find_by_claim(make_claim())
     assert found is not None
     assert found.instance_id in {launched, second}
     assert found.state == "running"
     assert found.claim_name == "pool-a-x1" and found.cluster == CLUSTER and found.node_class == "gpu-class"
-    assert compute.find_by_claim("another-claim") is None
+    assert compute.find_by_claim(make_claim("another-claim")) is None
 
 
 def test_find_by_claim_ignores_other_clusters_and_terminated(ec2_world: Ec2World) -> None:
     other = ec2_world.compute(cluster="other")
     other.launch(make_claim(), ec2_world.full_class(), make_offering(), client_token="t")
     compute = ec2_world.compute()
-    assert compute.find_by_claim("pool-a-x1") is None
+    assert compute.find_by_claim(make_claim()) is None
     mine = compute.launch(make_claim(), ec2_world.full_class(), make_offering(), client_token="t")
     compute.terminate(mine)
-    assert compute.find_by_claim("pool-a-x1") is None
+    assert compute.find_by_claim(make_claim()) is None
 
 
 def test_describe_leaves_out_unknown_and_untagged_ids(ec2_world: Ec2World) -> None:

@@ -1,6 +1,6 @@
 """Builders and ECS worlds for the ECS adapter's contract tests.
 
-Two ways to reach the sandbox's ECS (`gpupool.local.ecs_state.EcsState`): in memory
+Two ways to reach the sandbox's ECS (`gpupool.sandbox.ecs_state.EcsState`): in memory
 (`InMemoryEcsApi`, parameters passed as they are) and over HTTP through the real
 `alibabacloud-ecs20140526` SDK (`sdk_api`), so the fake is exercised in the SDK's wire format.
 """
@@ -18,9 +18,9 @@ from gpupool.adapters.ecs_errors import EcsApiError
 from gpupool.core.model.nodeclaim import GPUNodeClaim
 from gpupool.core.model.nodeclass import GPUNodeClass
 from gpupool.core.planning.plan import OfferingRef
-from gpupool.local.ecs_network import EcsFault
-from gpupool.local.ecs_server import SANDBOX_ACCESS_KEY_ID, SANDBOX_ACCESS_KEY_SECRET, EcsEndpoint
-from gpupool.local.ecs_state import EcsState
+from gpupool.sandbox.ecs_network import EcsFault
+from gpupool.sandbox.ecs_server import SANDBOX_ACCESS_KEY_ID, SANDBOX_ACCESS_KEY_SECRET, EcsEndpoint
+from gpupool.sandbox.ecs_state import EcsState
 
 REGION = "cn-hangzhou"
 ZONE = "cn-hangzhou-i"

@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 
 from gpupool.adapters.ecs import EcsCompute
-from gpupool.core.planning.snapshot import ManagedInstance
-from gpupool.local.ecs_server import EcsEndpoint
+from gpupool.core.model.instance import ManagedInstance
+from gpupool.sandbox.ecs_server import EcsEndpoint
 from gpupool.service.errors import CapacityUnavailable, PermanentError
 from tests.service.fakes import FakeClock, FakeCompute
 
@@ -79,9 +79,9 @@ def backend(request: pytest.FixtureRequest) -> Iterator[Backend]:
 
 def test_launch_tags_and_adoption(backend: Backend) -> None:
     compute = backend.compute
-    assert compute.find_by_claim("pool-a-x1") is None
+    assert compute.find_by_claim(make_claim()) is None
     instance_id = compute.launch(make_claim(), backend.node_class, make_offering(), client_token="uid-1")
-    found = compute.find_by_claim("pool-a-x1")
+    found = compute.find_by_claim(make_claim())
     assert found is not None and found.instance_id == instance_id
     assert (found.claim_name, found.node_class, found.cluster) == ("pool-a-x1", "gpu-class", CLUSTER)
     assert found.tags["managed-by"] == "tensor-fusion.ai"
@@ -92,7 +92,7 @@ def test_spot_launch_is_reported_as_spot(backend: Backend) -> None:
     compute = backend.compute
     offering = make_offering(capacity_type="Spot")
     compute.launch(make_claim(capacityType="Spot"), backend.node_class, offering, client_token="uid-1")
-    found = compute.find_by_claim("pool-a-x1")
+    found = compute.find_by_claim(make_claim())
     assert found is not None and found.capacity_type == "Spot"
 
 
@@ -101,7 +101,7 @@ def test_deleted_instances_are_not_adopted_listed_or_live(backend: Backend) -> N
     instance_id = compute.launch(make_claim(), backend.node_class, make_offering(), client_token="uid-1")
     compute.terminate(instance_id)
     compute.terminate(instance_id)
-    assert compute.find_by_claim("pool-a-x1") is None
+    assert compute.find_by_claim(make_claim()) is None
     assert compute.list_managed() == []
     described = compute.describe([instance_id, "i-bp1000000000000dead"])
     # ECS forgets a deleted instance; EC2 (and the fake) still report it as terminated.

@@ -19,7 +19,7 @@ import pytest
 
 from gpupool.adapters.ecs import EcsCompute
 from gpupool.adapters.ecs_request import ResolvedEcsNetwork, run_instances_params
-from gpupool.local.ecs_server import EcsEndpoint
+from gpupool.sandbox.ecs_server import EcsEndpoint
 from gpupool.service.errors import CapacityUnavailable, PermanentError
 
 from .conftest import CLUSTER, REGION, ZONE, full_class, make_claim, make_class, make_offering, sdk_api

@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 
 from gpupool.adapters.ecs_errors import ErrorKind, classify
-from gpupool.local.ecs_server import EcsEndpoint, unflatten
-from gpupool.local.ecs_state import EcsState
+from gpupool.sandbox.ecs_server import EcsEndpoint, unflatten
+from gpupool.sandbox.ecs_state import EcsState
 from gpupool.service.errors import CapacityUnavailable, PermanentError, Throttled
 
 from .conftest import GN7I, InMemoryEcsApi, compute_on, full_class, make_claim, make_offering, sdk_api

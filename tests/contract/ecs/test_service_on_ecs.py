@@ -33,13 +33,16 @@ from gpupool.adapters.wiring_alibaba import build_alibaba_deps
 from gpupool.core.catalog import load_catalog
 from gpupool.core.model.constants import TAG_CLUSTER, TAG_NODE_NAME
 from gpupool.core.quantity import Quantity
-from gpupool.local.ecs_server import SANDBOX_ACCESS_KEY_ID, SANDBOX_ACCESS_KEY_SECRET, EcsEndpoint
-from gpupool.local.ecs_sim import ecs_instances
-from gpupool.local.ecs_state import EcsState
-from gpupool.local.kubeapi import EmbeddedKubeAPI, ManualClock
-from gpupool.local.kubelet_sim import KubeletSim
-from gpupool.local.simulation_kube import KubeObjects
+from gpupool.sandbox.demo.objects import KubeObjects
+from gpupool.sandbox.ecs_instances import ecs_instances
+from gpupool.sandbox.ecs_server import SANDBOX_ACCESS_KEY_ID, SANDBOX_ACCESS_KEY_SECRET, EcsEndpoint
+from gpupool.sandbox.ecs_state import EcsState
+from gpupool.sandbox.kubeapi import EmbeddedKubeAPI, ManualClock
 from gpupool.service.deps import Deps
+from gpupool.simulation.cluster.fates import CloudFates, FatesConfig
+from gpupool.simulation.cluster.instance_nodes import InstanceNodes
+from gpupool.simulation.cluster.json_store import JsonStore
+from gpupool.simulation.cluster.kubelet import Kubelet
 from tests.service.fakes import Crash, make_pool
 
 from .conftest import REGION, full_class
@@ -70,7 +73,7 @@ class World:
     state: EcsState
     api: EmbeddedKubeAPI
     clock: ManualClock
-    kubelet: KubeletSim
+    kubelet: InstanceNodes
     objects: KubeObjects
 
     def invoke(self, function: str, sample: str, deps: Deps | None = None, **data: str) -> dict[str, Any]:
@@ -121,8 +124,11 @@ def world() -> Iterator[World]:
         deps.cluster.create_pool(
             make_pool(min_tflops="130", min_vram="32Gi", max_tflops="400", max_vram="100Gi")
         )
-        kubelet = KubeletSim(
-            objects, instances=lambda: ecs_instances(state), clock=clock, catalog=load_catalog("alibaba")
+        kubelet = InstanceNodes(
+            Kubelet(JsonStore(objects), catalog=load_catalog("alibaba"), clock=clock),
+            instances=lambda: ecs_instances(state),
+            clock=clock,
+            fates=CloudFates(FatesConfig.fixed(join_seconds=90)),
         )
         yield World(deps, state, api, clock, kubelet, objects)
 

@@ -16,7 +16,7 @@ from gpupool.adapters.kube import KubeCluster
 from gpupool.adapters.kube_auth import KubeAccess, build_api_client
 from gpupool.core.model.nodeclaim import GPUNodeClaim
 from gpupool.core.model.pool import GPUPool
-from gpupool.local.kubeapi import EmbeddedKubeAPI
+from gpupool.sandbox.kubeapi import EmbeddedKubeAPI
 
 FIXED_NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 

@@ -22,7 +22,7 @@ from gpupool.core.model.base import OwnerReference
 from gpupool.core.model.constants import FINALIZER
 from gpupool.core.model.nodeclaim import GPUNodeClaimStatus
 from gpupool.core.model.pool import GPUPoolStatus
-from gpupool.local.kubeapi import EmbeddedKubeAPI
+from gpupool.sandbox.kubeapi import EmbeddedKubeAPI
 from gpupool.service.errors import AlreadyExists, Conflict, NotFound
 from tests.service.fakes import FakeClock, FakeCluster
 

@@ -7,21 +7,23 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterator
-from datetime import timedelta
 from typing import Any
 
 import pytest
 from kubernetes import config as kube_config
 
 from gpupool.adapters.wiring import build_aws_deps
+from gpupool.core.catalog import load_catalog
 from gpupool.core.intake.causes import Reconcile, Sweep
-from gpupool.local.karpenter_sim import KarpenterSim
-from gpupool.local.kubeapi import EmbeddedKubeAPI
-from gpupool.local.simulation_kube import ClientObjects
+from gpupool.sandbox.demo.objects import ClientObjects
+from gpupool.sandbox.kubeapi import EmbeddedKubeAPI
 from gpupool.service.bind import handle_bind
 from gpupool.service.deps import Deps
-from gpupool.service.karpenter_compute import KarpenterAwareCompute
 from gpupool.service.launch import handle_launch
+from gpupool.simulation.cluster.fates import CloudFates, FatesConfig
+from gpupool.simulation.cluster.json_store import JsonStore
+from gpupool.simulation.cluster.karpenter import SimulatedKarpenter
+from gpupool.simulation.cluster.kubelet import Kubelet
 from tests.service.fakes import OFFERINGS, FakeClock, FakeCompute
 from tests.service.test_karpenter_mode import karpenter_pool
 
@@ -29,7 +31,7 @@ EC2_CLASS = {"apiVersion": "karpenter.k8s.aws/v1", "kind": "EC2NodeClass", "meta
 
 
 @pytest.fixture
-def story(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Deps, KarpenterSim, ClientObjects]]:
+def story(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Deps, SimulatedKarpenter, ClientObjects]]:
     for key in ("AWS_ENDPOINT_URL", "KUBECONFIG"):
         monkeypatch.delenv(key, raising=False)
     with EmbeddedKubeAPI() as api:
@@ -43,13 +45,17 @@ def story(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Deps, KarpenterSim,
         deps = build_aws_deps(environ)
         assert deps.karpenter is not None
         cloud = FakeCompute(FakeClock())
-        deps = dataclasses.replace(
-            deps, offerings=OFFERINGS, compute=KarpenterAwareCompute(cloud, deps.karpenter)
-        )
+        deps = dataclasses.replace(deps, offerings=OFFERINGS, compute=cloud)
         objects = ClientObjects(kube_config.new_client_from_config(config_file=str(api.kubeconfig_path)))
         objects.create("karpenter.k8s.aws", "ec2nodeclasses", EC2_CLASS)
         deps.cluster.create_pool(karpenter_pool())
-        yield deps, KarpenterSim(objects, clock=api.clock, boot_delay=timedelta(0)), objects
+        kubelet = Kubelet(JsonStore(objects), catalog=load_catalog("aws"), clock=api.clock)
+        # The demo's Karpenter: nodes register at the step after launch, a failed NodeClaim
+        # stays (Launched=False) until the next step.
+        sim = SimulatedKarpenter(
+            kubelet, CloudFates(FatesConfig.fixed()), clock=api.clock, region="us-east-1", failed_linger=True
+        )
+        yield deps, sim, objects
 
 
 def launch(deps: Deps, event_id: str) -> None:
@@ -64,7 +70,9 @@ def phases(deps: Deps) -> dict[str, str]:
     return {c.name: c.status.phase if c.status else "" for c in deps.cluster.list_claims()}
 
 
-def test_nodeclaims_launch_register_and_bind_their_claims(story: tuple[Deps, KarpenterSim, Any]) -> None:
+def test_nodeclaims_launch_register_and_bind_their_claims(
+    story: tuple[Deps, SimulatedKarpenter, Any],
+) -> None:
     deps, sim, objects = story
     launch(deps, "e1")
     assert [c.change for c in sim.step()] == ["launched", "launched"]
@@ -84,7 +92,7 @@ def test_nodeclaims_launch_register_and_bind_their_claims(story: tuple[Deps, Kar
 
 
 def test_a_capacity_failure_fails_the_claim_and_karpenter_deletes_the_nodeclaim(
-    story: tuple[Deps, KarpenterSim, Any],
+    story: tuple[Deps, SimulatedKarpenter, Any],
 ) -> None:
     deps, sim, objects = story
     sim.insufficient_capacity("g4dn.xlarge", "us-east-1a")
@@ -100,7 +108,9 @@ def test_a_capacity_failure_fails_the_claim_and_karpenter_deletes_the_nodeclaim(
     assert "g4dn.xlarge" not in {c.spec.instance_type for c in refill}, "with the next cheapest offering"
 
 
-def test_a_deleted_claim_takes_its_nodeclaim_and_then_its_node(story: tuple[Deps, KarpenterSim, Any]) -> None:
+def test_a_deleted_claim_takes_its_nodeclaim_and_then_its_node(
+    story: tuple[Deps, SimulatedKarpenter, Any],
+) -> None:
     deps, sim, objects = story
     launch(deps, "e1")
     sim.step()

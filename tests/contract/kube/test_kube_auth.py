@@ -28,7 +28,7 @@ from gpupool.adapters.eks_token import (
 )
 from gpupool.adapters.kube import KubeCluster
 from gpupool.adapters.kube_auth import KubeAccess, KubeAccessError, build_api_client
-from gpupool.local.kubeapi import EmbeddedKubeAPI
+from gpupool.sandbox.kubeapi import EmbeddedKubeAPI
 
 CREDENTIALS = Credentials("AKIDEXAMPLE", "secret", "session-token")
 CA_PEM = b"-----BEGIN CERTIFICATE-----\nMIIBfake\n-----END CERTIFICATE-----\n"

@@ -21,11 +21,10 @@ from kubernetes import config as kube_config
 from gpupool.adapters.wiring import build_aws_deps
 from gpupool.core.intake.causes import Reconcile, Sweep
 from gpupool.core.model.karpenter import KarpenterNodeClaim, KarpenterNodeClassRef
-from gpupool.local.kubeapi import EmbeddedKubeAPI
+from gpupool.sandbox.kubeapi import EmbeddedKubeAPI
 from gpupool.service.bind import handle_bind
 from gpupool.service.deps import Deps
 from gpupool.service.errors import AlreadyExists, NotFound, PermanentError
-from gpupool.service.karpenter_compute import KarpenterAwareCompute
 from gpupool.service.launch import handle_launch
 from tests.service.fakes import OFFERINGS, FakeClock, FakeCompute
 from tests.service.test_karpenter_mode import karpenter_pool
@@ -46,10 +45,10 @@ def sandbox(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Deps, Any]]:
             "KUBECONFIG": str(api.kubeconfig_path),
         }
         deps = dataclasses.replace(build_aws_deps(environ), offerings=OFFERINGS)
-        # No EC2 here: the cloud side of the routing compute is the in-memory fake (it has no instances).
+        # No EC2 here: the cloud's Compute is the in-memory fake (it has no instances); Karpenter
+        # mode's is the Karpenter Compute on the embedded API server, through the wiring's port.
         assert deps.karpenter is not None
-        cloud = FakeCompute(FakeClock())
-        deps = dataclasses.replace(deps, compute=KarpenterAwareCompute(cloud, deps.karpenter))
+        deps = dataclasses.replace(deps, compute=FakeCompute(FakeClock()))
         custom = k8s.CustomObjectsApi(
             kube_config.new_client_from_config(config_file=str(api.kubeconfig_path))
         )

@@ -12,7 +12,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from gpupool.adapters.kube import KubeCluster
 from gpupool.adapters.kube_reader import METADATA_LIST, METADATA_PAGE_SIZE, PAGE_SIZE
-from gpupool.local.kubeapi import EmbeddedKubeAPI
+from gpupool.sandbox.kubeapi import EmbeddedKubeAPI
 
 MERGE = "application/merge-patch+json"
 

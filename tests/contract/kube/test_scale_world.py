@@ -19,7 +19,7 @@ from benchmarks.scale_compute import ScaleCompute
 from benchmarks.scale_server import load
 from benchmarks.scale_world import NOW, ScaleWorld
 from gpupool.handlers.aws_lambda import make_handler
-from gpupool.local.kubeapi import EmbeddedKubeAPI, ManualClock
+from gpupool.sandbox.kubeapi import EmbeddedKubeAPI, ManualClock
 
 WORLD = ScaleWorld(nodes=6, pools=2)
 

@@ -28,7 +28,7 @@ from gpupool.adapters.wiring import build_aws_deps
 from gpupool.core.intake.causes import Reconcile
 from gpupool.core.model.nodeclass import GPUNodeClass
 from gpupool.core.quantity import Quantity
-from gpupool.local.kubeapi import EmbeddedKubeAPI
+from gpupool.sandbox.kubeapi import EmbeddedKubeAPI
 from gpupool.service.deps import Deps
 from gpupool.service.launch import handle_launch
 from tests.service.fakes import OFFERINGS as FAKE_OFFERINGS

@@ -16,7 +16,7 @@ from kubernetes import client as k8s
 from kubernetes import config as kube_config
 
 from gpupool.core.intake.causes import Reconcile
-from gpupool.local.kubeapi import EmbeddedKubeAPI
+from gpupool.sandbox.kubeapi import EmbeddedKubeAPI
 from gpupool.service.deps import Deps
 from gpupool.service.launch import handle_launch
 from tests.contract.kube import test_service_on_real_adapters as real_adapters

@@ -20,8 +20,9 @@ import pytest
 from moto.server import ThreadedMotoServer
 
 from gpupool.adapters.wiring import ConfigError, build_aws_deps, parse_duration, read_aws_environment
+from gpupool.core.model.nodeclaim import GPUNodeClaim
 from gpupool.core.planning.plan import OfferingRef
-from gpupool.local.kubeapi import EmbeddedKubeAPI
+from gpupool.sandbox.kubeapi import EmbeddedKubeAPI
 from tests.service.fakes import FakeClock
 
 from .conftest import make_pool
@@ -81,7 +82,14 @@ def test_deps_reach_moto_and_the_embedded_api_server(moto_url: str, kube_api: Em
             }
         ],
     )["Instances"][0]["InstanceId"]
-    found = deps.compute.find_by_claim("c1")
+    found = deps.compute.find_by_claim(
+        GPUNodeClaim.model_validate(
+            {
+                "metadata": {"name": "c1"},
+                "spec": {"tflopsOffered": "1", "vramOffered": "1Gi", "gpuDeviceOffered": 1},
+            }
+        )
+    )
     assert found is not None and found.instance_id == instance
     assert deps.clock.now().tzinfo is not None
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from kubernetes import client, config
 
-from gpupool.local.kubeapi import EmbeddedKubeAPI, ManualClock
+from gpupool.sandbox.kubeapi import EmbeddedKubeAPI, ManualClock
 
 # Test modules import the builders by a name no other test folder uses.
 sys.path.insert(0, str(Path(__file__).parent))

@@ -10,7 +10,7 @@ import pytest
 from kubeapi_builders import http_call, pod
 from kubeapi_kinds import CRON, JOB, PATHS, PDB, ROLE, SERVICE, WEBHOOKS, with_value, workload
 
-from gpupool.local.kubeapi import EmbeddedKubeAPI
+from gpupool.sandbox.kubeapi import EmbeddedKubeAPI
 
 JsonObject = dict[str, Any]
 

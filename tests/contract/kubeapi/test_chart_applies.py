@@ -21,7 +21,7 @@ import yaml
 from kubeapi_builders import http_call
 from test_kubectl_130 import KUBECTL
 
-from gpupool.local.kubeapi import EmbeddedKubeAPI
+from gpupool.sandbox.kubeapi import EmbeddedKubeAPI
 
 CHART = Path(__file__).resolve().parents[3] / "incluster" / "chart"
 NAMESPACE = "gpupool-system"

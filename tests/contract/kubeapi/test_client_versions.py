@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from gpupool.local.kubeapi import EmbeddedKubeAPI
+from gpupool.sandbox.kubeapi import EmbeddedKubeAPI
 
 OLD_CLIENT = "30.1.0"
 PROBE = Path(__file__).parent / "client_probe.py"

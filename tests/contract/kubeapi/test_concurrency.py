@@ -10,7 +10,7 @@ from kubeapi_builders import node
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
-from gpupool.local.kubeapi import EmbeddedKubeAPI
+from gpupool.sandbox.kubeapi import EmbeddedKubeAPI
 
 
 def _client(kube_api: EmbeddedKubeAPI) -> client.ApiClient:

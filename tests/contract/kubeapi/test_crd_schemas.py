@@ -12,7 +12,7 @@ from kubeapi_builders import crd, status_body
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
-from gpupool.local.kubeapi import EmbeddedKubeAPI
+from gpupool.sandbox.kubeapi import EmbeddedKubeAPI
 
 GROUP = "example.gpupool.dev"
 SCHEMA: dict[str, Any] = {

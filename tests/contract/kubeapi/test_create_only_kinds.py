@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from kubeapi_builders import http_call
 
-from gpupool.local.kubeapi import EmbeddedKubeAPI, endpoints
-from gpupool.local.kubeapi.cluster import Cluster
-from gpupool.local.kubeapi.resources import ResourceType
+from gpupool.sandbox.kubeapi import EmbeddedKubeAPI, endpoints
+from gpupool.sandbox.kubeapi.operations import ApiOperations
+from gpupool.sandbox.kubeapi.resources import ResourceType
 
 REVIEWS = ResourceType(
     "review.gpupool.dev",
@@ -26,7 +26,7 @@ REVIEWS = ResourceType(
 PATH = "/apis/review.gpupool.dev/v1/echoreviews"
 
 
-def _echo(_cluster: Cluster, _rt: ResourceType, request: endpoints.Request) -> dict[str, Any]:
+def _echo(_cluster: ApiOperations, _rt: ResourceType, request: endpoints.Request) -> dict[str, Any]:
     return {**request.body, "status": {"allowed": True}}
 
 

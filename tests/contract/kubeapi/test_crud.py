@@ -8,7 +8,7 @@ from kubeapi_builders import node, pod, status_body
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from gpupool.local.kubeapi import ManualClock
+from gpupool.sandbox.kubeapi import ManualClock
 
 
 def test_create_stamps_uid_resource_version_generation_and_clock_time(

@@ -11,7 +11,7 @@ import pytest
 from kubeapi_builders import crd, http_call, pod
 from kubeapi_kinds import CRON, JOB, PATHS, PDB, ROLE, SERVICE, WEBHOOKS, workload
 
-from gpupool.local.kubeapi import EmbeddedKubeAPI
+from gpupool.sandbox.kubeapi import EmbeddedKubeAPI
 
 JsonObject = dict[str, Any]
 VALID = [

@@ -10,7 +10,7 @@ from kubeapi_builders import node, pod
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from gpupool.local.kubeapi import ManualClock
+from gpupool.sandbox.kubeapi import ManualClock
 
 
 def _owned_by(owner: client.V1Node) -> list[dict[str, object]]:

@@ -10,7 +10,7 @@ import json
 import pytest
 from kubeapi_builders import http_call, pod
 
-from gpupool.local.kubeapi import EmbeddedKubeAPI
+from gpupool.sandbox.kubeapi import EmbeddedKubeAPI
 
 PODS = "/api/v1/namespaces/default/pods"
 TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from kubernetes import client
 
-from gpupool.local.kubeapi import EmbeddedKubeAPI
+from gpupool.sandbox.kubeapi import EmbeddedKubeAPI
 
 
 def _find_kubectl() -> str | None:
@@ -204,7 +204,7 @@ def test_get_watch_prints_rows_as_they_come(
 def test_auth_can_i_is_answered_by_the_sandbox_and_by_its_bindings(
     kube_api: EmbeddedKubeAPI, tmp_path: Path
 ) -> None:
-    from gpupool.local.kubeapi.reviews import book_of
+    from gpupool.sandbox.kubeapi.reviews import book_of
 
     # No RBAC registered: the sandbox enforces none, so every self review says yes.
     allowed = _kubectl(kube_api, tmp_path, "auth", "can-i", "create", "pods")

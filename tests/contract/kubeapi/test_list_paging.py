@@ -10,7 +10,7 @@ from urllib.parse import quote
 
 from kubeapi_builders import http_call, node, pod
 
-from gpupool.local.kubeapi import EmbeddedKubeAPI
+from gpupool.sandbox.kubeapi import EmbeddedKubeAPI
 
 METADATA = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
 TABLE = "application/json;as=Table;g=meta.k8s.io;v=v1"

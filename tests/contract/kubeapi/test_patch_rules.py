@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from gpupool.local.kubeapi.errors import ApiError
-from gpupool.local.kubeapi.patch import json_patch, merge_patch, strategic_merge_patch
-from gpupool.local.kubeapi.selectors import parse_label_selector, selector_from_object
+from gpupool.sandbox.kubeapi.errors import ApiError
+from gpupool.sandbox.kubeapi.patch import json_patch, merge_patch, strategic_merge_patch
+from gpupool.sandbox.kubeapi.selectors import parse_label_selector, selector_from_object
 
 
 @pytest.mark.parametrize(

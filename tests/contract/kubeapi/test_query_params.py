@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from kubeapi_builders import pod
 
-from gpupool.local.kubeapi import EmbeddedKubeAPI
+from gpupool.sandbox.kubeapi import EmbeddedKubeAPI
 
 
 def _call(api: EmbeddedKubeAPI, method: str, path: str, body: Any = None) -> tuple[int, Any, str]:

@@ -9,7 +9,7 @@ from typing import Any
 import yaml
 from kubeapi_builders import http_call
 
-from gpupool.local.kubeapi import EmbeddedKubeAPI
+from gpupool.sandbox.kubeapi import EmbeddedKubeAPI
 
 CONFIGMAPS = "/api/v1/namespaces/default/configmaps"
 APPLY = "application/apply-patch+yaml"

@@ -12,7 +12,7 @@ from kubeapi_builders import crd, node
 from kubernetes import client, config, watch
 from kubernetes.client.exceptions import ApiException
 
-from gpupool.local.kubeapi import EmbeddedKubeAPI
+from gpupool.sandbox.kubeapi import EmbeddedKubeAPI
 
 
 def _events(stream: Any) -> list[tuple[str, str]]:

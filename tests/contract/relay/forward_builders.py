@@ -1,25 +1,31 @@
-"""Builders for the forwarder tests: a sandbox with a signing receiver, pods, nodes, and waiting."""
+"""Builders for the forwarder tests: a sandbox with a signing receiver, pods, nodes, and waiting.
+
+A `Rig` stands for one relay process unless told otherwise: its forwarders share one set of
+streams (`informers`, as the hub and the forwarder do in `serve`); `new_process()` makes another
+set, for a second relay or a restarted one. Every set is stopped when the rig closes."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from kubernetes import config
 
-from gpupool.local.kubeapi import EmbeddedKubeAPI
-from gpupool.local.relay_receiver import RelayReceiver
+from gpupool.sandbox.kubeapi import EmbeddedKubeAPI
+from gpupool.testing.relay_receiver import RelayReceiver
 from gpupool_incluster.relay.delivery import DeliverySettings
 from gpupool_incluster.relay.forwarder import Forwarder, ForwardSettings
+from gpupool_incluster.relay.informers import SharedInformers
 from gpupool_incluster.relay.metrics import RelayMetrics
 from gpupool_incluster.relay.signing import make_signer
 from gpupool_incluster.relay.watching import WatchTimings
 
 SECRET = b"relay-test-secret"
 FAST_DELIVERY = DeliverySettings(first_backoff=0.05, max_backoff=0.5, source="/gpupool/relay/test")
+FAST_WATCH = WatchTimings(watch_seconds=30, first_backoff=0.05, max_backoff=0.5)
 
 
 def wait_for(condition: Callable[[], Any], what: str, timeout: float = 15.0) -> float:
@@ -38,15 +44,22 @@ class Rig:
     client: Any
     receiver: RelayReceiver
     metrics: RelayMetrics
+    processes: list[SharedInformers] = field(default_factory=list)
 
-    def forwarder(self, **settings: Any) -> Forwarder:
+    def new_process(self, timings: WatchTimings = FAST_WATCH) -> SharedInformers:
+        """The shared streams of another relay process (counted in the rig's current metrics)."""
+        self.processes.append(SharedInformers(self.client, metrics=self.metrics, timings=timings))
+        return self.processes[-1]
+
+    def forwarder(self, informers: SharedInformers | None = None, **settings: Any) -> Forwarder:
+        """A forwarder on `informers`, by default on this rig's first process's streams."""
         options: dict[str, Any] = {
             "urls": {f: self.receiver.url(f"/{f}") for f in ("launch", "bind", "compact")},
             "delivery": FAST_DELIVERY,
-            "watch": WatchTimings(watch_seconds=30, first_backoff=0.05, max_backoff=0.5),
         } | settings
+        streams = informers or (self.processes[0] if self.processes else self.new_process())
         return Forwarder(
-            self.client, make_signer("hmac", hmac_secret=SECRET), ForwardSettings(**options), self.metrics
+            streams, make_signer("hmac", hmac_secret=SECRET), ForwardSettings(**options), self.metrics
         )
 
     def create(
@@ -85,9 +98,12 @@ class Rig:
 def rig(**receiver: Any) -> Iterator[Rig]:
     with EmbeddedKubeAPI() as api, RelayReceiver(auth="hmac", hmac_secret=SECRET, **receiver) as sink:
         api_client = config.new_client_from_config(config_file=str(api.kubeconfig_path))
+        made = Rig(api, api_client, sink, RelayMetrics())
         try:
-            yield Rig(api, api_client, sink, RelayMetrics())
+            yield made
         finally:
+            for informers in made.processes:
+                informers.stop()
             api_client.close()
 
 

@@ -1,10 +1,16 @@
-"""Builders for the relay tests: GPU objects, pods, and an in-memory ClusterWriter that records calls."""
+"""Builders for the relay tests: GPU objects, pods, and an in-memory ClusterWriter that records calls.
+
+`gpu_object` / `pool_object` are manifests (to store in the sandbox); `gpu_model` / `pool_model`
+are the same read into their models, as the shared watches hand them to the hub."""
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Mapping
 from typing import Any
+
+from gpupool.core.model.node import GPU
+from gpupool.core.model.pool import GPUPool
 
 T = "tensor-fusion.ai/"
 
@@ -44,6 +50,14 @@ def pool_object(name: str = "shared", *, default: bool = True) -> dict[str, Any]
         "metadata": {"name": name, "annotations": annotations},
         "spec": {},
     }
+
+
+def gpu_model(name: str, node: str, **fields: Any) -> GPU:
+    return GPU.model_validate(gpu_object(name, node, **fields))
+
+
+def pool_model(name: str = "shared", *, default: bool = True) -> GPUPool:
+    return GPUPool.model_validate(pool_object(name, default=default))
 
 
 def tf_pod(

@@ -10,11 +10,14 @@ from pathlib import Path
 import pytest
 from starlette.testclient import TestClient
 
+from gpupool.core.model.foreign import Node, Pod
+from gpupool.core.model.pool import GPUPool
+from gpupool.core.model.scheduling import SchedulingConfigTemplate
 from gpupool_incluster.relay.app import create_app
 from gpupool_incluster.relay.hub import SchedulerHub
 
 sys.path.insert(0, str(Path(__file__).parent))
-from relay_builders import FakeWriter, gpu_object, pool_object, tf_pod
+from relay_builders import FakeWriter, gpu_model, pool_model, pool_object, tf_pod
 
 T = "tensor-fusion.ai/"
 
@@ -27,9 +30,9 @@ def writer() -> FakeWriter:
 @pytest.fixture
 def hub(writer: FakeWriter) -> SchedulerHub:
     hub = SchedulerHub(writer)
-    hub.apply_pool(pool_object())
-    hub.apply_gpu(gpu_object("a-0", "a", available_tflops="100"))
-    hub.apply_gpu(gpu_object("b-0", "b", available_tflops="5"))
+    hub.apply_pool(pool_model())
+    hub.apply_gpu(gpu_model("a-0", "a", available_tflops="100"))
+    hub.apply_gpu(gpu_model("b-0", "b", available_tflops="5"))
     return hub
 
 
@@ -86,7 +89,7 @@ def test_bind_failure_releases_the_reservation(
     assert "tensor-fusion.ai/gpu-ids" not in writer.pods["team/p"]["metadata"]["annotations"]
     # A late watch event for the annotated-but-unbound pod must not resurrect the reservation.
     late = tf_pod("p", extra={"tensor-fusion.ai/gpu-ids": "a-0"})
-    hub.apply_pod(late)
+    hub.apply_pod(Pod.model_validate(late))
     assert hub.allocator.state.allocations == {}
     missing = http.post(
         "/scheduler/bind", json={"PodName": "ghost", "PodNamespace": "team", "Node": "a"}
@@ -169,9 +172,8 @@ def test_simulate_impossible_pod_says_why_per_stage(http: TestClient) -> None:
 
 
 def test_node_objects_feed_node_affinity_and_vram_expansion(hub: SchedulerHub, http: TestClient) -> None:
-    hub.apply_node(
-        {"metadata": {"name": "b", "labels": {"zone": "z9"}}, "status": {"capacity": {"memory": "64Gi"}}}
-    )
+    node = {"metadata": {"name": "b", "labels": {"zone": "z9"}}, "status": {"capacity": {"memory": "64Gi"}}}
+    hub.apply_node(Node.model_validate(node))
     pod = tf_pod("p", tflops="1")
     pod["spec"]["nodeSelector"] = {"zone": "z9"}
     answer = http.post("/scheduler/filter", json={"Pod": pod, "NodeNames": ["a", "b"]}).json()
@@ -184,7 +186,7 @@ def test_enabled_replicas_counts_admitted_replicas_per_owner(hub: SchedulerHub) 
     for i in range(2):
         moved = tf_pod(f"m{i}")
         moved["metadata"]["ownerReferences"] = [owner]
-        hub.apply_pod(moved)
+        hub.apply_pod(Pod.model_validate(moved))
     newcomer = tf_pod("n")
     newcomer["metadata"]["ownerReferences"] = [owner]
     newcomer["metadata"]["annotations"] = {
@@ -194,24 +196,22 @@ def test_enabled_replicas_counts_admitted_replicas_per_owner(hub: SchedulerHub) 
     }
     assert hub.admission_context(newcomer, "team").migrated_replicas == 2
     assert hub.admit(newcomer, "team").patch == []
-    hub.apply_pod(
-        tf_pod("m0") | {"metadata": {**tf_pod("m0")["metadata"], "ownerReferences": [owner]}}, deleted=True
-    )
+    gone = tf_pod("m0") | {"metadata": {**tf_pod("m0")["metadata"], "ownerReferences": [owner]}}
+    hub.apply_pod(Pod.model_validate(gone), deleted=True)
     assert any(op["path"] == "/spec/schedulerName" for op in hub.admit(newcomer, "team").patch)
 
 
 def test_pool_placement_mode_comes_from_its_scheduling_config_template(hub: SchedulerHub) -> None:
-    hub.apply_template(
-        {
-            "apiVersion": "tensor-fusion.ai/v1",
-            "kind": "SchedulingConfigTemplate",
-            "metadata": {"name": "spread"},
-            "spec": {"placement": {"mode": "LowLoadFirst"}},
-        }
-    )
+    template = {
+        "apiVersion": "tensor-fusion.ai/v1",
+        "kind": "SchedulingConfigTemplate",
+        "metadata": {"name": "spread"},
+        "spec": {"placement": {"mode": "LowLoadFirst"}},
+    }
+    hub.apply_template(SchedulingConfigTemplate.model_validate(template))
     pool = pool_object()
     pool["spec"] = {"schedulingConfigTemplate": "spread"}
-    hub.apply_pool(pool)
+    hub.apply_pool(GPUPool.model_validate(pool))
     assert str(hub.allocator.mode_for("shared")) == "LowLoadFirst"
     assert str(hub.allocator.mode_for("other")) == "NodeCompactGPULowLoad"
 
@@ -219,12 +219,12 @@ def test_pool_placement_mode_comes_from_its_scheduling_config_template(hub: Sche
 def test_pods_seen_before_their_gpus_are_counted_when_the_gpu_appears(hub: SchedulerHub) -> None:
     pod = tf_pod("early", tflops="30", extra={"tensor-fusion.ai/gpu-ids": "c-0"})
     pod["spec"]["nodeName"] = "c"
-    hub.apply_pod(pod)
+    hub.apply_pod(Pod.model_validate(pod))
     assert hub.allocator.state.allocations.get("team/early") is None
-    hub.apply_gpu(gpu_object("c-0", "c"))
+    hub.apply_gpu(gpu_model("c-0", "c"))
     state = hub.allocator.state
     state.ensure_layout()
     assert state.allocations["team/early"].gpus == ("c-0",)
     assert int(state.avail_t[state.slot_of["c-0"]]) == 70_000
-    hub.apply_pod(pod, deleted=True)
+    hub.apply_pod(Pod.model_validate(pod), deleted=True)
     assert "team/early" not in state.allocations and hub.holders == {}

@@ -13,14 +13,14 @@ from gpupool_incluster.relay.hub import SchedulerHub
 from gpupool_incluster.relay.ports import BindFailed
 
 sys.path.insert(0, str(Path(__file__).parent))
-from relay_builders import FakeWriter, gpu_object, pool_object, tf_pod
+from relay_builders import FakeWriter, gpu_model, pool_model, tf_pod
 
 
 def _hub() -> tuple[SchedulerHub, FakeWriter]:
     writer = FakeWriter()
     hub = SchedulerHub(writer)
-    hub.apply_pool(pool_object())
-    hub.apply_gpu(gpu_object("a-0", "a", available_tflops="100"))
+    hub.apply_pool(pool_model())
+    hub.apply_gpu(gpu_model("a-0", "a", available_tflops="100"))
     writer.add(tf_pod("p"))
     return hub, writer
 

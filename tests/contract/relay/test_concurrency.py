@@ -10,14 +10,14 @@ from gpupool.core.extender import parse_extender_args
 from gpupool_incluster.relay.hub import BindFailed, SchedulerHub
 
 sys.path.insert(0, str(Path(__file__).parent))
-from relay_builders import FakeWriter, gpu_object, pool_object, tf_pod
+from relay_builders import FakeWriter, gpu_model, pool_model, tf_pod
 
 
 def test_concurrent_binds_never_oversubscribe_and_losers_leave_no_trace() -> None:
     writer = FakeWriter()
     hub = SchedulerHub(writer)
-    hub.apply_pool(pool_object())
-    hub.apply_gpu(gpu_object("a-0", "a", tflops="100"))
+    hub.apply_pool(pool_model())
+    hub.apply_gpu(gpu_model("a-0", "a", tflops="100"))
     pods = [tf_pod(f"p{i}", tflops="30", vram="1Gi") for i in range(12)]
     for pod in pods:
         writer.add(pod)
@@ -65,9 +65,9 @@ def test_concurrent_binds_never_oversubscribe_and_losers_leave_no_trace() -> Non
 def test_second_bind_of_the_same_pod_fails_cleanly() -> None:
     writer = FakeWriter()
     hub = SchedulerHub(writer)
-    hub.apply_pool(pool_object())
-    hub.apply_gpu(gpu_object("a-0", "a"))
-    hub.apply_gpu(gpu_object("b-0", "b"))
+    hub.apply_pool(pool_model())
+    hub.apply_gpu(gpu_model("a-0", "a"))
+    hub.apply_gpu(gpu_model("b-0", "b"))
     writer.add(tf_pod("p"))
     hub.bind("team", "p", "uid-p", "a")
     try:

@@ -16,7 +16,7 @@ import httpx
 import pytest
 from botocore.credentials import Credentials
 
-from gpupool.local.relay_receiver import RelayReceiver
+from gpupool.testing.relay_receiver import RelayReceiver
 from gpupool_incluster.relay.changes import RelayEvent
 from gpupool_incluster.relay.delivery import DeliveryLane, DeliverySettings
 from gpupool_incluster.relay.metrics import RelayMetrics

@@ -3,7 +3,8 @@
 Acceptance of issue 16: a provisioned Node reaches bind as `node.joined` within 2 s; a burst of
 1,000 unschedulable worker pods in one pool reaches launch as at most 10 deliveries; every event
 the functions get is one intake reads as the right cause; a restarted forwarder re-lists and
-delivers what changed while it was down.
+delivers what changed while it was down (a forwarder restarted in the same process, the
+leadership case, is covered by test_shared_watches.py).
 """
 
 from __future__ import annotations
@@ -97,6 +98,7 @@ def test_a_restarted_forwarder_relists_and_delivers_what_changed_while_it_was_do
         r.create("nodes", provisioned_node("before", "claim-0", ready=True))
         wait_for(lambda: len(r.receiver.events("/bind")) == 2, "joined and ready for the first node")
         first.stop()
+        r.processes[0].stop()  # the first relay's process ends with its streams
         # While no relay runs: a node joins, a pool changes, a claim starts deleting.
         r.create("nodes", provisioned_node("meanwhile", "claim-1"))
         r.create("gpupools", {"metadata": {"name": "pool-b"}, "spec": {}}, group="tensor-fusion.ai")
@@ -110,7 +112,7 @@ def test_a_restarted_forwarder_relists_and_delivers_what_changed_while_it_was_do
         )
         r.delete("gpunodeclaims", "claim-0", group="tensor-fusion.ai")
         delivered_before = len(r.receiver.received)
-        second = r.forwarder(idle=0.2, max_window=1.0)
+        second = r.forwarder(r.new_process(), idle=0.2, max_window=1.0)  # a restarted relay: new streams
         second.start()
         try:
             wait_for(second.synced, "the second forwarder to sync")

@@ -16,7 +16,7 @@ from gpupool_incluster.relay.gangs import GangGate
 from gpupool_incluster.relay.hub import BindFailed, SchedulerHub
 
 sys.path.insert(0, str(Path(__file__).parent))
-from relay_builders import FakeWriter, gpu_object, pool_object, tf_pod
+from relay_builders import FakeWriter, gpu_model, pool_model, tf_pod
 
 T = "tensor-fusion.ai/"
 
@@ -41,9 +41,9 @@ def world() -> tuple[SchedulerHub, FakeWriter, Clock]:
     writer, clock = FakeWriter(), Clock()
     hub = SchedulerHub(writer)
     hub.gangs = GangGate(now=clock)
-    hub.apply_pool(pool_object())
+    hub.apply_pool(pool_model())
     for index in range(4):
-        hub.apply_gpu(gpu_object(f"a-{index}", "a", index=index))
+        hub.apply_gpu(gpu_model(f"a-{index}", "a", index=index))
     for index in range(4):
         writer.add(gang_pod(index))
     return hub, writer, clock
@@ -70,7 +70,7 @@ def test_a_waiting_member_is_filtered_to_the_node_holding_its_gpus(
     world: tuple[SchedulerHub, FakeWriter, Clock],
 ) -> None:
     hub, writer, _ = world
-    hub.apply_gpu(gpu_object("b-0", "b"))
+    hub.apply_gpu(gpu_model("b-0", "b"))
     with pytest.raises(BindFailed):
         hub.bind("team", "w0", "uid-w0", "a")
     result = hub.filter(parse_extender_args({"Pod": writer.pods["team/w0"], "NodeNames": ["a", "b"]}))

@@ -24,13 +24,14 @@ from gpupool.adapters.kube_calls import FUNCTION_CLUSTER_CALLS, FUNCTION_NAMESPA
 from gpupool.core.model.cluster import TensorFusionClusterStatus
 from gpupool.core.model.nodeclaim import GPUNodeClaim, GPUNodeClaimStatus
 from gpupool.core.model.pool import GPUPool, GPUPoolStatus
-from gpupool.local.kubeapi import EmbeddedKubeAPI
-from gpupool.local.kubeapi.reviews import book_of
-from gpupool.local.kubeapi.routes import ResourcePath, parse
+from gpupool.sandbox.kubeapi import EmbeddedKubeAPI
+from gpupool.sandbox.kubeapi.reviews import book_of
+from gpupool.sandbox.kubeapi.routes import ResourcePath, parse
 from gpupool_incluster.relay.access import TokenAccess
 from gpupool_incluster.relay.forwarder import Forwarder, ForwardSettings
 from gpupool_incluster.relay.hub import HubSettings, SchedulerHub
-from gpupool_incluster.relay.kube import KubeWriter, start_watches
+from gpupool_incluster.relay.informers import SharedInformers
+from gpupool_incluster.relay.kube import KubeWriter, subscribe_hub
 from gpupool_incluster.relay.kube_calls import RELAY_CLUSTER_CALLS, RELAY_NAMESPACE_CALLS
 from gpupool_incluster.relay.lease import LeaderElector, LeaseTimings
 from gpupool_incluster.relay.metrics import RelayMetrics
@@ -87,9 +88,11 @@ def test_every_call_the_relay_makes_is_listed(sandbox: tuple[EmbeddedKubeAPI, An
     stop = threading.Event()
     writer = KubeWriter(api_client)
     hub = SchedulerHub(writer, HubSettings(progressive_migration=True), tainter=writer)
-    start_watches(api_client, hub, stop)
+    metrics = RelayMetrics()
+    informers = SharedInformers(api_client, metrics=metrics, stop=stop)
+    subscribe_hub(hub, informers, stop)
     forwarder = Forwarder(
-        api_client, make_signer("none"), ForwardSettings(urls={"bind": "http://127.0.0.1:9/"}), RelayMetrics()
+        informers, make_signer("none"), ForwardSettings(urls={"bind": "http://127.0.0.1:9/"}), metrics
     )
     forwarder.start()
     elector = LeaderElector(
@@ -110,8 +113,8 @@ def test_every_call_the_relay_makes_is_listed(sandbox: tuple[EmbeddedKubeAPI, An
         TokenAccess(api_client).check("Bearer t", "get", "/api/allocation")
         time.sleep(1.0)  # watches opened after their lists; the Lease renewed (get + update)
     finally:
-        stop.set()
         forwarder.stop()
+        informers.stop()
         elector.abandon()
     made = set(recorder.calls)
     assert made - (RELAY_CLUSTER_CALLS | RELAY_NAMESPACE_CALLS) == set(), "calls missing from kube_calls.py"

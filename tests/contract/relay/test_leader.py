@@ -24,7 +24,7 @@ from forward_builders import Rig, provisioned_node, rig, sample, wait_for
 
 def _relay(r: Rig, identity: str, timings: LeaseTimings) -> tuple[Forwarder, LeaderElector, RelayMetrics]:
     r.metrics = RelayMetrics()
-    forwarder = r.forwarder()
+    forwarder = r.forwarder(r.new_process())  # each relay is a process with streams of its own
     elector = LeaderElector(
         r.client,
         namespace="default",

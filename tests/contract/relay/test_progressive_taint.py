@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from kubernetes import client, config
 
-from gpupool.local.kubeapi import EmbeddedKubeAPI
+from gpupool.sandbox.kubeapi import EmbeddedKubeAPI
 from gpupool_incluster.relay.hub import HubSettings, SchedulerHub
 from gpupool_incluster.relay.kube import KubeWriter, start_watches
 from gpupool_incluster.relay.migration import TaintKeeper

@@ -9,7 +9,7 @@ from gpupool_incluster.relay.hub import SchedulerHub
 from gpupool_incluster.relay.replicas import ReplicaLedger
 
 sys.path.insert(0, str(Path(__file__).parent))
-from relay_builders import FakeWriter, pool_object, tf_pod
+from relay_builders import FakeWriter, pool_model, tf_pod
 
 T = "tensor-fusion.ai/"
 OWNER = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs", "uid": "rs-1", "controller": True}
@@ -28,7 +28,7 @@ def replica(name: str = "") -> dict[str, object]:
 
 def test_a_burst_of_replicas_moves_only_enabled_replicas() -> None:
     hub = SchedulerHub(FakeWriter())
-    hub.apply_pool(pool_object())
+    hub.apply_pool(pool_model())
     results = [hub.admit(replica(), "team") for _ in range(4)]
     assert [r.migrated for r in results] == [True, True, False, False]
     assert all(r.patch == [] for r in results[2:])
@@ -36,7 +36,7 @@ def test_a_burst_of_replicas_moves_only_enabled_replicas() -> None:
 
 def test_dry_runs_and_simulations_do_not_count() -> None:
     hub = SchedulerHub(FakeWriter())
-    hub.apply_pool(pool_object())
+    hub.apply_pool(pool_model())
     hub.admit(replica(), "team", record=False)
     hub.simulate(replica(), "team")
     assert hub.replicas.migrated("rs-1") == 0

@@ -19,7 +19,7 @@ import pytest
 import uvicorn
 from kubernetes import client, config
 
-from gpupool.local.kubeapi import EmbeddedKubeAPI
+from gpupool.sandbox.kubeapi import EmbeddedKubeAPI
 from gpupool_incluster.relay.app import create_app
 from gpupool_incluster.relay.hub import SchedulerHub
 from gpupool_incluster.relay.kube import KubeWriter, start_watches

@@ -11,8 +11,8 @@ import pytest
 from kubernetes import client, config
 from starlette.testclient import TestClient
 
-from gpupool.local.kubeapi import EmbeddedKubeAPI
-from gpupool.local.kubeapi.reviews import ReviewBook, book_of
+from gpupool.sandbox.kubeapi import EmbeddedKubeAPI
+from gpupool.sandbox.kubeapi.reviews import ReviewBook, book_of
 from gpupool_incluster.relay.app import create_app
 from gpupool_incluster.relay.hub import SchedulerHub
 from gpupool_incluster.relay.metrics import RelayMetrics

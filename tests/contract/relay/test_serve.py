@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from gpupool.local.kubeapi import EmbeddedKubeAPI
+from gpupool.sandbox.kubeapi import EmbeddedKubeAPI
 
 
 def _free_port() -> int:

@@ -24,9 +24,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from gpupool.local.kubeapi import EmbeddedKubeAPI
-from gpupool.local.kubeapi.reviews import book_of
-from gpupool.local.relay_receiver import RelayReceiver
+from gpupool.sandbox.kubeapi import EmbeddedKubeAPI
+from gpupool.sandbox.kubeapi.reviews import book_of
+from gpupool.testing.relay_receiver import RelayReceiver
 from gpupool_incluster.relay.access import VIEWER_RULES
 
 sys.path.insert(0, str(Path(__file__).parent))

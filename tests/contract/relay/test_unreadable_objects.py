@@ -16,10 +16,11 @@ from typing import Any
 import pytest
 from kubernetes import client, config
 
-from gpupool.local.kubeapi import EmbeddedKubeAPI
+from gpupool.core.model.pool import GPUPool
+from gpupool.sandbox.kubeapi import EmbeddedKubeAPI
 from gpupool_incluster.relay.hub import SchedulerHub
 from gpupool_incluster.relay.kube import KubeWriter, start_watches
-from gpupool_incluster.relay.unreadable import skipping_unreadable
+from gpupool_incluster.relay.unreadable import read_or_skip
 
 sys.path.insert(0, str(Path(__file__).parent))
 from relay_builders import gpu_object, pool_object, tf_pod
@@ -84,24 +85,26 @@ def test_one_malformed_pool_is_skipped_with_a_warning_and_the_rest_schedule(
 ) -> None:
     hub, api_client = watched
     caplog.set_level(logging.WARNING, logger="gpupool.relay")
-    _wait(lambda: {"shared", "second"} <= set(hub.pools), "the good pools")
-    assert "broken" not in hub.pools
+    _wait(lambda: {"shared", "second"} <= set(hub.policies.pools), "the good pools")
+    assert "broken" not in hub.policies.pools
     _wait(lambda: bool(_warnings(api_client)), "the Warning Event on the bad pool")
     warning = _warnings(api_client)[0]
     assert warning.reason == "UnreadableSpec" and warning.involved_object.kind == "GPUPool"
     assert BAD_FIELD in warning.message and "example.com/rack" in warning.message
     _mutation, simulation = hub.simulate(tf_pod("p"), "team")
     assert simulation.node == "a"
-    reports: list[str] = []  # a relist applies the bad pool again: skipped and reported again
-    skipping_unreadable("GPUPool", hub.apply_pool, lambda bad: reports.append(bad.message))(_bad_pool())
+    reports: list[str] = []  # a relist reads the bad pool again: skipped and reported again
+    assert read_or_skip(GPUPool, _bad_pool(), lambda bad: reports.append(bad.message)) is None
     assert reports and BAD_FIELD in reports[0], "skipped and reported, not raised"
+    assert read_or_skip(GPUPool, _bad_pool(), reports.append, deleted=True) is None
+    assert len(reports) == 1, "a deleted unreadable object is skipped without a report"
     logged = [json.loads(record.getMessage()) for record in caplog.records if record.name == "gpupool.relay"]
     assert any(line.get("action") == "skip_unreadable" and BAD_FIELD in line["message"] for line in logged)
 
 
 def test_a_workload_profile_in_the_sandbox_reaches_the_webhook(watched: tuple[SchedulerHub, Any]) -> None:
     hub, _ = watched
-    _wait(lambda: "small" in hub.profiles.get("team", {}), "the WorkloadProfile")
+    _wait(lambda: "small" in hub.policies.profiles.get("team", {}), "the WorkloadProfile")
     pod = tf_pod("q")
     pod["metadata"]["annotations"] = {"tensor-fusion.ai/workload-profile": "small"}
     mutation = hub.admit(pod, "team", record=False)

@@ -14,7 +14,7 @@ from gpupool_incluster.relay.hub import SchedulerHub
 from gpupool_incluster.relay.metrics import RelayMetrics
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "contract" / "relay"))
-from relay_builders import FakeWriter, gpu_object, pool_object, tf_pod
+from relay_builders import FakeWriter, gpu_model, pool_model, tf_pod
 
 
 def scrape(metrics: RelayMetrics) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
@@ -28,9 +28,9 @@ def scrape(metrics: RelayMetrics) -> dict[tuple[str, tuple[tuple[str, str], ...]
 def relay() -> tuple[TestClient, SchedulerHub, FakeWriter, RelayMetrics]:
     writer = FakeWriter()
     hub = SchedulerHub(writer)
-    hub.apply_pool(pool_object())
-    hub.apply_gpu(gpu_object("a-0", "a", available_tflops="100"))
-    hub.apply_gpu(gpu_object("b-0", "b", available_tflops="5"))
+    hub.apply_pool(pool_model())
+    hub.apply_gpu(gpu_model("a-0", "a", available_tflops="100"))
+    hub.apply_gpu(gpu_model("b-0", "b", available_tflops="5"))
     metrics = RelayMetrics()
     metrics.watch_allocation(hub)
     return TestClient(create_app(hub, metrics=metrics)), hub, writer, metrics

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from gpupool.core.allocator import AllocationError, Allocator, GpuInfo, GpuRequest
-from gpupool.core.placement_sim.baselines import BestFit, RandomFit
+from gpupool.simulation.placement.baselines import BestFit, RandomFit
 
 GI = 1 << 30
 

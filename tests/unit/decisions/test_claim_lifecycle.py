@@ -9,7 +9,7 @@ from datetime import timedelta
 import pytest
 
 from gpupool.core.decisions.claim_lifecycle import LifecyclePolicy, phase_move_refusal, plan_claim_lifecycle
-from gpupool.core.planning.snapshot import ManagedInstance
+from gpupool.core.model.instance import ManagedInstance
 from tests.unit.decisions.builders import NOW, claim, gpu_node, node
 
 POLICY = LifecyclePolicy()

@@ -1,28 +1,36 @@
-"""build_karpenter_nodeclaim and nodeclaim_instance: the NodeClaim fields TensorFusion sets, and
-how a NodeClaim's conditions read as the instance of its claim."""
+"""nodeclaim_template, build_karpenter_nodeclaim and nodeclaim_instance: the NodeClaim fields
+TensorFusion sets, how a NodeClaim's conditions read as the instance of its claim; that both modes
+plan the same launch action and the claim records its mode's class; and that an offering Karpenter
+could not launch is skipped for a while (plan_lost_launches)."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 
-from gpupool.core.decisions.karpenter_launch import launch_action, launch_class
 from gpupool.core.decisions.karpenter_nodeclaim import (
     KarpenterModeError,
     build_karpenter_nodeclaim,
     karpenter_capacity_type,
     nodeclaim_instance,
     nodeclaim_name_of,
+    nodeclaim_template,
 )
+from gpupool.core.decisions.launch import plan_launch
+from gpupool.core.decisions.launch_failure import plan_lost_launches
+from gpupool.core.model.base import ObjectMeta
+from gpupool.core.model.claim_state import claim_mode
 from gpupool.core.model.karpenter import KarpenterNodeClaim
 from gpupool.core.model.nodeclaim import GPUNodeClaim
+from gpupool.core.model.nodeclass import GPUNodeClass
 from gpupool.core.model.pool import GPUPool
-from gpupool.core.planning.plan import LaunchInstance, LaunchNodeClaim, OfferingRef
+from gpupool.core.planning.plan import CreateClaim, LaunchInstance, MarkOfferingUnavailable, OfferingRef
 from gpupool.core.planning.snapshot import PoolSnapshot
 from gpupool.core.quantity import Quantity
 
+NOW = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 REF = {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "version": "v1", "name": "default"}
 
 
@@ -52,6 +60,10 @@ def pool(mode: str = "Karpenter", **provisioner: Any) -> GPUPool:
     return GPUPool.model_validate({"metadata": {"name": "pool-a"}, "spec": spec})
 
 
+def built(claim: GPUNodeClaim, the_pool: GPUPool | None = None) -> KarpenterNodeClaim:
+    return build_karpenter_nodeclaim(nodeclaim_template(the_pool or pool()), claim)
+
+
 def claim(
     uid: str | None = "uid-1", extra: dict[str, str] | None = None, capacity: str = "Spot"
 ) -> GPUNodeClaim:
@@ -73,8 +85,7 @@ def claim(
 
 
 def test_nodeclaim_carries_every_field_tensorfusion_sets_in_order() -> None:
-    built = build_karpenter_nodeclaim(pool(), claim())
-    manifest = built.model_dump(by_alias=True, exclude_none=True, mode="json")
+    manifest = built(claim()).model_dump(by_alias=True, exclude_none=True, mode="json")
     meta = manifest["metadata"]
     assert meta["name"] == "pool-a-0001"
     assert meta["labels"] == {"team": "ml", "tensor-fusion.ai/node-provisioner": "pool-a-0001"}
@@ -106,7 +117,7 @@ def test_nodeclaim_carries_every_field_tensorfusion_sets_in_order() -> None:
 
 def test_extra_params_name_the_gpu_resource_and_the_termination_grace_period() -> None:
     extra = {"karpenter.gpuResource": "amd.com/gpu", "karpenter.nodeClaim.terminationGracePeriod": "30m"}
-    spec = build_karpenter_nodeclaim(pool(), claim(extra=extra)).spec
+    spec = built(claim(extra=extra)).spec
     assert spec.resources.requests == {"amd.com/gpu": Quantity(4)}
     assert spec.termination_grace_period == "30m"
 
@@ -121,28 +132,53 @@ def test_capacity_types_map_to_karpenter_spelling(ours: str, theirs: str) -> Non
 def test_without_a_class_ref_or_a_uid_it_refuses_clearly() -> None:
     bare = pool(karpenterNodeClassRef=None)
     with pytest.raises(KarpenterModeError, match="karpenterNodeClassRef"):
-        build_karpenter_nodeclaim(bare, claim())
-    assert build_karpenter_nodeclaim(pool(), claim(uid=None)).metadata.owner_references == []
-    snapshot = PoolSnapshot(cluster_name="demo", pool=bare)
-    assert launch_class(snapshot) == (None, "Karpenter mode needs nodeProvisioner.karpenterNodeClassRef")
+        nodeclaim_template(bare)
+    no_ref = nodeclaim_template(pool()).model_copy(
+        update={"spec": nodeclaim_template(pool()).spec.model_copy(update={"node_class_ref": None})}
+    )
+    with pytest.raises(KarpenterModeError, match="nodeClassRef"):
+        build_karpenter_nodeclaim(no_ref, claim())
+    assert built(claim(uid=None)).metadata.owner_references == []
+    plan = plan_launch(PoolSnapshot(cluster_name="demo", pool=bare), [], now=NOW, suffixes=["1"])
+    assert plan.reasons == ("pool pool-a: Karpenter mode needs nodeProvisioner.karpenterNodeClassRef",)
 
 
-def test_the_launch_action_follows_the_mode() -> None:
-    offering = OfferingRef(
+def _offering() -> OfferingRef:
+    return OfferingRef(
         instance_type="g5.xlarge",
         zone="us-east-1a",
+        capacity_type="Spot",
         tflops=Quantity(125),
-        vram=Quantity(24),
+        vram=Quantity.parse("24Gi"),
         gpu_count=4,
         hourly_price="1",
     )
-    karpenter = launch_action(PoolSnapshot(cluster_name="demo", pool=pool()), claim(), offering, "default")
-    assert isinstance(karpenter, LaunchNodeClaim) and karpenter.manifest.name == "pool-a-0001"
-    provisioned = pool("Provisioned", nodeClass="gpu-class")
-    assert isinstance(
-        launch_action(PoolSnapshot(cluster_name="demo", pool=provisioned), claim(), offering, "gpu-class"),
-        LaunchInstance,
-    )
+
+
+def test_both_modes_plan_the_same_launch_and_the_claim_records_its_modes_class() -> None:
+    minimum = {"capacityConfig": {"minResources": {"tflops": "100", "vram": "20Gi"}}}
+    karpenter = pool().model_copy(update={"spec": pool().spec.model_copy(update=_capacity(minimum))})
+    plain = pool("Provisioned", nodeClass="gpu-class", karpenterNodeClassRef=None)
+    provisioned = plain.model_copy(update={"spec": plain.spec.model_copy(update=_capacity(minimum))})
+    gpu_class = GPUNodeClass(metadata=ObjectMeta(name="gpu-class"))
+    for the_pool, node_class, kind, mode in (
+        (karpenter, None, "EC2NodeClass", "Karpenter"),
+        (provisioned, gpu_class, "GPUNodeClass", "Provisioned"),
+    ):
+        snapshot = PoolSnapshot(cluster_name="demo", pool=the_pool, node_class=node_class)
+        plan = plan_launch(snapshot, [_offering()], now=NOW, suffixes=["0001"])
+        (created,) = [a.manifest for a in plan.actions if isinstance(a, CreateClaim)]
+        (launch,) = [a for a in plan.actions if isinstance(a, LaunchInstance)]
+        assert created.spec.node_class_ref is not None and created.spec.node_class_ref.kind == kind
+        assert claim_mode(created) == mode
+        assert (launch.claim, launch.offering.key) == ("pool-a-0001", "g5.xlarge/us-east-1a/Spot")
+        assert launch.node_class == ("default" if mode == "Karpenter" else "gpu-class")
+
+
+def _capacity(raw: dict[str, Any]) -> dict[str, Any]:
+    from gpupool.core.model.pool import CapacityConfig
+
+    return {"capacity_config": CapacityConfig.model_validate(raw["capacityConfig"])}
 
 
 def _nodeclaim(conditions: list[dict[str, str]], *, deleting: bool = False) -> KarpenterNodeClaim:
@@ -155,7 +191,7 @@ def _nodeclaim(conditions: list[dict[str, str]], *, deleting: bool = False) -> K
     return KarpenterNodeClaim.model_validate(
         {
             "metadata": meta,
-            "spec": build_karpenter_nodeclaim(pool(), claim()).spec.model_dump(by_alias=True, mode="json"),
+            "spec": built(claim()).spec.model_dump(by_alias=True, mode="json"),
             "status": {"conditions": conditions, "providerID": "aws:///us-east-1a/i-1"},
         }
     )
@@ -207,13 +243,57 @@ def _failed(bound_before: bool, failed_at: datetime) -> GPUNodeClaim:
 def test_an_offering_karpenter_could_not_launch_is_skipped_for_a_while(
     bound_before: bool, minutes_ago: int, marked: bool
 ) -> None:
-    from datetime import timedelta
-
-    from gpupool.core.decisions.karpenter_launch import plan_karpenter_unavailable
-
-    now = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
+    now = NOW
     failed = _failed(bound_before, now - timedelta(minutes=minutes_ago))
     snap = PoolSnapshot(cluster_name="demo", pool=pool(), claims=(failed,))
-    plan = plan_karpenter_unavailable(snap, now=now, unavailable_for=timedelta(minutes=3))
-    keys = [a.offering_key for a in plan.actions]  # type: ignore[union-attr]
+    plan = plan_lost_launches(snap, now=now, unavailable_for=timedelta(minutes=3))
+    keys = [a.offering_key for a in plan.actions if isinstance(a, MarkOfferingUnavailable)]
     assert keys == (["g5.xlarge/us-east-1a/Spot"] if marked else [])
+
+
+def test_plan_launch_remembers_the_lost_offering_and_plans_past_it() -> None:
+    now = NOW
+    failed = _failed(False, now - timedelta(minutes=1))
+    minimum = {"capacityConfig": {"minResources": {"tflops": "100", "vram": "20Gi"}}}
+    the_pool = pool().model_copy(update={"spec": pool().spec.model_copy(update=_capacity(minimum))})
+    other = _offering().model_copy(update={"zone": "us-east-1b", "hourly_price": "2"})
+    snap = PoolSnapshot(cluster_name="demo", pool=the_pool, claims=(failed,))
+    plan = plan_launch(snap, [_offering(), other], now=now, suffixes=["0002"])
+    assert isinstance(plan.actions[0], MarkOfferingUnavailable)
+    assert plan.actions[0].until == now + timedelta(minutes=2)
+    assert plan.reasons[0].startswith("pool pool-a: Karpenter could not launch g5.xlarge/us-east-1a/Spot")
+    (launch,) = [a for a in plan.actions if isinstance(a, LaunchInstance)]
+    assert launch.offering.zone == "us-east-1b", "the refill takes the next cheapest"
+    provisioned = the_pool.model_copy(
+        update={
+            "spec": the_pool.spec.model_copy(
+                update={
+                    "node_manager_config": the_pool.spec.node_manager_config.model_copy(
+                        update={"provisioning_mode": "Provisioned"}
+                    )
+                }
+            )
+        }
+    )
+    assert (
+        plan_lost_launches(
+            snap.model_copy(update={"pool": provisioned}), now=now, unavailable_for=timedelta(minutes=3)
+        ).actions
+        == ()
+    ), "a Provisioned instance lost before joining is not a failed launch"
+
+
+@pytest.mark.parametrize(
+    ("ref", "mode"),
+    [
+        (None, "Provisioned"),
+        ({"group": "tensor-fusion.ai", "kind": "GPUNodeClass", "name": "gpu-class"}, "Provisioned"),
+        (REF, "Karpenter"),
+        ({"group": "karpenter.k8s.alibabacloud", "kind": "ECSNodeClass", "name": "default"}, "Karpenter"),
+    ],
+)
+def test_the_claim_records_the_mode_that_makes_its_node(ref: dict[str, str] | None, mode: str) -> None:
+    raw = claim().model_dump(by_alias=True, mode="json", exclude_none=True)
+    if ref is not None:
+        raw["spec"]["nodeClassRef"] = ref
+    assert claim_mode(GPUNodeClaim.model_validate(raw)) == mode

@@ -6,7 +6,8 @@ from datetime import timedelta
 
 import pytest
 
-from gpupool.core.decisions.launch import plan_launch, plan_launch_failure
+from gpupool.core.decisions.launch import plan_launch
+from gpupool.core.decisions.launch_failure import plan_launch_failure
 from gpupool.core.model.common import Requirement
 from gpupool.core.planning.gap import capacity_gap
 from gpupool.core.planning.offerings import offering_matches
@@ -17,7 +18,8 @@ from gpupool.core.planning.plan import (
     RecordEvent,
     SetClaimPhase,
 )
-from gpupool.core.planning.snapshot import ANNOTATION_UNAVAILABLE_OFFERINGS, pool_capacity
+from gpupool.core.planning.snapshot import pool_capacity
+from gpupool.core.planning.unavailable import ANNOTATION_UNAVAILABLE_OFFERINGS
 from tests.unit.decisions.builders import NOW, claim, gpu_node, node, offering, pool, q, snapshot
 
 OFFERS = (

@@ -15,9 +15,9 @@ from gpupool.core.decisions.pool_sync import plan_pool_sync
 from gpupool.core.model.base import duration_seconds
 from gpupool.core.model.cluster import TensorFusionCluster
 from gpupool.core.model.constants import LABEL_DO_NOT_DISRUPT
+from gpupool.core.model.instance import ManagedInstance
 from gpupool.core.model.pool import GPUPool
 from gpupool.core.planning.plan import ApplyPool, DeleteClaim, PatchPoolStatus
-from gpupool.core.planning.snapshot import ManagedInstance
 from tests.unit.decisions.builders import NOW, claim, gpu_node, node, pool, snapshot, worker
 
 PROTECT = timedelta(minutes=5)

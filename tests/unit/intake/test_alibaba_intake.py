@@ -31,7 +31,7 @@ def sample(name: str) -> dict[str, Any]:
 
 
 def test_ecs_state_change_maps_the_state() -> None:
-    cause = intake_alibaba(raw("ecs-instance-state-change"), function="bind")
+    cause = intake_alibaba(raw("ecs-instance-state-change"), function="bind").cause
     assert cause == InstanceStateChanged(
         instance_id="i-bp1ecr5go2go1q2w****", state="running", event_id="45ef4dewdwe1-7c35-447a-bd93-fab****"
     )
@@ -51,13 +51,13 @@ def test_ecs_state_change_maps_the_state() -> None:
 def test_every_ecs_state_has_an_ec2_style_name(ecs_state: str, state: str) -> None:
     event = sample("ecs-instance-state-change")
     event["data"]["state"] = ecs_state
-    cause = intake_alibaba(event)
+    cause = intake_alibaba(event).cause
     assert isinstance(cause, InstanceStateChanged)
     assert cause.state == state
 
 
 def test_preemptible_interruption() -> None:
-    cause = intake_alibaba(raw("ecs-preemptible-interruption"), function="bind")
+    cause = intake_alibaba(raw("ecs-preemptible-interruption"), function="bind").cause
     assert cause == InstanceInterruption(
         instance_id="i-bp1ecr5go2go1q2w****",
         reason="preemptible-interruption",
@@ -66,10 +66,10 @@ def test_preemptible_interruption() -> None:
 
 
 def test_timer_means_what_the_function_does() -> None:
-    assert intake_alibaba(raw("fc-timer"), function="bind") == Sweep(
+    assert intake_alibaba(raw("fc-timer"), function="bind").cause == Sweep(
         event_id="gpupool-launch-reconcile@2026-11-29T16:00:00Z"
     )
-    assert intake_alibaba(raw("fc-timer"), function="compact") == Compact(
+    assert intake_alibaba(raw("fc-timer"), function="compact").cause == Compact(
         event_id="gpupool-launch-reconcile@2026-11-29T16:00:00Z"
     )
 
@@ -77,13 +77,13 @@ def test_timer_means_what_the_function_does() -> None:
 def test_timer_payload_narrows_to_a_pool() -> None:
     event = sample("fc-timer")
     event["payload"] = json.dumps({"pool": "pool-b"})
-    cause = intake_alibaba(event, function="compact")
+    cause = intake_alibaba(event, function="compact").cause
     assert isinstance(cause, Compact)
     assert cause.pool == "pool-b"
 
 
 def test_http_trigger_carries_a_relay_cloudevent() -> None:
-    cause = intake_alibaba(raw("fc-http-node-ready"), function="bind")
+    cause = intake_alibaba(raw("fc-http-node-ready"), function="bind").cause
     assert isinstance(cause, NodeChanged)
     assert (cause.node, cause.change) == ("ip-10-0-1-23.ec2.internal", "ready")
 
@@ -113,11 +113,28 @@ BROKEN: list[tuple[str, object, str]] = [
 
 @pytest.mark.parametrize(("label", "event", "reason_part"), BROKEN, ids=[b[0] for b in BROKEN])
 def test_broken_event_is_ignored_with_a_reason(label: str, event: object, reason_part: str) -> None:
-    cause = intake_alibaba(event, function="bind")
+    cause = intake_alibaba(event, function="bind").cause
     assert isinstance(cause, Ignored), label
     assert reason_part in cause.reason
 
 
 def test_every_alibaba_sample_is_read() -> None:
     for path in EVENTS.glob("*.json"):
-        assert not isinstance(intake_alibaba(path.read_bytes()), Ignored), path.name
+        assert not isinstance(intake_alibaba(path.read_bytes()).cause, Ignored), path.name
+
+
+def test_intake_tells_each_samples_trigger_kind_and_carries_the_request_of_http_ones() -> None:
+    expected = {"fc-timer": "timer", "fc-http": "http", "ecs-": "eventbridge"}
+    for path in EVENTS.glob("*.json"):
+        intake = intake_alibaba(path.read_bytes(), function="bind")
+        kind = next(trigger for prefix, trigger in expected.items() if path.stem.startswith(prefix))
+        assert intake.trigger == kind, path.name
+        assert (intake.request is not None) == (kind == "http"), path.name
+    assert intake_alibaba({"hello": "world"}).trigger == "unknown"
+
+
+def test_an_http_trigger_request_is_told_by_fcs_own_keys_first() -> None:
+    """The handler always treated an event with `rawPath` / `requestContext` as an HTTP call (HMAC
+    checked, HTTP answers); intake now reads it as one too, even with timer keys beside them."""
+    intake = intake_alibaba({**sample("fc-http-node-ready"), "triggerTime": "t"}, function="bind")
+    assert intake.trigger == "http" and isinstance(intake.cause, NodeChanged)

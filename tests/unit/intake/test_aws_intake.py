@@ -158,7 +158,7 @@ CASES: list[tuple[str, FunctionName, object]] = [
 
 @pytest.mark.parametrize(("name", "function", "expected"), CASES, ids=[f"{c[0]}->{c[1]}" for c in CASES])
 def test_sample_becomes_its_cause(name: str, function: FunctionName, expected: object) -> None:
-    assert intake_aws(sample(name), function=function) == expected
+    assert intake_aws(sample(name), function=function).cause == expected
 
 
 def test_every_aws_sample_is_covered_and_carries_its_version() -> None:
@@ -179,7 +179,7 @@ def test_every_detail_type_has_a_sample() -> None:
 
 
 def test_a_cause_for_another_function_is_ignored_naming_the_right_one() -> None:
-    cause = intake_aws(sample("ec2-spot-interruption-warning"), function="launch")
+    cause = intake_aws(sample("ec2-spot-interruption-warning"), function="launch").cause
     assert isinstance(cause, Ignored)
     assert "bind" in cause.reason
     assert cause.event_id == "1e5527d7-bb36-4607-3370-4164db56a40e"
@@ -238,7 +238,7 @@ BROKEN: list[tuple[str, object, str]] = [
 
 @pytest.mark.parametrize(("label", "event", "reason_part"), BROKEN, ids=[b[0] for b in BROKEN])
 def test_broken_event_is_ignored_with_a_reason(label: str, event: object, reason_part: str) -> None:
-    cause = intake_aws(event, function="bind")
+    cause = intake_aws(event, function="bind").cause
     assert isinstance(cause, Ignored), label
     assert reason_part in cause.reason
 
@@ -249,9 +249,35 @@ def test_base64_function_url_body_is_decoded() -> None:
     event = sample("function-url-node-ready")
     event["body"] = base64.b64encode(event["body"].encode()).decode()
     event["isBase64Encoded"] = True
-    assert isinstance(intake_aws(event, function="bind"), NodeChanged)
+    assert isinstance(intake_aws(event, function="bind").cause, NodeChanged)
 
 
 def test_event_as_bytes_is_read() -> None:
     raw = (EVENTS / "ec2-state-change-running.json").read_bytes()
-    assert isinstance(intake_aws(raw, function="bind"), InstanceStateChanged)
+    assert isinstance(intake_aws(raw, function="bind").cause, InstanceStateChanged)
+
+
+def _trigger_of_sample(name: str) -> str:
+    if name.startswith("function-url-"):
+        return "http"
+    return "schedule" if name.startswith("schedule") else "eventbridge"
+
+
+def test_intake_tells_each_samples_trigger_kind_and_carries_the_request_of_http_ones() -> None:
+    for path in EVENTS.glob("*.json"):
+        intake = intake_aws(sample(path.stem), function="bind")
+        assert intake.trigger == _trigger_of_sample(path.stem), path.name
+        assert (intake.request is not None) == (intake.trigger == "http"), path.name
+    assert intake_aws("{oops").trigger == "unknown"
+
+
+def test_a_function_url_body_is_decoded_once_for_the_signature_and_the_parser() -> None:
+    import base64
+
+    event = sample("function-url-node-ready")
+    sent = event["body"].encode()
+    event["body"] = base64.b64encode(sent).decode()
+    event["isBase64Encoded"] = True
+    intake = intake_aws(event, function="bind")
+    assert intake.request is not None and intake.request.body == sent
+    assert isinstance(intake.cause, NodeChanged)

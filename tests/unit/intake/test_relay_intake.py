@@ -8,8 +8,10 @@ from typing import Any
 
 import pytest
 
-from gpupool.core.intake.causes import ClaimDeleted, Compact, Ignored, NodeChanged, Reconcile
-from gpupool.core.intake.relay import RELAY_TYPES, TYPE_PREFIX, intake_cloudevent, intake_relay_http
+from gpupool.core.intake.causes import Cause, ClaimDeleted, Compact, Ignored, NodeChanged, Reconcile
+from gpupool.core.intake.envelope import HttpRequest
+from gpupool.core.intake.relay import intake_cloudevent, intake_relay_request
+from gpupool.core.vocabulary.events import RELAY_TYPES, TYPE_PREFIX
 
 EVENTS = Path(__file__).resolve().parents[3] / "events" / "k8s"
 
@@ -17,6 +19,10 @@ EVENTS = Path(__file__).resolve().parents[3] / "events" / "k8s"
 def sample(name: str) -> dict[str, Any]:
     loaded: dict[str, Any] = json.loads((EVENTS / f"{name}.json").read_text())
     return loaded
+
+
+def intake_relay_http(*, body: str, headers: dict[str, str], method: str | None = "POST") -> Cause:
+    return intake_relay_request(HttpRequest(method=method, headers=headers, body=body.encode()))
 
 
 EXPECTED = {
@@ -65,7 +71,7 @@ def test_binary_mode_reads_the_same_event(name: str) -> None:
     event = sample(name)
     headers = {f"Ce-{key}": value for key, value in event.items() if key not in ("data", "datacontenttype")}
     headers["Content-Type"] = "application/json"
-    cause = intake_relay_http(body=json.dumps(event["data"]), is_base64=False, headers=headers)
+    cause = intake_relay_http(body=json.dumps(event["data"]), headers=headers)
     assert cause == EXPECTED[name]
 
 
@@ -123,6 +129,6 @@ def test_ignored_keeps_the_event_id_when_it_could_be_read() -> None:
 
 
 def test_binary_mode_with_a_non_json_body_is_ignored() -> None:
-    cause = intake_relay_http(body="nope", is_base64=False, headers={"ce-specversion": "1.0", "ce-id": "e1"})
+    cause = intake_relay_http(body="nope", headers={"ce-specversion": "1.0", "ce-id": "e1"})
     assert isinstance(cause, Ignored)
     assert cause.event_id == "e1"

@@ -1,4 +1,6 @@
-"""Routing: each cause kind belongs to exactly one function; a schedule tick means what its function does."""
+"""Routing: each cause kind belongs to exactly one function; a schedule tick means what its function does.
+Also the envelope helpers every parser shares: JSON objects from text, bytes or mappings, and an
+HTTP request's body decoded once (the bytes a signature covers and the text the parser reads)."""
 
 from __future__ import annotations
 
@@ -17,7 +19,8 @@ from gpupool.core.intake.causes import (
     Reconcile,
     Sweep,
 )
-from gpupool.core.intake.routing import FUNCTIONS, as_json_object, decode_body, route, schedule_cause
+from gpupool.core.intake.envelope import Intake, as_json_object, read_http_request
+from gpupool.core.intake.routing import FUNCTIONS, route, schedule_cause
 
 SAMPLES: list[Cause] = [
     Reconcile(trigger="schedule", event_id="e"),
@@ -77,8 +80,33 @@ def test_as_json_object(value: object, expected: object) -> None:
     assert as_json_object(value) == expected
 
 
+def _body(body: object, is_base64: object = False) -> tuple[bytes | None, str | None]:
+    request = read_http_request({"body": body, "isBase64Encoded": is_base64})
+    return request.body, request.text
+
+
 def test_decode_body() -> None:
-    assert decode_body("aGk=", is_base64=True) == "hi"
-    assert decode_body("hi") == "hi"
-    assert decode_body("!!", is_base64=True) is None
-    assert decode_body(42) is None
+    assert _body("aGk=", is_base64=True) == (b"hi", "hi")
+    assert _body("hi") == (b"hi", "hi")
+    assert _body("aGk=", is_base64="true") == (b"aGk=", "aGk=")  # only a JSON true means base64
+    assert _body(None) == (b"", "")
+    assert _body("!!", is_base64=True) == (None, None)
+    assert _body(42) == (None, None)
+    assert _body("\ud800") == (None, None)  # text no client could have sent as UTF-8
+    assert _body("/w==", is_base64=True) == (b"\xff", None)  # bytes a signature covers, not text
+
+
+def test_an_http_request_reads_its_method_and_string_headers() -> None:
+    envelope = {"requestContext": {"http": {"method": "POST"}}, "headers": {"A": "1", "B": 2}, "body": "{}"}
+    request = read_http_request(envelope)
+    assert (request.method, dict(request.headers), request.body) == ("POST", {"A": "1"}, b"{}")
+    assert read_http_request({"requestContext": "x", "headers": []}).method is None
+
+
+def test_an_intake_carries_a_request_exactly_when_it_is_http() -> None:
+    request = read_http_request({"body": "{}"})
+    with pytest.raises(ValueError, match="exactly when"):
+        Intake(Ignored(reason="x"), "http")
+    with pytest.raises(ValueError, match="exactly when"):
+        Intake(Ignored(reason="x"), "schedule", request)
+    assert Intake(Ignored(reason="x"), "http", request).request is request

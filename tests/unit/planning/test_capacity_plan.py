@@ -15,7 +15,7 @@ import pytest
 from gpupool.core.planning.capacity_plan import CapacityPlan, plan_capacity
 from gpupool.core.planning.gap import MAX_RESOURCE_CONSTRAINT_REACHED
 from gpupool.core.planning.offerings import catalog_offerings
-from gpupool.core.planning.snapshot import ANNOTATION_UNAVAILABLE_OFFERINGS
+from gpupool.core.planning.unavailable import ANNOTATION_UNAVAILABLE_OFFERINGS
 from tests.unit.decisions.builders import NOW, claim, gpu_node, node, pool, snapshot
 
 ON_DEMAND = {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["OnDemand"]}

@@ -29,10 +29,10 @@ from gpupool.core.model.constants import (
     TAG_NODE_CLASS,
     TAG_NODE_NAME,
 )
+from gpupool.core.model.instance import LaunchTemplate, ManagedInstance
 from gpupool.core.model.nodeclaim import GPUNodeClaim
 from gpupool.core.model.nodeclass import GPUNodeClass, SelectorTerm
 from gpupool.core.planning.plan import OfferingRef
-from gpupool.core.planning.snapshot import ManagedInstance
 from gpupool.service.errors import CapacityUnavailable, NotFound, PermanentError, Throttled
 
 __all__ = ["Ec2Compute", "RetryPolicy"]
@@ -55,6 +55,13 @@ class RetryPolicy:
 
 def _tag_filters(tags: dict[str, str]) -> list[dict[str, Any]]:
     return [{"Name": f"tag:{key}", "Values": [value]} for key, value in tags.items()]
+
+
+def _node_class(template: LaunchTemplate) -> GPUNodeClass:
+    """The GPUNodeClass to launch from; PermanentError for another mode's template."""
+    if not isinstance(template, GPUNodeClass):
+        raise PermanentError("EC2 launches from a GPUNodeClass, not a Karpenter NodeClaim template")
+    return template
 
 
 def _capacity_type(instance: dict[str, Any]) -> str:
@@ -137,11 +144,12 @@ class Ec2Compute:
     def launch(
         self,
         claim: GPUNodeClaim,
-        node_class: GPUNodeClass,
+        template: LaunchTemplate,
         offering: OfferingRef,
         *,
         client_token: str,
     ) -> str:
+        node_class = _node_class(template)
         network = self._resolve_network(node_class, offering)
         request = run_instances_request(
             claim, node_class, offering, network=network, cluster=self._cluster, client_token=client_token
@@ -153,9 +161,9 @@ class Ec2Compute:
         instance_id: str = instances[0]["InstanceId"]
         return instance_id
 
-    def find_by_claim(self, claim_name: str) -> ManagedInstance | None:
+    def find_by_claim(self, claim: GPUNodeClaim) -> ManagedInstance | None:
         filters = [
-            *_tag_filters({**self._ours(), TAG_NODE_NAME: claim_name}),
+            *_tag_filters({**self._ours(), TAG_NODE_NAME: claim.name}),
             {"Name": "instance-state-name", "Values": list(LIVE_STATES)},
         ]
         found = [_to_managed(instance) for instance in self._instances(Filters=filters)]
@@ -273,8 +281,8 @@ class Ec2Compute:
                 )
         return subnets
 
-    def launchable_zones(self, node_class: GPUNodeClass) -> frozenset[str] | None:
-        terms = node_class.spec.subnet_selector_terms
+    def launchable_zones(self, template: LaunchTemplate) -> frozenset[str] | None:
+        terms = _node_class(template).spec.subnet_selector_terms
         if not terms:
             return None  # default subnets: any zone of the region
         subnets = self._class_subnets(terms)

@@ -27,10 +27,10 @@ from gpupool.adapters.ecs_errors import IDEMPOTENT_MISMATCH, EcsApiError, ErrorK
 from gpupool.adapters.ecs_request import run_instances_params
 from gpupool.adapters.ecs_selectors import EcsSelectors, items, tag_params
 from gpupool.core.model.constants import TAG_CLUSTER, TAG_MANAGED_BY, TAG_MANAGED_BY_VALUE, TAG_NODE_NAME
+from gpupool.core.model.instance import InstanceLifecycle, LaunchTemplate, ManagedInstance
 from gpupool.core.model.nodeclaim import GPUNodeClaim
 from gpupool.core.model.nodeclass import GPUNodeClass
 from gpupool.core.planning.plan import OfferingRef
-from gpupool.core.planning.snapshot import InstanceLifecycle, ManagedInstance
 from gpupool.service.errors import NotFound, PermanentError
 
 __all__ = ["EcsCompute"]
@@ -53,6 +53,13 @@ def _launch_time(text: object) -> datetime | None:
     except ValueError:
         return None
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def _node_class(template: LaunchTemplate) -> GPUNodeClass:
+    """The GPUNodeClass to launch from; PermanentError for another mode's template."""
+    if not isinstance(template, GPUNodeClass):
+        raise PermanentError("ECS launches from a GPUNodeClass, not a Karpenter NodeClaim template")
+    return template
 
 
 def _to_managed(instance: Mapping[str, Any]) -> ManagedInstance:
@@ -129,11 +136,12 @@ class EcsCompute:
     def launch(
         self,
         claim: GPUNodeClaim,
-        node_class: GPUNodeClass,
+        template: LaunchTemplate,
         offering: OfferingRef,
         *,
         client_token: str,
     ) -> str:
+        node_class = _node_class(template)
         network = self._selectors.resolve_network(node_class, offering)
         params = run_instances_params(
             claim,
@@ -151,7 +159,7 @@ class EcsCompute:
             if error.code != IDEMPOTENT_MISMATCH:
                 raise
             # The token launched something before with other parameters: that is this claim's.
-            adopted = self.find_by_claim(claim.name)
+            adopted = self.find_by_claim(claim)
             if adopted is None:
                 raise
             return adopted.instance_id
@@ -160,8 +168,8 @@ class EcsCompute:
             raise PermanentError(f"ECS RunInstances for claim {claim.name} returned no instance")
         return str(ids[0])
 
-    def find_by_claim(self, claim_name: str) -> ManagedInstance | None:
-        tags = tag_params({**self._ours(), TAG_NODE_NAME: claim_name})
+    def find_by_claim(self, claim: GPUNodeClaim) -> ManagedInstance | None:
+        tags = tag_params({**self._ours(), TAG_NODE_NAME: claim.name})
         found = [_to_managed(instance) for instance in self._instances(Tag=tags)]
         if not found:
             return None
@@ -209,5 +217,5 @@ class EcsCompute:
     def list_managed(self) -> list[ManagedInstance]:
         return [_to_managed(instance) for instance in self._instances(Tag=tag_params(self._ours()))]
 
-    def launchable_zones(self, node_class: GPUNodeClass) -> frozenset[str] | None:
-        return self._selectors.launchable_zones(node_class)
+    def launchable_zones(self, template: LaunchTemplate) -> frozenset[str] | None:
+        return self._selectors.launchable_zones(_node_class(template))

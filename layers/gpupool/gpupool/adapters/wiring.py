@@ -40,7 +40,6 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, cast
 
 from gpupool.service.deps import Deps, Settings
-from gpupool.service.karpenter_compute import with_karpenter
 from gpupool.service.karpenter_ports import KarpenterApi
 from gpupool.service.ports import Clock, Cluster, Compute
 
@@ -285,15 +284,15 @@ def build_aws_deps(environ: Mapping[str, str], *, clock: Clock | None = None) ->
 
         return KubeKarpenter(kube.resolve(), request_timeout_s=env.kube_timeout_s)
 
-    deps = Deps(
+    # Karpenter's API makes Karpenter-mode claims' nodes (Deps.compute_for) and AutoSelect's.
+    return Deps(
         compute=cast(Compute, _Lazy(compute)),
         cluster=cast(Cluster, _Lazy(cluster)),
         clock=clock,
         settings=env.settings,
         offerings=catalog_offerings(env.region),
+        karpenter=cast(KarpenterApi, _Lazy(karpenter)),
     )
-    # Karpenter-mode claims' NodeClaims answer as their instances (see service.karpenter_compute).
-    return with_karpenter(deps, cast(KarpenterApi, _Lazy(karpenter)))
 
 
 def _session(env: AwsEnvironment) -> Any:

@@ -4,7 +4,7 @@ Each module in `gpupool.cli.commands` defines `NAME`, `HELP`, `register(parser)`
 `run(args) -> int`. Registration must stay cheap (no SDK imports): heavy imports belong in
 `run`, so `gpupool --help` answers instantly.
 
-Must not: hold any decision logic — subcommands call the core, the service or `gpupool.local`.
+Must not: hold any decision logic — subcommands call the core, the service or `gpupool.sandbox`.
 """
 
 from __future__ import annotations

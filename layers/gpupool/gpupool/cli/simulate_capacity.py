@@ -1,12 +1,13 @@
-"""`gpupool simulate capacity`: check the arguments, run the simulation, print the table / JSON, plot.
+"""`gpupool simulate capacity`: its flags, the simulation run, the table / JSON, the plot.
 
-Role: the I/O around `gpupool.local.capacity` — every argument checked before any work (bad
-input: one clear line, exit 2, nothing written), the demand read (a trace file, or openb's pod
-list beside the repository), a progress bar on stderr when it is a terminal, a table (or
-`--json`: `{"policies": [...]}`) on stdout, and `--plot` (demand, capacity and cost over time
-per policy, matplotlib).
+Role: the `capacity` subcommand of `gpupool simulate` — `register(sub)` adds it and its flags;
+`run(args)` is the I/O around `gpupool.simulation.capacity`: every argument checked before any
+work (bad input: one clear line, exit 2, nothing written), the demand read (a trace file, or
+openb's pod list beside the repository), a progress bar on stderr when it is a terminal, a
+table (or `--json`: `{"policies": [...]}`) on stdout, and `--plot` (demand, capacity and cost
+over time per policy, matplotlib). The simulation is imported only when it runs.
 
-Must not: simulate or decide anything (gpupool.local.capacity does).
+Must not: simulate or decide anything (gpupool.simulation.capacity does).
 """
 
 from __future__ import annotations
@@ -17,17 +18,98 @@ import sys
 from collections.abc import Callable, Sequence
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gpupool.cli.errors import UserError
-from gpupool.cli.simulate_placement import load_pyplot
-from gpupool.local.capacity.ledger import PolicyReport
-from gpupool.local.capacity.pool_spec import PoolSpec
-from gpupool.local.capacity.run import CapacityRun, load_demand, simulate
-from gpupool.local.capacity.world import WorldConfig
-from gpupool.local.demand_trace import TraceError
+from gpupool.cli.simulate_common import load_pyplot, non_negative_float, positive_float, share
+from gpupool.core.catalog import CLOUDS
 
-__all__ = ["plot_reports", "reports_table", "simulate_capacity"]
+if TYPE_CHECKING:
+    from gpupool.simulation.capacity.ledger import PolicyReport
+    from gpupool.simulation.capacity.run import CapacityRun
+
+__all__ = ["EPILOG", "HELP", "plot_reports", "register", "reports_table", "run"]
+
+HELP = (
+    "replay days of GPU demand through gpupool's real launch/bind/compact services and "
+    "TensorFusion's replayed rules on the same seeded world; compare cost and time to capacity"
+)
+EPILOG = """\
+The world (identical for every policy with one --seed): instances boot in 60-180 s and join
+30-90 s later; a share of Spot launches is interrupted (2-minute notice); each offering is out
+of capacity for whole hours with some probability. The pool: min 2, warm 4 T4 worth of
+TFLOPS/VRAM, g4dn/g5/g6 (aws) or gn6i/gn7i/gn6v (alibaba), OnDemand and Spot.
+--mode karpenter: gpupool's pool makes Karpenter NodeClaims; a simulated Karpenter launches
+them in the same world (same boot/join times, interruptions and capacity failures).
+Trace format: CSV `name,arrival,departure,gpus` (seconds from the start; 0.5 = half a GPU) or
+JSONL with those keys; openb's pod list is detected and rescaled onto the window.
+See docs/simulation.md for the rules and the figures.
+"""
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    capacity = sub.add_parser(
+        "capacity",
+        help=HELP,
+        description=HELP,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    capacity.add_argument(
+        "--trace",
+        type=Path,
+        metavar="FILE",
+        help="demand trace (CSV/JSONL, or openb's pod list); default: "
+        "../shared/data/openb/openb_pod_list_default.csv rescaled onto the window",
+    )
+    capacity.add_argument(
+        "--days", type=positive_float, default=2.0, metavar="N", help="simulated days (default 2)"
+    )
+    capacity.add_argument("--cloud", choices=CLOUDS, default="aws", help="catalog and region (default aws)")
+    capacity.add_argument(
+        "--policy",
+        action="append",
+        choices=("gpupool", "tensorfusion"),
+        help="policy to run (repeatable; default both)",
+    )
+    capacity.add_argument(
+        "--mode",
+        choices=("provisioned", "karpenter"),
+        default="provisioned",
+        help="gpupool's provisioningMode: launch instances itself, or NodeClaims for Karpenter "
+        "(default provisioned); TensorFusion's side is unchanged",
+    )
+    capacity.add_argument("--seed", type=int, default=0, metavar="N", help="seeds the world (default 0)")
+    capacity.add_argument(
+        "--budget-per-day",
+        type=non_negative_float,
+        metavar="USD",
+        help="the pool's nodeProvisioner.budget.budgetPerDay (month and quarter follow it); "
+        "gpupool enforces it at launch, TensorFusion only reads it",
+    )
+    capacity.add_argument(
+        "--spot-interruption-share",
+        type=share,
+        default=0.2,
+        metavar="SHARE",
+        help="share of Spot launches interrupted (0-1, default 0.2)",
+    )
+    capacity.add_argument(
+        "--capacity-failure-share",
+        type=share,
+        default=0.05,
+        metavar="SHARE",
+        help="chance an offering is out of capacity for a given hour (0-1, default 0.05)",
+    )
+    capacity.add_argument(
+        "--on-demand-only",
+        action="store_true",
+        help="the pool allows OnDemand offerings only (default: OnDemand and Spot)",
+    )
+    capacity.add_argument("--json", action="store_true", help='print {"policies": [...]} instead of a table')
+    capacity.add_argument(
+        "--plot", type=Path, metavar="OUT.png", help="PNG of demand, capacity and cost over time (matplotlib)"
+    )
 
 
 def _seconds(value: float | None) -> str:
@@ -103,8 +185,12 @@ def _progress_bar() -> Callable[[str, float], None] | None:
 
 
 def _build_run(args: argparse.Namespace) -> CapacityRun:
+    from gpupool.simulation.capacity.pool_spec import PoolSpec
+    from gpupool.simulation.capacity.run import CapacityRun
+    from gpupool.simulation.cluster.fates import FatesConfig
+
     try:
-        world = WorldConfig(
+        fates = FatesConfig(
             seed=args.seed,
             spot_interruption_share=args.spot_interruption_share,
             capacity_failure_share=args.capacity_failure_share,
@@ -115,34 +201,37 @@ def _build_run(args: argparse.Namespace) -> CapacityRun:
             cloud=args.cloud, budget_per_day=budget, capacity_types=capacity_types, mode=args.mode
         )
         policies = tuple(dict.fromkeys(args.policy or ("gpupool", "tensorfusion")))
-        return CapacityRun(days=args.days, policies=policies, world=world, pool=pool)
+        return CapacityRun(days=args.days, policies=policies, fates=fates, pool=pool)
     except ValueError as error:
         raise UserError(str(error)) from None
 
 
-def simulate_capacity(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
+    from gpupool.simulation.capacity.run import load_demand, simulate
+    from gpupool.simulation.openb import TraceError
+
     if args.plot is not None and not args.plot.parent.is_dir():
         raise UserError(f"--plot {args.plot}: folder {args.plot.parent} does not exist")
-    run = _build_run(args)
+    job = _build_run(args)
     pyplot = load_pyplot() if args.plot is not None else None
     try:
-        demands = load_demand(args.trace, window_seconds=run.window_seconds)
+        demands = load_demand(args.trace, window_seconds=job.window_seconds)
     except TraceError as error:
         raise UserError(str(error)) from None
-    reports = simulate(run, demands, progress=_progress_bar())
+    reports = simulate(job, demands, progress=_progress_bar())
     if args.json:
         print(json.dumps({"policies": [r.to_json() for r in reports]}, indent=2))
     else:
         print(
-            f"{len(demands)} pods over {run.days:g} simulated day(s), {run.pool.cloud} "
-            f"{run.pool.region}, seed {run.world.seed}"
-            + (f", budgetPerDay ${run.pool.budget_per_day}" if run.pool.budget_per_day is not None else "")
+            f"{len(demands)} pods over {job.days:g} simulated day(s), {job.pool.cloud} "
+            f"{job.pool.region}, seed {job.fates.seed}"
+            + (f", budgetPerDay ${job.pool.budget_per_day}" if job.pool.budget_per_day is not None else "")
             + (", OnDemand only" if args.on_demand_only else "")
-            + (", gpupool in Karpenter mode" if run.pool.mode == "karpenter" else "")
+            + (", gpupool in Karpenter mode" if job.pool.mode == "karpenter" else "")
         )
         print(reports_table(reports))
     if pyplot is not None and args.plot is not None:
-        mode = ", Karpenter mode" if run.pool.mode == "karpenter" else ""
-        title = f"{run.days:g} day(s), {run.pool.cloud}, seed {run.world.seed}{mode}"
+        mode = ", Karpenter mode" if job.pool.mode == "karpenter" else ""
+        title = f"{job.days:g} day(s), {job.pool.cloud}, seed {job.fates.seed}{mode}"
         plot_reports(reports, args.plot, pyplot, title=title)
     return 0

@@ -1,8 +1,10 @@
-"""`gpupool simulate placement`: read the trace files, run each mode, print, write the outputs.
+"""`gpupool simulate placement`: its flags, the trace files read, each mode run, the outputs.
 
-Role: the I/O around `gpupool.core.placement_sim` — read the two CSV files as they are, check
-every argument before any work (bad input: one clear line, exit 2, nothing written), show a
-progress bar on a terminal, print a table or JSON, write `--assignments` and `--plot`.
+Role: the `placement` subcommand of `gpupool simulate` — `register(sub)` adds it and its flags;
+`run(args)` is the I/O around `gpupool.simulation.placement`: read the two CSV files as they are
+(parsed by `gpupool.simulation.openb`), check every argument before any work (bad input: one
+clear line, exit 2, nothing written), show a progress bar on a terminal, print a table or JSON,
+write `--assignments` and `--plot`. The simulation is imported only when it runs.
 
 Must not: decide placement or compute figures (the core does).
 """
@@ -17,48 +19,79 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gpupool.cli.errors import UserError
 from gpupool.cli.files import read_text
-from gpupool.core.placement_sim import (
-    PLACEMENTS,
-    Assignment,
-    ModeResult,
-    TraceError,
-    TraceNode,
-    TraceTask,
-    catalog_specs,
-    parse_nodes,
-    parse_tasks,
-    replay,
-    spec_for,
-)
+from gpupool.cli.simulate_common import load_pyplot, positive_float
+
+if TYPE_CHECKING:
+    from gpupool.simulation.openb import TraceNode, TraceTask
+    from gpupool.simulation.placement import Assignment, ModeResult
 
 __all__ = [
+    "HELP",
+    "PLACEMENTS",
     "assignments_csv",
-    "load_pyplot",
     "plot_results",
     "read_trace",
+    "register",
     "result_json",
     "results_table",
-    "simulate_placement",
+    "run",
 ]
 
+HELP = "replay an openb-format trace (nodes, pods) through every placement mode and compare"
+# `gpupool.simulation.placement.PLACEMENTS`, spelled out so that registering imports no simulation.
+PLACEMENTS = (
+    "RandomFit",
+    "BestFit",
+    "CompactFirst",
+    "LowLoadFirst",
+    "NodeCompactGPULowLoad",
+    "FragmentationAware",
+)
 
-def _rows(path: Path, what: str) -> tuple[list[str], list[dict[str, str]]]:
-    reader = csv.DictReader(io.StringIO(read_text(path, what=what)))
-    rows = list(reader)
-    return list(reader.fieldnames or []), rows
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    placement = sub.add_parser("placement", help=HELP, description=HELP)
+    placement.add_argument("--nodes", type=Path, required=True, metavar="NODES.csv", help="openb node list")
+    placement.add_argument("--pods", type=Path, required=True, metavar="PODS.csv", help="openb pod list")
+    placement.add_argument(
+        "--placement",
+        action="append",
+        choices=PLACEMENTS,
+        metavar="MODE",
+        help=f"placement to replay (repeatable; default: all of {', '.join(PLACEMENTS)})",
+    )
+    placement.add_argument(
+        "--inflation",
+        type=positive_float,
+        default=1.3,
+        metavar="X",
+        help="repeat the pod list until GPU requested reaches this times the cluster's GPUs (default 1.3)",
+    )
+    placement.add_argument(
+        "--seed", type=int, default=0, metavar="N", help="breaks exact score ties; seeds Random-fit"
+    )
+    placement.add_argument(
+        "--assignments", type=Path, metavar="OUT.csv", help="write pod,node,gpus (needs one --placement)"
+    )
+    placement.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    placement.add_argument(
+        "--plot", type=Path, metavar="OUT.png", help="PNG of GPU allocated vs. arrived (needs matplotlib)"
+    )
 
 
 def read_trace(nodes_path: Path, pods_path: Path) -> tuple[list[TraceNode], list[TraceTask]]:
+    from gpupool.simulation.openb import TraceError, parse_nodes, parse_tasks, split_csv
+
     try:
-        header, rows = _rows(nodes_path, "the node list")
+        header, rows = split_csv(read_text(nodes_path, what="the node list"), source=str(nodes_path))
         nodes = parse_nodes(header, rows, source=str(nodes_path))
-        header, rows = _rows(pods_path, "the pod list")
+        header, rows = split_csv(read_text(pods_path, what="the pod list"), source=str(pods_path))
         tasks = parse_tasks(header, rows, source=str(pods_path))
-    except (TraceError, csv.Error) as exc:
+    except TraceError as exc:
         raise UserError(str(exc)) from None
     return nodes, tasks
 
@@ -143,19 +176,10 @@ def plot_results(results: Sequence[ModeResult], path: Path, pyplot: Any) -> None
     pyplot.close(figure)
 
 
-def load_pyplot() -> Any:
-    """matplotlib's pyplot (headless), imported only when a plot is asked for."""
-    try:
-        import matplotlib
+def run(args: argparse.Namespace) -> int:
+    from gpupool.simulation.openb import TraceError
+    from gpupool.simulation.placement import catalog_specs, replay, spec_for
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot
-    except ImportError:
-        raise UserError("--plot needs matplotlib: pip install 'gpupool[plot]'") from None
-    return matplotlib.pyplot
-
-
-def simulate_placement(args: argparse.Namespace) -> int:
     placements: list[str] = list(dict.fromkeys(args.placement or PLACEMENTS))
     if args.assignments is not None and len(placements) != 1:
         raise UserError("--assignments needs exactly one --placement (the file has no placement column)")

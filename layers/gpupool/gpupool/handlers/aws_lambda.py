@@ -1,11 +1,12 @@
 """The Lambda flavour of the shared handler body (launch, bind, compact).
 
-Role: parse the Lambda event with ``intake_aws`` (EventBridge events, schedules, Function URL
-requests carrying the relay's CloudEvents) and hand it to ``gpupool.handlers.common``, whose
-body maps outcomes: retryable → raise (Lambda retries, then the on-failure SQS destination);
-permanent → logged and acknowledged; on the Function URL → HTTP 200 / 400 / 401 (HMAC, when
-GPUPOOL_RELAY_HMAC_SECRET is set) / 503. ``functions/<name>/app.py`` binds it to one
-function: ``handler = make_handler("launch")``.
+Role: read the Lambda event with ``intake_aws`` (EventBridge events, schedules, Function URL
+requests carrying the relay's CloudEvents — intake tells which, and decodes a request's body)
+and hand it to ``gpupool.handlers.common``, whose body maps outcomes: retryable → raise (Lambda
+retries, then the on-failure SQS destination); permanent → logged and acknowledged; on the
+Function URL → HTTP 200 / 400 / 401 (HMAC, when GPUPOOL_RELAY_HMAC_SECRET is set) / 503.
+``functions/<name>/app.py`` binds it to one function: ``make_handler = partial(make_handler,
+"launch")``, ``handler = make_handler()``.
 
 Must not: decide anything, talk to AWS or Kubernetes itself, or import boto3 / kubernetes at
 module import (``gpupool.adapters.wiring`` is imported when the first real event needs deps).
@@ -14,28 +15,18 @@ module import (``gpupool.adapters.wiring`` is imported when the first real event
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from gpupool.core.intake.aws import intake_aws, is_function_url
-from gpupool.core.intake.causes import Cause
+from gpupool.core.intake.aws import intake_aws
+from gpupool.core.intake.envelope import Intake
 from gpupool.core.intake.routing import FunctionName
-from gpupool.handlers import common
-from gpupool.handlers.common import Handler, RetryableFailure, ServiceEntry, logger, metrics, service_entry
+from gpupool.handlers.common import Handler, ServiceEntry, build_handler
 
 if TYPE_CHECKING:
     from gpupool.service.deps import Deps
 
-__all__ = [
-    "Handler",
-    "RetryableFailure",
-    "ServiceEntry",
-    "aws_deps",
-    "logger",
-    "make_handler",
-    "metrics",
-    "service_entry",
-]
+__all__ = ["aws_deps", "make_handler"]
 
 
 def aws_deps() -> Deps:
@@ -45,9 +36,8 @@ def aws_deps() -> Deps:
     return build_aws_deps(os.environ)
 
 
-def _intake(event: Any, function: FunctionName) -> tuple[Cause, Mapping[str, Any] | None]:
-    request = event if is_function_url(event) else None
-    return intake_aws(event, function=function), request
+def _read_event(event: Any, function: FunctionName) -> Intake:
+    return intake_aws(event, function=function)
 
 
 def make_handler(
@@ -61,4 +51,4 @@ def make_handler(
 
     Tests and ``gpupool invoke`` pass fakes or sandbox-backed deps here; nothing is patched.
     """
-    return common.make_handler(function, deps_factory, intake=_intake, service=service, dry_run=dry_run)
+    return build_handler(function, deps_factory, read_event=_read_event, service=service, dry_run=dry_run)

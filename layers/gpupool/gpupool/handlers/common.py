@@ -1,38 +1,43 @@
 """The body shared by every function handler, on both clouds (Lambda and Function Compute).
 
-Role: given a cause (from the cloud's own intake) and whether the event came over HTTP (the
-Lambda Function URL, the FC HTTP trigger), call the function's service entry point with deps
-built once per cold start and map the outcome. Retryable → raise (the platform retries, then
-its failure destination takes over); permanent → logged and acknowledged; over HTTP → 200 /
-400 (unreadable or misrouted event, nothing changed) / 401 (unsigned or wrongly signed relay
-call, nothing changed) / 503 (retry later). `make_handler(function, intake=..., ...)` binds it
-to one cloud's intake; `gpupool.handlers.aws_lambda` and `gpupool.handlers.fc` are those.
+Role: given what the cloud's own intake made of the event (``gpupool.core.intake.envelope.Intake``:
+the cause, the trigger kind and, for an HTTP call — the Lambda Function URL, the FC HTTP
+trigger — the request with its body decoded once), call the function's service entry point
+with deps built once per cold start and map the outcome. Retryable → raise (the platform
+retries, then its failure destination takes over); permanent → logged and acknowledged; over
+HTTP → 200 / 400 (unreadable or misrouted event, nothing changed) / 401 (unsigned or wrongly
+signed relay call, nothing changed) / 503 (retry later). ``build_handler(function, deps_factory,
+read_event=..., ...)`` binds it to one cloud's intake; ``gpupool.handlers.aws_lambda`` and
+``gpupool.handlers.fc`` are those, each with ``make_handler(function, deps_factory, ...)``. The
+service entry points are found through ``SERVICE_ENTRIES``, one small loader per function that
+imports its service module the first time a real event needs it (so a cold start imports no
+service, and the layer build finds the modules by reading the imports).
 
 HMAC: when the environment variable GPUPOOL_RELAY_HMAC_SECRET is set, every HTTP request must
-carry a valid `gpupool.core.intake.signature` signature over its exact body bytes, made within
+carry a valid ``gpupool.core.intake.signature`` signature over its exact body bytes, made within
 five minutes; otherwise 401 and neither deps nor the service are touched.
 
-Must not: decide anything, talk to a cloud or Kubernetes itself, import an SDK at module
-import, or log the secret or a request's headers.
+Must not: decide anything, tell what kind of event it got (intake does), talk to a cloud or
+Kubernetes itself, import an SDK or a service at module import, or log the secret or a
+request's headers.
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
-import importlib
 import json
 import os
 import time
 from collections.abc import Callable, Mapping
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Protocol
 
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import EphemeralMetrics, MetricUnit
 
 from gpupool.core.intake.causes import Cause, Ignored
+from gpupool.core.intake.envelope import Intake
 from gpupool.core.intake.routing import FUNCTIONS, FunctionName
-from gpupool.core.intake.signature import signature_problem
+from gpupool.core.intake.signature import request_signature_problem
 
 if TYPE_CHECKING:
     from gpupool.service.deps import Deps
@@ -40,15 +45,15 @@ if TYPE_CHECKING:
 
 __all__ = [
     "HMAC_SECRET_VARIABLE",
+    "SERVICE_ENTRIES",
     "Handler",
+    "ReadEvent",
     "RetryableFailure",
     "ServiceEntry",
+    "build_handler",
     "http_response",
     "logger",
-    "make_handler",
     "metrics",
-    "service_entry",
-    "unsigned_problem",
 ]
 
 HMAC_SECRET_VARIABLE = "GPUPOOL_RELAY_HMAC_SECRET"
@@ -59,9 +64,10 @@ logger = Logger(service="gpupool")
 NAMESPACE = os.environ.get("POWERTOOLS_METRICS_NAMESPACE", "gpupool")
 metrics = Metrics(namespace=NAMESPACE)
 
+# What a platform calls: (event, context) → the response.
 Handler = Callable[[Any, Any], dict[str, Any]]
-# (event, function) → (the cause, whether it came over HTTP, the parsed HTTP request or None)
-Intake = Callable[[Any, FunctionName], tuple[Cause, Mapping[str, Any] | None]]
+# A cloud's intake: (event, function) → what the event is.
+ReadEvent = Callable[[Any, FunctionName], Intake]
 
 
 class ServiceEntry(Protocol):
@@ -72,15 +78,28 @@ class RetryableFailure(RuntimeError):
     """Raised so the platform retries the event (then its failure destination takes it)."""
 
 
-def service_entry(function: FunctionName) -> Callable[[], ServiceEntry]:
-    """A loader of the function's service entry point (``gpupool.service.<f>.handle_<f>``)."""
+def _launch() -> ServiceEntry:
+    from gpupool.service.launch import handle_launch
 
-    def load() -> ServiceEntry:
-        module = importlib.import_module(f"gpupool.service.{function}")
-        entry: ServiceEntry = getattr(module, f"handle_{function}")
-        return entry
+    return handle_launch
 
-    return load
+
+def _bind() -> ServiceEntry:
+    from gpupool.service.bind import handle_bind
+
+    return handle_bind
+
+
+def _compact() -> ServiceEntry:
+    from gpupool.service.compact import handle_compact
+
+    return handle_compact
+
+
+# Each function's service entry point, imported on first use (never at a cold start's import).
+SERVICE_ENTRIES: Mapping[FunctionName, Callable[[], ServiceEntry]] = MappingProxyType(
+    {"launch": _launch, "bind": _bind, "compact": _compact}
+)
 
 
 def http_response(status: int, body: Mapping[str, object]) -> dict[str, Any]:
@@ -90,48 +109,20 @@ def http_response(status: int, body: Mapping[str, object]) -> dict[str, Any]:
     return {"statusCode": status, "headers": headers, "body": json.dumps(body, default=str)}
 
 
-def _raw_body(request: Mapping[str, Any]) -> bytes | None:
-    """The exact bytes the caller sent (what the signature covers); None when undecodable."""
-    body = request.get("body")
-    if body is None:
-        return b""
-    if not isinstance(body, str):
-        return None
-    if request.get("isBase64Encoded") is True:
-        try:
-            return base64.b64decode(body, validate=True)
-        except (binascii.Error, ValueError):
-            return None
-    return body.encode("utf-8")
-
-
-def unsigned_problem(request: Mapping[str, Any], secret: str, *, now: float) -> str | None:
-    """Why an HTTP request is not validly signed with `secret`, or None when it is."""
-    body = _raw_body(request)
-    if body is None:
-        return "the body cannot be read as the bytes that were signed"
-    raw_headers = request.get("headers")
-    headers = (
-        {str(k): str(v) for k, v in raw_headers.items() if isinstance(v, str)}
-        if isinstance(raw_headers, Mapping)
-        else {}
-    )
-    return signature_problem(secret.encode("utf-8"), headers, body, now=now)
-
-
-def make_handler(
+def build_handler(
     function: FunctionName,
     deps_factory: Callable[[], Deps],
     *,
-    intake: Intake,
+    read_event: ReadEvent,
     service: Callable[[], ServiceEntry] | None = None,
     dry_run: bool = False,
     request_id: Callable[[Any], object] = lambda context: getattr(context, "aws_request_id", None),
 ) -> Handler:
-    """A handler whose deps come from ``deps_factory`` (called once, on first need)."""
+    """A handler reading events with ``read_event``, whose deps come from ``deps_factory``
+    (called once, on first need) and whose service is ``service`` (default: the function's own)."""
     if function not in FUNCTIONS:
         raise ValueError(f"unknown function {function!r}; expected one of {', '.join(FUNCTIONS)}")
-    load_service = service or service_entry(function)
+    load_service = service or SERVICE_ENTRIES[function]
     built: dict[str, Any] = {}
 
     def deps() -> Deps:
@@ -147,7 +138,8 @@ def make_handler(
         return result
 
     def handler(event: Any, context: Any) -> dict[str, Any]:
-        cause, request = intake(event, function)
+        intake = read_event(event, function)
+        cause, request = intake.cause, intake.request
         # The fixed keys (pool, claim, node, instance_id, event_id) this cause fills; the
         # service adds `action` to each action it logs.
         keys = {"function": function, **cause.log_keys()}
@@ -155,7 +147,7 @@ def make_handler(
             try:
                 secret = os.environ.get(HMAC_SECRET_VARIABLE)
                 if request is not None and secret:
-                    problem = unsigned_problem(request, secret, now=time.time())
+                    problem = request_signature_problem(secret.encode("utf-8"), request, now=time.time())
                     if problem is not None:
                         logger.warning("relay call refused", extra={"reason": problem})
                         metrics.add_metric(name="UnauthorizedCalls", unit=MetricUnit.Count, value=1)

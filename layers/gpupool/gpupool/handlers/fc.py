@@ -1,13 +1,15 @@
 """The Function Compute (3.0, Python) flavour of the shared handler body (launch, bind, compact).
 
-Role: FC calls ``handler(event, context)`` with ``event`` as **bytes**; this parses it with
+Role: FC calls ``handler(event, context)`` with ``event`` as **bytes**; this reads it with
 ``intake_alibaba`` (EventBridge ECS CloudEvents, FC timer triggers, FC HTTP-trigger requests
-carrying the relay's CloudEvents) and hands it to ``gpupool.handlers.common``: retryable →
+carrying the relay's CloudEvents — intake tells which, and decodes a request's body) and hands
+it to ``gpupool.handlers.common``: retryable →
 raise (FC's asynchronous invocation retries, then its on-failure destination takes over);
 permanent → logged and acknowledged; HTTP trigger → 200 / 400 / 401 (HMAC, when
 GPUPOOL_RELAY_HMAC_SECRET is set) / 503. The function role's STS credentials in
 ``context.credentials`` are kept fresh for the ECS client on every invocation.
-``functions/<name>/index.py`` binds it to one function: ``handler = make_handler("launch")``.
+``functions/<name>/index.py`` binds it to one function: ``make_handler = partial(make_handler,
+"launch")``, ``handler = make_handler()``.
 
 Must not: decide anything, talk to Alibaba Cloud or Kubernetes itself, or import the ECS SDK
 or kubernetes at module import (``gpupool.adapters.wiring_alibaba`` is imported when the
@@ -17,20 +19,19 @@ first real event needs deps).
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from gpupool.core.intake.alibaba import intake_alibaba
-from gpupool.core.intake.causes import Cause
-from gpupool.core.intake.routing import FunctionName, as_json_object
-from gpupool.handlers import common
-from gpupool.handlers.common import Handler, RetryableFailure, ServiceEntry
+from gpupool.core.intake.envelope import Intake
+from gpupool.core.intake.routing import FunctionName
+from gpupool.handlers.common import Handler, ServiceEntry, build_handler
 
 if TYPE_CHECKING:
     from gpupool.adapters.ecs_api import EcsCredentials
     from gpupool.service.deps import Deps
 
-__all__ = ["Handler", "RetryableFailure", "ServiceEntry", "alibaba_deps", "make_handler"]
+__all__ = ["alibaba_deps", "make_handler"]
 
 
 class _LatestContext:
@@ -55,10 +56,8 @@ def alibaba_deps() -> Deps:
     return build_alibaba_deps(os.environ, credentials=_context_credentials)
 
 
-def _intake(event: Any, function: FunctionName) -> tuple[Cause, Mapping[str, Any] | None]:
-    body = as_json_object(event)
-    is_http = body is not None and ("rawPath" in body or "requestContext" in body)
-    return intake_alibaba(body if body is not None else event, function=function), body if is_http else None
+def _read_event(event: Any, function: FunctionName) -> Intake:
+    return intake_alibaba(event, function=function)
 
 
 def _request_id(context: Any) -> object:
@@ -76,8 +75,13 @@ def make_handler(
 
     Tests and ``gpupool invoke --cloud alibaba`` pass fakes or sandbox-backed deps here.
     """
-    inner = common.make_handler(
-        function, deps_factory, intake=_intake, service=service, dry_run=dry_run, request_id=_request_id
+    inner = build_handler(
+        function,
+        deps_factory,
+        read_event=_read_event,
+        service=service,
+        dry_run=dry_run,
+        request_id=_request_id,
     )
 
     def handler(event: Any, context: Any) -> dict[str, Any]:

@@ -5,7 +5,10 @@ DrainNode: `drain`; which applies which: `dispatch`), each returning a short det
 raising `Skip` when the object as it is now makes the action moot (already done, already
 gone, or a stale phase change), or a domain error from the ports. Writes re-read the object and
 carry its resourceVersion; a Conflict re-reads and retries a few times. Which phase moves are
-allowed is the core's policy (`claim_lifecycle.phase_move_refusal`).
+allowed is the core's policy (`claim_lifecycle.phase_move_refusal`). A claim's node is launched,
+adopted and terminated through the Compute of the claim's mode (`claim_state.claim_mode`,
+`Deps.compute_for`), from what that mode launches with: the GPUNodeClass the decision named
+(Provisioned) or the NodeClaim template of the claim's pool (Karpenter), both read fresh.
 
 Must not: decide what to do (decisions are in `gpupool.core.decisions`), log, or check dry-run.
 """
@@ -16,8 +19,11 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from gpupool.core.decisions.claim_lifecycle import phase_move_refusal
-from gpupool.core.model.base import Condition
+from gpupool.core.decisions.karpenter_nodeclaim import KarpenterModeError, nodeclaim_template
+from gpupool.core.model.base import Condition, TopLevel
+from gpupool.core.model.claim_state import ANNOTATION_INTERRUPTED, LaunchedMode, claim_mode
 from gpupool.core.model.constants import FINALIZER
+from gpupool.core.model.instance import LaunchTemplate
 from gpupool.core.model.nodeclaim import GPUNodeClaim, GPUNodeClaimStatus
 from gpupool.core.planning.plan import (
     CordonNode,
@@ -30,13 +36,10 @@ from gpupool.core.planning.plan import (
     SetClaimPhase,
     TerminateInstance,
 )
-from gpupool.core.planning.snapshot import (
-    ANNOTATION_INTERRUPTED,
-)
 from gpupool.service.deps import Deps
 from gpupool.service.errors import AlreadyExists, Conflict, NotFound, PermanentError
 
-__all__ = ["Skip", "condition", "retry_conflicts", "set_phase"]
+__all__ = ["Skip", "condition", "read_version", "retry_conflicts", "set_phase"]
 
 _CONFLICT_RETRIES = 4
 T = TypeVar("T")
@@ -44,6 +47,17 @@ T = TypeVar("T")
 
 class Skip(Exception):
     """The action no longer applies to the object as it is now (not an error)."""
+
+
+def read_version(obj: TopLevel) -> str:
+    """The resourceVersion a write of `obj` carries: the one it was read with. The Cluster port
+    sets it on every read; an object without one is refused, since an empty version would make
+    the write unconditional."""
+    if not obj.metadata.resource_version:
+        raise PermanentError(
+            f"{obj.kind or obj.KIND} {obj.name} was read without a resourceVersion; not writing it"
+        )
+    return obj.metadata.resource_version
 
 
 def retry_conflicts(write: Callable[[], T]) -> T:
@@ -60,9 +74,7 @@ def apply_create_claim(deps: Deps, action: CreateClaim) -> str:
     created = deps.cluster.create_claim(action.manifest)
     if created.status is None or created.status.phase != "Pending" or not created.status.conditions:
         status = GPUNodeClaimStatus(phase="Pending", conditions=[condition(deps, "Pending", "ClaimCreated")])
-        deps.cluster.update_claim_status(
-            created.name, status, resource_version=created.metadata.resource_version or ""
-        )
+        deps.cluster.update_claim_status(created.name, status, resource_version=read_version(created))
     return "claim recorded"
 
 
@@ -76,23 +88,35 @@ def condition(deps: Deps, phase: str, reason: str, message: str = "") -> Conditi
     )
 
 
+def _launch_template(deps: Deps, action: LaunchInstance, mode: LaunchedMode) -> LaunchTemplate:
+    """What the claim's node is launched with, read now (see module docstring)."""
+    if mode == "Karpenter":
+        try:
+            return nodeclaim_template(deps.cluster.get_pool(action.pool))
+        except KarpenterModeError as error:
+            raise PermanentError(str(error)) from error
+    node_class = next((c for c in deps.cluster.list_node_classes() if c.name == action.node_class), None)
+    if node_class is None:
+        raise PermanentError(f"GPUNodeClass {action.node_class} not found")
+    return node_class
+
+
 def apply_launch_instance(deps: Deps, action: LaunchInstance) -> str:
-    cluster, compute = deps.cluster, deps.compute
-    name = action.claim or ""
-    claim = cluster.get_claim(name)
+    name = action.claim
+    claim = deps.cluster.get_claim(name)
     status = claim.status or GPUNodeClaimStatus()
     if claim.metadata.deletion_timestamp is not None or status.phase != "Pending" or status.instance_id:
         raise Skip(f"claim is {status.phase} with instance {status.instance_id}; nothing to launch")
-    node_class = next((c for c in cluster.list_node_classes() if c.name == action.node_class), None)
-    if node_class is None:
-        raise PermanentError(f"GPUNodeClass {action.node_class} not found")
-    found = compute.find_by_claim(name)
+    mode = claim_mode(claim)
+    template = _launch_template(deps, action, mode)
+    compute = deps.compute_for(mode)
+    found = compute.find_by_claim(claim)
     if found is not None:
         instance_id, how = found.instance_id, "adopted"
     else:
         token = claim.metadata.uid or name
         instance_id, how = (
-            compute.launch(claim, node_class, action.offering, client_token=token),
+            compute.launch(claim, template, action.offering, client_token=token),
             "launched",
         )
     set_phase(deps, name, "Creating", "InstanceLaunched", f"instance {instance_id} {how}", instance_id)
@@ -123,21 +147,19 @@ def set_phase(
                 "conditions": conditions,
             }
         )
-        return cluster.update_claim_status(
-            name, status, resource_version=claim.metadata.resource_version or ""
-        )
+        return cluster.update_claim_status(name, status, resource_version=read_version(claim))
 
     return retry_conflicts(write)
 
 
 def apply_set_claim_phase(deps: Deps, action: SetClaimPhase) -> str:
-    set_phase(deps, action.claim or "", action.phase, action.reason, action.message, action.instance_id)
+    set_phase(deps, action.claim, action.phase, action.reason, action.message, action.instance_id)
     return f"{action.phase} ({action.reason})"
 
 
 def apply_delete_claim(deps: Deps, action: DeleteClaim) -> str:
     try:
-        deps.cluster.delete_claim(action.claim or "")
+        deps.cluster.delete_claim(action.claim)
     except NotFound as gone:
         raise Skip("claim already gone") from gone
     return "deletion requested"
@@ -145,16 +167,14 @@ def apply_delete_claim(deps: Deps, action: DeleteClaim) -> str:
 
 def apply_release_claim(deps: Deps, action: ReleaseClaim) -> str:
     cluster = deps.cluster
-    name = action.claim or ""
+    name = action.claim
 
     def write() -> None:
         claim = cluster.get_claim(name)
         if FINALIZER not in claim.metadata.finalizers:
             raise Skip("finalizer already removed")
         finalizers = [f for f in claim.metadata.finalizers if f != FINALIZER]
-        cluster.patch_claim_metadata(
-            name, finalizers=finalizers, resource_version=claim.metadata.resource_version or ""
-        )
+        cluster.patch_claim_metadata(name, finalizers=finalizers, resource_version=read_version(claim))
 
     try:
         retry_conflicts(write)
@@ -165,7 +185,7 @@ def apply_release_claim(deps: Deps, action: ReleaseClaim) -> str:
 
 def apply_mark_interrupted(deps: Deps, action: MarkClaimInterrupted) -> str:
     cluster = deps.cluster
-    name = action.claim or ""
+    name = action.claim
 
     def write() -> None:
         claim = cluster.get_claim(name)
@@ -173,23 +193,34 @@ def apply_mark_interrupted(deps: Deps, action: MarkClaimInterrupted) -> str:
         cluster.patch_claim_metadata(
             name,
             annotations={ANNOTATION_INTERRUPTED: value},
-            resource_version=claim.metadata.resource_version or "",
+            resource_version=read_version(claim),
         )
 
     retry_conflicts(write)
     return f"marked {action.reason}"
 
 
+def _instance_mode(deps: Deps, claim_name: str | None) -> LaunchedMode:
+    """The mode whose Compute holds the instance of claim `claim_name`. An instance whose claim
+    is gone (an orphan) is the cloud's: a NodeClaim is owned by its GPUNodeClaim and goes with it."""
+    if claim_name is None:
+        return "Provisioned"
+    try:
+        return claim_mode(deps.cluster.get_claim(claim_name))
+    except NotFound:
+        return "Provisioned"
+
+
 def apply_terminate(deps: Deps, action: TerminateInstance) -> str:
-    deps.compute.terminate(action.instance_id or "")
+    deps.compute_for(_instance_mode(deps, action.claim)).terminate(action.instance_id)
     return f"terminated ({action.reason})"
 
 
 def apply_cordon(deps: Deps, action: CordonNode) -> str:
-    deps.cluster.patch_node(action.node or "", unschedulable=True)
+    deps.cluster.patch_node(action.node, unschedulable=True)
     return "cordoned"
 
 
 def apply_label(deps: Deps, action: LabelNode) -> str:
-    deps.cluster.patch_node(action.node or "", labels=action.labels)
+    deps.cluster.patch_node(action.node, labels=action.labels)
     return "labelled"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from gpupool.core.model.cluster import TensorFusionClusterStatus
 from gpupool.core.planning.plan import SetClusterCondition
-from gpupool.service.appliers import Skip, retry_conflicts
+from gpupool.service.appliers import Skip, read_version, retry_conflicts
 from gpupool.service.deps import Deps
 
 __all__ = ["apply_set_cluster_condition"]
@@ -26,9 +26,7 @@ def apply_set_cluster_condition(deps: Deps, action: SetClusterCondition) -> str:
         status = current.status or TensorFusionClusterStatus()
         kept = [c for c in status.conditions if c.type != action.condition.type]
         updated = status.model_copy(update={"conditions": [*kept, action.condition]})
-        cluster_port.update_cluster_status(
-            current.name, updated, resource_version=current.metadata.resource_version or ""
-        )
+        cluster_port.update_cluster_status(current.name, updated, resource_version=read_version(current))
 
     retry_conflicts(write)
     return f"{action.condition.type}={action.condition.status}"

@@ -10,12 +10,15 @@ Must not: decide what to do, log, or check dry-run.
 
 from __future__ import annotations
 
-import json
-
 from gpupool.core.model.pool import GPUPoolStatus
 from gpupool.core.planning.plan import ApplyPool, MarkOfferingUnavailable, PatchPoolStatus, RecordEvent
-from gpupool.core.planning.snapshot import ANNOTATION_UNAVAILABLE_OFFERINGS, unavailable_offerings
-from gpupool.service.appliers import Skip, retry_conflicts
+from gpupool.core.planning.unavailable import (
+    ANNOTATION_UNAVAILABLE_OFFERINGS,
+    memory_text,
+    remembering,
+    unavailable_offerings,
+)
+from gpupool.service.appliers import Skip, read_version, retry_conflicts
 from gpupool.service.deps import Deps
 from gpupool.service.errors import AlreadyExists, DomainError
 
@@ -30,23 +33,21 @@ def apply_pool(deps: Deps, action: ApplyPool) -> str:
         except AlreadyExists as exists:
             raise Skip("pool already exists") from exists
         return "created"
-    cluster.replace_pool_spec(action.desired, resource_version=action.desired.metadata.resource_version or "")
+    cluster.replace_pool_spec(action.desired, resource_version=read_version(action.desired))
     return "spec updated"
 
 
 def apply_mark_offering_unavailable(deps: Deps, action: MarkOfferingUnavailable) -> str:
     cluster = deps.cluster
-    pool_name = action.pool or ""
+    pool_name = action.pool
 
     def write() -> None:
         pool = cluster.get_pool(pool_name)
-        memory = unavailable_offerings(pool, deps.clock.now())
-        memory[action.offering_key] = max(action.until, memory.get(action.offering_key, action.until))
-        text = json.dumps({k: v.isoformat() for k, v in sorted(memory.items())}, sort_keys=True)
+        memory = remembering(unavailable_offerings(pool, deps.clock.now()), action.offering_key, action.until)
         cluster.patch_pool_annotations(
             pool_name,
-            {ANNOTATION_UNAVAILABLE_OFFERINGS: text},
-            resource_version=pool.metadata.resource_version or "",
+            {ANNOTATION_UNAVAILABLE_OFFERINGS: memory_text(memory)},
+            resource_version=read_version(pool),
         )
 
     retry_conflicts(write)
@@ -55,7 +56,7 @@ def apply_mark_offering_unavailable(deps: Deps, action: MarkOfferingUnavailable)
 
 def apply_patch_pool_status(deps: Deps, action: PatchPoolStatus) -> str:
     cluster = deps.cluster
-    pool_name = action.pool or ""
+    pool_name = action.pool
 
     def write() -> None:
         pool = cluster.get_pool(pool_name)
@@ -64,7 +65,7 @@ def apply_patch_pool_status(deps: Deps, action: PatchPoolStatus) -> str:
         cluster.update_pool_status(
             pool_name,
             current.model_copy(update=changes),
-            resource_version=pool.metadata.resource_version or "",
+            resource_version=read_version(pool),
         )
 
     retry_conflicts(write)

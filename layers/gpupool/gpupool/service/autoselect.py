@@ -2,8 +2,8 @@
 
 Role: `expand_autoselect(pool, deps, executor, outcome)` (called by the launch round of an
 AutoSelect pool, under the pool's Lease). It reads the state itself — never the event that
-triggered it: the TensorFusion pods of the pool (annotation `tensor-fusion.ai/gpupool`) that
-the scheduler marked Unschedulable, every Node, every NodeClaim and NodePool — and applies
+triggered it: the pool's TensorFusion pods waiting for GPU capacity (`core.vocabulary.pods`:
+`is_unschedulable`, `pool_of`), every Node, every NodeClaim and NodePool — and applies
 `plan_autoselect`, which prices expansions from the catalog (`deps.offerings`) against the pool's
 budget. Without a Karpenter port it notes why and does nothing.
 
@@ -13,37 +13,21 @@ Must not: decide itself, or create anything but through the executor.
 from __future__ import annotations
 
 from gpupool.core.decisions.autoselect import DEFAULT_MAX_IN_FLIGHT, plan_autoselect
-from gpupool.core.model.constants import ANNOTATION_GPU_POOL, LABEL_ENABLED
-from gpupool.core.model.foreign import Pod
 from gpupool.core.model.pool import GPUPool
+from gpupool.core.vocabulary.pods import is_unschedulable, pool_of
 from gpupool.service.deps import Deps
 from gpupool.service.executor import Executor
 from gpupool.service.outcome import Outcome
 from gpupool.service.results import record_results
 
-__all__ = ["expand_autoselect", "unschedulable"]
-
-
-def unschedulable(pod: Pod, pool: str) -> bool:
-    """A TensorFusion pod of `pool` that is not bound and that the scheduler marked Unschedulable."""
-    if pod.spec.node_name or pod.metadata.deletion_timestamp is not None:
-        return False
-    if (
-        pod.metadata.labels.get(LABEL_ENABLED) != "true"
-        or pod.metadata.annotations.get(ANNOTATION_GPU_POOL) != pool
-    ):
-        return False
-    return any(
-        c.type == "PodScheduled" and c.status == "False" and c.reason == "Unschedulable"
-        for c in pod.status.conditions
-    )
+__all__ = ["expand_autoselect"]
 
 
 def expand_autoselect(pool: GPUPool, deps: Deps, executor: Executor, outcome: Outcome) -> None:
     if deps.karpenter is None:
         outcome.note(f"pool {pool.name}: AutoSelect needs Karpenter's API; none is wired")
         return
-    pods = [p for p in deps.cluster.list_pods() if unschedulable(p, pool.name)]
+    pods = [p for p in deps.cluster.list_pods() if is_unschedulable(p) and pool_of(p) == pool.name]
     if not pods:
         outcome.note(f"pool {pool.name}: no unschedulable TensorFusion pod; nothing to expand")
     nodeclaims = deps.karpenter.list_nodeclaims(ours_only=False)

@@ -17,14 +17,14 @@ from gpupool.core.decisions.interruption import plan_interruption
 from gpupool.core.decisions.orphan_sweep import plan_orphan_nodes, plan_orphan_sweep
 from gpupool.core.decisions.pool_status import plan_pool_status
 from gpupool.core.intake.causes import (
-    ClaimDeleted,
     InstanceInterruption,
     InstanceStateChanged,
-    NodeChanged,
     Sweep,
 )
+from gpupool.core.intake.routing import BindCause
+from gpupool.core.model.claim_state import LaunchedMode, claim_mode, node_claim
+from gpupool.core.model.instance import ManagedInstance
 from gpupool.core.model.nodeclaim import GPUNodeClaim
-from gpupool.core.planning.snapshot import ManagedInstance, node_claim
 from gpupool.service.deps import Deps
 from gpupool.service.errors import DomainError
 from gpupool.service.executor import Executor
@@ -34,12 +34,11 @@ from gpupool.service.results import record_results
 
 __all__ = ["handle_bind"]
 
-_BIND_CAUSES = (InstanceStateChanged, InstanceInterruption, NodeChanged, ClaimDeleted, Sweep)
 _LOST_STATES = ("stopping", "stopped", "shutting-down", "terminated")
 
 
 def handle_bind(cause: object, deps: Deps, *, dry_run: bool = False) -> Outcome:
-    if not isinstance(cause, _BIND_CAUSES):
+    if not isinstance(cause, BindCause):
         return acknowledge(cause, function="bind")
     outcome = Outcome()
     executor = Executor(deps, event_id=cause.event_id, dry_run=dry_run)
@@ -54,18 +53,29 @@ def _claim_of_instance(instance_id: str, claims: list[GPUNodeClaim], deps: Deps)
     for claim in claims:
         if claim.status and claim.status.instance_id == instance_id:
             return claim
-    described = deps.compute.describe([instance_id])
+    described = deps.compute.describe([instance_id])  # the cloud's: its events name cloud instances
     names = {i.claim_name for i in described if i.claim_name}
     return next((c for c in claims if c.name in names), None)
 
 
+def _describe_missing(deps: Deps, claims: list[GPUNodeClaim], known: set[str]) -> list[ManagedInstance]:
+    """The recorded instances the lists did not report (terminated ones, gone NodeClaims), each
+    asked of the Compute of its claim's mode."""
+    missing: dict[LaunchedMode, list[str]] = {}
+    for claim in claims:
+        instance_id = claim.status.instance_id if claim.status else None
+        if instance_id and instance_id not in known:
+            missing.setdefault(claim_mode(claim), []).append(instance_id)
+    return [i for mode, ids in missing.items() for i in deps.compute_for(mode).describe(ids)]
+
+
 def _bind(
-    cause: InstanceStateChanged | InstanceInterruption | NodeChanged | ClaimDeleted | Sweep,
+    cause: BindCause,
     deps: Deps,
     executor: Executor,
     outcome: Outcome,
 ) -> None:
-    cluster, compute, settings = deps.cluster, deps.compute, deps.settings
+    cluster, settings = deps.cluster, deps.settings
     claims = cluster.list_claims()
     nodes = cluster.list_nodes()
     interrupted: str | None = None
@@ -81,14 +91,8 @@ def _bind(
         )
         record_results(outcome, plan, executor.apply(plan))
         claims = cluster.list_claims()
-    live = compute.list_managed()
-    known = {i.instance_id for i in live}
-    missing = [
-        c.status.instance_id
-        for c in claims
-        if c.status and c.status.instance_id and c.status.instance_id not in known
-    ]
-    described: list[ManagedInstance] = compute.describe(missing) if missing else []
+    live = [i for compute in deps.computes().values() for i in compute.list_managed()]
+    described = _describe_missing(deps, claims, {i.instance_id for i in live})
     policy = LifecyclePolicy(
         launch_timeout=settings.launch_timeout,
         registration_timeout=settings.registration_timeout,
@@ -114,7 +118,7 @@ def _bind(
         record_results(outcome, sweep, executor.apply(sweep))
         orphans = plan_orphan_nodes(nodes, {c.name for c in cluster.list_claims()})
         record_results(outcome, orphans, executor.apply(orphans))
-    touched = {a.pool for a in outcome.plan.actions if a.pool}
+    touched = {pool for a in outcome.plan.actions if (pool := a.targets().get("pool"))}
     _refresh_pool_status(deps, executor, outcome, touched)
 
 

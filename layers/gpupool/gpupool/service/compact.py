@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from gpupool.core.decisions.compaction import compaction_due, plan_compaction
 from gpupool.core.decisions.pool_status import plan_pool_status
-from gpupool.core.intake.causes import Compact
+from gpupool.core.intake.routing import CompactCause
 from gpupool.core.model.pool import GPUPoolStatus
 from gpupool.core.planning.plan import Action, DeleteClaim, LabelNode, PatchPoolStatus, Plan, RecordEvent
 from gpupool.core.planning.snapshot import PoolSnapshot
@@ -32,7 +32,7 @@ __all__ = ["handle_compact"]
 
 
 def handle_compact(cause: object, deps: Deps, *, dry_run: bool = False) -> Outcome:
-    if not isinstance(cause, Compact):
+    if not isinstance(cause, CompactCause):
         return acknowledge(cause, function="compact")
     outcome = Outcome()
     executor = Executor(deps, event_id=cause.event_id, dry_run=dry_run)
@@ -73,7 +73,8 @@ def _removals(plan: Plan) -> list[tuple[Action, ...]]:
 
 
 def _same_removal(first: Action, second: Action) -> bool:
-    return type(first) is type(second) and (first.claim, first.node) == (second.claim, second.node)
+    same = all(first.targets().get(k) == second.targets().get(k) for k in ("claim", "node"))
+    return type(first) is type(second) and same
 
 
 def _compact_pool(
@@ -120,7 +121,8 @@ def _compact_held_pool(
             fresh = _fresh(deps, name)
             again = plan_compaction(fresh, now=deps.clock.now(), protection=protection) if fresh else Plan()
             if not any(_same_removal(removal, a) for a in again.actions):
-                outcome.note(f"node {removal.node}: no longer removable on re-validation; kept")
+                node = removal.targets().get("node")
+                outcome.note(f"node {node}: no longer removable on re-validation; kept")
                 continue
         step = Plan(actions=group)
         record_results(outcome, Plan(actions=group), executor.apply(step))

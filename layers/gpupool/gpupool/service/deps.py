@@ -1,7 +1,10 @@
 """What every service entry point is given: the ports, and the settings that shape decisions.
 
 Role: `Settings` (cluster name, timeouts, limits — all with the DESIGN defaults) and `Deps`
-(compute, cluster, clock, settings, the offering catalog, and how fresh ids are made).
+(the cloud's compute, cluster, clock, settings, the offering catalog, Karpenter's API where the
+deployment has one, and how fresh ids are made). `Deps.compute_for(mode)` is the `Compute` of a
+provisioning mode — the cloud's for Provisioned, `KarpenterCompute` on Karpenter's API for
+Karpenter — so a Provisioned pool and a Karpenter pool live side by side in one cluster.
 Handlers build one `Deps` per cold start (`gpupool.adapters.wiring.build_aws_deps`); tests
 build one from fakes.
 
@@ -16,7 +19,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 
+from gpupool.core.decisions.launch_failure import OFFERING_UNAVAILABLE_FOR
+from gpupool.core.model.claim_state import LAUNCHED_MODES, LaunchedMode
 from gpupool.core.planning.plan import OfferingRef
+from gpupool.service.errors import PermanentError
+from gpupool.service.karpenter_compute import KarpenterCompute
 from gpupool.service.karpenter_ports import KarpenterApi
 from gpupool.service.ports import Clock, Cluster, Compute
 
@@ -36,7 +43,7 @@ class Settings:
     region: str | None = None
     launch_timeout: timedelta = timedelta(minutes=5)
     registration_timeout: timedelta = timedelta(minutes=15)
-    offering_unavailable_for: timedelta = timedelta(minutes=3)
+    offering_unavailable_for: timedelta = OFFERING_UNAVAILABLE_FOR
     orphan_grace: timedelta = timedelta(minutes=10)
     failed_claim_retention: timedelta = timedelta(minutes=10)
     new_node_protection: timedelta = timedelta(minutes=5)
@@ -57,8 +64,10 @@ class Settings:
 class Deps:
     """The ports and settings one invocation works with.
 
-    `offerings` is the priced catalog for the cluster's region (instance type × zone ×
-    capacity type); `new_suffix` makes claim-name suffixes (tests pass a deterministic one).
+    `compute` is the cloud's (Provisioned mode); `karpenter` is Karpenter's API (Karpenter mode
+    and AutoSelect), None where the deployment has no Kubernetes API for it. `offerings` is the
+    priced catalog for the cluster's region (instance type × zone × capacity type);
+    `new_suffix` makes claim-name suffixes (tests pass a deterministic one).
     `holder` names this invocation in pool Leases; `sleep` waits between polls (a drain waiting
     for its pods; tests pass one that advances their clock).
     """
@@ -71,5 +80,26 @@ class Deps:
     new_suffix: Callable[[], str] = random_suffix
     sleep: Callable[[float], None] = time.sleep
     holder: str = field(default_factory=lambda: f"gpupool-{uuid.uuid4().hex[:12]}")
-    # Karpenter's NodeClaims (Karpenter mode); None where the deployment has no Kubernetes API.
     karpenter: KarpenterApi | None = None
+
+    def require_karpenter(self) -> KarpenterApi:
+        """Karpenter's API, or PermanentError saying that this deployment has none."""
+        if self.karpenter is None:
+            raise PermanentError(
+                "Karpenter mode needs Karpenter's API in the cluster; this deployment has none wired"
+            )
+        return self.karpenter
+
+    def compute_for(self, mode: LaunchedMode) -> Compute:
+        """The Compute that launches and follows the nodes of `mode`'s claims (the cloud's for
+        Provisioned, Karpenter's NodeClaims for Karpenter). Raises PermanentError when the
+        deployment has no Karpenter API and `mode` is Karpenter."""
+        if mode == "Provisioned":
+            return self.compute
+        return KarpenterCompute(self.require_karpenter())
+
+    def computes(self) -> dict[LaunchedMode, Compute]:
+        """Every Compute this deployment has, by mode, Provisioned first (Karpenter's only where
+        its API is wired)."""
+        wired = [m for m in LAUNCHED_MODES if m == "Provisioned" or self.karpenter is not None]
+        return {m: self.compute_for(m) for m in wired}

@@ -1,8 +1,9 @@
 """Which applier applies which action: one `match` over the Action union, checked by mypy.
 
 Role: `apply_action(deps, action) -> str` routes each action kind to its applier (`appliers`,
-`appliers_pool`, `drain`); the final `assert_never` makes mypy prove that every member of
-`planning.plan.Action` is handled, so a new action kind cannot be forgotten here.
+`appliers_pool`, `appliers_cluster`, `appliers_autoselect`, `drain`); the final `assert_never`
+makes mypy prove that every member of `planning.plan.Action` is handled, so a new action kind
+cannot be forgotten here.
 
 Must not: apply anything itself, log, or check dry-run (the executor does both).
 """
@@ -22,7 +23,6 @@ from gpupool.core.planning.plan import (
     DrainNode,
     LabelNode,
     LaunchInstance,
-    LaunchNodeClaim,
     MarkClaimInterrupted,
     MarkOfferingUnavailable,
     PatchPoolStatus,
@@ -33,14 +33,10 @@ from gpupool.core.planning.plan import (
     TerminateInstance,
 )
 from gpupool.service import appliers, appliers_pool
+from gpupool.service.appliers_autoselect import apply_create_nodeclaim, apply_delete_nodeclaim
 from gpupool.service.appliers_cluster import apply_set_cluster_condition
 from gpupool.service.deps import Deps
 from gpupool.service.drain import apply_drain
-from gpupool.service.karpenter_appliers import (
-    apply_create_nodeclaim,
-    apply_delete_nodeclaim,
-    apply_launch_nodeclaim,
-)
 
 __all__ = ["apply_action"]
 
@@ -54,8 +50,6 @@ def apply_action(deps: Deps, action: Action) -> str:
             return appliers.apply_create_claim(deps, action)
         case LaunchInstance():
             return appliers.apply_launch_instance(deps, action)
-        case LaunchNodeClaim():
-            return apply_launch_nodeclaim(deps, action)
         case SetClaimPhase():
             return appliers.apply_set_claim_phase(deps, action)
         case TerminateInstance():

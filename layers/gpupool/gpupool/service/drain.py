@@ -24,7 +24,7 @@ DRAIN_POLL_SECONDS = 2.0
 
 
 def apply_drain(deps: Deps, action: DrainNode) -> str:
-    cluster, node = deps.cluster, action.node or ""
+    cluster, node = deps.cluster, action.node
     evicted, blocked = [], []
     for pod in cluster.list_pods(node_name=node):
         if not evictable(pod):

@@ -1,9 +1,10 @@
 """The one executor: applies a Plan's actions through the ports, in order, and logs them.
 
-Role: dispatches each action to its `apply_*` function (`gpupool.service.appliers`). When an
-action fails with a domain error, later actions on the same claim are skipped (so a claim is
-never released before its instance is terminated). Logs the plan once and each action once as
-structured JSON with the keys pool, claim, node, instance_id, action, event_id.
+Role: dispatches each action to its `apply_*` function (`gpupool.service.dispatch`). When an
+action fails with a domain error, later actions on the same claim (the claim it declares,
+`Action.targets`) are skipped (so a claim is never released before its instance is
+terminated). Logs the plan once and each action once as structured JSON with the keys pool,
+claim, node, instance_id (the targets it declares), action, event_id.
 Dry-run: log the plan, call no port — adapters never see dry-run.
 
 Must not: decide (decisions are in `gpupool.core.decisions`) or import SDKs.
@@ -15,7 +16,7 @@ import json
 import logging
 from dataclasses import dataclass
 
-from gpupool.core.planning.plan import Action, Plan
+from gpupool.core.planning.plan import TARGET_KEYS, Action, Plan
 from gpupool.service.appliers import Skip
 from gpupool.service.deps import Deps
 from gpupool.service.dispatch import apply_action
@@ -24,7 +25,7 @@ from gpupool.service.errors import DomainError
 __all__ = ["LOG_KEYS", "ActionResult", "Executor"]
 
 LOG = logging.getLogger("gpupool.service")
-LOG_KEYS = ("pool", "claim", "node", "instance_id", "action", "event_id")
+LOG_KEYS = (*TARGET_KEYS, "action", "event_id")
 
 
 @dataclass(frozen=True)
@@ -60,7 +61,7 @@ class Executor:
     def apply(self, plan: Plan) -> list[ActionResult]:
         """Apply `plan` in order; returns one result per action."""
         if plan.actions or plan.reasons:
-            pools = sorted({a.pool for a in plan.actions if a.pool})
+            pools = sorted({pool for a in plan.actions if (pool := a.targets().get("pool"))})
             self._log(
                 "plan",
                 {"pool": ",".join(pools)} if pools else {},
@@ -72,8 +73,9 @@ class Executor:
         failed_claims: set[str] = set()
         for action in plan.actions:
             result = self._apply_one(action, failed_claims)
-            if result.outcome == "failed" and action.claim:
-                failed_claims.add(action.claim)
+            claim = action.targets().get("claim")
+            if result.outcome == "failed" and claim:
+                failed_claims.add(claim)
             level = logging.WARNING if result.outcome == "failed" else logging.INFO
             self._log(result.outcome, action.log_keys(), level, detail=result.detail)
             results.append(result)
@@ -82,7 +84,7 @@ class Executor:
     def _apply_one(self, action: Action, failed_claims: set[str]) -> ActionResult:
         if self.dry_run:
             return ActionResult(action, "dry-run")
-        if action.claim and action.claim in failed_claims:
+        if action.targets().get("claim") in failed_claims:
             return ActionResult(action, "skipped", "an earlier action on this claim failed")
         try:
             detail = apply_action(self.deps, action)

@@ -1,57 +1,103 @@
-"""A `Compute` that also reports Karpenter NodeClaims as the instances of Karpenter-mode claims.
+"""The `Compute` of Karpenter mode: a claim's node is a karpenter.sh NodeClaim Karpenter launches.
 
-Role: `KarpenterAwareCompute(cloud, karpenter)` routes by id: `nodeclaim/<name>` ids (recorded
-by Karpenter-mode claims) go to the Karpenter port — described from the NodeClaim's
-conditions (`nodeclaim_instance`), reported `terminated` once the NodeClaim is gone, and
-"terminated" by deleting the NodeClaim — and every other id goes to the cloud. So the claim
-lifecycle (bind when the node joins, fail on a launch failure or a vanished NodeClaim,
-timeouts, delete with the claim) is the Provisioned one. `with_karpenter(deps, karpenter)`
-wires it. Launching a NodeClaim is not here: the `LaunchNodeClaim` applier does it.
+Role: `KarpenterCompute(karpenter)` implements `ports.Compute` over the `KarpenterApi` port, the
+way Karpenter's own `CloudProvider` does over a cloud (Create / Get / List / Delete on
+NodeClaims): `launch` makes the claim's NodeClaim from the pool's template
+(`karpenter_nodeclaim.build_karpenter_nodeclaim`), owned by the claim, once the node class it
+names exists, adopting one of that name the claim already owns; `find_by_claim`, `describe` and
+`list_managed` read NodeClaims as instances (`nodeclaim_instance`: pending until Launched,
+running once Launched, terminated when Karpenter gave up or the NodeClaim is gone); `terminate`
+deletes one (Karpenter's finalizer then ends its node and instance). Its ids are
+`nodeclaim/<name>`; any other id is not its own and is left out or refused. So the claim
+lifecycle (bind when the node joins, fail on a launch failure or a vanished NodeClaim, timeouts,
+delete with the claim) is the Provisioned one. `Deps.compute_for` picks it for Karpenter-mode
+claims.
 
-Must not: decide anything, or let a NodeClaim id reach the cloud (or a cloud id reach Karpenter).
+Must not: decide anything, touch a NodeClaim no GPUNodeClaim owns (AutoSelect's expansions are
+`appliers_autoselect`'s), or import an SDK.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 
-from gpupool.core.decisions.karpenter_nodeclaim import nodeclaim_instance, nodeclaim_name_of
+from gpupool.core.decisions.karpenter_nodeclaim import (
+    KarpenterModeError,
+    build_karpenter_nodeclaim,
+    nodeclaim_instance,
+    nodeclaim_instance_id,
+    nodeclaim_name_of,
+    owned_by,
+)
+from gpupool.core.model.instance import LaunchTemplate, ManagedInstance
+from gpupool.core.model.karpenter import KarpenterNodeClaim, NodeClaimTemplate
 from gpupool.core.model.nodeclaim import GPUNodeClaim
-from gpupool.core.model.nodeclass import GPUNodeClass
 from gpupool.core.planning.plan import OfferingRef
-from gpupool.core.planning.snapshot import ManagedInstance
-from gpupool.service.deps import Deps
-from gpupool.service.errors import NotFound
+from gpupool.service.errors import AlreadyExists, Conflict, NotFound, PermanentError
 from gpupool.service.karpenter_ports import KarpenterApi
-from gpupool.service.ports import Compute
 
-__all__ = ["KarpenterAwareCompute", "with_karpenter"]
+__all__ = ["KarpenterCompute"]
 
 
-class KarpenterAwareCompute:
-    def __init__(self, cloud: Compute, karpenter: KarpenterApi) -> None:
-        self.cloud = cloud
+def _owned(nodeclaim: KarpenterNodeClaim, claim: GPUNodeClaim) -> KarpenterNodeClaim:
+    """`nodeclaim` when `claim` is its controller owner; PermanentError otherwise."""
+    owners = {o.uid for o in nodeclaim.metadata.owner_references if o.controller}
+    if claim.metadata.uid not in owners:
+        raise PermanentError(f"NodeClaim {claim.name} exists but is not owned by GPUNodeClaim {claim.name}")
+    return nodeclaim
+
+
+class KarpenterCompute:
+    """Karpenter's NodeClaims as the nodes of Karpenter-mode claims."""
+
+    def __init__(self, karpenter: KarpenterApi) -> None:
         self.karpenter = karpenter
 
+    def _existing(self, claim: GPUNodeClaim) -> KarpenterNodeClaim | None:
+        try:
+            return _owned(self.karpenter.get_nodeclaim(claim.name), claim)
+        except NotFound:
+            return None
+
     def launch(
-        self, claim: GPUNodeClaim, node_class: GPUNodeClass, offering: OfferingRef, *, client_token: str
+        self, claim: GPUNodeClaim, template: LaunchTemplate, offering: OfferingRef, *, client_token: str
     ) -> str:
-        return self.cloud.launch(claim, node_class, offering, client_token=client_token)
+        # `offering` is in the claim's spec already (the NodeClaim's requirements pin it), and
+        # Kubernetes names make a create idempotent without `client_token`.
+        if not isinstance(template, NodeClaimTemplate):
+            raise PermanentError(f"claim {claim.name}: Karpenter mode launches from a NodeClaim template")
+        try:
+            nodeclaim = owned_by(build_karpenter_nodeclaim(template, claim), claim)
+        except KarpenterModeError as error:
+            raise PermanentError(str(error)) from error
+        ref = nodeclaim.spec.node_class_ref
+        if ref is not None and not self.karpenter.node_class_exists(ref):
+            raise PermanentError(f"{ref.kind} {ref.name} ({ref.group}) not found")
+        for _ in range(2):  # a NodeClaim that came and went between create and get: once more
+            try:
+                self.karpenter.create_nodeclaim(nodeclaim)
+                return nodeclaim_instance_id(claim.name)
+            except AlreadyExists:
+                if self._existing(claim) is not None:
+                    return nodeclaim_instance_id(claim.name)
+        raise Conflict(f"NodeClaim {claim.name} keeps coming and going; the next decision re-checks")
 
-    def launchable_zones(self, node_class: GPUNodeClass) -> frozenset[str] | None:
-        return self.cloud.launchable_zones(node_class)
+    def launchable_zones(self, template: LaunchTemplate) -> frozenset[str] | None:
+        return None  # Karpenter's node class chooses the subnet; the claim pins the zone
 
-    def find_by_claim(self, claim_name: str) -> ManagedInstance | None:
-        return self.cloud.find_by_claim(claim_name)
+    def find_by_claim(self, claim: GPUNodeClaim) -> ManagedInstance | None:
+        existing = self._existing(claim)
+        if existing is None:
+            return None
+        instance = nodeclaim_instance(existing)
+        return None if instance.gone else instance
 
     def describe(self, instance_ids: Sequence[str]) -> list[ManagedInstance]:
-        cloud_ids = [i for i in instance_ids if nodeclaim_name_of(i) is None]
-        described = self.cloud.describe(cloud_ids) if cloud_ids else []
+        described: list[ManagedInstance] = []
         for instance_id in instance_ids:
             name = nodeclaim_name_of(instance_id)
             if name is None:
-                continue
+                continue  # not a NodeClaim id: not ours to describe
             try:
                 described.append(nodeclaim_instance(self.karpenter.get_nodeclaim(name)))
             except NotFound:  # deleted (by Karpenter after a failed launch, or by hand)
@@ -63,23 +109,14 @@ class KarpenterAwareCompute:
     def terminate(self, instance_id: str) -> None:
         name = nodeclaim_name_of(instance_id)
         if name is None:
-            self.cloud.terminate(instance_id)
-            return
+            raise PermanentError(f"refusing to terminate {instance_id}: it is not a Karpenter NodeClaim id")
         try:
             self.karpenter.delete_nodeclaim(name)
         except NotFound:
             return
 
-    def check_connection(self) -> None:
-        self.cloud.check_connection()
-
     def list_managed(self) -> list[ManagedInstance]:
-        return [
-            *self.cloud.list_managed(),
-            *(nodeclaim_instance(n) for n in self.karpenter.list_nodeclaims()),
-        ]
+        return [nodeclaim_instance(n) for n in self.karpenter.list_nodeclaims()]
 
-
-def with_karpenter(deps: Deps, karpenter: KarpenterApi) -> Deps:
-    """`deps` whose compute also answers for NodeClaims, with the Karpenter port set."""
-    return replace(deps, compute=KarpenterAwareCompute(deps.compute, karpenter), karpenter=karpenter)
+    def check_connection(self) -> None:
+        self.karpenter.check_access()

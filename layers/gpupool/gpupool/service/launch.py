@@ -4,7 +4,8 @@ Role: `handle_launch(cause, deps, *, dry_run=False) -> Outcome` for Reconcile ca
 GPUPools in sync with TensorFusionCluster.spec.gpuPools, then per pool: takes the pool's
 Lease (`pool_lease`: two invocations never fill one gap twice, and a compaction never runs in
 between — the loser reports that the pool is busy; the next trigger re-decides), and in
-rounds: fresh snapshot → plan_launch → apply; launch failures become plan_launch_failure
+rounds: fresh snapshot → plan_launch → apply (each claim's node through the Compute of its
+mode: the cloud's, or Karpenter's NodeClaims); launch failures become plan_launch_failure
 plans (capacity errors mark the offering unavailable in the pool, so the next round picks the
 next cheapest). Ends with the pool status.
 
@@ -13,14 +14,15 @@ Must not: decide itself (decisions are pure core functions) or keep state betwee
 
 from __future__ import annotations
 
-from gpupool.core.decisions.karpenter_launch import plan_karpenter_unavailable
-from gpupool.core.decisions.launch import plan_launch, plan_launch_failure
+from gpupool.core.decisions.launch import launch_template, plan_launch
+from gpupool.core.decisions.launch_failure import plan_launch_failure
 from gpupool.core.decisions.pool_status import plan_pool_status
-from gpupool.core.intake.causes import Reconcile
-from gpupool.core.model.nodeclass import GPUNodeClass
+from gpupool.core.intake.routing import LaunchCause
+from gpupool.core.model.claim_state import launched_mode
 from gpupool.core.model.pool import GPUPool
-from gpupool.core.planning.plan import ApplyPool, LaunchInstance, LaunchNodeClaim, OfferingRef, Plan
+from gpupool.core.planning.plan import ApplyPool, LaunchInstance, OfferingRef, Plan
 from gpupool.core.planning.pool_gauges import measure_pool
+from gpupool.core.planning.snapshot import PoolSnapshot
 from gpupool.service.autoselect import expand_autoselect
 from gpupool.service.connection import refresh_connection_status
 from gpupool.service.deps import Deps
@@ -36,7 +38,7 @@ __all__ = ["handle_launch"]
 
 def _handled(result: ActionResult) -> bool:
     """Launch failures the next decision handles (claim Failed, offering marked) are not errors."""
-    return isinstance(result.action, LaunchInstance | LaunchNodeClaim) and isinstance(
+    return isinstance(result.action, LaunchInstance) and isinstance(
         result.error, CapacityUnavailable | PermanentError
     )
 
@@ -47,7 +49,7 @@ def _record(outcome: Outcome, plan: Plan, results: list[ActionResult]) -> None:
 
 def handle_launch(cause: object, deps: Deps, *, dry_run: bool = False) -> Outcome:
     """Reconcile one pool (`cause.pool`) or all; other causes are acknowledged with a reason."""
-    if not isinstance(cause, Reconcile):
+    if not isinstance(cause, LaunchCause):
         return acknowledge(cause, function="launch")
     outcome = Outcome()
     executor = Executor(deps, event_id=cause.event_id, dry_run=dry_run)
@@ -79,7 +81,7 @@ def handle_launch(cause: object, deps: Deps, *, dry_run: bool = False) -> Outcom
 
 def _pools_after(sync_plan: Plan) -> dict[str, GPUPool]:
     """The GPUPools a cluster-sync plan creates or updates, as they would be once applied."""
-    return {a.pool: a.desired for a in sync_plan.actions if isinstance(a, ApplyPool) and a.pool}
+    return {a.pool: a.desired for a in sync_plan.actions if isinstance(a, ApplyPool)}
 
 
 def _launch_pool(
@@ -114,10 +116,14 @@ def _launch_pool(
         lease.release()
 
 
-def _launchable(deps: Deps, node_class: GPUNodeClass | None) -> list[OfferingRef]:
-    """The offerings in zones the pool's node class can place an instance in: a zone without
-    one of its subnets would only fail the launch (and a claim) before the next zone is tried."""
-    zones = deps.compute.launchable_zones(node_class) if node_class is not None else None
+def _launchable(deps: Deps, snapshot: PoolSnapshot) -> list[OfferingRef]:
+    """The offerings in zones the pool's Compute can place its nodes in: a zone without one of
+    its node class's subnets would only fail the launch (and a claim) before the next zone is
+    tried. (Karpenter's node class picks its subnet itself: any zone. A mode this deployment has
+    no Compute for launches nowhere: its launch says why.)"""
+    mode, template = launched_mode(snapshot.pool), launch_template(snapshot)
+    compute = deps.computes().get(mode) if mode else None
+    zones = compute.launchable_zones(template) if compute and template is not None else None
     if zones is None:
         return list(deps.offerings)
     return [o for o in deps.offerings if o.zone is None or o.zone in zones]
@@ -138,33 +144,28 @@ def _launch_round(
         expand_autoselect(pool, deps, executor, outcome)
         return False
     snapshot = snapshot_of(deps, pool, ClusterReads.load(deps))
-    failed = plan_karpenter_unavailable(
-        snapshot, now=deps.clock.now(), unavailable_for=settings.offering_unavailable_for
-    )
-    if failed.actions:  # Karpenter mode: offerings Karpenter could not launch are skipped for a while
-        _record(outcome, failed, executor.apply(failed))
-        snapshot = snapshot_of(deps, preview or deps.cluster.get_pool(name), ClusterReads.load(deps))
     suffixes = [deps.new_suffix() for _ in range(settings.max_nodes_per_plan)]
     plan = plan_launch(
         snapshot,
-        _launchable(deps, snapshot.node_class),
+        _launchable(deps, snapshot),
         now=deps.clock.now(),
         suffixes=suffixes,
         max_nodes=settings.max_nodes_per_plan,
+        unavailable_for=settings.offering_unavailable_for,
     )
     results = executor.apply(plan)
     _record(outcome, plan, results)
     again = False
     for result in results:
         action, error = result.action, result.error
-        if not isinstance(action, LaunchInstance | LaunchNodeClaim) or not isinstance(
+        if not isinstance(action, LaunchInstance) or not isinstance(
             error, CapacityUnavailable | PermanentError
         ):
             continue
         capacity = isinstance(error, CapacityUnavailable)
         failure = plan_launch_failure(
             snapshot,
-            action.claim or "",
+            action.claim,
             action.offering,
             capacity=capacity,
             message=error.message,

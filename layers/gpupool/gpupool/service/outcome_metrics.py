@@ -17,8 +17,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Final, NamedTuple
 
-from gpupool.core.model.constants import EVENT_MAX_RESOURCE_CONSTRAINT_REACHED
-from gpupool.core.planning.budget import EVENT_BUDGET_EXCEEDED
+from gpupool.core.model.constants import EVENT_BUDGET_EXCEEDED, EVENT_MAX_RESOURCE_CONSTRAINT_REACHED
 from gpupool.core.planning.plan import DeleteClaim, RecordEvent, SetClaimPhase
 from gpupool.service.outcome import Outcome
 
@@ -44,7 +43,7 @@ POOL_METRIC_NAMES: Final = {
     "VRAMAvailable": "Percent",
 }
 
-_LAUNCHES = ("launch-instance", "launch-nodeclaim", "create-nodeclaim")
+_LAUNCHES = ("launch-instance", "create-nodeclaim")  # a claim's node in either mode; an expansion
 _TERMINATIONS = ("terminate-instance", "delete-nodeclaim")
 
 

@@ -28,7 +28,8 @@ def record_results(
     for result in results:
         outcome.applied.append(result.record())
         if result.outcome == "failed" and result.error is not None and not handled(result):
-            target = result.action.claim or result.action.node or result.action.pool or ""
+            targets = result.action.targets()
+            target = targets.get("claim") or targets.get("node") or targets.get("pool", "")
             outcome.fail(
                 f"{result.action.kind} {target}: {result.detail}".strip(), retryable=result.error.retryable
             )

@@ -1,19 +1,19 @@
 """`gpupool demo [--cloud aws|alibaba]`: the whole Provisioned story on embedded defaults, as a timeline.
 
-With `--cloud alibaba` the same story runs on the sandbox ECS (`AlibabaSimWorld`) through the FC
-handlers (`functions/*/index.py`) and `build_alibaba_deps`; `--prepare-sandbox` / `--join-nodes`
-then act on a running sandbox's ECS side (`gpupool.cli.alibaba_sandbox`).
-
-Role: start (in this process) the embedded Kubernetes API server on a simulated clock and an
-EC2 account in moto (`gpupool.local.simulation_world.SimWorld`); wire the real launch, bind
-and compact handlers (`functions/*/app.py`, found as `gpupool invoke` finds them) to the real
-service and adapters through `build_aws_deps(world.environ)`, with the world's clock and
-repeatable claim-name suffixes; run the scenario (`gpupool.local.simulation.Simulation`):
-a pool with a minimum → launch → instances boot and nodes join → bind → a workload spike
-raises capacity to keep the warm reserve → the spike ends → after the 5-minute protection,
-compaction trims back to the minimum. Prints the timeline (simulated time, who acted, what
-the functions did and why); `--json` prints it as JSON. Exit 0 when every invocation
-succeeded, 1 when one reported an error.
+Role: start (in this process) the embedded Kubernetes API server on a simulated clock over the
+cloud (`gpupool.sandbox.demo.world.DemoWorld`: an EC2 account in moto, or with `--cloud alibaba`
+the sandbox ECS); wire the real launch, bind and compact handlers (`functions/*/app.py`, or the
+FC ones `functions/*/index.py`, found as `gpupool invoke` finds them) to the real service and
+adapters through `build_aws_deps` / `build_alibaba_deps(world.environ)`, with the world's clock
+and repeatable claim-name suffixes (`_wire`, the one place the service meets the world); run the
+story (`gpupool.sandbox.demo.provisioned_story`): a pool with a minimum → launch → instances
+boot and nodes join → bind → a workload spike raises capacity to keep the warm reserve → the
+spike ends → after the 5-minute protection, compaction trims back to the minimum (or `--story
+never-join`; `--mode karpenter|autoselect` plays `gpupool.sandbox.demo.karpenter_story`, on AWS).
+Prints the timeline (simulated time, who acted, what the functions did and why, through
+`gpupool.cli.report`); `--json` prints it as JSON. Exit 0 when every invocation succeeded, 1
+when one reported an error. `--prepare-sandbox` / `--join-nodes` act on a running sandbox
+instead (`gpupool.cli.demo_sandbox`).
 
 Must not: decide anything or re-implement the service (it only wires and prints).
 """
@@ -23,11 +23,11 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Mapping
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 from gpupool.cli.errors import UserError
+from gpupool.core.catalog import CLOUDS
 
 NAME = "demo"
 HELP = "run the Provisioned story locally (embedded API server, moto EC2 or sandbox ECS, simulated clock)"
@@ -55,7 +55,7 @@ def register(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--cloud",
-        choices=["aws", "alibaba"],
+        choices=CLOUDS,
         default="aws",
         help="aws (default: EC2 in moto, Lambda handlers) or alibaba (the sandbox ECS, FC handlers)",
     )
@@ -76,8 +76,8 @@ def register(parser: argparse.ArgumentParser) -> None:
 
 def _karpenter_story(world: Any, invoke: Any, args: argparse.Namespace) -> int:
     from gpupool.cli.commands.invoke import quiet_handler_output
-    from gpupool.local.karpenter_story import MODES, KarpenterStory
-    from gpupool.local.simulation_report import render_timeline
+    from gpupool.cli.report import render_timeline
+    from gpupool.sandbox.demo.karpenter_story import MODES, KarpenterStory
 
     story = KarpenterStory(world, invoke, args.mode)
     with quiet_handler_output(verbose=False):
@@ -127,8 +127,8 @@ _HEADINGS = {
 
 
 def _print_text(result: Any, *, story: str, verbose: bool, cloud: str = "aws") -> None:
-    from gpupool.local.simulation import STORIES
-    from gpupool.local.simulation_report import render_timeline
+    from gpupool.cli.report import render_timeline
+    from gpupool.sandbox.demo.provisioned_story import STORIES
 
     print(f"gpupool demo — {_HEADINGS[cloud]}")
     print(f"story {story}: {STORIES[story][0]}")
@@ -153,135 +153,51 @@ def _print_text(result: Any, *, story: str, verbose: bool, cloud: str = "aws") -
         print(f"  node {node} (claim {claim})")
 
 
-def _sandbox_clients(env_file: Path) -> tuple[dict[str, str], Any, Any]:
-    """The env file's values, a boto3 EC2 client and a Kubernetes ApiClient for that sandbox."""
-    import boto3
-    from kubernetes import config
-
-    from gpupool.cli.commands.invoke import read_env_file
-
-    env = read_env_file(env_file)
-    endpoint, kubeconfig = env.get("AWS_ENDPOINT_URL"), env.get("KUBECONFIG")
-    if not endpoint or not kubeconfig:
-        raise UserError(
-            f"{env_file}: needs AWS_ENDPOINT_URL and KUBECONFIG (the env file `gpupool sandbox up` writes)"
-        )
-    env.setdefault("AWS_REGION", env.get("AWS_DEFAULT_REGION") or "us-east-1")
-    ec2 = boto3.client(
-        "ec2",
-        region_name=env["AWS_REGION"],
-        endpoint_url=endpoint,
-        aws_access_key_id=env.get("AWS_ACCESS_KEY_ID", "testing"),
-        aws_secret_access_key=env.get("AWS_SECRET_ACCESS_KEY", "testing"),
-    )
-    try:
-        api_client = config.new_client_from_config(config_file=kubeconfig)  # type: ignore[no-untyped-call]
-    except (OSError, config.ConfigException) as error:
-        raise UserError(f"{kubeconfig}: not a usable kubeconfig: {error}") from None
-    return env, ec2, api_client
-
-
-def join_nodes(env_file: Path) -> list[str]:
-    """One simulated-kubelet step (no boot delay) against a running sandbox."""
-    from botocore.exceptions import BotoCoreError, ClientError
-    from urllib3.exceptions import HTTPError
-
-    from gpupool.local.kubeapi import SystemClock
-    from gpupool.local.kubelet_sim import KubeletSim, ec2_instances
-    from gpupool.local.simulation_kube import ClientObjects, ClientObjectsError
-
-    env, ec2, api_client = _sandbox_clients(env_file)
-    kubelet = KubeletSim(
-        ClientObjects(api_client),
-        instances=lambda: ec2_instances(ec2, region=env["AWS_REGION"]),
-        clock=SystemClock(),
-        boot_delay=timedelta(0),
-    )
-    try:
-        changes = kubelet.step()
-    except (BotoCoreError, ClientError, ClientObjectsError, HTTPError, OSError) as error:
-        raise UserError(f"cannot simulate the kubelet against {env_file}: {error}") from None
-    return [
-        f"node {c.node} {'joined for' if c.change == 'joined' else 'left with'} claim {c.claim} "
-        f"(instance {c.instance_id})"
-        for c in changes
-    ] or ["no node to register or remove"]
-
-
-def prepare_sandbox(env_file: Path) -> list[str]:
-    """Create the demo network in the sandbox's EC2 and the demo manifests in its API server."""
-    from botocore.exceptions import BotoCoreError, ClientError
-
-    from gpupool.cli.sandbox_objects import create_manifests
-    from gpupool.local.simulation_world import DEMO_KINDS, create_demo_network, demo_manifests
-
-    env, ec2, api_client = _sandbox_clients(env_file)
-    endpoint = env["AWS_ENDPOINT_URL"]
-    try:
-        created = create_demo_network(ec2)
-    except (BotoCoreError, ClientError) as error:
-        raise UserError(f"cannot prepare the sandbox's EC2 at {endpoint}: {error}") from None
-    done = ["EC2: demo VPC, subnets and security group " + ("created" if created else "already there")]
-    done += create_manifests(api_client, demo_manifests(), DEMO_KINDS, kubeconfig=env["KUBECONFIG"])
-    return done
-
-
-def run(args: argparse.Namespace) -> int:
+def _wire(world: Any, functions_dir: Path | None) -> Any:
+    """`invoke(function, event)`: the real handlers of the world's cloud on the real service and
+    adapters, built from the world's environment, on its clock and claim-name suffixes."""
     from dataclasses import replace
-
-    if args.cloud == "alibaba" and (args.join_nodes is not None or args.prepare_sandbox is not None):
-        from gpupool.cli import alibaba_sandbox
-
-        if args.join_nodes is not None:
-            print("\n".join(alibaba_sandbox.join_nodes(args.join_nodes)))
-            return 0
-        print("\n".join(alibaba_sandbox.prepare_sandbox(args.prepare_sandbox)))
-        print(
-            "next: gpupool invoke launch events/alibaba/fc-timer.json --cloud alibaba "
-            f"--env {args.prepare_sandbox}"
-        )
-        return 0
-    if args.join_nodes is not None:
-        for line in join_nodes(args.join_nodes):
-            print(line)
-        return 0
-    if args.prepare_sandbox is not None:
-        for line in prepare_sandbox(args.prepare_sandbox):
-            print(line)
-        print(
-            "next: gpupool invoke launch events/aws/scheduled-event.json --cloud aws "
-            f"--env {args.prepare_sandbox}"
-        )
-        return 0
 
     from gpupool.adapters.wiring import build_aws_deps
     from gpupool.adapters.wiring_alibaba import build_alibaba_deps
-    from gpupool.cli.commands.invoke import (
-        FUNCTIONS,
-        call_handler,
-        load_function,
-        make_handler,
-        quiet_handler_output,
-    )
-    from gpupool.local.simulation import STORIES, Simulation
-    from gpupool.local.simulation_world import SimWorld
-    from gpupool.local.simulation_world_alibaba import AlibabaSimWorld
+    from gpupool.cli.commands.invoke import call_handler, load_function, load_handler
+    from gpupool.core.intake.routing import FUNCTIONS
 
-    alibaba = args.cloud == "alibaba"
-    modules = {name: load_function(name, args.functions_dir, cloud=args.cloud) for name in FUNCTIONS}
-    with AlibabaSimWorld() if alibaba else SimWorld() as world:
-        build = build_alibaba_deps if alibaba else build_aws_deps
-        deps = replace(build(world.environ), clock=world.clock, new_suffix=world.new_suffix)
-        handlers = {name: make_handler(module, lambda: deps) for name, module in modules.items()}
+    cloud = world.cloud_name
+    modules = {name: load_function(name, functions_dir, cloud=cloud) for name in FUNCTIONS}
+    build = build_alibaba_deps if cloud == "alibaba" else build_aws_deps
+    deps = replace(build(world.environ), clock=world.clock, new_suffix=world.new_suffix)
+    handlers: dict[str, Any] = {name: load_handler(module, lambda: deps) for name, module in modules.items()}
 
-        def invoke(function: str, event: Mapping[str, Any]) -> Mapping[str, Any]:
-            return call_handler(handlers[function], event, as_bytes=alibaba)
+    def invoke(function: str, event: Mapping[str, Any]) -> Mapping[str, Any]:
+        return call_handler(handlers[function], event, as_bytes=cloud == "alibaba")
 
+    return invoke
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.join_nodes is not None or args.prepare_sandbox is not None:
+        from gpupool.cli import demo_sandbox
+
+        if args.join_nodes is not None:
+            print("\n".join(demo_sandbox.join_nodes(args.join_nodes, args.cloud)))
+            return 0
+        print("\n".join(demo_sandbox.prepare_sandbox(args.prepare_sandbox, args.cloud)))
+        print(demo_sandbox.next_step(args.prepare_sandbox, args.cloud))
+        return 0
+    if args.mode != "provisioned" and args.cloud != "aws":
+        raise UserError(f"--mode {args.mode} plays on AWS only (an EC2NodeClass, g4dn / g5): drop --cloud")
+
+    from gpupool.cli.commands.invoke import quiet_handler_output
+    from gpupool.sandbox.demo.provisioned_story import STORIES, ProvisionedStory
+    from gpupool.sandbox.demo.world import DemoWorld
+
+    with DemoWorld(args.cloud) as world:
+        invoke = _wire(world, args.functions_dir)
         if args.mode != "provisioned":  # Karpenter and AutoSelect: their own story module
             return _karpenter_story(world, invoke, args)
-
         with quiet_handler_output(verbose=False):
-            result = Simulation(world, invoke, STORIES[args.story][1]).run()
+            result = ProvisionedStory(world, invoke, STORIES[args.story][1]).run()
     if args.json:
         print(json.dumps(result.to_json(), indent=2, default=str))
     else:

@@ -32,19 +32,20 @@ import sys
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gpupool.cli.errors import UserError
 from gpupool.cli.files import read_text
+from gpupool.core.catalog import CLOUDS
+from gpupool.core.intake.routing import FUNCTIONS
+
+if TYPE_CHECKING:
+    from gpupool.handlers.common import Handler
 
 NAME = "invoke"
 HELP = "run a function's real handler (launch, bind, compact) in-process on one event file"
-FUNCTIONS = ("launch", "bind", "compact")
 FUNCTIONS_DIR_VARIABLE = "GPUPOOL_FUNCTIONS_DIR"
-CLOUDS = ("aws", "alibaba")
 HANDLER_FILES = {"aws": "app.py", "alibaba": "index.py"}
-
-Handler = Callable[[Any, Any], dict[str, Any]]
 
 
 def register(parser: argparse.ArgumentParser) -> None:
@@ -213,7 +214,7 @@ def outcome_json(body: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def make_handler(module: ModuleType, deps_factory: Callable[[], Any], *, dry_run: bool = False) -> Handler:
+def load_handler(module: ModuleType, deps_factory: Callable[[], Any], *, dry_run: bool = False) -> Handler:
     """The function's handler with our deps (the handlers' own injection seam)."""
     handler: Handler = module.make_handler(deps_factory, dry_run=dry_run)
     return handler
@@ -232,7 +233,7 @@ def call_handler(handler: Handler, event: Mapping[str, Any], *, as_bytes: bool =
 def print_outcome(
     function: str, body: Mapping[str, Any], outcome: Mapping[str, Any], *, dry_run: bool
 ) -> None:
-    from gpupool.local.simulation_report import outcome_lines
+    from gpupool.cli.report import outcome_lines
 
     cause = body.get("cause") or {}
     status = str(body.get("status") or "failed")
@@ -271,7 +272,7 @@ def run(args: argparse.Namespace) -> int:
         environ["GPUPOOL_CLUSTER_NAME"] = args.cluster
     factory = _deps_factory(args.cloud, environ, args.env)
     with quiet_handler_output(verbose=args.verbose):
-        handler = make_handler(module, factory, dry_run=args.dry_run)
+        handler = load_handler(module, factory, dry_run=args.dry_run)
         body = call_handler(handler, event, as_bytes=args.cloud == "alibaba")
     outcome = outcome_json(body)
     if args.json:

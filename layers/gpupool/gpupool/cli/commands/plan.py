@@ -26,13 +26,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from gpupool.cli.commands.catalog import DEFAULT_REGIONS
 from gpupool.cli.errors import UserError
 from gpupool.cli.files import read_text
 
 if TYPE_CHECKING:
+    from gpupool.core.catalog import Cloud
     from gpupool.core.model.cluster import ComputingVendor
     from gpupool.core.model.pool import GPUPool
     from gpupool.core.planning.capacity_plan import CapacityPlan
@@ -209,7 +210,7 @@ def plan_from_files(args: argparse.Namespace) -> tuple[CapacityPlan, str, str]:
     chosen = _choose(args.pool, _pools(args.pool), args.pool_name)
     snapshot = _state(args.state, chosen.pool)
     cloud, region = _cloud_and_region(args, chosen.vendor)
-    catalog_cloud: Literal["aws", "alibaba"] = "alibaba" if cloud == "alibaba" else "aws"
+    catalog_cloud: Cloud = "alibaba" if cloud == "alibaba" else "aws"
     catalog = load_catalog(catalog_cloud)
     if catalog.region(region) is None:
         raise UserError(

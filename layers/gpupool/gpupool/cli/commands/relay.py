@@ -10,13 +10,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gpupool.cli.errors import UserError
+from gpupool.core.intake.routing import FUNCTIONS
+from gpupool.core.model.constants import SCHEDULER_NAME
 
 if TYPE_CHECKING:
     from gpupool_incluster.relay.signing import Signer
 
 NAME = "relay"
 HELP = "run the in-cluster relay: scheduler extender, pod webhook, simulate API, event forwarder"
-FUNCTIONS = ("launch", "bind", "compact")
+
 AUTH_MODES = ("sigv4", "fc", "hmac", "none")
 
 MODES = ("CompactFirst", "LowLoadFirst", "NodeCompactGPULowLoad", "FragmentationAware")
@@ -41,7 +43,7 @@ def register(parser: argparse.ArgumentParser) -> None:
     serve.add_argument(
         "--progressive-migration",
         action="store_true",
-        help="route native nvidia.com/gpu pods to tensor-fusion-scheduler (production guide step 5)",
+        help=f"route native nvidia.com/gpu pods to {SCHEDULER_NAME} (production guide step 5)",
     )
     serve.add_argument(
         "--extender-listen",

@@ -1,7 +1,7 @@
 """`gpupool sandbox up|down|status`: a local Kubernetes API server and EC2 (moto) to try
 gpupool and run its tests without a cloud or a cluster.
 
-Must not: hold sandbox logic; it parses flags, calls `gpupool.local.sandbox`, and prints.
+Must not: hold sandbox logic; it parses flags, calls `gpupool.sandbox.lifecycle`, and prints.
 """
 
 from __future__ import annotations
@@ -42,8 +42,8 @@ def _usage(info: Any) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from gpupool.local import sandbox
-    from gpupool.local.sandbox_files import SandboxFiles
+    from gpupool.sandbox import lifecycle as sandbox
+    from gpupool.sandbox.files import SandboxFiles
 
     files = SandboxFiles.at(args.dir)
     if files.root.exists() and not files.root.is_dir():

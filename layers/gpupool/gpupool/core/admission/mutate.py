@@ -90,7 +90,7 @@ def _route_native(raw: Mapping[str, Any], pod: Pod, ctx: AdmissionContext, notes
         return Mutation([], notes)
     patch = [{"op": "add", "path": "/spec/schedulerName", "value": c.SCHEDULER_NAME}]
     patch += _index_resource_ops(raw)
-    notes.append("native nvidia.com/gpu pod routed to tensor-fusion-scheduler (progressive migration)")
+    notes.append(f"native nvidia.com/gpu pod routed to {c.SCHEDULER_NAME} (progressive migration)")
     return Mutation(patch, notes)
 
 

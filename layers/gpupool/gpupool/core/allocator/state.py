@@ -1,11 +1,19 @@
-"""The allocator's mutable state: GPU records, allocations, and the arrays the filters scan.
+"""The allocator's mutable state: GPU records, allocations, node facts, and the arrays the filters scan.
 
 Role: keeps, for every GPU, physical capacity, what is still free (capacity − requests of the
 pods holding it − use we did not place), the sum of limits placed on it (for oversubscription
-bounds), its worker count and its two scores, as numpy arrays laid out node by node (nodes
-sorted by name, one row per node, one column per GPU slot). Layout changes (a GPU added,
-removed or moved) rebuild the arrays lazily; everything else updates a few cells in place, so a
-reservation costs O(GPUs of the pod), not O(cluster).
+bounds), its worker count, its two scores and its tenancy records, as numpy arrays laid out node
+by node (nodes sorted by name, one row per node, `width` columns of GPU slots; `_empty_arrays`
+declares every column in one place). Beside the GPUs it keeps what it knows of each node: the
+Node's labels (node affinity), host memory and disk (VRAM expansion), CPU and memory left for
+pods (FragmentationAware's host terms, the simulator) and pods holding native `nvidia.com/gpu`
+(progressive migration), mirrored into per-node arrays. Layout changes (a GPU added, removed or
+moved, a node's labels or host memory and disk) rebuild the arrays lazily; everything else
+updates a few cells in place, so a reservation costs O(GPUs of the pod), not O(cluster).
+
+One class on purpose: the slot arrays, the per-node arrays and the records are one invariant
+(every array cell mirrors the records under the current layout), and the filters read the arrays
+as direct attributes in their inner loops.
 
 Must not: decide placement (see `filters`, `scoring`, `allocator`), lock, log or do I/O. Not
 thread-safe: callers serialise access.
@@ -14,25 +22,31 @@ thread-safe: callers serialise access.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Mapping
 
 import numpy as np
+import numpy.typing as npt
 
 from gpupool.core.allocator.limits import UNBOUNDED as UNBOUNDED_LIMIT
 from gpupool.core.allocator.limits import limit_caps
 from gpupool.core.allocator.records import RUNNING, Allocation, GpuInfo
 from gpupool.core.allocator.request import Oversubscription
-from gpupool.core.allocator.state_arrays import I32, I64, SlotArrays
-from gpupool.core.allocator.state_nodes import NodeFacts
+from gpupool.core.allocator.tenancy import Tenancy
 
 __all__ = ["UNBOUNDED", "AllocatorState"]
+
+I64 = npt.NDArray[np.int64]
+I32 = npt.NDArray[np.int32]
+F32 = npt.NDArray[np.float32]
+B = npt.NDArray[np.bool_]
 
 UNBOUNDED = np.int64(UNBOUNDED_LIMIT)
 MAX_TRACKED_CHANGES = 4096
 HOST_UNKNOWN = 2**62  # CPU or memory left on a node nobody told us about: never short
 
 
-class AllocatorState(SlotArrays, NodeFacts):
-    """GPU records and allocations, mirrored into per-slot arrays for vectorised filtering."""
+class AllocatorState:
+    """GPU records, allocations and node facts, mirrored into per-slot and per-node arrays."""
 
     def __init__(self, *, vram_weight: float = 0.7, tflops_weight: float = 0.3) -> None:
         self.vram_weight = vram_weight
@@ -63,18 +77,44 @@ class AllocatorState(SlotArrays, NodeFacts):
         self._empty_placed()
         self.node_workers: I32 = np.zeros(0, dtype=np.int32)
         self.node_native: I32 = np.zeros(0, dtype=np.int32)
-        # Slots whose free capacity changed since a cache last read them (see `take_changed_slots`),
-        # and a counter bumped whenever capacities, models or the layout change.
         # CPU (milli) and memory (bytes) a node has left for pods, when told (the simulator);
         # FragmentationAware then counts a node that can no longer host a request as fragmented.
         self.host_free: dict[str, tuple[int, int]] = {}
         self.host_cpu: I64 = np.zeros(0, dtype=np.int64)
         self.host_memory: I64 = np.zeros(0, dtype=np.int64)
+        # Slots whose free capacity changed since a cache last read them (see `take_changed_slots`),
+        # and a counter bumped whenever capacities, models or the layout change.
         self.changed_slots: list[int] = []
         self.changes_overflowed = False
         self.static_version = 0
 
-    # ---- layout (the per-slot arrays themselves: `state_arrays.SlotArrays`) ---------------
+    # ---- the per-slot columns --------------------------------------------------------------
+    def _empty_arrays(self, size: int = 0) -> None:
+        """(Re)allocate every per-slot column, zeroed, for `size` slots."""
+        self.valid: B = np.zeros(size, dtype=np.bool_)
+        self.pool_code: I32 = np.zeros(size, dtype=np.int32)
+        self.model_code: I32 = np.zeros(size, dtype=np.int32)
+        self.vendor_code: I32 = np.zeros(size, dtype=np.int32)
+        self.phase_ok: B = np.zeros(size, dtype=np.bool_)
+        self.gpu_index: I32 = np.full(size, -1, dtype=np.int32)
+        self.cap_t: I64 = np.zeros(size, dtype=np.int64)
+        self.cap_v: I64 = np.zeros(size, dtype=np.int64)
+        self.avail_t: I64 = np.zeros(size, dtype=np.int64)
+        self.avail_v: I64 = np.zeros(size, dtype=np.int64)
+        self.limits_t: I64 = np.zeros(size, dtype=np.int64)
+        self.limits_v: I64 = np.zeros(size, dtype=np.int64)
+        self.limit_cap_t: I64 = np.zeros(size, dtype=np.int64)
+        self.limit_cap_v: I64 = np.zeros(size, dtype=np.int64)
+        # limit_cap − limits, kept in step with both: the oversubscription stage's one comparison.
+        self.limit_room_t: I64 = np.zeros(size, dtype=np.int64)
+        self.limit_room_v: I64 = np.zeros(size, dtype=np.int64)
+        self.workers: I32 = np.zeros(size, dtype=np.int32)
+        # Whole numbers 0..100: float32 holds them, and their per-node sums, exactly (see scoring).
+        self.score_compact: F32 = np.zeros(size, dtype=np.float32)
+        self.score_low_load: F32 = np.zeros(size, dtype=np.float32)
+        self.tenancy = Tenancy(size)
+
+    # ---- layout ----------------------------------------------------------------------------
     def code(self, text: str) -> int:
         """A small integer for a pool, model or vendor name (0 = empty)."""
         found = self.codes.get(text)
@@ -230,6 +270,52 @@ class AllocatorState(SlotArrays, NodeFacts):
                 self._refresh_available(slot)
         if row is not None:
             self.node_workers[row] += sign
+
+    # ---- node facts ------------------------------------------------------------------------
+    def set_node(
+        self, node: str, labels: Mapping[str, str], *, host_memory: int = 0, host_disk: int = 0
+    ) -> None:
+        """Labels (for node affinity) and host memory/disk (for VRAM expansion) from the Node."""
+        self.node_labels[node] = dict(labels)
+        if host_memory or host_disk:
+            self.node_host[node] = (host_memory, host_disk)
+        self._dirty = True
+
+    def set_host_free(self, node: str, cpu_milli: int, memory: int) -> None:
+        """CPU (milli) and memory (bytes) `node` has left for pods."""
+        self.host_free[node] = (cpu_milli, memory)
+        row = self.node_index.get(node)
+        if row is not None and not self._dirty:
+            self.host_cpu[row], self.host_memory[row] = cpu_milli, memory
+
+    def set_native_gpu_pods(self, node: str, count: int) -> None:
+        """Pods on `node` holding native nvidia.com/gpu (progressive migration)."""
+        if count:
+            self.native_gpu_pods[node] = count
+        else:
+            self.native_gpu_pods.pop(node, None)
+        row = self.node_index.get(node)
+        if row is not None and not self._dirty:
+            self.node_native[row] = count
+
+    def labels_of(self, node: str) -> dict[str, str]:
+        """Node labels: those GPU objects carry in status.nodeSelector, overlaid by the Node's own."""
+        merged: dict[str, str] = {"kubernetes.io/hostname": node}
+        previous: tuple[tuple[str, str], ...] | None = None
+        for name in self.gpu_names_on(node):
+            labels = self.gpus[name].node_labels
+            if labels != previous:  # the GPUs of a node mostly carry the same labels: merge them once
+                merged.update(labels)
+                previous = labels
+        merged.update(self.node_labels.get(node, {}))
+        return merged
+
+    def gpu_names_on(self, node: str) -> Iterable[str]:
+        row = self.node_index.get(node)
+        if row is None:
+            return ()
+        start = row * self.width
+        return [n for n in self.slot_names[start : start + self.width] if n]
 
     # ---- mutations -------------------------------------------------------------------------
     def upsert_gpu(self, gpu: GpuInfo) -> None:

@@ -3,11 +3,13 @@
 Must not: choose offerings (see `gpupool.core.planning.cheapest`) or read anything but its bundled data.
 """
 
-from gpupool.core.catalog.loader import CLOUDS, CatalogError, load_catalog, parse_catalog
+from gpupool.core.catalog.loader import CatalogError, load_catalog, parse_catalog
 from gpupool.core.catalog.model import (
     CAPACITY_TYPES,
+    CLOUDS,
     CapacityType,
     Catalog,
+    Cloud,
     InstanceType,
     Offering,
     PriceTable,
@@ -20,6 +22,7 @@ __all__ = [
     "CapacityType",
     "Catalog",
     "CatalogError",
+    "Cloud",
     "InstanceType",
     "Offering",
     "PriceTable",

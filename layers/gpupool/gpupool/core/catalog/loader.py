@@ -11,17 +11,13 @@ from __future__ import annotations
 
 from functools import cache
 from importlib import resources
-from typing import Literal
 
 import yaml
 from pydantic import ValidationError
 
-from gpupool.core.catalog.model import Catalog
+from gpupool.core.catalog.model import CLOUDS, Catalog, Cloud
 
-__all__ = ["CLOUDS", "CatalogError", "load_catalog", "parse_catalog"]
-
-Cloud = Literal["aws", "alibaba"]
-CLOUDS: tuple[Cloud, ...] = ("aws", "alibaba")
+__all__ = ["CLOUDS", "CatalogError", "Cloud", "load_catalog", "parse_catalog"]
 
 
 class CatalogError(ValueError):

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -27,6 +27,9 @@ __all__ = [
     "RegionPrices",
 ]
 
+# The clouds gpupool launches in (each with its bundled catalog and its cloud functions).
+Cloud = Literal["aws", "alibaba"]
+CLOUDS: tuple[Cloud, ...] = get_args(Cloud)
 CapacityType = Literal["on-demand", "spot", "reserved"]
 # Karpenter's spelling of capacity types; the catalog prices on-demand and spot only.
 CAPACITY_TYPES: tuple[CapacityType, ...] = ("on-demand", "spot", "reserved")
@@ -114,7 +117,7 @@ class Offering:
 class Catalog(_Strict):
     """One cloud's instance types and regional prices."""
 
-    cloud: Literal["aws", "alibaba"]
+    cloud: Cloud
     currency: Literal["USD"]
     sources: CatalogSources
     instance_types: tuple[InstanceType, ...] = Field(alias="instanceTypes", min_length=1)

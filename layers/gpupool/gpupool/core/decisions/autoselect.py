@@ -36,6 +36,7 @@ from gpupool.core.model.base import ObjectMeta
 from gpupool.core.model.constants import (
     ANNOTATION_HOURLY_PRICING,
     ANNOTATION_KARPENTER_DO_NOT_DISRUPT,
+    EVENT_BUDGET_EXCEEDED,
     EVENT_NODE_EXPANSION_CHECK,
     EVENT_NODE_EXPANSION_COMPLETED,
     EVENT_NODE_EXPANSION_FAILED,
@@ -47,7 +48,7 @@ from gpupool.core.model.constants import (
 from gpupool.core.model.foreign import Node, Pod
 from gpupool.core.model.karpenter import KarpenterNodeClaim, KarpenterNodePool, KarpenterRequirement
 from gpupool.core.model.pool import Budget
-from gpupool.core.planning.budget import EVENT_BUDGET_EXCEEDED, BudgetError
+from gpupool.core.planning.budget import BudgetError
 from gpupool.core.planning.plan import (
     Action,
     CreateNodeClaim,
@@ -178,7 +179,7 @@ def _review_expansions(
             message = (
                 f"NodeClaim {nc.name} ({_placement(nc)}) failed to launch: {failed.reason or 'no reason'}"
             )
-            actions.append(DeleteNodeClaim(nodeclaim=nc.name, node=None))
+            actions.append(DeleteNodeClaim(nodeclaim=nc.name))
             actions.append(_event(pod_key, EVENT_NODE_EXPANSION_FAILED, message, warning=True))
             reasons.append(f"{message}: delete it and try the next candidate")
         elif _condition(nc, "Registered") == "True":

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from datetime import datetime
 
-from gpupool.core.decisions.lifecycle import initialization, launch, liveness, termination
+from gpupool.core.decisions.lifecycle import adoption, initialization, liveness, termination
 from gpupool.core.decisions.lifecycle.facts import (
     ClaimFacts,
     LifecyclePolicy,
@@ -30,10 +30,10 @@ from gpupool.core.decisions.lifecycle.facts import (
     phase_since,
 )
 from gpupool.core.model.foreign import Node
+from gpupool.core.model.instance import ManagedInstance
 from gpupool.core.model.node import GPUNode
 from gpupool.core.model.nodeclaim import GPUNodeClaim
 from gpupool.core.planning.plan import Action, Plan
-from gpupool.core.planning.snapshot import ManagedInstance
 
 __all__ = ["LifecyclePolicy", "phase_move_refusal", "phase_since", "plan_claim_lifecycle"]
 
@@ -44,7 +44,7 @@ def _decide(claim: GPUNodeClaim, facts: ClaimFacts, now: datetime, policy: Lifec
         lambda: initialization.initialize(claim, facts),
         lambda: liveness.instance_lost(claim, facts),
         lambda: liveness.launch_timed_out(claim, facts, now, policy),
-        lambda: launch.adopt(claim, facts),
+        lambda: adoption.adopt(claim, facts),
         lambda: liveness.registration_timed_out(claim, facts, now, policy),
     )
     for stage in stages:

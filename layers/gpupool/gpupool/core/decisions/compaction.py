@@ -17,6 +17,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from gpupool.core.model.base import duration_seconds
+from gpupool.core.model.claim_state import claim_counts, claim_phase, do_not_disrupt, node_claim
 from gpupool.core.model.constants import (
     ANNOTATION_MANUAL_COMPACTION,
     EVENT_COMPACTION,
@@ -25,7 +26,7 @@ from gpupool.core.model.constants import (
 from gpupool.core.model.foreign import Node
 from gpupool.core.model.pool import ResourceAmount
 from gpupool.core.planning.plan import Action, DeleteClaim, LabelNode, Plan, RecordEvent
-from gpupool.core.planning.snapshot import PoolSnapshot, claim_counts, claim_phase, do_not_disrupt, node_claim
+from gpupool.core.planning.snapshot import PoolSnapshot
 from gpupool.core.quantity import Quantity
 
 __all__ = ["compaction_due", "compaction_period", "plan_compaction"]

@@ -12,15 +12,13 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from gpupool.core.model.constants import LABEL_MANAGED_BY
+from gpupool.core.model.claim_state import claim_interrupted, claim_phase
+from gpupool.core.model.constants import EVENT_NODE_INTERRUPTED, LABEL_MANAGED_BY
 from gpupool.core.model.foreign import Node
 from gpupool.core.model.nodeclaim import GPUNodeClaim
 from gpupool.core.planning.plan import Action, CordonNode, DrainNode, MarkClaimInterrupted, Plan, RecordEvent
-from gpupool.core.planning.snapshot import claim_interrupted, claim_phase
 
 __all__ = ["EVENT_NODE_INTERRUPTED", "plan_interruption"]
-
-EVENT_NODE_INTERRUPTED = "NodeInterrupted"
 
 
 def plan_interruption(
@@ -40,24 +38,30 @@ def plan_interruption(
         return Plan(
             reasons=(f"claim {claim.name} already Failed (its instance is being terminated): {reason}",)
         )
-    pool = claim.metadata.labels.get(LABEL_MANAGED_BY)
-    keys = {"pool": pool, "claim": claim.name, "instance_id": instance_id}
+    pool, name = claim.metadata.labels.get(LABEL_MANAGED_BY), claim.name
     actions: list[Action] = []
     if node is not None:
         if not node.spec.unschedulable:
-            actions.append(CordonNode(node=node.name, **keys))
-        actions.append(DrainNode(node=node.name, **keys))
+            actions.append(CordonNode(pool=pool, claim=name, node=node.name, instance_id=instance_id))
+        actions.append(DrainNode(pool=pool, claim=name, node=node.name, instance_id=instance_id))
     if not claim_interrupted(claim):
-        actions.append(MarkClaimInterrupted(node=node.name if node else None, reason=reason, at=now, **keys))
+        node_name = node.name if node else None
+        actions.append(
+            MarkClaimInterrupted(
+                pool=pool, claim=name, node=node_name, instance_id=instance_id, reason=reason, at=now
+            )
+        )
         actions.append(
             RecordEvent(
-                node=node.name if node else None,
+                pool=pool,
+                claim=name,
+                node=node_name,
+                instance_id=instance_id,
                 object_kind="GPUNodeClaim",
-                object_name=claim.name,
+                object_name=name,
                 event_type="Warning",
                 reason=EVENT_NODE_INTERRUPTED,
                 message=f"instance {instance_id}: {reason}; draining and replacing",
-                **keys,
             )
         )
     where = f"node {node.name}" if node else "no node joined yet"

@@ -1,13 +1,16 @@
 """The karpenter.sh/v1 NodeClaim a Karpenter-mode GPUNodeClaim asks Karpenter for, and back.
 
-Role: `build_karpenter_nodeclaim(pool, claim)` — the fields TensorFusion sets (name = claim
-name, controller owner = the GPUNodeClaim, label `tensor-fusion.ai/node-provisioner`,
-requirements in the order instance-type, zone, region, capacity-type, then the pool's other
-gpuRequirements, GPU request, termination grace period, `karpenter.sh/do-not-disrupt`, the
-pool's gpuNodeLabels / gpuTaints / gpuNodeAnnotations). `nodeclaim_instance(nodeclaim)` — a
-NodeClaim as the claim lifecycle sees an instance (so bind, timeouts, deletion and the
-orphan-free guarantees are the Provisioned ones), and `nodeclaim_instance_id` / `nodeclaim_name_of`
-for the `nodeclaim/<name>` ids recorded in `status.instanceID`.
+Role: `nodeclaim_template(pool)` — what a Karpenter-mode pool launches with (the `LaunchTemplate`
+of its mode, in the shape of a Karpenter NodePool's template): the pool's karpenterNodeClassRef,
+gpuNodeLabels, gpuNodeAnnotations with `karpenter.sh/do-not-disrupt`, gpuTaints and its
+gpuRequirements other than the placement keys. `build_karpenter_nodeclaim(template, claim)` — the
+NodeClaim TensorFusion makes for a claim from it (name = claim name, controller owner = the
+GPUNodeClaim, label `tensor-fusion.ai/node-provisioner`, requirements in the order
+instance-type, zone, region, capacity-type, then the template's, GPU request, termination grace
+period). `nodeclaim_instance(nodeclaim)` — a NodeClaim as the claim lifecycle sees an instance
+(so bind, timeouts, deletion and the orphan-free guarantees are the Provisioned ones), and
+`nodeclaim_instance_id` / `nodeclaim_name_of` for the `nodeclaim/<name>` ids the Karpenter
+Compute gives out (recorded in `status.instanceID`).
 
 Must not: perform I/O, read the clock, or decide when a NodeClaim is made (`plan_launch` does).
 """
@@ -27,15 +30,17 @@ from gpupool.core.model.constants import (
     LABEL_NODE_PROVISIONER,
 )
 from gpupool.core.model.foreign import NodeTaint, ResourceRequirements
+from gpupool.core.model.instance import InstanceLifecycle, ManagedInstance
 from gpupool.core.model.karpenter import (
     KarpenterNodeClaim,
     KarpenterNodeClaimSpec,
     KarpenterNodeClassRef,
     KarpenterRequirement,
+    NodeClaimTemplate,
+    NodeClaimTemplateMetadata,
 )
 from gpupool.core.model.nodeclaim import GPUNodeClaim
 from gpupool.core.model.pool import GPUPool
-from gpupool.core.planning.snapshot import InstanceLifecycle, ManagedInstance
 from gpupool.core.quantity import Quantity
 
 __all__ = [
@@ -49,6 +54,7 @@ __all__ = [
     "nodeclaim_instance",
     "nodeclaim_instance_id",
     "nodeclaim_name_of",
+    "nodeclaim_template",
     "owned_by",
 ]
 
@@ -88,7 +94,7 @@ def nodeclaim_name_of(instance_id: str) -> str | None:
     return None
 
 
-def _requirements(pool: GPUPool, claim: GPUNodeClaim) -> list[KarpenterRequirement]:
+def _placement(claim: GPUNodeClaim) -> list[KarpenterRequirement]:
     spec = claim.spec
     placement = [
         (KEY_INSTANCE_TYPE, spec.instance_type),
@@ -96,19 +102,34 @@ def _requirements(pool: GPUPool, claim: GPUNodeClaim) -> list[KarpenterRequireme
         (KEY_REGION, spec.region),
         (KEY_CAPACITY_TYPE, karpenter_capacity_type(spec.capacity_type) if spec.capacity_type else None),
     ]
-    requirements = [
-        KarpenterRequirement(key=key, operator="In", values=[value]) for key, value in placement if value
-    ]
+    return [KarpenterRequirement(key=key, operator="In", values=[value]) for key, value in placement if value]
+
+
+def nodeclaim_template(pool: GPUPool) -> NodeClaimTemplate:
+    """What Karpenter-mode `pool` launches its nodes with (see module docstring).
+    Raises KarpenterModeError when the pool names no karpenterNodeClassRef."""
     provisioner = pool.spec.node_manager_config.node_provisioner
-    for requirement in provisioner.gpu_requirements if provisioner else []:
-        if requirement.key in _PLACEMENT_KEYS:
-            continue  # the claim already narrowed it to the chosen offering
-        requirements.append(
-            KarpenterRequirement(
-                key=requirement.key, operator=requirement.operator, values=requirement.values
-            )
+    ref = provisioner.karpenter_node_class_ref if provisioner else None
+    if provisioner is None or ref is None:
+        raise KarpenterModeError(
+            f"pool {pool.name}: Karpenter mode needs nodeProvisioner.karpenterNodeClassRef"
         )
-    return requirements
+    requirements = [
+        KarpenterRequirement(key=r.key, operator=r.operator, values=r.values)
+        for r in provisioner.gpu_requirements
+        if r.key not in _PLACEMENT_KEYS  # each claim narrows these to its chosen offering
+    ]
+    return NodeClaimTemplate(
+        metadata=NodeClaimTemplateMetadata(
+            labels=dict(provisioner.gpu_node_labels),
+            annotations={**provisioner.gpu_node_annotations, ANNOTATION_KARPENTER_DO_NOT_DISRUPT: "true"},
+        ),
+        spec=KarpenterNodeClaimSpec(
+            node_class_ref=KarpenterNodeClassRef(group=ref.group, kind=ref.kind, name=ref.name),
+            requirements=requirements,
+            taints=[NodeTaint(key=t.key, value=t.value, effect=t.effect) for t in provisioner.gpu_taints],
+        ),
+    )
 
 
 def owned_by(nodeclaim: KarpenterNodeClaim, claim: GPUNodeClaim) -> KarpenterNodeClaim:
@@ -127,36 +148,24 @@ def owned_by(nodeclaim: KarpenterNodeClaim, claim: GPUNodeClaim) -> KarpenterNod
     return nodeclaim.model_copy(update={"metadata": meta})
 
 
-def build_karpenter_nodeclaim(pool: GPUPool, claim: GPUNodeClaim) -> KarpenterNodeClaim:
-    """The NodeClaim for `claim` of Karpenter-mode `pool` (see module docstring); the controller
-    owner is added when the claim has a uid. Raises KarpenterModeError on a missing class ref."""
-    provisioner = pool.spec.node_manager_config.node_provisioner
-    ref = provisioner.karpenter_node_class_ref if provisioner else None
-    if ref is None:
-        raise KarpenterModeError(
-            f"pool {pool.name}: Karpenter mode needs nodeProvisioner.karpenterNodeClassRef"
-        )
+def build_karpenter_nodeclaim(template: NodeClaimTemplate, claim: GPUNodeClaim) -> KarpenterNodeClaim:
+    """The NodeClaim for `claim` made from its pool's `template` (see module docstring); the
+    controller owner is added when the claim has a uid. Raises KarpenterModeError when the template
+    names no node class or the claim's capacity type has no Karpenter spelling."""
+    if template.spec.node_class_ref is None:
+        raise KarpenterModeError(f"claim {claim.name}: its NodeClaim template names no nodeClassRef")
     params = claim.spec.extra_params
     resource = params.get(EXTRA_PARAM_KARPENTER_GPU_RESOURCE) or KARPENTER_DEFAULT_GPU_RESOURCE
-    labels = {**(provisioner.gpu_node_labels if provisioner else {}), LABEL_NODE_PROVISIONER: claim.name}
-    annotations = {
-        **(provisioner.gpu_node_annotations if provisioner else {}),
-        ANNOTATION_KARPENTER_DO_NOT_DISRUPT: "true",
-    }
-    taints = [
-        NodeTaint(key=t.key, value=t.value, effect=t.effect)
-        for t in (provisioner.gpu_taints if provisioner else [])
-    ]
-    nodeclaim = KarpenterNodeClaim(
-        metadata=ObjectMeta(name=claim.name, labels=labels, annotations=annotations),
-        spec=KarpenterNodeClaimSpec(
-            node_class_ref=KarpenterNodeClassRef(group=ref.group, kind=ref.kind, name=ref.name),
-            requirements=_requirements(pool, claim),
-            resources=ResourceRequirements(requests={resource: Quantity(claim.spec.gpu_device_offered)}),
-            taints=taints,
-            termination_grace_period=params.get(EXTRA_PARAM_KARPENTER_TERMINATION_GRACE) or None,
-        ),
+    spec = template.spec.model_copy(
+        update={
+            "requirements": [*_placement(claim), *template.spec.requirements],
+            "resources": ResourceRequirements(requests={resource: Quantity(claim.spec.gpu_device_offered)}),
+            "termination_grace_period": params.get(EXTRA_PARAM_KARPENTER_TERMINATION_GRACE) or None,
+        }
     )
+    labels = {**template.metadata.labels, LABEL_NODE_PROVISIONER: claim.name}
+    meta = ObjectMeta(name=claim.name, labels=labels, annotations=dict(template.metadata.annotations))
+    nodeclaim = KarpenterNodeClaim(metadata=meta, spec=spec)
     return owned_by(nodeclaim, claim) if claim.metadata.uid else nodeclaim
 
 

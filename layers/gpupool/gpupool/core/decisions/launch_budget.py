@@ -18,6 +18,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from gpupool.core.model.claim_state import claim_interrupted, claim_phase, do_not_disrupt
+from gpupool.core.model.constants import EVENT_NODE_LAUNCH_FAILED
 from gpupool.core.model.nodeclaim import GPUNodeClaim
 from gpupool.core.planning.budget import (
     EVENT_BUDGET_EXCEEDED,
@@ -27,13 +29,11 @@ from gpupool.core.planning.budget import (
     select_budget_terminations,
 )
 from gpupool.core.planning.plan import Action, DeleteClaim, OfferingRef, RecordEvent
-from gpupool.core.planning.snapshot import PoolSnapshot, claim_interrupted, claim_phase, do_not_disrupt
+from gpupool.core.planning.snapshot import PoolSnapshot
 
 __all__ = ["BudgetOutcome", "apply_budget", "plan_budget_overrun", "pool_warning", "warning_on_pool"]
 
 TERMINATE_STRATEGY = "AlertAndTerminateVM"
-
-EVENT_NODE_LAUNCH_FAILED = "NodeLaunchFailed"
 
 
 @dataclass(frozen=True)

@@ -15,10 +15,11 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from datetime import datetime, timedelta
 
+from gpupool.core.model.claim_state import node_claim
 from gpupool.core.model.constants import LABEL_ORPHAN
 from gpupool.core.model.foreign import Node
+from gpupool.core.model.instance import ManagedInstance
 from gpupool.core.planning.plan import Action, LabelNode, Plan, TerminateInstance
-from gpupool.core.planning.snapshot import ManagedInstance, node_claim
 
 __all__ = ["plan_orphan_nodes", "plan_orphan_sweep"]
 

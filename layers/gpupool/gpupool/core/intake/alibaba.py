@@ -5,8 +5,10 @@ acs.ecs``) — ``ecs:Instance:StateChange`` (``data.resourceId`` / ``data.state`
 ``ecs:Instance:PreemptibleInstanceInterruption`` (``data.instanceId`` / ``data.action``) —
 plus the FC timer trigger (``triggerTime`` / ``triggerName`` / ``payload``) and the FC 3.0 HTTP
 trigger (``rawPath`` / ``body`` / ``headers`` / ``requestContext``) carrying relay CloudEvents.
-FC passes the event as bytes; this accepts bytes, text or a mapping. Unknown or malformed
-input becomes ``Ignored`` with a reason; nothing here raises on bad input.
+FC passes the event as bytes; this accepts bytes, text or a mapping. It is also the one place
+that tells what kind of trigger an FC event is (``trigger_of``) and reads an HTTP request's body,
+once (``envelope.read_http_request``). Unknown or malformed input becomes ``Ignored`` with a
+reason; nothing here raises on bad input.
 
 Must not: call Alibaba Cloud, read the clock, log, or decide anything about pools or instances.
 """
@@ -25,10 +27,11 @@ from gpupool.core.intake.causes import (
     InstanceState,
     InstanceStateChanged,
 )
-from gpupool.core.intake.relay import CloudEvent, intake_relay_http, short_error
-from gpupool.core.intake.routing import FunctionName, as_json_object, route, schedule_cause
+from gpupool.core.intake.envelope import Intake, Trigger, as_json_object, read_http_request
+from gpupool.core.intake.relay import CloudEvent, intake_relay_request, short_error
+from gpupool.core.intake.routing import FunctionName, route, schedule_cause
 
-__all__ = ["ECS_TYPES", "intake_alibaba"]
+__all__ = ["ECS_TYPES", "intake_alibaba", "trigger_of"]
 
 _Text = Annotated[str, Field(min_length=1, max_length=253)]
 
@@ -111,28 +114,33 @@ def _timer(body: Mapping[str, object], function: FunctionName | None) -> Cause:
         return Ignored(reason=f"FC timer payload: {short_error(error)}", event_id=event_id)
 
 
-def _http(body: Mapping[str, object]) -> Cause:
-    context = body.get("requestContext")
-    http = context.get("http") if isinstance(context, Mapping) else None
-    method = http.get("method") if isinstance(http, Mapping) else None
-    if isinstance(method, str) and method.upper() != "POST":
-        return Ignored(reason=f"relay webhooks are POST requests, not {method}")
-    return intake_relay_http(
-        body=body.get("body"), is_base64=body.get("isBase64Encoded", False), headers=body.get("headers")
-    )
+def trigger_of(body: Mapping[str, object]) -> Trigger:
+    """Which FC trigger delivered ``body``: an HTTP-trigger request (its top-level keys are FC's,
+    so a request is told by them first, whatever its body says), a timer tick, an EventBridge
+    CloudEvent, or none intake knows."""
+    if "rawPath" in body or "requestContext" in body:
+        return "http"
+    if "triggerTime" in body or "triggerName" in body:
+        return "timer"
+    if "specversion" in body:
+        return "eventbridge"
+    return "unknown"
 
 
-def intake_alibaba(event: object, *, function: FunctionName | None = None) -> Cause:
-    """The cause an FC ``event`` (bytes, text or mapping) stands for; ``Ignored`` when none."""
+def intake_alibaba(event: object, *, function: FunctionName | None = None) -> Intake:
+    """What an FC ``event`` (bytes, text or mapping) is: its cause (``Ignored`` when none), its
+    trigger kind and, for an HTTP-trigger request, the request."""
     body = as_json_object(event)
     if body is None:
-        return Ignored(reason="event is not a JSON object")
-    if "triggerTime" in body or "triggerName" in body:
+        return Intake(Ignored(reason="event is not a JSON object"), "unknown")
+    trigger = trigger_of(body)
+    request = read_http_request(body) if trigger == "http" else None
+    if request is not None:
+        cause = intake_relay_request(request)
+    elif trigger == "timer":
         cause = _timer(body, function)
-    elif "rawPath" in body or "requestContext" in body:
-        cause = _http(body)
-    elif "specversion" in body:
+    elif trigger == "eventbridge":
         cause = _ecs(body)
     else:
         cause = Ignored(reason="not an Alibaba EventBridge, FC timer or FC HTTP event")
-    return route(function, cause) if function is not None else cause
+    return Intake(route(function, cause) if function is not None else cause, trigger, request)

@@ -4,8 +4,11 @@ Role: one converter per EventBridge (source, detail-type) — EC2 Instance State
 Notification, EC2 Spot Instance Interruption Warning, EC2 Instance Rebalance Recommendation,
 ``Scheduled Event`` from EventBridge rules (aws.events) and EventBridge Scheduler
 (aws.scheduler, whose ``detail`` arrives as the text ``"{}"``) — plus Lambda Function URL
-requests (payload format 2.0) carrying the relay's CloudEvents. Unknown or malformed input
-becomes ``Ignored`` with a reason; nothing here raises on bad input.
+requests (payload format 2.0) carrying the relay's CloudEvents. It is also the one place that
+tells what kind of trigger an event is (``is_function_url``: an HTTP request; otherwise an
+EventBridge event, ``Scheduled Event`` ones being schedules) and reads a request's body, once
+(``envelope.read_http_request``). Unknown or malformed input becomes ``Ignored`` with a reason;
+nothing here raises on bad input.
 
 Must not: call AWS, read the clock, log, or decide anything about pools or instances.
 """
@@ -23,8 +26,9 @@ from gpupool.core.intake.causes import (
     InstanceInterruption,
     InstanceStateChanged,
 )
-from gpupool.core.intake.relay import intake_relay_http, short_error
-from gpupool.core.intake.routing import FunctionName, as_json_object, route, schedule_cause
+from gpupool.core.intake.envelope import Intake, Trigger, as_json_object, read_http_request
+from gpupool.core.intake.relay import intake_relay_request, short_error
+from gpupool.core.intake.routing import FunctionName, route, schedule_cause
 
 __all__ = ["DETAIL_TYPES", "intake_aws", "is_function_url"]
 
@@ -113,17 +117,6 @@ def is_function_url(event: object) -> bool:
     return isinstance(event, Mapping) and "requestContext" in event and "detail-type" not in event
 
 
-def _function_url(event: Mapping[str, object]) -> Cause:
-    context = event.get("requestContext")
-    http = context.get("http") if isinstance(context, Mapping) else None
-    method = http.get("method") if isinstance(http, Mapping) else None
-    if isinstance(method, str) and method.upper() != "POST":
-        return Ignored(reason=f"relay webhooks are POST requests, not {method}")
-    return intake_relay_http(
-        body=event.get("body"), is_base64=event.get("isBase64Encoded", False), headers=event.get("headers")
-    )
-
-
 def _eventbridge(event: Mapping[str, object], function: FunctionName | None) -> Cause:
     raw_id = event.get("id")
     event_id = raw_id if isinstance(raw_id, str) and raw_id else None
@@ -144,14 +137,20 @@ def _eventbridge(event: Mapping[str, object], function: FunctionName | None) -> 
         return Ignored(reason=f"{envelope.detail_type}: {error}", event_id=envelope.id)
 
 
-def intake_aws(event: object, *, function: FunctionName | None = None) -> Cause:
-    """The cause a Lambda ``event`` stands for; ``Ignored`` (with a reason) when there is none.
+def intake_aws(event: object, *, function: FunctionName | None = None) -> Intake:
+    """What a Lambda ``event`` is: its cause (``Ignored``, with a reason, when there is none), its
+    trigger kind and, for a Function URL request, the request.
 
     ``function`` gives a schedule tick its meaning (see ``routing.schedule_cause``) and, when
     set, turns a cause meant for another function into ``Ignored``.
     """
     body = as_json_object(event)
     if body is None:
-        return Ignored(reason="event is not a JSON object")
-    cause = _function_url(body) if is_function_url(body) else _eventbridge(body, function)
-    return route(function, cause) if function is not None else cause
+        return Intake(Ignored(reason="event is not a JSON object"), "unknown")
+    if is_function_url(body):
+        request = read_http_request(body)
+        cause = intake_relay_request(request)
+        return Intake(route(function, cause) if function is not None else cause, "http", request)
+    trigger: Trigger = "schedule" if body.get("detail-type") == SCHEDULED else "eventbridge"
+    cause = _eventbridge(body, function)
+    return Intake(route(function, cause) if function is not None else cause, trigger)

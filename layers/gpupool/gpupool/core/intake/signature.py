@@ -2,7 +2,8 @@
 
 Role: the one definition of how a relayed CloudEvent is signed and verified, shared by the
 relay (which signs) and every function's HTTP entry point (Lambda Function URL, FC HTTP
-trigger), which verify when a shared secret is configured.
+trigger), which verify when a shared secret is configured — over the request's body bytes as
+intake decoded them (``envelope.HttpRequest.body``, the same decode the parser reads).
 
 Wire format:
 - ``x-gpupool-timestamp``: Unix seconds (decimal) when the request was signed;
@@ -21,10 +22,13 @@ import hashlib
 import hmac
 from collections.abc import Mapping
 
+from gpupool.core.intake.envelope import HttpRequest
+
 __all__ = [
     "SIGNATURE_HEADER",
     "TIMESTAMP_HEADER",
     "TOLERANCE_SECONDS",
+    "request_signature_problem",
     "sign_body",
     "signature_problem",
 ]
@@ -69,3 +73,10 @@ def signature_problem(secret: bytes, headers: Mapping[str, str], body: bytes, *,
     ):
         return None
     return "signature does not match the body"
+
+
+def request_signature_problem(secret: bytes, request: HttpRequest, *, now: float) -> str | None:
+    """Why an HTTP request is not validly signed with ``secret``, or None when it is."""
+    if request.body is None:
+        return "the body cannot be read as the bytes that were signed"
+    return signature_problem(secret, request.headers, request.body, now=now)

@@ -123,6 +123,10 @@ EVENT_NODE_EXPANSION_CHECK: Final = "NodeExpansionCheck"
 EVENT_MANAGED_NODE_CREATED: Final = "ManagedNodeCreated"
 EVENT_COMPACTION: Final = "Compaction"
 EVENT_MAX_RESOURCE_CONSTRAINT_REACHED: Final = "MaxResourceConstraintReached"  # Warning
+# gpupool's own Event reasons, beyond TensorFusion's.
+EVENT_NODE_LAUNCH_FAILED: Final = "NodeLaunchFailed"  # Warning
+EVENT_NODE_INTERRUPTED: Final = "NodeInterrupted"  # Warning
+EVENT_BUDGET_EXCEEDED: Final = "BudgetExceeded"  # Warning
 
 # ---- userData and credentials ------------------------------------------------------------
 USER_DATA_NODE_NAME_PLACEHOLDER: Final = "__GPU_NODE_RESOURCE_NAME__"

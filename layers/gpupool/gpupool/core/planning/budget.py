@@ -20,11 +20,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 
-from gpupool.core.model.constants import ANNOTATION_HOURLY_PRICING
+from gpupool.core.model.claim_state import claim_phase
+from gpupool.core.model.constants import ANNOTATION_HOURLY_PRICING, EVENT_BUDGET_EXCEEDED
 from gpupool.core.model.nodeclaim import GPUNodeClaim
 from gpupool.core.model.pool import Budget
 from gpupool.core.planning.plan import OfferingRef
-from gpupool.core.planning.snapshot import claim_phase
 
 __all__ = [
     "EVENT_BUDGET_EXCEEDED",
@@ -40,7 +40,6 @@ __all__ = [
     "tightest_limit",
 ]
 
-EVENT_BUDGET_EXCEEDED = "BudgetExceeded"
 
 # The longest day, month and quarter: a rate under amount / hours never passes the amount.
 _PERIODS: tuple[tuple[str, str, int], ...] = (

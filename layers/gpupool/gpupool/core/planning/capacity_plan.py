@@ -18,12 +18,14 @@ from datetime import datetime
 from decimal import Decimal
 from fractions import Fraction
 
+from gpupool.core.model.claim_state import claim_phase
 from gpupool.core.planning.cheapest import DEFAULT_MAX_NODES, select_cheapest
 from gpupool.core.planning.gap import MAX_RESOURCE_CONSTRAINT_REACHED, CapacityGap, capacity_gap
 from gpupool.core.planning.offerings import offering_matches, solver_candidates
 from gpupool.core.planning.plan import OfferingRef
 from gpupool.core.planning.selection import Selection
-from gpupool.core.planning.snapshot import PoolSnapshot, claim_phase, pool_capacity, unavailable_offerings
+from gpupool.core.planning.snapshot import PoolSnapshot, pool_capacity
+from gpupool.core.planning.unavailable import unavailable_offerings
 from gpupool.core.planning.zone_spread import spread_across_zones
 
 __all__ = [

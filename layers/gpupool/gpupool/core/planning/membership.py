@@ -14,13 +14,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from gpupool.core.model.claim_state import node_claim
 from gpupool.core.model.constants import LABEL_GPU_POOL, LABEL_MANAGED_BY, pool_label
 from gpupool.core.model.foreign import Node, Pod
 from gpupool.core.model.node import GPUNode
 from gpupool.core.model.nodeclaim import GPUNodeClaim
 from gpupool.core.model.nodeclass import GPUNodeClass
 from gpupool.core.model.pool import GPUPool
-from gpupool.core.planning.snapshot import PoolSnapshot, node_claim
+from gpupool.core.planning.snapshot import PoolSnapshot
 
 __all__ = ["ClusterObjects", "claim_in_pool", "pool_snapshot"]
 

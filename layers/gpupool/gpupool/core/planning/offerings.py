@@ -1,7 +1,8 @@
 """Offerings as the planner reads them: from the catalog, judged by gpuRequirements, in solver units.
 
 Role: `catalog_offerings` (every priced offering of a region as an `OfferingRef`, with the node
-labels an instance would carry, so every gpuRequirements key can be judged), `offering_matches`
+labels an instance would carry, so every gpuRequirements key can be judged), `claim_offering`
+(the offering a GPUNodeClaim was recorded for, read back off its spec), `offering_matches`
 (the pool's gpuRequirements against one offering, `requirements` semantics) and
 `solver_candidates` (offerings as integer `selection.Candidate`s: milli-TFLOPS and MiB rounded
 down, micro-USD — so a chosen mix always covers what it is counted to cover).
@@ -19,13 +20,20 @@ from typing import Literal
 
 from gpupool.core.catalog import load_catalog
 from gpupool.core.model.common import Requirement
-from gpupool.core.model.constants import KEY_CAPACITY_TYPE, KEY_INSTANCE_TYPE, KEY_REGION, KEY_ZONE
+from gpupool.core.model.constants import (
+    ANNOTATION_HOURLY_PRICING,
+    KEY_CAPACITY_TYPE,
+    KEY_INSTANCE_TYPE,
+    KEY_REGION,
+    KEY_ZONE,
+)
+from gpupool.core.model.nodeclaim import GPUNodeClaim
 from gpupool.core.planning.plan import OfferingRef
 from gpupool.core.planning.requirements import labels_match, normalize_capacity_type, offering_labels
 from gpupool.core.planning.selection import Candidate
 from gpupool.core.quantity import Quantity
 
-__all__ = ["catalog_offerings", "offering_matches", "solver_candidates"]
+__all__ = ["catalog_offerings", "claim_offering", "offering_matches", "solver_candidates"]
 
 # The catalog speaks Karpenter's capacity types; claims and offerings TensorFusion's.
 _CAPACITY_TYPES: dict[str, Literal["OnDemand", "Spot", "Reserved"]] = {
@@ -50,6 +58,23 @@ def catalog_offerings(cloud: Literal["aws", "alibaba"], region: str) -> tuple[Of
             labels=offering_labels(offering),
         )
         for offering in load_catalog(cloud).offerings(region)
+    )
+
+
+def claim_offering(claim: GPUNodeClaim) -> OfferingRef | None:
+    """The offering a claim was recorded for (None when its spec lacks an instance type)."""
+    spec = claim.spec
+    if not spec.instance_type:
+        return None
+    return OfferingRef(
+        instance_type=spec.instance_type,
+        region=spec.region,
+        zone=spec.zone,
+        capacity_type=spec.capacity_type or "OnDemand",
+        tflops=spec.tflops_offered,
+        vram=spec.vram_offered,
+        gpu_count=spec.gpu_device_offered,
+        hourly_price=claim.metadata.annotations.get(ANNOTATION_HOURLY_PRICING, "0"),
     )
 
 

@@ -2,9 +2,12 @@
 
 Role: `Plan` and the `Action` union (discriminated on `kind`). Decisions in
 `gpupool.core.decisions` return plans; only `gpupool.service.executor` applies them.
-Every action names the objects it touches (`pool`, `claim`, `node`, `instance_id`) so the
-executor can log them under fixed keys and skip later actions on a claim whose earlier
-action failed.
+Every action declares exactly the objects it touches, among `TARGET_KEYS` (`pool`, `claim`,
+`node`, `instance_id`): required where the action always has one (a `TerminateInstance` always
+names its instance, a `DeleteClaim` its claim), optional where a decision may not know it (the
+pool of a claim without its pool label), absent where it has none. `targets()` reads them, so
+the executor logs them under fixed keys and skips later actions on a claim whose earlier action
+failed.
 
 Must not: perform or describe I/O details (clients, retries), read the clock, or log.
 """
@@ -23,6 +26,7 @@ from gpupool.core.model.nodeclaim import ClaimPhase, GPUNodeClaim
 from gpupool.core.model.pool import GPUPool, GPUPoolStatus
 
 __all__ = [
+    "TARGET_KEYS",
     "Action",
     "ApplyPool",
     "CordonNode",
@@ -33,7 +37,6 @@ __all__ = [
     "DrainNode",
     "LabelNode",
     "LaunchInstance",
-    "LaunchNodeClaim",
     "MarkClaimInterrupted",
     "MarkOfferingUnavailable",
     "OfferingRef",
@@ -77,25 +80,29 @@ class OfferingRef(_Frozen):
         return f"{self.instance_type}/{self.zone or '*'}/{self.capacity_type}"
 
 
+# The fixed structured-log keys an action's targets fill (the executor adds action and event_id).
+TARGET_KEYS = ("pool", "claim", "node", "instance_id")
+
+
 class _Action(_Frozen):
-    pool: str | None = None
-    claim: str | None = None
-    node: str | None = None
-    instance_id: str | None = None
+    """Base of every action. Each declares the targets it touches (fields named as in
+    `TARGET_KEYS`, before its `kind` so printed plans keep their key order)."""
+
+    def targets(self) -> dict[str, str]:
+        """The targets this action declares and has, by their fixed log key."""
+        return {
+            key: value for key in TARGET_KEYS if isinstance(value := getattr(self, key, None), str) and value
+        }
 
     def log_keys(self) -> dict[str, str]:
         """The fixed structured-log keys this action fills."""
-        keys = {"action": str(getattr(self, "kind", ""))}
-        for name in ("pool", "claim", "node", "instance_id"):
-            value = getattr(self, name)
-            if value:
-                keys[name] = value
-        return keys
+        return {"action": str(getattr(self, "kind", "")), **self.targets()}
 
 
 class ApplyPool(_Action):
     """Create a GPUPool from a TensorFusionCluster's gpuPools entry, or bring its spec in line."""
 
+    pool: str
     kind: Literal["apply-pool"] = "apply-pool"
     desired: GPUPool
     create: bool
@@ -104,31 +111,32 @@ class ApplyPool(_Action):
 class CreateClaim(_Action):
     """Record the intent to launch one node (before any instance exists)."""
 
+    pool: str
+    claim: str
     kind: Literal["create-claim"] = "create-claim"
     manifest: GPUNodeClaim
 
 
 class LaunchInstance(_Action):
-    """Launch (or adopt, found by tag) the instance of a Pending claim, then mark it Creating."""
+    """Launch (or adopt) the node of a Pending claim through the Compute of the claim's mode (a
+    cloud instance, or a Karpenter NodeClaim), then mark the claim Creating. `node_class` is the
+    class the pool launches with (its GPUNodeClass, or its karpenterNodeClassRef's name);
+    `offering` is what a failure marks unavailable."""
 
+    pool: str
+    claim: str
     kind: Literal["launch-instance"] = "launch-instance"
     node_class: str
     offering: OfferingRef
 
 
-class LaunchNodeClaim(_Action):
-    """Karpenter mode: create (or adopt, found by name) the karpenter.sh NodeClaim of a Pending
-    claim, owned by the claim, then mark the claim Creating. `manifest` lacks the owner uid
-    (the applier adds it from the stored claim); `offering` is what a failure marks unavailable."""
-
-    kind: Literal["launch-nodeclaim"] = "launch-nodeclaim"
-    manifest: KarpenterNodeClaim
-    offering: OfferingRef
-
-
 class SetClaimPhase(_Action):
-    """Move a claim to `phase` with a reason (and the instance id when known)."""
+    """Move a claim to `phase` with a reason (and the instance id when known; the node it bound)."""
 
+    pool: str | None = None
+    claim: str
+    node: str | None = None
+    instance_id: str | None = None
     kind: Literal["set-claim-phase"] = "set-claim-phase"
     phase: ClaimPhase
     reason: str
@@ -136,8 +144,12 @@ class SetClaimPhase(_Action):
 
 
 class TerminateInstance(_Action):
-    """Terminate a tagged instance (never an untagged one)."""
+    """Terminate a claim's instance (or an orphan's: `claim` is then the missing claim its tag
+    names); never an untagged one."""
 
+    pool: str | None = None
+    claim: str | None = None
+    instance_id: str
     kind: Literal["terminate-instance"] = "terminate-instance"
     reason: str
 
@@ -145,6 +157,9 @@ class TerminateInstance(_Action):
 class DeleteClaim(_Action):
     """Request a claim's deletion; its finalizer makes the instance go first."""
 
+    pool: str | None = None
+    claim: str
+    node: str | None = None
     kind: Literal["delete-claim"] = "delete-claim"
     reason: str
 
@@ -152,22 +167,37 @@ class DeleteClaim(_Action):
 class ReleaseClaim(_Action):
     """Remove gpupool's finalizer from a deleting claim whose instance is gone."""
 
+    pool: str | None = None
+    claim: str
     kind: Literal["release-claim"] = "release-claim"
 
 
 class CordonNode(_Action):
+    """Mark a node unschedulable (its claim and instance, when known, for the log)."""
+
+    pool: str | None = None
+    claim: str | None = None
+    node: str
+    instance_id: str | None = None
     kind: Literal["cordon-node"] = "cordon-node"
 
 
 class DrainNode(_Action):
     """Evict every pod on the node except DaemonSet and mirror pods, through the eviction API."""
 
+    pool: str | None = None
+    claim: str | None = None
+    node: str
+    instance_id: str | None = None
     kind: Literal["drain-node"] = "drain-node"
 
 
 class LabelNode(_Action):
     """Set (value) or remove (None) node labels."""
 
+    pool: str | None = None
+    claim: str | None = None
+    node: str
     kind: Literal["label-node"] = "label-node"
     labels: dict[str, str | None]
 
@@ -175,6 +205,10 @@ class LabelNode(_Action):
 class MarkClaimInterrupted(_Action):
     """Annotate a claim as interrupted so capacity accounting stops counting it."""
 
+    pool: str | None = None
+    claim: str
+    node: str | None = None
+    instance_id: str | None = None
     kind: Literal["mark-claim-interrupted"] = "mark-claim-interrupted"
     reason: str
     at: datetime
@@ -183,6 +217,7 @@ class MarkClaimInterrupted(_Action):
 class MarkOfferingUnavailable(_Action):
     """Remember in the pool (annotation) that an offering had no capacity, until `until`."""
 
+    pool: str
     kind: Literal["mark-offering-unavailable"] = "mark-offering-unavailable"
     offering_key: str
     until: datetime
@@ -191,14 +226,17 @@ class MarkOfferingUnavailable(_Action):
 class PatchPoolStatus(_Action):
     """Set the named fields of the pool's status (others as they are on the fresh object)."""
 
+    pool: str
     kind: Literal["patch-pool-status"] = "patch-pool-status"
     status: GPUPoolStatus
     fields: tuple[str, ...]
 
 
 class CreateNodeClaim(_Action):
-    """AutoSelect: create a Karpenter NodeClaim as given (no GPUNodeClaim owns it)."""
+    """AutoSelect: create a Karpenter NodeClaim as given (no GPUNodeClaim owns it), copied from
+    the GPU node `node` (its template)."""
 
+    node: str
     kind: Literal["create-nodeclaim"] = "create-nodeclaim"
     manifest: KarpenterNodeClaim
 
@@ -219,8 +257,13 @@ class SetClusterCondition(_Action):
 
 
 class RecordEvent(_Action):
-    """A Kubernetes event about an object."""
+    """A Kubernetes event about an object (the pool, claim, node and instance it concerns, when
+    known, for the log)."""
 
+    pool: str | None = None
+    claim: str | None = None
+    node: str | None = None
+    instance_id: str | None = None
     kind: Literal["record-event"] = "record-event"
     object_kind: str
     object_name: str
@@ -234,7 +277,6 @@ Action = Annotated[
     ApplyPool
     | CreateClaim
     | LaunchInstance
-    | LaunchNodeClaim
     | SetClaimPhase
     | TerminateInstance
     | DeleteClaim

@@ -1,24 +1,23 @@
-"""The typed view a decision reads: one pool, everything that belongs to it, and cloud facts.
+"""The typed view a decision reads: one pool and everything that belongs to it, and its capacity.
 
-Role: frozen records the service assembles from the `Cluster` and `Compute` ports
-(`PoolSnapshot`, `ManagedInstance`), gpupool's own annotation names, and pure helpers that
-answer the questions every decision asks: is a claim live, in flight, interrupted; which
-node belongs to which claim; what capacity the pool has and has coming (`pool_capacity`).
+Role: `PoolSnapshot`, the frozen record the service assembles from the `Cluster` port (the
+pool, its node class, claims, nodes, GPUNodes and TensorFusion workers, cut by
+`planning.membership`), and `pool_capacity` — what the pool has and has coming, the one
+accounting the gap, the pool status and the gauges use. What a claim's record means (phase,
+whether it counts, which node it owns) is the model's (`core.model.claim_state`).
 
 Must not: load anything, read the clock, or decide; decisions live in `gpupool.core.decisions`.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
-from datetime import datetime
 from functools import cached_property
-from typing import Any, Final, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict
 
-from gpupool.core.model.constants import LABEL_DO_NOT_DISRUPT, LABEL_NODE_PROVISIONER
+from gpupool.core.model.claim_state import claim_counts, node_claim
 from gpupool.core.model.foreign import Node, Pod
 from gpupool.core.model.node import GPUNode
 from gpupool.core.model.nodeclaim import GPUNodeClaim
@@ -26,56 +25,13 @@ from gpupool.core.model.nodeclass import GPUNodeClass
 from gpupool.core.model.pool import GPUPool
 from gpupool.core.quantity import Quantity
 
-__all__ = [
-    "ANNOTATION_INTERRUPTED",
-    "ANNOTATION_UNAVAILABLE_OFFERINGS",
-    "InstanceLifecycle",
-    "ManagedInstance",
-    "PoolCapacity",
-    "PoolSnapshot",
-    "claim_counts",
-    "claim_interrupted",
-    "claim_phase",
-    "do_not_disrupt",
-    "node_claim",
-    "pool_capacity",
-    "unavailable_offerings",
-]
+__all__ = ["PoolCapacity", "PoolSnapshot", "pool_capacity"]
 
-# gpupool's own names (not TensorFusion's): kept on the objects so no state lives in memory.
-ANNOTATION_UNAVAILABLE_OFFERINGS: Final = "gpupool.io/unavailable-offerings"  # on the pool: JSON
-ANNOTATION_INTERRUPTED: Final = "gpupool.io/interrupted"  # on the claim: "<reason> <RFC3339>"
-
-InstanceLifecycle = Literal["pending", "running", "stopping", "stopped", "shutting-down", "terminated"]
 ZERO = Quantity(0)
 
 
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
-
-
-class ManagedInstance(_Frozen):
-    """A cloud instance as the `Compute` port reports it (only tagged instances are ever reported).
-
-    `claim_name` comes from the `tensor-fusion.ai/node-name` tag, `cluster` from
-    `tensor-fusion.ai/cluster`; `launch_time` is timezone-aware UTC.
-    """
-
-    instance_id: str = Field(min_length=1)
-    state: InstanceLifecycle
-    claim_name: str | None = None
-    node_class: str | None = None
-    cluster: str | None = None
-    instance_type: str | None = None
-    zone: str | None = None
-    capacity_type: str | None = None
-    launch_time: datetime | None = None
-    tags: dict[str, str] = Field(default_factory=dict)
-
-    @property
-    def gone(self) -> bool:
-        """True when the instance is terminated or on its way there."""
-        return self.state in ("shutting-down", "terminated")
 
 
 class PoolSnapshot(_Frozen):
@@ -129,67 +85,6 @@ class PoolSnapshot(_Frozen):
 
     def workers_on(self, node_name: str) -> tuple[Pod, ...]:
         return tuple(self._index("worker_pods", lambda p: p.spec.node_name).get(node_name, ()))
-
-
-# ---- claim and node facts ----------------------------------------------------------------
-
-
-def claim_phase(claim: GPUNodeClaim) -> str:
-    return claim.status.phase if claim.status else "Pending"
-
-
-def claim_interrupted(claim: GPUNodeClaim) -> bool:
-    return ANNOTATION_INTERRUPTED in claim.metadata.annotations
-
-
-def claim_counts(claim: GPUNodeClaim) -> bool:
-    """Whether the claim's capacity counts for the pool: not deleting, not Failed, not interrupted."""
-    return (
-        claim.metadata.deletion_timestamp is None
-        and claim_phase(claim) != "Failed"
-        and not claim_interrupted(claim)
-    )
-
-
-def node_claim(node: Node) -> str | None:
-    """The claim a node was provisioned for (label `tensor-fusion.ai/node-provisioner`)."""
-    return node.metadata.labels.get(LABEL_NODE_PROVISIONER)
-
-
-def do_not_disrupt(node: Node, gpu_node: GPUNode | None) -> bool:
-    """`tensor-fusion.ai/do-not-disrupt=true` as a label or annotation on the node or its GPUNode."""
-    for meta in (node.metadata, gpu_node.metadata if gpu_node else None):
-        if meta is None:
-            continue
-        for source in (meta.labels, meta.annotations):
-            if source.get(LABEL_DO_NOT_DISRUPT, "").lower() == "true":
-                return True
-    return False
-
-
-def unavailable_offerings(pool: GPUPool, now: datetime) -> dict[str, datetime]:
-    """Offering keys the pool remembers as out of capacity, with their expiry, still in force at `now`.
-
-    A malformed annotation is read as empty (it only ever delays a retry, never blocks one).
-    """
-    text = pool.metadata.annotations.get(ANNOTATION_UNAVAILABLE_OFFERINGS)
-    if not text:
-        return {}
-    try:
-        raw = json.loads(text)
-    except ValueError:
-        return {}
-    if not isinstance(raw, dict):
-        return {}
-    result: dict[str, datetime] = {}
-    for key, value in raw.items():
-        try:
-            until = datetime.fromisoformat(str(value))
-        except ValueError:
-            continue
-        if until.tzinfo is not None and until > now:
-            result[str(key)] = until
-    return result
 
 
 # ---- capacity ----------------------------------------------------------------------------

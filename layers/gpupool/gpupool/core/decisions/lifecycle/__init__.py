@@ -1,6 +1,6 @@
 """A GPUNodeClaim's lifecycle, one module per stage (after Karpenter's NodeClaim controllers).
 
-Role: `facts` (the policy, one invocation's indexes, shared helpers), `launch` (adopt an
+Role: `facts` (the policy, one invocation's indexes, shared helpers), `adoption` (adopt an
 instance found by tag), `registration` (which node joined for a claim), `initialization` (its
 node is Ready: Bound), `liveness` (launch and registration timeouts, an instance gone: Failed),
 `termination` (a deleting claim: drain, terminate, release; a Failed one: terminate, expire).

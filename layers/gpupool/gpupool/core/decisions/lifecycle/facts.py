@@ -17,11 +17,13 @@ from datetime import datetime, timedelta
 
 from pydantic import BaseModel, ConfigDict
 
+from gpupool.core.model.claim_state import claim_phase, node_claim
+from gpupool.core.model.constants import EVENT_NODE_LAUNCH_FAILED
 from gpupool.core.model.foreign import Node
+from gpupool.core.model.instance import ManagedInstance
 from gpupool.core.model.node import GPUNode
 from gpupool.core.model.nodeclaim import GPUNodeClaim
 from gpupool.core.planning.plan import Action, RecordEvent, SetClaimPhase, TerminateInstance
-from gpupool.core.planning.snapshot import ManagedInstance, claim_phase, node_claim
 
 __all__ = [
     "EVENT_NODE_LAUNCH_FAILED",
@@ -34,7 +36,6 @@ __all__ = [
     "phase_since",
 ]
 
-EVENT_NODE_LAUNCH_FAILED = "NodeLaunchFailed"
 _FORWARD = {"Pending": 0, "Creating": 1, "Bound": 2}
 
 # A stage's answer for one claim: the actions, and the reason ("" when there is nothing to say).

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from gpupool.core.decisions.lifecycle.facts import ClaimFacts, Step
 from gpupool.core.decisions.lifecycle.registration import registered_node
+from gpupool.core.model.claim_state import claim_phase
 from gpupool.core.model.constants import EVENT_MANAGED_NODE_CREATED, LABEL_MANAGED_BY
 from gpupool.core.model.nodeclaim import GPUNodeClaim
 from gpupool.core.planning.plan import RecordEvent, SetClaimPhase
-from gpupool.core.planning.snapshot import claim_phase
 
 __all__ = ["initialize"]
 

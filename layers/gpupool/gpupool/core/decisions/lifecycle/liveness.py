@@ -14,9 +14,9 @@ from __future__ import annotations
 from datetime import datetime
 
 from gpupool.core.decisions.lifecycle.facts import ClaimFacts, LifecyclePolicy, Step, age, fail_claim
+from gpupool.core.model.claim_state import claim_phase
 from gpupool.core.model.constants import LABEL_MANAGED_BY
 from gpupool.core.model.nodeclaim import GPUNodeClaim
-from gpupool.core.planning.snapshot import claim_phase
 
 __all__ = ["instance_lost", "launch_timed_out", "registration_timed_out"]
 

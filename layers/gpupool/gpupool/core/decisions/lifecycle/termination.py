@@ -15,6 +15,7 @@ from datetime import datetime
 
 from gpupool.core.decisions.lifecycle.facts import ClaimFacts, LifecyclePolicy, Step, phase_since
 from gpupool.core.decisions.lifecycle.registration import registered_node
+from gpupool.core.model.claim_state import claim_phase
 from gpupool.core.model.constants import LABEL_MANAGED_BY
 from gpupool.core.model.nodeclaim import GPUNodeClaim
 from gpupool.core.planning.plan import (
@@ -25,7 +26,6 @@ from gpupool.core.planning.plan import (
     ReleaseClaim,
     TerminateInstance,
 )
-from gpupool.core.planning.snapshot import claim_phase
 
 __all__ = ["terminate"]
 

@@ -1,0 +1,135 @@
+"""CustomResourceDefinitions: validate one, and turn it into the resource types it serves.
+
+A CRD named `<plural>.<group>` serves each version with `served: true`, cluster- or
+namespace-scoped, with a status subresource where the version declares one. Each version's
+schema travels with its type; `schema.conform` prunes and validates objects against it.
+
+Must not: store objects or register types itself; `cluster` wires CRDs to the registry.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from gpupool.sandbox.kubeapi.errors import invalid
+from gpupool.sandbox.kubeapi.objects import metadata
+from gpupool.sandbox.kubeapi.resources import COMMON_FIELDS, ResourceType
+
+JsonObject = dict[str, Any]
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_KIND = re.compile(r"^[A-Z][A-Za-z0-9]*$")
+
+
+def validate_crd(crd: JsonObject) -> None:
+    """Raise 422 Invalid unless the CRD is one the server can serve."""
+    name = str(metadata(crd).get("name") or "")
+    spec = crd.get("spec") if isinstance(crd.get("spec"), dict) else {}
+    assert isinstance(spec, dict)
+    names = spec.get("names") if isinstance(spec.get("names"), dict) else {}
+    assert isinstance(names, dict)
+    group, plural, kind = (
+        str(spec.get("group") or ""),
+        str(names.get("plural") or ""),
+        str(names.get("kind") or ""),
+    )
+    problems: list[tuple[str, str]] = []
+    if not group or "." not in group:
+        problems.append(("spec.group", f'Invalid value: "{group}": should be a domain with at least one dot'))
+    if not _DNS_LABEL.match(plural):
+        problems.append(("spec.names.plural", f'Invalid value: "{plural}": must be a lowercase DNS label'))
+    if not _KIND.match(kind):
+        problems.append(("spec.names.kind", f'Invalid value: "{kind}": must be a CamelCase kind'))
+    if name != f"{plural}.{group}":
+        problems.append(
+            ("metadata.name", f'Invalid value: "{name}": must be spec.names.plural+"."+spec.group')
+        )
+    if spec.get("scope") not in ("Namespaced", "Cluster"):
+        problems.append(
+            (
+                "spec.scope",
+                f'Unsupported value: "{spec.get("scope")}": supported values: "Cluster", "Namespaced"',
+            )
+        )
+    versions = spec.get("versions")
+    if not isinstance(versions, list) or not versions:
+        problems.append(
+            ("spec.versions", "Required value: must have exactly one version marked as storage version")
+        )
+    else:
+        if sum(1 for v in versions if isinstance(v, dict) and v.get("storage")) != 1:
+            problems.append(
+                ("spec.versions", "Invalid value: must have exactly one version marked as storage version")
+            )
+        for index, version in enumerate(versions):
+            if not isinstance(version, dict) or not _DNS_LABEL.match(str(version.get("name") or "")):
+                problems.append((f"spec.versions[{index}].name", "Invalid value: must be a DNS label"))
+    if problems:
+        raise invalid("CustomResourceDefinition", "apiextensions.k8s.io", name, problems)
+
+
+def resource_types(crd: JsonObject) -> list[ResourceType]:
+    """One ResourceType per served version of a valid CRD."""
+    spec = crd["spec"]
+    names = spec["names"]
+    kind = str(names["kind"])
+    found = []
+    for version in spec["versions"]:
+        if not version.get("served", True):
+            continue
+        subresources = version.get("subresources") or {}
+        found.append(
+            ResourceType(
+                group=str(spec["group"]),
+                version=str(version["name"]),
+                plural=str(names["plural"]),
+                kind=kind,
+                singular=str(names.get("singular") or kind.lower()),
+                namespaced=spec["scope"] == "Namespaced",
+                has_status="status" in subresources,
+                builtin=False,
+                short_names=tuple(names.get("shortNames") or ()),
+                categories=tuple(names.get("categories") or ()),
+                field_paths=COMMON_FIELDS,
+                list_kind=str(names.get("listKind") or ""),
+                schema=(version.get("schema") or {}).get("openAPIV3Schema"),
+                printer_columns=tuple(
+                    (
+                        str(column.get("name")),
+                        str(column.get("type") or "string"),
+                        str(column.get("jsonPath") or ""),
+                    )
+                    for column in version.get("additionalPrinterColumns") or []
+                    if isinstance(column, dict)
+                ),
+            )
+        )
+    return found
+
+
+def established_status(crd: JsonObject, now: str) -> JsonObject:
+    """The status the real server converges to once it serves the CRD."""
+    spec = crd["spec"]
+    names = dict(spec["names"])
+    names.setdefault("singular", str(names["kind"]).lower())
+    names.setdefault("listKind", f"{names['kind']}List")
+    return {
+        "acceptedNames": names,
+        "conditions": [
+            {
+                "type": "NamesAccepted",
+                "status": "True",
+                "reason": "NoConflicts",
+                "lastTransitionTime": now,
+                "message": "no conflicts found",
+            },
+            {
+                "type": "Established",
+                "status": "True",
+                "reason": "InitialNamesAccepted",
+                "lastTransitionTime": now,
+                "message": "the initial names have been accepted",
+            },
+        ],
+        "storedVersions": [v["name"] for v in spec["versions"] if v.get("storage")],
+    }

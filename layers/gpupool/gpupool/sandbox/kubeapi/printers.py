@@ -1,0 +1,275 @@
+"""The columns kube-apiserver prints for each built-in kind in a `Table` (kubectl get).
+
+Names and order follow upstream's printers (pkg/printers/internalversion); priority 1
+columns are the ones `kubectl get -o wide` adds. Kinds not listed print Name and Age.
+Each cell is computed from the stored object alone (no controllers run here, so counts
+come from `status` as controllers would have written it).
+
+Must not: change objects or know about HTTP.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+from gpupool.sandbox.kubeapi.selectors import field_value
+
+JsonObject = dict[str, Any]
+Cell = Callable[[JsonObject, datetime], Any]
+Column = tuple[str, int, Cell]  # (name, priority, cell)
+
+
+def age(created: str | None, now: datetime) -> str:
+    if not created:
+        return "<unknown>"
+    seconds = int((now - datetime.fromisoformat(created.replace("Z", "+00:00"))).total_seconds())
+    seconds = max(seconds, 0)
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds // size}{unit}"
+    return f"{seconds}s"
+
+
+def _field(path: str, empty: str = "<none>") -> Cell:
+    return lambda obj, _now: field_value(obj, path) or empty
+
+
+def _number(path: str) -> Cell:
+    return lambda obj, _now: int(field_value(obj, path) or 0)
+
+
+def _age(obj: JsonObject, now: datetime) -> str:
+    return age((obj.get("metadata") or {}).get("creationTimestamp"), now)
+
+
+def _spec(obj: JsonObject) -> JsonObject:
+    spec = obj.get("spec")
+    return spec if isinstance(spec, dict) else {}
+
+
+def _status(obj: JsonObject) -> JsonObject:
+    status = obj.get("status")
+    return status if isinstance(status, dict) else {}
+
+
+def _containers(obj: JsonObject) -> list[JsonObject]:
+    template = _spec(obj).get("template") or {}
+    return list((template.get("spec") or {}).get("containers") or [])
+
+
+def _pod_ready(pod: JsonObject, _now: datetime) -> str:
+    statuses = _status(pod).get("containerStatuses") or []
+    total = len(_spec(pod).get("containers") or [])
+    return f"{sum(1 for s in statuses if s.get('ready'))}/{total}"
+
+
+def _pod_status(pod: JsonObject, _now: datetime) -> str:
+    if (pod.get("metadata") or {}).get("deletionTimestamp"):
+        return "Terminating"
+    status = _status(pod)
+    return str(status.get("reason") or status.get("phase") or "Unknown")
+
+
+def _restarts(pod: JsonObject, _now: datetime) -> int:
+    return sum(int(s.get("restartCount") or 0) for s in _status(pod).get("containerStatuses") or [])
+
+
+def _node_status(node: JsonObject, _now: datetime) -> str:
+    conditions = {c.get("type"): c.get("status") for c in _status(node).get("conditions") or []}
+    ready = {"True": "Ready", "False": "NotReady"}.get(str(conditions.get("Ready")), "Unknown")
+    return ready + (",SchedulingDisabled" if _spec(node).get("unschedulable") else "")
+
+
+def _node_roles(node: JsonObject, _now: datetime) -> str:
+    prefix = "node-role.kubernetes.io/"
+    labels = (node.get("metadata") or {}).get("labels") or {}
+    roles = sorted(key[len(prefix) :] for key in labels if key.startswith(prefix))
+    return ",".join(roles) or "<none>"
+
+
+def _address(kind: str) -> Cell:
+    def cell(node: JsonObject, _now: datetime) -> str:
+        found = [a.get("address") for a in _status(node).get("addresses") or [] if a.get("type") == kind]
+        return str(found[0]) if found else "<none>"
+
+    return cell
+
+
+def _ports(service: JsonObject, _now: datetime) -> str:
+    ports = _spec(service).get("ports") or []
+    printed = []
+    for port in ports:
+        node_port = f":{port['nodePort']}" if port.get("nodePort") else ""
+        printed.append(f"{port.get('port')}{node_port}/{port.get('protocol', 'TCP')}")
+    return ",".join(printed) or "<none>"
+
+
+def _external_ip(service: JsonObject, _now: datetime) -> str:
+    ingress = (_status(service).get("loadBalancer") or {}).get("ingress") or []
+    found = [str(i.get("ip") or i.get("hostname")) for i in ingress] + list(
+        _spec(service).get("externalIPs") or []
+    )
+    if found:
+        return ",".join(found)
+    return "<pending>" if _spec(service).get("type") == "LoadBalancer" else "<none>"
+
+
+def _selector(path: str) -> Cell:
+    def cell(obj: JsonObject, _now: datetime) -> str:
+        current: Any = obj
+        for part in path.split("."):
+            current = current.get(part) if isinstance(current, dict) else None
+        if isinstance(current, dict) and "matchLabels" in current:
+            current = current["matchLabels"]
+        if not isinstance(current, dict) or not current:
+            return "<none>"
+        return ",".join(f"{k}={v}" for k, v in sorted(current.items()))
+
+    return cell
+
+
+def _count(path: str) -> Cell:
+    return lambda obj, _now: len(obj.get(path) or {})
+
+
+def _ratio(ready: str, wanted: str) -> Cell:
+    return lambda obj, _now: f"{int(field_value(obj, ready) or 0)}/{int(field_value(obj, wanted) or 0)}"
+
+
+_WORKLOAD_WIDE: list[Column] = [
+    ("Containers", 1, lambda obj, _now: ",".join(str(c.get("name")) for c in _containers(obj))),
+    ("Images", 1, lambda obj, _now: ",".join(str(c.get("image")) for c in _containers(obj))),
+    ("Selector", 1, _selector("spec.selector")),
+]
+_NAME: Column = ("Name", 0, _field("metadata.name"))
+_AGE: Column = ("Age", 0, _age)
+
+PRINTERS: dict[tuple[str, str], list[Column]] = {
+    ("", "Pod"): [
+        _NAME,
+        ("Ready", 0, _pod_ready),
+        ("Status", 0, _pod_status),
+        ("Restarts", 0, _restarts),
+        _AGE,
+        ("IP", 1, _field("status.podIP")),
+        ("Node", 1, _field("spec.nodeName")),
+        ("Nominated Node", 1, _field("status.nominatedNodeName")),
+        ("Readiness Gates", 1, lambda obj, _now: "<none>"),
+    ],
+    ("", "Node"): [
+        _NAME,
+        ("Status", 0, _node_status),
+        ("Roles", 0, _node_roles),
+        _AGE,
+        ("Version", 0, _field("status.nodeInfo.kubeletVersion", "")),
+        ("Internal-IP", 1, _address("InternalIP")),
+        ("External-IP", 1, _address("ExternalIP")),
+        ("OS-Image", 1, _field("status.nodeInfo.osImage", "<unknown>")),
+        ("Kernel-Version", 1, _field("status.nodeInfo.kernelVersion", "<unknown>")),
+        ("Container-Runtime", 1, _field("status.nodeInfo.containerRuntimeVersion", "<unknown>")),
+    ],
+    ("", "Namespace"): [_NAME, ("Status", 0, _field("status.phase", "")), _AGE],
+    ("", "Service"): [
+        _NAME,
+        ("Type", 0, _field("spec.type")),
+        ("Cluster-IP", 0, _field("spec.clusterIP")),
+        ("External-IP", 0, _external_ip),
+        ("Port(s)", 0, _ports),
+        _AGE,
+        ("Selector", 1, _selector("spec.selector")),
+    ],
+    ("", "ConfigMap"): [
+        _NAME,
+        ("Data", 0, lambda o, _n: len(o.get("data") or {}) + len(o.get("binaryData") or {})),
+        _AGE,
+    ],
+    ("", "Secret"): [_NAME, ("Type", 0, _field("type")), ("Data", 0, _count("data")), _AGE],
+    ("", "ServiceAccount"): [_NAME, ("Secrets", 0, lambda o, _n: len(o.get("secrets") or [])), _AGE],
+    ("apps", "Deployment"): [
+        _NAME,
+        ("Ready", 0, _ratio("status.readyReplicas", "spec.replicas")),
+        ("Up-to-date", 0, _number("status.updatedReplicas")),
+        ("Available", 0, _number("status.availableReplicas")),
+        _AGE,
+        *_WORKLOAD_WIDE,
+    ],
+    ("apps", "ReplicaSet"): [
+        _NAME,
+        ("Desired", 0, _number("spec.replicas")),
+        ("Current", 0, _number("status.replicas")),
+        ("Ready", 0, _number("status.readyReplicas")),
+        _AGE,
+        *_WORKLOAD_WIDE,
+    ],
+    ("apps", "DaemonSet"): [
+        _NAME,
+        ("Desired", 0, _number("status.desiredNumberScheduled")),
+        ("Current", 0, _number("status.currentNumberScheduled")),
+        ("Ready", 0, _number("status.numberReady")),
+        ("Up-to-date", 0, _number("status.updatedNumberScheduled")),
+        ("Available", 0, _number("status.numberAvailable")),
+        ("Node Selector", 0, _selector("spec.template.spec.nodeSelector")),
+        _AGE,
+        *_WORKLOAD_WIDE,
+    ],
+    ("apps", "StatefulSet"): [_NAME, ("Ready", 0, _ratio("status.readyReplicas", "spec.replicas")), _AGE],
+    ("batch", "Job"): [
+        _NAME,
+        ("Completions", 0, _ratio("status.succeeded", "spec.completions")),
+        ("Duration", 0, lambda obj, _now: ""),
+        _AGE,
+        *_WORKLOAD_WIDE,
+    ],
+    ("batch", "CronJob"): [
+        _NAME,
+        ("Schedule", 0, _field("spec.schedule")),
+        ("Suspend", 0, _field("spec.suspend", "False")),
+        ("Active", 0, lambda obj, _now: len(_status(obj).get("active") or [])),
+        ("Last Schedule", 0, _field("status.lastScheduleTime")),
+        _AGE,
+    ],
+    ("coordination.k8s.io", "Lease"): [_NAME, ("Holder", 0, _field("spec.holderIdentity", "")), _AGE],
+    ("policy", "PodDisruptionBudget"): [
+        _NAME,
+        ("Min Available", 0, _field("spec.minAvailable", "N/A")),
+        ("Max Unavailable", 0, _field("spec.maxUnavailable", "N/A")),
+        ("Allowed Disruptions", 0, _number("status.disruptionsAllowed")),
+        _AGE,
+    ],
+    ("apiextensions.k8s.io", "CustomResourceDefinition"): [
+        _NAME,
+        ("Created At", 0, _field("metadata.creationTimestamp")),
+    ],
+    ("rbac.authorization.k8s.io", "RoleBinding"): [
+        _NAME,
+        ("Role", 0, lambda o, _n: f"{field_value(o, 'roleRef.kind')}/{field_value(o, 'roleRef.name')}"),
+        _AGE,
+    ],
+    ("rbac.authorization.k8s.io", "ClusterRoleBinding"): [
+        _NAME,
+        ("Role", 0, lambda o, _n: f"{field_value(o, 'roleRef.kind')}/{field_value(o, 'roleRef.name')}"),
+        _AGE,
+    ],
+    ("rbac.authorization.k8s.io", "Role"): [_NAME, ("Created At", 0, _field("metadata.creationTimestamp"))],
+    ("rbac.authorization.k8s.io", "ClusterRole"): [
+        _NAME,
+        ("Created At", 0, _field("metadata.creationTimestamp")),
+    ],
+    ("admissionregistration.k8s.io", "MutatingWebhookConfiguration"): [
+        _NAME,
+        ("Webhooks", 0, lambda o, _n: len(o.get("webhooks") or [])),
+        _AGE,
+    ],
+    ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration"): [
+        _NAME,
+        ("Webhooks", 0, lambda o, _n: len(o.get("webhooks") or [])),
+        _AGE,
+    ],
+}
+DEFAULT_COLUMNS: list[Column] = [_NAME, _AGE]
+
+
+def columns_for(group: str, kind: str) -> list[Column]:
+    return PRINTERS.get((group, kind), DEFAULT_COLUMNS)

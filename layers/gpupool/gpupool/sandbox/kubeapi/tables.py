@@ -1,0 +1,97 @@
+"""Server-side printing for kubectl: `meta.k8s.io/v1 Table` answers when the client asks.
+
+kubectl sends `Accept: application/json;as=Table;v=v1;g=meta.k8s.io,...`; the real server
+then prints columns itself: a built-in kind's upstream columns (`printers`), or for a custom
+resource Name, its CRD's `additionalPrinterColumns`, and Age. Each row carries the object's
+metadata (`PartialObjectMetadata`), as upstream's default `includeObject=Metadata`.
+
+Must not: change state.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from gpupool.sandbox.kubeapi.objects import metadata
+from gpupool.sandbox.kubeapi.printers import Cell, age, columns_for
+from gpupool.sandbox.kubeapi.resources import ResourceType
+from gpupool.sandbox.kubeapi.selectors import field_value
+
+JsonObject = dict[str, Any]
+_NUMBERS = {"Restarts", "Data", "Secrets", "Webhooks", "Active"}
+
+
+def wants_table(accept: str) -> bool:
+    return "as=Table" in accept and "g=meta.k8s.io" in accept
+
+
+def _printed(value: str) -> str:
+    return value if value else "<none>"
+
+
+def _custom_columns(rt: ResourceType) -> list[tuple[str, str, int, Cell]]:
+    extra = [
+        (name, kind, path.lstrip(".")) for name, kind, path in rt.printer_columns if path.startswith(".")
+    ]
+    columns: list[tuple[str, str, int, Cell]] = [
+        ("Name", "string", 0, lambda obj, _now: metadata(obj).get("name"))
+    ]
+    for name, kind, path in extra:
+
+        def cell(obj: JsonObject, now: datetime, path: str = path, kind: str = kind) -> Any:
+            value = field_value(obj, path)
+            return age(value, now) if kind == "date" and value else _printed(value)
+
+        columns.append((name, kind, 0, cell))
+    if not any(name == "Age" for name, _kind, _path in extra):
+        columns.append(("Age", "date", 0, lambda obj, now: age(metadata(obj).get("creationTimestamp"), now)))
+    return columns
+
+
+def _columns(rt: ResourceType) -> list[tuple[str, str, int, Cell]]:
+    if not rt.builtin:
+        return _custom_columns(rt)
+    return [
+        (name, "integer" if name in _NUMBERS else "string", priority, cell)
+        for name, priority, cell in columns_for(rt.group, rt.kind)
+    ]
+
+
+def table(
+    objects: list[JsonObject],
+    *,
+    rt: ResourceType,
+    resource_version: str,
+    now: datetime,
+    with_definitions: bool = True,
+) -> JsonObject:
+    columns = _columns(rt)
+    rows = [
+        {
+            "cells": [cell(obj, now) for _name, _kind, _priority, cell in columns],
+            "object": {
+                "kind": "PartialObjectMetadata",
+                "apiVersion": "meta.k8s.io/v1",
+                "metadata": metadata(obj),
+            },
+        }
+        for obj in objects
+    ]
+    definitions = [
+        {
+            "name": name,
+            "type": kind if kind in ("integer", "number", "boolean", "date") else "string",
+            "format": "name" if name == "Name" else "",
+            "description": name,
+            "priority": priority,
+        }
+        for name, kind, priority, _cell in columns
+    ]
+    return {
+        "kind": "Table",
+        "apiVersion": "meta.k8s.io/v1",
+        "metadata": {"resourceVersion": resource_version},
+        "columnDefinitions": definitions if with_definitions else [],
+        "rows": rows,
+    }

@@ -1,0 +1,135 @@
+"""One `gpupool simulate capacity` run: the demand, the cloud's fates and the pool, through each policy.
+
+Role: `CapacityRun` (days, cloud, policies, seed, fates and pool settings, step) and
+`simulate(run, demands)`, which builds seeded `CloudFates` and plays the same demand through a
+fresh driver per policy (gpupool's real services, in the pool's Provisioned or Karpenter
+mode; TensorFusion's replayed rules), returning a `PolicyReport` each. `load_demand` reads a
+trace file, or openb's pod list (rescaled onto the window) when none is given, found at
+`../shared/data/openb/openb_pod_list_default.csv` from the working directory or the repository.
+
+Must not: print (the CLI does) or decide capacity.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from gpupool.simulation.capacity.demand_trace import Demand, load_openb, load_trace, trace_kind
+from gpupool.simulation.capacity.engine import Driver, run_policy
+from gpupool.simulation.capacity.gpupool_policy import GpupoolDriver
+from gpupool.simulation.capacity.karpenter_side import KarpenterDriver
+from gpupool.simulation.capacity.ledger import PolicyReport
+from gpupool.simulation.capacity.pool_spec import PoolSpec
+from gpupool.simulation.capacity.tensorfusion_side import TensorFusionDriver
+from gpupool.simulation.capacity.violations import Limits
+from gpupool.simulation.cluster.fates import CloudFates, FatesConfig
+from gpupool.simulation.openb import TraceError
+
+__all__ = ["POLICIES", "CapacityRun", "default_trace", "load_demand", "simulate"]
+
+POLICIES = ("gpupool", "tensorfusion")
+OPENB_RELATIVE = Path("..", "shared", "data", "openb", "openb_pod_list_default.csv")
+_REPOSITORY = Path(__file__).resolve().parents[5]
+
+
+@dataclass(frozen=True)
+class CapacityRun:
+    days: float = 2.0
+    policies: tuple[str, ...] = POLICIES
+    fates: FatesConfig = field(default_factory=FatesConfig)
+    pool: PoolSpec = field(default_factory=PoolSpec)
+    step_seconds: float = 15.0
+
+    def __post_init__(self) -> None:
+        if not self.days > 0:
+            raise ValueError(f"--days must be positive, got {self.days}")
+        unknown = [p for p in self.policies if p not in POLICIES]
+        if unknown or not self.policies:
+            raise ValueError(
+                f"unknown policy {', '.join(unknown) or '(none)'}: choose from {', '.join(POLICIES)}"
+            )
+
+    @property
+    def window_seconds(self) -> float:
+        return self.days * 86400
+
+    @property
+    def limits(self) -> Limits:
+        spec = self.pool
+        return Limits(spec.min_tflops, spec.min_vram, spec.max_tflops, spec.max_vram)
+
+
+def default_trace() -> Path | None:
+    """openb's pod list beside the repository (the benchmarks' `../shared`), or None."""
+    for candidate in (Path.cwd() / OPENB_RELATIVE, _REPOSITORY / OPENB_RELATIVE):
+        if candidate.is_file():
+            return candidate.resolve()
+    return None
+
+
+def load_demand(trace: Path | None, *, window_seconds: float) -> list[Demand]:
+    """The demand of a trace file, or of openb's pod list rescaled onto the window."""
+    path = trace or default_trace()
+    if path is None:
+        raise TraceError(
+            f"no trace given and openb's pod list is not at {OPENB_RELATIVE} (from the working "
+            "directory or the repository): pass --trace FILE (CSV name,arrival,departure,gpus or JSONL)"
+        )
+    if trace_kind(path) == "openb":
+        return load_openb(path, window_seconds=window_seconds)
+    return load_trace(path)
+
+
+def _driver(policy: str, run: CapacityRun, fates: CloudFates) -> Driver:
+    if policy == "gpupool":
+        if run.pool.mode == "karpenter":
+            return KarpenterDriver(run.pool, fates)
+        return GpupoolDriver(run.pool, fates)
+    return TensorFusionDriver(run.pool, fates)
+
+
+@contextmanager
+def quiet_service_log() -> Iterator[None]:
+    """The services log every failed action (a launch out of capacity is one); a simulation
+    counts them instead of printing thousands of lines."""
+    logger = logging.getLogger("gpupool.service")
+    was = logger.disabled
+    logger.disabled = True
+    try:
+        yield
+    finally:
+        logger.disabled = was
+
+
+def simulate(
+    run: CapacityRun,
+    demands: Sequence[Demand],
+    *,
+    progress: Callable[[str, float], None] | None = None,
+) -> list[PolicyReport]:
+    """Each policy of `run` on the same seeded fates and demand, in the order given."""
+    with quiet_service_log():
+        return [_one(policy, run, demands, progress) for policy in run.policies]
+
+
+def _one(
+    policy: str, run: CapacityRun, demands: Sequence[Demand], progress: Callable[[str, float], None] | None
+) -> PolicyReport:
+    fates = CloudFates(run.fates)  # fresh fates per policy: the same seeded draws for each
+
+    def step_progress(done: float) -> None:
+        if progress is not None:
+            progress(policy, done)
+
+    return run_policy(
+        _driver(policy, run, fates),
+        demands,
+        window_seconds=run.window_seconds,
+        limits=run.limits,
+        step_seconds=run.step_seconds,
+        progress=step_progress,
+    )

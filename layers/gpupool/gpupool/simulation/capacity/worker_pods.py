@@ -1,0 +1,72 @@
+"""The trace's pods as TensorFusion worker pods on gpupool's simulated nodes.
+
+Role: `WorkerPods` is TensorFusion's scheduler as gpupool's side of the capacity simulation sees
+it: the nodes that may take pods (`ready_nodes`: Ready, not cordoned, their claim Bound and not
+deleting), worker pods (labels `tensor-fusion.ai/enabled=true`, `component=worker`) bound where
+the shared placement rule put them, the node agent's report of what they use after each
+placement or departure (`Kubelet.report_usage`), and the pods a drain or a lost node took away
+(`evicted_pods`: placed here, gone from the cluster, so pending again).
+
+Must not: decide anything (the services and the placement rule do), or place a pod itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from gpupool.core.model.base import ObjectMeta
+from gpupool.core.model.constants import LABEL_COMPONENT, LABEL_ENABLED
+from gpupool.core.model.foreign import Node, Pod, PodSpec
+from gpupool.simulation.capacity.placement import NodeShape, SimNode
+from gpupool.simulation.cluster.kubelet import Kubelet
+from gpupool.testing.memory_ports import MemoryCluster
+
+__all__ = ["WorkerPods"]
+
+_WORKER = {LABEL_ENABLED: "true", LABEL_COMPONENT: "worker"}
+
+
+class WorkerPods:
+    def __init__(self, cluster: MemoryCluster, kubelet: Kubelet) -> None:
+        self.cluster = cluster
+        self._kubelet = kubelet
+        self._pods: dict[str, str] = {}  # pod → node, as placed
+
+    def ready_nodes(self, shapes: Mapping[str, NodeShape]) -> dict[str, NodeShape]:
+        objects = self.cluster.objects
+        ready: dict[str, NodeShape] = {}
+        for claim_name, shape in shapes.items():
+            node: Node | None = objects["Node"].get(claim_name)
+            claim = objects["GPUNodeClaim"].get(claim_name)
+            if node is None or claim is None or node.spec.unschedulable or not node.is_ready():
+                continue
+            if claim.metadata.deletion_timestamp is not None or claim.status is None:
+                continue
+            if claim.status.phase == "Bound":
+                ready[claim_name] = shape
+        return ready
+
+    def place(self, pod: str, node: SimNode) -> None:
+        self._pods[pod] = node.name
+        self._kubelet.store.create(
+            Pod(
+                metadata=ObjectMeta(name=pod, namespace="default", labels=dict(_WORKER)),
+                spec=PodSpec(node_name=node.name),
+            )
+        )
+        self._kubelet.report_usage(node.name, node.free)
+
+    def remove(self, pod: str, node: SimNode | None) -> None:
+        self._pods.pop(pod, None)
+        self._kubelet.store.delete(Pod, pod, namespace="default")
+        if node is not None:
+            self._kubelet.report_usage(node.name, node.free)
+
+    def evicted_pods(self) -> list[str]:
+        """Pods placed here that are gone from the cluster without leaving (a drain evicted them,
+        or their node left)."""
+        present = self.cluster.objects["Pod"]
+        gone = [pod for pod in self._pods if pod not in present]
+        for pod in gone:
+            del self._pods[pod]
+        return gone
