@@ -102,9 +102,10 @@ class Agent:
     def run_slow_once(self) -> None:
         workers: dict[str, Worker] = {}
         for pod in self.cluster.node_pods(self.options.node):
-            worker, problem = worker_from_pod(pod)
+            worker, problem = worker_from_pod(pod, self.options.node)
             if problem:
-                log.warning(problem, extra={"action": "worker-unreadable", "node": self.options.node})
+                action = "worker-unrecorded" if worker is None else "worker-disagrees"
+                log.warning(problem, extra={"action": action, "node": self.options.node})
             if worker is not None:
                 workers[worker.uid] = worker
         self.workers = workers

@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 import grpc
 
+from gpupool.core.allocator.pod_record import record_annotations
 from gpupool.core.model.foreign import Pod
 from gpupool_incluster.agent.deviceplugin import api_pb2 as pb
 
@@ -111,23 +112,22 @@ def worker_pod(
         T + "vram-limit": vram_limit,
         T + "qos": qos,
     }
-    if worker:
-        annotations[T + "gpu-ids"] = ",".join(gpus)
-    return Pod.model_validate(
-        {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {
-                "name": f"w{n}",
-                "namespace": "team",
-                "uid": pod_uid(n),
-                "labels": {T + "enabled": "true"},
-                "annotations": annotations,
-            },
-            "spec": {"nodeName": node, "containers": [{"name": "c"}]},
-            "status": {"phase": "Running"},
-        }
-    )
+    body: dict[str, Any] = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": f"w{n}",
+            "namespace": "team",
+            "uid": pod_uid(n),
+            "labels": {T + "enabled": "true"},
+            "annotations": annotations,
+        },
+        "spec": {"nodeName": node, "containers": [{"name": "c"}]},
+        "status": {"phase": "Running"},
+    }
+    if worker:  # as the relay's bind writes them: gpu-ids and the allocation record
+        annotations.update(record_annotations(Pod.model_validate(body), node, gpus))
+    return Pod.model_validate(body)
 
 
 class FakeCluster:

@@ -22,6 +22,8 @@ from typing import Any
 import pytest
 from kubernetes import client, config
 
+from gpupool.core.allocator.pod_record import record_annotations
+from gpupool.core.model.foreign import Pod
 from gpupool.sandbox.kubeapi import EmbeddedKubeAPI
 from gpupool_incluster.agent.deviceplugin import api_pb2 as pb
 from gpupool_incluster.agent.nvml_fake import FakeNvml
@@ -65,13 +67,16 @@ def _worker_pod(api_client: Any, *, index_resource: bool = False) -> str:
             "name": "trainer",
             "namespace": "default",
             "labels": {T + "enabled": "true"},
-            "annotations": {T + "gpu-ids": GPU0, T + "tflops-request": "20", T + "tflops-limit": "78"},
+            "annotations": {T + "tflops-request": "20", T + "tflops-limit": "78", T + "vram-limit": "4Gi"},
         },
         "spec": {"nodeName": "node-a", "containers": [{"name": "c", "image": "cuda"}]},
     }
     if index_resource:
         body["spec"]["containers"][0]["resources"] = {"limits": {T + "index_0": "1"}}  # type: ignore[index]
     created = core.create_namespaced_pod("default", body)
+    stored = Pod.model_validate(api_client.sanitize_for_serialization(created))
+    record = record_annotations(stored, "node-a", [GPU0])  # what the relay's bind writes
+    core.patch_namespaced_pod("trainer", "default", {"metadata": {"annotations": record}})
     return str(created.metadata.uid)
 
 
