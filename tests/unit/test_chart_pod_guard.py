@@ -84,11 +84,12 @@ def test_the_policy_is_bound_cluster_wide_and_lists_the_products_keys(policy: di
     assert RELAY in policy["spec"]["matchConditions"][0]["expression"]
 
 
-def test_it_can_be_turned_off_and_refuses_an_old_cluster_with_the_reason() -> None:
+def test_it_is_on_from_1_30_can_be_required_or_turned_off() -> None:
     assert render({"scheduler": {"podGuard": False}}) == []
-    with pytest.raises(helm.HelmError, match=r"scheduler\.podGuard needs Kubernetes >= 1\.30"):
-        render({"scheduler": {"kubeVersion": "1.29.4"}})
     assert render({"scheduler": {"kubeVersion": "1.30.0"}})
+    assert render({"scheduler": {"kubeVersion": "1.29.4"}}) == []  # auto: no ValidatingAdmissionPolicy v1
+    with pytest.raises(helm.HelmError, match=r"scheduler\.podGuard=true needs Kubernetes >= 1\.30"):
+        render({"scheduler": {"kubeVersion": "1.29.4", "podGuard": True}})
 
 
 def test_a_tenant_cannot_create_a_pod_naming_gpus(policy: dict[str, Any]) -> None:

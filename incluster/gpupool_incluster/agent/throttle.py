@@ -37,6 +37,7 @@ Identity = Callable[[int], "str | None"]
 
 log = logging.getLogger("gpupool.agent")
 _MAX_EVERY = 20
+_FIFO_TRIES, _FIFO_WAIT_S = 40, 0.25  # wait up to 10 s for the guardian container
 Kill = Callable[[int, int], None]
 
 
@@ -53,20 +54,23 @@ class Guardian:
 
     def _connect(self) -> IO[str]:
         if self._fifo is not None:
-            try:
-                fd = os.open(self._fifo, os.O_WRONLY | os.O_NONBLOCK)  # ENXIO: no guardian reading
-            except OSError as exc:
-                log.error(
-                    "no guardian container on %s (%s); using a child guardian, which dies with this "
-                    "container",
-                    self._fifo,
-                    exc,
-                    extra={"action": "guardian-fallback"},
-                )
-            else:
+            failure: OSError | None = None
+            for _ in range(_FIFO_TRIES):  # the sidecar starts first, but may not be reading yet
+                try:
+                    fd = os.open(self._fifo, os.O_WRONLY | os.O_NONBLOCK)  # ENXIO: no guardian reading
+                except OSError as exc:
+                    failure = exc
+                    time.sleep(_FIFO_WAIT_S)
+                    continue
                 os.set_blocking(fd, True)
                 self._process = None
                 return os.fdopen(fd, "w")
+            log.error(
+                "no guardian container on %s (%s); using a child guardian, which dies with this container",
+                self._fifo,
+                failure,
+                extra={"action": "guardian-fallback"},
+            )
         self._process = subprocess.Popen(
             [sys.executable, "-m", "gpupool_incluster.agent.guardian"],
             stdin=subprocess.PIPE,

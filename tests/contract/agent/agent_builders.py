@@ -140,6 +140,7 @@ class FakeCluster:
         self.gpunode: dict[str, Any] | None = None
         self.events: list[tuple[str, str, str]] = []
         self.evicted: list[str] = []
+        self.evicted_uids: list[str] = []
         self.lock = threading.Lock()
 
     def node_pods(self, node: str) -> list[Pod]:
@@ -170,9 +171,10 @@ class FakeCluster:
         with self.lock:
             self.events.append((kind, reason, message))
 
-    def evict_pod(self, namespace: str, name: str) -> None:
+    def evict_pod(self, namespace: str, name: str, *, uid: str = "") -> None:
         with self.lock:
             self.evicted.append(f"{namespace}/{name}")
+            self.evicted_uids.append(uid)
 
 
 def wait_for(condition: Any, what: str, timeout: float = 10.0) -> float:

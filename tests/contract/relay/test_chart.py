@@ -94,3 +94,17 @@ def test_a_relay_outage_blocks_no_pod_outside_tensorfusion_and_system_namespaces
         if d["kind"] == "MutatingWebhookConfiguration"
     )["webhooks"][0]
     assert hook["namespaceSelector"]["matchExpressions"][0]["values"] == ["ops", "gpupool-system"]
+
+
+def test_every_scheduling_container_runs_non_root_read_only_with_seccomp() -> None:
+    """Issue 22, Why 10: no seccomp profile, and kube-scheduler ran without runAsNonRoot / read-only root."""
+    deployment = _documents({})["gpupool/templates/scheduler-deployment.yaml"][0]
+    pod = deployment["spec"]["template"]["spec"]
+    assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    for container in pod["containers"]:
+        context = container["securityContext"]
+        assert context["runAsNonRoot"] is True, container["name"]
+        assert context["readOnlyRootFilesystem"] is True and context["allowPrivilegeEscalation"] is False
+        assert context["capabilities"] == {"drop": ["ALL"]}
+    scheduler = next(c for c in pod["containers"] if c["name"] == "kube-scheduler")
+    assert scheduler["securityContext"]["runAsUser"] != 0
