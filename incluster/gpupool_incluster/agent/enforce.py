@@ -221,7 +221,9 @@ class Enforcer:
             self.metrics.worker_kills.labels(self.node, worker.namespace, worker.name).inc()
         elif action.kind == "evict":
             self.metrics.worker_evictions.labels(self.node, worker.namespace, worker.name).inc()
-            self.outbox.put(lambda: self.cluster.evict_pod(worker.namespace, worker.name))
+            # Only a worker of this node (its record names this node; the pods come from this
+            # node's list), and only the very pod seen (uid precondition).
+            self.outbox.put(lambda: self.cluster.evict_pod(worker.namespace, worker.name, uid=worker.uid))
 
 
 def _state(proc_root: Path, pid: int) -> str:

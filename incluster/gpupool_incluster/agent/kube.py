@@ -121,10 +121,12 @@ class KubeAgentCluster:
         }
         self.core.create_namespaced_event(namespace, body, _preload_content=False)
 
-    def evict_pod(self, namespace: str, name: str) -> None:
-        body = {
+    def evict_pod(self, namespace: str, name: str, *, uid: str = "") -> None:
+        body: dict[str, Any] = {
             "apiVersion": "policy/v1",
             "kind": "Eviction",
             "metadata": {"name": name, "namespace": namespace},
         }
+        if uid:
+            body["deleteOptions"] = {"preconditions": {"uid": uid}}
         self.core.create_namespaced_pod_eviction(name, namespace, body, _preload_content=False)

@@ -51,6 +51,7 @@ class AgentCluster(Protocol):
         """A core v1 Event about `involved` ({apiVersion, kind, name, namespace?, uid?})."""
         ...
 
-    def evict_pod(self, namespace: str, name: str) -> None:
-        """Evict through the pods/eviction subresource (honours PodDisruptionBudgets)."""
+    def evict_pod(self, namespace: str, name: str, *, uid: str = "") -> None:
+        """Evict through the pods/eviction subresource (honours PodDisruptionBudgets); with `uid`,
+        only that pod (a precondition: never a same-named pod that replaced it, on another node)."""
         ...

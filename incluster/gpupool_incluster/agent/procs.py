@@ -4,7 +4,9 @@ Role: parse cgroup v1 (one line per hierarchy) and v2 (`0::/…`) paths written 
 either cgroup driver — cgroupfs (`/kubepods/burstable/pod<uid>/<container id>`) or systemd
 (`…kubepods-burstable-pod<uid with _>.slice/cri-containerd-<id>.scope`, also `docker-`, `crio-`)
 — into a pod UID and a container ID. `CgroupLocator` reads them under a proc root (a real
-`/proc`, or a directory the tests write).
+`/proc`, or a directory the tests write). `process_start` is which process a pid is: its start
+time (field 22 of /proc/<pid>/stat), so a signal is sent only while the pid still names the process
+it was meant for, never one that reused the pid.
 
 Must not: signal processes or decide whether a process is a worker (the enforcement modules do).
 """
@@ -16,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-__all__ = ["CgroupLocator", "PodLocator", "PodProcess", "parse_cgroup"]
+__all__ = ["CgroupLocator", "PodLocator", "PodProcess", "parse_cgroup", "process_start"]
 
 _UID = r"[0-9a-fA-F]{8}[-_][0-9a-fA-F]{4}[-_][0-9a-fA-F]{4}[-_][0-9a-fA-F]{4}[-_][0-9a-fA-F]{12}"
 _POD = re.compile(rf"pod({_UID})(?:\.slice)?(?:/|$)")
@@ -69,3 +71,13 @@ class CgroupLocator:
         except OSError:
             return None  # gone, or not visible from here (no hostPID): never ours to act on
         return parse_cgroup(text)
+
+
+def process_start(pid: int, proc_root: Path = Path("/proc")) -> str | None:
+    """The start time (clock ticks after boot) of the process `pid` names now, or None when gone."""
+    try:
+        text = (proc_root / str(pid) / "stat").read_text()
+    except OSError:
+        return None
+    fields = text.rsplit(")", 1)[-1].split()  # after "pid (comm)": state is field 3, starttime 22
+    return fields[19] if len(fields) > 19 else None

@@ -4,7 +4,8 @@ Role: `Agent` wires the NVML port, the cluster port, the pod locator, the duty c
 guardian), the compute controller, the VRAM watch and the metrics. `run_slow_once` refreshes this
 node's workers from its pods and publishes discovery; `tick` runs one enforcement tick; `run`
 repeats both on their periods in two threads until `stop` is set. `close` always resumes every
-stopped process (a SIGTERM handler in `serve` calls it; the guardian covers a SIGKILL).
+stopped process (a SIGTERM handler in `serve` calls it; the guardian covers a SIGKILL — of the
+agent's container too when it runs as the pod's guardian container, `guardian_fifo`).
 
 Must not: hold decisions (the controller, the watch and discovery do) or parse CLI arguments.
 """
@@ -17,6 +18,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Literal
 
 from gpupool_incluster.agent.compute import ComputeController
@@ -46,6 +48,7 @@ class AgentOptions:
     vram_grace_samples: int = 2
     dry_run: bool = False
     guardian: bool = True
+    guardian_fifo: Path | None = None  # the pod's guardian container; None: a child guardian
 
     def __post_init__(self) -> None:
         if not self.node:
@@ -73,7 +76,7 @@ class Agent:
         self.cluster = cluster
         self.clock = clock
         self.metrics = AgentMetrics()
-        self.guardian = Guardian() if options.guardian and not options.dry_run else None
+        self.guardian = Guardian(options.guardian_fifo) if options.guardian and not options.dry_run else None
         self.cycler = DutyCycler(
             period_s=options.compute_interval_s, guardian=self.guardian, dry_run=options.dry_run
         )
@@ -102,9 +105,10 @@ class Agent:
     def run_slow_once(self) -> None:
         workers: dict[str, Worker] = {}
         for pod in self.cluster.node_pods(self.options.node):
-            worker, problem = worker_from_pod(pod)
+            worker, problem = worker_from_pod(pod, self.options.node)
             if problem:
-                log.warning(problem, extra={"action": "worker-unreadable", "node": self.options.node})
+                action = "worker-unrecorded" if worker is None else "worker-disagrees"
+                log.warning(problem, extra={"action": action, "node": self.options.node})
             if worker is not None:
                 workers[worker.uid] = worker
         self.workers = workers

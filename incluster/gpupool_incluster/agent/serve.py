@@ -106,6 +106,7 @@ def serve(options: ServeOptions) -> None:
         node = options.agent.node
         plugins = DevicePlugins(
             socket_dir=options.device_plugin_dir,
+            node=node,
             pods=lambda: cluster.node_pods(node),
             gpus=agent.publisher.usable_gpus,
         )

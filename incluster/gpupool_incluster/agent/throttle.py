@@ -3,10 +3,12 @@
 Role: `DutyCycler` keeps, per throttled worker, a set of pids and a duty (fraction of each period
 they may run). A thread repeats a period (default 100 ms): resume everyone, then stop each worker's
 processes once its duty has elapsed. A duty of 1 (or removing the worker) resumes them at once.
-Every stop and resume is also written to the guardian (see `guardian`), a separate process that
-resumes whatever is still stopped when the agent goes away for any reason — SIGKILL included;
-`close()` resumes everything itself. In dry-run mode the cycler counts what it would do and
-signals nothing.
+Every stop and resume is also written to the guardian (see `guardian`), a separate process — the
+pod's guardian container, or else a child — that resumes whatever is still stopped when the agent
+goes away for any reason, SIGKILL included; `close()` resumes everything itself. Before every
+signal the pid is re-checked against the start time it had when it was given (`procs.process_start`):
+a pid that now names another process is dropped, never signalled. In dry-run mode the cycler
+counts what it would do and signals nothing.
 
 Must not: choose duties (the compute controller does) or touch a pid it was not given.
 """
@@ -24,53 +26,88 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import IO
+
+from gpupool_incluster.agent.procs import process_start
 
 __all__ = ["DutyCycler", "Guardian"]
 
+Identity = Callable[[int], "str | None"]
+
 log = logging.getLogger("gpupool.agent")
 _MAX_EVERY = 20
+_FIFO_TRIES, _FIFO_WAIT_S = 40, 0.25  # wait up to 10 s for the guardian container
 Kill = Callable[[int, int], None]
 
 
 class Guardian:
-    """The guardian process and the pipe the agent reports stops and resumes on."""
+    """The guardian the agent reports stops and resumes to: the pod's guardian container over a FIFO
+    (it outlives this container), or else a child process over a pipe (it outlives this process)."""
 
-    def __init__(self) -> None:
+    def __init__(self, fifo: Path | None = None) -> None:
         self._lock = threading.Lock()
-        self._process = self._spawn()
+        self._fifo = fifo
+        self._process: subprocess.Popen[str] | None = None
+        self._stopped: dict[int, str] = {}  # what the guardian must resume: replayed on reconnect
+        self._stream = self._connect()
 
-    @staticmethod
-    def _spawn() -> subprocess.Popen[str]:
-        return subprocess.Popen(
+    def _connect(self) -> IO[str]:
+        if self._fifo is not None:
+            failure: OSError | None = None
+            for _ in range(_FIFO_TRIES):  # the sidecar starts first, but may not be reading yet
+                try:
+                    fd = os.open(self._fifo, os.O_WRONLY | os.O_NONBLOCK)  # ENXIO: no guardian reading
+                except OSError as exc:
+                    failure = exc
+                    time.sleep(_FIFO_WAIT_S)
+                    continue
+                os.set_blocking(fd, True)
+                self._process = None
+                return os.fdopen(fd, "w")
+            log.error(
+                "no guardian container on %s (%s); using a child guardian, which dies with this container",
+                self._fifo,
+                failure,
+                extra={"action": "guardian-fallback"},
+            )
+        self._process = subprocess.Popen(
             [sys.executable, "-m", "gpupool_incluster.agent.guardian"],
             stdin=subprocess.PIPE,
             text=True,
             start_new_session=True,
         )
+        assert self._process.stdin is not None
+        return self._process.stdin
 
     @property
-    def pid(self) -> int:
-        return self._process.pid
+    def pid(self) -> int | None:
+        """The child guardian's pid; None when the guardian is the pod's guardian container."""
+        return None if self._process is None else self._process.pid
 
-    def record(self, verb: str, pid: int) -> None:
+    def record(self, verb: str, pid: int, start: str | None = None) -> None:
+        mark = start or "-"
         with self._lock:
-            stdin: IO[str] | None = self._process.stdin
+            if verb == "S":
+                self._stopped[pid] = mark
+            else:
+                self._stopped.pop(pid, None)
             try:
-                assert stdin is not None
-                stdin.write(f"{verb} {pid}\n")
-                stdin.flush()
-            except (BrokenPipeError, OSError, AssertionError):
-                log.error("throttle guardian died; restarting it", extra={"action": "guardian-restart"})
-                self._process = self._spawn()
+                self._stream.write(f"{verb} {pid} {mark}\n")
+                self._stream.flush()
+            except (BrokenPipeError, OSError, ValueError):
+                log.error("throttle guardian died; connecting again", extra={"action": "guardian-restart"})
+                self._stream = self._connect()
+                self._stream.write("".join(f"S {p} {m}\n" for p, m in self._stopped.items()))
+                self._stream.flush()
 
     def close(self) -> None:
         with self._lock:
-            if self._process.stdin is not None:
-                with contextlib.suppress(OSError):
-                    self._process.stdin.close()
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self._process.wait(5)
+            with contextlib.suppress(OSError, ValueError):
+                self._stream.close()
+            if self._process is not None:
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    self._process.wait(5)
 
 
 @dataclass(slots=True)
@@ -98,6 +135,7 @@ class DutyCycler:
         period_s: float = 0.1,
         guardian: Guardian | None = None,
         kill: Kill = os.kill,
+        identity: Identity = process_start,
         dry_run: bool = False,
         min_on: float = 0.1,
     ) -> None:
@@ -108,6 +146,8 @@ class DutyCycler:
         self.dry_run = dry_run
         self._guardian = guardian
         self._kill = kill
+        self._identity = identity
+        self._started: dict[int, str | None] = {}  # pid → its start time when it was given to us
         self._lock = threading.Lock()
         self._state = _Counters()
         self._stopped: set[int] = set()
@@ -131,11 +171,16 @@ class DutyCycler:
                 entry = self._state.entries[key] = _Entry(pids, duty)
             else:
                 entry.pids, entry.duty = pids, duty
+            for pid in pids - self._started.keys():
+                self._started[pid] = self._identity(pid)
             if entry is not None and duty < 1.0:
                 # A stop takes effect only once the process gets a CPU to take the signal: a run of
                 # a few ms per period would be mostly that delay. Below `min_on`, run longer, less often.
                 entry.every = min(_MAX_EVERY, math.ceil(self.min_on / duty)) if 0 < duty < self.min_on else 1
             self._resume(released)
+            held = self._stopped.union(*(e.pids for e in self._state.entries.values()))
+            for pid in self._started.keys() - held:
+                del self._started[pid]
 
     def clear(self, key: str) -> None:
         self.set(key, frozenset(), 1.0)
@@ -164,11 +209,30 @@ class DutyCycler:
             self._resume(frozenset(self._stopped))
 
     # ---- the cycle ---------------------------------------------------------------------------
-    def _signal(self, pid: int, stop: bool) -> None:
+    def _same_process(self, pid: int) -> bool:
+        """Re-checked before every signal: the pid still names the process we were given."""
+        if pid not in self._started or self._identity(pid) == self._started[pid]:
+            return True
+        log.warning(
+            "pid %s is no longer the process it was (it exited and the pid was reused): not signalled",
+            pid,
+            extra={"action": "pid-reused"},
+        )
+        for entry in self._state.entries.values():
+            entry.pids = entry.pids - {pid}
+        self._stopped.discard(pid)
+        del self._started[pid]
+        return False
+
+    def _signal(self, pid: int, stop: bool) -> bool:
+        """Signal `pid` if it is still the process it was; False when it is not (and is forgotten)."""
         if self.dry_run:
-            return
+            return True
+        if not self._same_process(pid):
+            return False
+        start = self._started.get(pid)
         if self._guardian is not None and stop:
-            self._guardian.record("S", pid)  # recorded before the stop: a crash in between is safe
+            self._guardian.record("S", pid, start)  # recorded before the stop: a crash in between is safe
         try:
             self._kill(pid, signal.SIGSTOP if stop else signal.SIGCONT)
         except ProcessLookupError:
@@ -176,7 +240,8 @@ class DutyCycler:
         except PermissionError:
             log.warning("no permission to signal pid %s", pid, extra={"action": "signal-refused"})
         if self._guardian is not None and not stop:
-            self._guardian.record("C", pid)
+            self._guardian.record("C", pid, start)
+        return True
 
     def _resume(self, pids: frozenset[int]) -> None:
         for pid in pids & frozenset(self._stopped):
@@ -186,9 +251,9 @@ class DutyCycler:
 
     def _stop_all(self, entry: _Entry) -> None:
         for pid in entry.pids - self._stopped:
-            self._signal(pid, stop=True)
-            self._stopped.add(pid)
-            self._state.stops += 1
+            if self._signal(pid, stop=True):
+                self._stopped.add(pid)
+                self._state.stops += 1
 
     def _run(self) -> None:
         period = self.period_s

@@ -1,10 +1,14 @@
-"""A TensorFusion worker as the agent enforces it: the pod's GPUs, limits and QoS.
+"""A TensorFusion worker as the agent enforces it: the pod's GPUs, limits and QoS, as the relay recorded them.
 
 Role: read a pod on this node into a `Worker` — only pods labelled `tensor-fusion.ai/enabled=true`
-whose `tensor-fusion.ai/gpu-ids` annotation names the GPUs the scheduler gave them are workers;
-every other process on a GPU is left alone. Annotations are parsed by the allocator's own reader
-(`request_from_pod`), so the agent enforces exactly what the scheduler placed. `shares` turns a
-worker's TFLOPS (or compute-percent) request and limit into percentages of one GPU.
+that carry the allocation the relay recorded when it bound them (`gpupool.io/allocation`: this pod's
+UID, this node, the GPUs, the request annotations placed; see `gpupool.core.allocator.pod_record`)
+are workers; every other process on a GPU is left alone. A pod without a record for itself on this
+node is not a worker (the reason is returned); a pod whose annotations were changed after the record
+is enforced as recorded — never as its edited annotations say — and the disagreement is returned.
+The recorded annotations are parsed by the allocator's own reader (`request_from_pod`), so the
+agent enforces exactly what the scheduler placed. `shares` turns a worker's TFLOPS (or
+compute-percent) request and limit into percentages of one GPU.
 
 Must not: read the cluster or act on processes.
 """
@@ -14,6 +18,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from decimal import Decimal
 
+from gpupool.core.allocator.pod_record import (
+    ANNOTATION_ALLOCATION,
+    RecordError,
+    as_recorded,
+    disagreement,
+    read_record,
+)
 from gpupool.core.allocator.pod_request import RequestError, request_from_pod
 from gpupool.core.model import constants as c
 from gpupool.core.model.foreign import Pod
@@ -49,36 +60,41 @@ class Worker:
         return QOS_RANK.get(self.qos, QOS_RANK["medium"])
 
 
-def worker_from_pod(pod: Pod) -> tuple[Worker | None, str | None]:
-    """The worker a pod is, or (None, None) when it is not one, or (None, why) when unreadable."""
+def worker_from_pod(pod: Pod, node: str) -> tuple[Worker | None, str | None]:
+    """The worker a pod on `node` is, with a problem to log: (None, None) when it is not one,
+    (None, why) when it claims GPUs without a record, (worker, why) when it disagrees with its record."""
     meta = pod.metadata
-    gpu_ids = meta.annotations.get(c.ANNOTATION_GPU_IDS, "")
-    gpus = tuple(name.strip() for name in gpu_ids.split(",") if name.strip())
-    if meta.labels.get(c.LABEL_ENABLED) != "true" or not gpus or not meta.uid:
+    notes = meta.annotations
+    if meta.labels.get(c.LABEL_ENABLED) != "true" or not meta.uid:
         return None, None
     if pod.status.phase in ("Succeeded", "Failed"):
         return None, None
+    if c.ANNOTATION_GPU_IDS not in notes and ANNOTATION_ALLOCATION not in notes:
+        return None, None  # not bound yet
     try:
-        request = request_from_pod(pod)
+        record = read_record(pod, node)
+    except RecordError as exc:
+        return None, f"{exc}; not enforced"
+    differs = disagreement(pod, record)
+    try:
+        request = request_from_pod(as_recorded(pod, record))
     except RequestError as exc:
         return None, f"pod {meta.namespace}/{meta.name}: {exc}; not enforced"
-    return (
-        Worker(
-            uid=meta.uid,
-            namespace=meta.namespace or "default",
-            name=meta.name or "",
-            gpus=gpus,
-            qos=request.qos,
-            vram_limit=max(request.vram_limit, request.vram_request),
-            vram_request=request.vram_request,
-            tflops_request=request.tflops_request,
-            tflops_limit=max(request.tflops_limit, request.tflops_request),
-            percent_request=request.compute_percent_request,
-            percent_limit=request.compute_percent_limit,
-            dedicated=request.dedicated,
-        ),
-        None,
+    worker = Worker(
+        uid=meta.uid,
+        namespace=meta.namespace or "default",
+        name=meta.name or "",
+        gpus=record.gpus,
+        qos=request.qos,
+        vram_limit=max(request.vram_limit, request.vram_request),
+        vram_request=request.vram_request,
+        tflops_request=request.tflops_request,
+        tflops_limit=max(request.tflops_limit, request.tflops_request),
+        percent_request=request.compute_percent_request,
+        percent_limit=request.compute_percent_limit,
+        dedicated=request.dedicated,
     )
+    return worker, (None if differs is None else f"{differs}; enforcing the recorded allocation")
 
 
 def shares(worker: Worker, gpu_tflops: Decimal | None) -> tuple[float, float]:

@@ -25,6 +25,7 @@ from typing import Any
 from gpupool.core.admission import AdmissionContext, Mutation, mutate_pod
 from gpupool.core.allocator import Allocation, AllocationError, Allocator, Simulation
 from gpupool.core.allocator.build import gpu_info, oversubscription_of, quota_limits
+from gpupool.core.allocator.pod_record import SCHEDULER_OWNED, record_annotations
 from gpupool.core.allocator.pod_request import (
     ANNOTATION_GPU_IDS,
     RequestError,
@@ -246,8 +247,9 @@ class SchedulerHub:
         fresh = allocation is not None and allocation is not held_before
         annotated = False
         try:
-            if allocation is not None:
-                self.writer.annotate_pod(namespace, name, {ANNOTATION_GPU_IDS: ",".join(allocation.gpus)})
+            if allocation is not None:  # gpu-ids and the record the device plugin and agent honour
+                record = record_annotations(Pod.model_validate(pod), node, allocation.gpus)
+                self.writer.annotate_pod(namespace, name, record)
                 annotated = True
             self.writer.bind_pod(namespace, name, uid, node)
         except Exception as exc:  # any failure undoes the reservation; the writer's are untyped
@@ -266,7 +268,7 @@ class SchedulerHub:
     def _forget_annotation(self, namespace: str, name: str) -> None:
         """Best effort: the GPUs named on a pod whose bind failed are no longer its own."""
         try:
-            self.writer.annotate_pod(namespace, name, {ANNOTATION_GPU_IDS: None})
+            self.writer.annotate_pod(namespace, name, dict.fromkeys(SCHEDULER_OWNED))
         except Exception as exc:  # the pod may be gone; unbound pods' annotations are ignored anyway
             log.info("cannot clear the GPU annotation of %s/%s after a failed bind: %s", namespace, name, exc)
 

@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 import grpc
 
+from gpupool.core.allocator.pod_record import record_annotations
 from gpupool.core.model.foreign import Pod
 from gpupool_incluster.agent.deviceplugin import api_pb2 as pb
 
@@ -111,23 +112,22 @@ def worker_pod(
         T + "vram-limit": vram_limit,
         T + "qos": qos,
     }
-    if worker:
-        annotations[T + "gpu-ids"] = ",".join(gpus)
-    return Pod.model_validate(
-        {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {
-                "name": f"w{n}",
-                "namespace": "team",
-                "uid": pod_uid(n),
-                "labels": {T + "enabled": "true"},
-                "annotations": annotations,
-            },
-            "spec": {"nodeName": node, "containers": [{"name": "c"}]},
-            "status": {"phase": "Running"},
-        }
-    )
+    body: dict[str, Any] = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": f"w{n}",
+            "namespace": "team",
+            "uid": pod_uid(n),
+            "labels": {T + "enabled": "true"},
+            "annotations": annotations,
+        },
+        "spec": {"nodeName": node, "containers": [{"name": "c"}]},
+        "status": {"phase": "Running"},
+    }
+    if worker:  # as the relay's bind writes them: gpu-ids and the allocation record
+        annotations.update(record_annotations(Pod.model_validate(body), node, gpus))
+    return Pod.model_validate(body)
 
 
 class FakeCluster:
@@ -140,6 +140,7 @@ class FakeCluster:
         self.gpunode: dict[str, Any] | None = None
         self.events: list[tuple[str, str, str]] = []
         self.evicted: list[str] = []
+        self.evicted_uids: list[str] = []
         self.lock = threading.Lock()
 
     def node_pods(self, node: str) -> list[Pod]:
@@ -170,9 +171,10 @@ class FakeCluster:
         with self.lock:
             self.events.append((kind, reason, message))
 
-    def evict_pod(self, namespace: str, name: str) -> None:
+    def evict_pod(self, namespace: str, name: str, *, uid: str = "") -> None:
         with self.lock:
             self.evicted.append(f"{namespace}/{name}")
+            self.evicted_uids.append(uid)
 
 
 def wait_for(condition: Any, what: str, timeout: float = 10.0) -> float:

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import helm_python as helm
+import pytest
 import yaml
 
 CHART = Path(__file__).resolve().parents[3] / "incluster" / "chart"
@@ -71,7 +72,8 @@ def test_rbac_grants_only_the_agents_calls_and_nothing_destructive() -> None:
         for r in rule["resources"]
         for v in rule["verbs"]
     }
-    assert ("", "pods/eviction", "create") in granted and ("", "events", "create") in granted
+    assert ("", "pods/eviction", "create") not in granted  # only for vramPolicy evict
+    assert ("", "events", "create") in granted
     assert ("tensor-fusion.ai", "gpus/status", "patch") in granted
     refused = [(g, r, v) for g, r, v in granted if v in ("delete", "deletecollection", "update", "*")]
     assert refused == []
@@ -86,10 +88,40 @@ def test_rbac_grants_only_the_agents_calls_and_nothing_destructive() -> None:
     assert ("", "pods", "patch") not in granted  # the agent never edits a pod; the scheduler annotates
 
 
-def test_disabled_renders_nothing_and_node_restriction_adds_a_policy() -> None:
+def test_disabled_renders_nothing_and_node_restriction_adds_a_policy_by_default() -> None:
     assert _objects({"agent": {"enabled": False}}) == []
-    objects = _objects({"agent": {"nodeRestriction": True}})
+    objects = _objects({})
     policy = _one(objects, "ValidatingAdmissionPolicy")
     assert "authentication.kubernetes.io/node-name" in policy["spec"]["validations"][0]["expression"]
     assert _one(objects, "ValidatingAdmissionPolicyBinding")["spec"]["validationActions"] == ["Deny"]
-    assert [o for o in _objects({}) if o["kind"].startswith("ValidatingAdmissionPolicy")] == []
+    off = _objects({"agent": {"nodeRestriction": False}})
+    assert [o for o in off if o["kind"].startswith("ValidatingAdmissionPolicy")] == []
+    assert not [
+        o for o in _objects({"scheduler": {"kubeVersion": "1.29.2"}}) if o["kind"].startswith("Valid")
+    ]
+    with pytest.raises(helm.HelmError, match=r"agent\.nodeRestriction=true needs Kubernetes >= 1\.30"):
+        _objects({"agent": {"nodeRestriction": True}, "scheduler": {"kubeVersion": "1.29.2"}})
+
+
+def test_eviction_is_granted_only_for_the_evict_policy() -> None:
+    role = _one(_objects({"agent": {"vramPolicy": "evict"}}), "ClusterRole")
+    assert {"apiGroups": [""], "resources": ["pods/eviction"], "verbs": ["create"]} in role["rules"]
+
+
+def test_every_agent_container_runs_with_seccomp_a_read_only_root_and_only_cap_kill() -> None:
+    """Issue 22, Why 10: no seccomp profile; the guardian died with the agent container."""
+    pod = _one(_objects({}), "DaemonSet")["spec"]["template"]["spec"]
+    assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    (guardian,) = pod["initContainers"]
+    assert guardian["restartPolicy"] == "Always"  # a native sidecar: it outlives the agent container
+    assert guardian["args"] == ["agent", "guardian", "--fifo=/run/gpupool/guardian.fifo"]
+    agent = pod["containers"][0]
+    assert "--guardian-fifo=/run/gpupool/guardian.fifo" in agent["args"]
+    for container in (guardian, agent):
+        context = container["securityContext"]
+        assert context["readOnlyRootFilesystem"] is True and context["allowPrivilegeEscalation"] is False
+        assert context["capabilities"] == {"drop": ["ALL"], "add": ["KILL"]}
+        assert {m["mountPath"] for m in container["volumeMounts"]} >= {"/run/gpupool"}
+    without = _one(_objects({"agent": {"guardianContainer": False}}), "DaemonSet")["spec"]["template"]["spec"]
+    assert "initContainers" not in without
+    assert not any(a.startswith("--guardian-fifo") for a in without["containers"][0]["args"])

@@ -4,7 +4,9 @@ leaves no process stopped.
 A CPU-bound worker pod limited to 25 % of its fake GPU is being duty-cycled by the agent; the test
 waits until the worker is caught stopped (state T), then kills the agent — SIGKILL (the guardian
 process resumes the worker) or SIGTERM (the agent resumes it itself) — and checks the worker runs
-again at once and stays running. The agent also publishes the GPU object and the GPUNode.
+again at once and stays running. The agent also publishes the GPU object and the GPUNode. The
+guardian run as its own container (`gpupool agent guardian --fifo`) resumes what a SIGKILLed agent
+— its whole container, as far as the guardian can tell — left stopped, and serves the next agent.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ from typing import Any
 import pytest
 from kubernetes import client, config
 
+from gpupool.core.allocator.pod_record import record_annotations
+from gpupool.core.model.foreign import Pod
 from gpupool.sandbox.kubeapi import EmbeddedKubeAPI
 from gpupool_incluster.agent.deviceplugin import api_pb2 as pb
 from gpupool_incluster.agent.nvml_fake import FakeNvml
@@ -65,13 +69,16 @@ def _worker_pod(api_client: Any, *, index_resource: bool = False) -> str:
             "name": "trainer",
             "namespace": "default",
             "labels": {T + "enabled": "true"},
-            "annotations": {T + "gpu-ids": GPU0, T + "tflops-request": "20", T + "tflops-limit": "78"},
+            "annotations": {T + "tflops-request": "20", T + "tflops-limit": "78", T + "vram-limit": "4Gi"},
         },
         "spec": {"nodeName": "node-a", "containers": [{"name": "c", "image": "cuda"}]},
     }
     if index_resource:
         body["spec"]["containers"][0]["resources"] = {"limits": {T + "index_0": "1"}}  # type: ignore[index]
     created = core.create_namespaced_pod("default", body)
+    stored = Pod.model_validate(api_client.sanitize_for_serialization(created))
+    record = record_annotations(stored, "node-a", [GPU0])  # what the relay's bind writes
+    core.patch_namespaced_pod("trainer", "default", {"metadata": {"annotations": record}})
     return str(created.metadata.uid)
 
 
@@ -173,3 +180,49 @@ def test_served_device_plugin_allocates_from_the_clusters_pods(
             agent.terminate()
             agent.wait(10)
             kubelet.server.stop(0)
+
+
+_AGENT_ON_FIFO = """
+import sys, time
+from pathlib import Path
+from gpupool_incluster.agent.procs import process_start
+from gpupool_incluster.agent.throttle import Guardian
+guardian = Guardian(Path(sys.argv[1]))
+assert guardian.pid is None, "fell back to a child guardian"
+pid = int(sys.argv[2])
+guardian.record("S", pid, process_start(pid))
+print("recorded", flush=True)
+time.sleep(60)
+"""
+
+
+def test_the_guardian_container_outlives_a_killed_agent_and_serves_the_next(tmp_path: Path) -> None:
+    """Issue 22, Why 10: a killed agent container used to take the guardian with it."""
+    fifo = tmp_path / "guardian.fifo"
+    guardian = subprocess.Popen(
+        [sys.executable, "-m", "gpupool.cli.main", "agent", "guardian", "--fifo", str(fifo)]
+    )
+    try:
+        wait_for(fifo.exists, "the guardian to create its FIFO")
+        with processes(1) as (worker,):
+            for round_ in range(2):  # a second agent after the first was killed: still guarded
+                os.kill(worker.pid, signal.SIGSTOP)
+                wait_for(lambda: process_state(worker.pid) == "T", "the worker to be stopped")
+                agent = subprocess.Popen(
+                    [sys.executable, "-c", _AGENT_ON_FIFO, str(fifo), str(worker.pid)], stdout=subprocess.PIPE
+                )
+                assert agent.stdout is not None and agent.stdout.readline() == b"recorded\n", (
+                    f"round {round_}"
+                )
+                os.kill(agent.pid, signal.SIGKILL)
+                agent.wait(10)
+                wait_for(
+                    lambda: process_state(worker.pid) not in ("T", ""), f"the worker to run again ({round_})"
+                )
+                assert guardian.poll() is None
+        guardian.terminate()
+        assert guardian.wait(10) == 0
+    finally:
+        if guardian.poll() is None:
+            guardian.kill()
+            guardian.wait(5)

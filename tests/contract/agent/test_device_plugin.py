@@ -23,6 +23,7 @@ from pathlib import Path
 import grpc
 import pytest
 
+from gpupool.core.allocator.pod_record import record_annotations
 from gpupool.core.model.foreign import Pod
 from gpupool_incluster.agent.deviceplugin import api_pb2 as pb
 from gpupool_incluster.agent.deviceplugin.generate import compile_proto
@@ -36,6 +37,14 @@ UUIDS = {"gpu-aaaa": "GPU-AAAA", "gpu-bbbb": "GPU-BBBB", "gpu-cccc": "GPU-CCCC"}
 
 
 def _pod(name: str, gpus: str, *, created: str, index: str = "index_0", count: str = "1") -> Pod:
+    """A pending worker as the relay's bind leaves it: gpu-ids and the allocation record."""
+    unbound = _unbound(name, created=created, index=index, count=count)
+    record = record_annotations(unbound, "node-a", gpus.split(","))
+    notes = {**unbound.metadata.annotations, **record}
+    return unbound.model_copy(update={"metadata": unbound.metadata.model_copy(update={"annotations": notes})})
+
+
+def _unbound(name: str, *, created: str, index: str = "index_0", count: str = "1") -> Pod:
     return Pod.model_validate(
         {
             "apiVersion": "v1",
@@ -47,7 +56,6 @@ def _pod(name: str, gpus: str, *, created: str, index: str = "index_0", count: s
                 "creationTimestamp": created,
                 "labels": {T + "enabled": "true"},
                 "annotations": {
-                    T + "gpu-ids": gpus,
                     T + "tflops-request": "10",
                     T + "tflops-limit": "20",
                     T + "vram-limit": "4Gi",
@@ -74,7 +82,7 @@ def setup() -> Iterator[tuple[DevicePlugins, FakeKubelet, list[Pod]]]:
         ]
         kubelet = FakeKubelet(folder)
         plugins = DevicePlugins(
-            socket_dir=folder, pods=lambda: pods, gpus=lambda: UUIDS, devices_per_resource=8
+            socket_dir=folder, node="node-a", pods=lambda: pods, gpus=lambda: UUIDS, devices_per_resource=8
         )
         plugins.start()
         try:

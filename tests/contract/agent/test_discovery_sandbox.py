@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 from kubernetes import client, config
+from kubernetes.client.exceptions import ApiException
 
 from gpupool.core.allocator.pod_request import RequestError
 from gpupool.sandbox.kubeapi import EmbeddedKubeAPI
@@ -178,7 +179,10 @@ def test_kube_adapter_evicts_records_events_and_reads_the_pool(sandbox: Any) -> 
     assert [(e.reason, e.type, e.involved_object.name) for e in events] == [
         ("VRAMLimitExceeded", "Warning", "hog")
     ]
-    cluster.evict_pod("default", "hog")
+    with pytest.raises(ApiException) as replaced:  # a uid precondition: never a pod that replaced it
+        cluster.evict_pod("default", "hog", uid="00000000-0000-4000-8000-000000000000")
+    assert replaced.value.status == 409
+    cluster.evict_pod("default", "hog", uid=core.read_namespaced_pod("hog", "default").metadata.uid)
     left = core.list_namespaced_pod("default").items
     assert left == [] or left[0].metadata.deletion_timestamp is not None
     assert cluster.node_pool("node-a") is None

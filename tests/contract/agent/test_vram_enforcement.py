@@ -106,3 +106,4 @@ def test_dry_run_reports_and_evict_policy_evicts(tmp_path: Path) -> None:
         with running(_agent(tmp_path, evicting, vram_policy="evict")):
             wait_for(lambda: evicting.evicted == ["team/w1"], "the eviction")
         assert victim.poll() is None  # evicted through the API, not killed
+        assert evicting.evicted_uids == [pod_uid(1)]  # that very pod: a uid precondition

@@ -74,7 +74,7 @@ def test_qos_falls_back_to_pool_default_then_medium() -> None:
     assert mutate(burst)[T + "qos"] == "low"
     no_default = AdmissionContext(pools={"shared": PoolInfo("shared")}, default_pool="shared")
     assert mutate(burst, no_default)[T + "qos"] == "medium"
-    assert mutate({**burst, T + "qos": "critical"})[T + "qos"] == "critical"
+    assert mutate({**burst, T + "qos": "high"})[T + "qos"] == "high"  # explicit, within the ceiling
 
 
 def test_explicit_pool_and_isolation_are_kept() -> None:
@@ -108,6 +108,7 @@ def test_dedicated_gpu_pod_needs_no_size_annotations() -> None:
 def test_native_gpu_only_pod_becomes_whole_gpus() -> None:
     got = annotations_after(mutate_pod(pod({}, gpus=1), "team", CTX).patch, {})
     assert got[T + "compute-percent-request"] == "100" and got[T + "gpu-count"] == "1"
+    assert got[T + "dedicated-gpu"] == "true"  # whole GPUs: no tenant shares them, VRAM included
 
 
 BAD = [

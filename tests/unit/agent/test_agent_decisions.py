@@ -7,10 +7,11 @@ from decimal import Decimal
 
 import pytest
 
+from gpupool.core.allocator.pod_record import record_annotations
 from gpupool.core.model.foreign import Pod
 from gpupool_incluster.agent.compute_plan import ShareRequest, plan_targets
 from gpupool_incluster.agent.discovery import catalog_model, gpu_object_name, model_tflops
-from gpupool_incluster.agent.guardian import replay
+from gpupool_incluster.agent.guardian import replay, resume
 from gpupool_incluster.agent.procs import parse_cgroup
 from gpupool_incluster.agent.vram import VramUse, VramWatch
 from gpupool_incluster.agent.workers import Worker, shares, worker_from_pod
@@ -93,11 +94,24 @@ def test_vram_watch_evict_policy_and_bad_grace() -> None:
 
 
 def test_guardian_replay_keeps_only_pids_still_stopped() -> None:
-    assert replay(["S 10\n", "S 11\n", "C 10\n", "S 12", "bogus\n", "S x\n", "C 99\n"]) == {11, 12}
+    lines = ["S 10 500\n", "S 11 501\n", "C 10 500\n", "S 12", "bogus\n", "S x\n", "C 99\n"]
+    assert replay(lines) == {11: "501", 12: "-"}
 
 
-def _pod(annotations: dict[str, str], labels: dict[str, str] | None = None) -> Pod:
-    return Pod.model_validate(
+def test_guardian_resumes_only_pids_that_still_name_the_process_it_stopped() -> None:
+    sent: list[int] = []
+    starts = {11: "501", 12: "999", 13: None}  # 12 was reused by another process; 13 is gone
+    resumed = resume(
+        {11: "501", 12: "502", 13: "503", 14: "-"},
+        start_of=starts.get,
+        kill=lambda pid, sig: sent.append(pid),
+    )
+    assert resumed == sent == [11, 14]  # "-": the start was unknown when stopped (older agent)
+
+
+def _pod(annotations: dict[str, str], labels: dict[str, str] | None = None, *, placed: bool = True) -> Pod:
+    """A pod on node n; `placed`: with the record the relay's bind writes for its gpu-ids."""
+    unrecorded = Pod.model_validate(
         {
             "metadata": {
                 "name": "p",
@@ -109,12 +123,19 @@ def _pod(annotations: dict[str, str], labels: dict[str, str] | None = None) -> P
             "spec": {"nodeName": "n"},
         }
     )
+    ids = annotations.get("tensor-fusion.ai/gpu-ids")
+    if not placed or ids is None:
+        return unrecorded
+    notes = {**annotations, **record_annotations(unrecorded, "n", ids.split(","))}
+    return unrecorded.model_copy(
+        update={"metadata": unrecorded.metadata.model_copy(update={"annotations": notes})}
+    )
 
 
 def test_only_scheduled_tensorfusion_pods_are_workers() -> None:
     ids = {"tensor-fusion.ai/gpu-ids": "gpu-a,gpu-b"}
     worker, problem = worker_from_pod(
-        _pod({**ids, "tensor-fusion.ai/tflops-limit": "78", "tensor-fusion.ai/qos": "low"})
+        _pod({**ids, "tensor-fusion.ai/tflops-limit": "78", "tensor-fusion.ai/qos": "low"}), "n"
     )
     assert problem is None and worker is not None
     assert (worker.gpus, worker.qos, worker.tflops_limit, worker.rank) == (
@@ -123,9 +144,9 @@ def test_only_scheduled_tensorfusion_pods_are_workers() -> None:
         78_000,
         0,
     )
-    assert worker_from_pod(_pod({"tensor-fusion.ai/tflops-limit": "78"})) == (None, None)  # never placed
-    assert worker_from_pod(_pod(ids, labels={})) == (None, None)  # not a TensorFusion pod
-    none, why = worker_from_pod(_pod({**ids, "tensor-fusion.ai/vram-limit": "lots"}))
+    assert worker_from_pod(_pod({"tensor-fusion.ai/tflops-limit": "78"}), "n") == (None, None)  # never placed
+    assert worker_from_pod(_pod(ids, labels={}), "n") == (None, None)  # not a TensorFusion pod
+    none, why = worker_from_pod(_pod({**ids, "tensor-fusion.ai/vram-limit": "lots"}), "n")
     assert none is None and why is not None and "vram-limit" in why
 
 

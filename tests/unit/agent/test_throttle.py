@@ -1,7 +1,8 @@
 """The duty cycler's promises, with a recording `kill` instead of real signals: it stops and
 resumes only the pids it was given, a lifted throttle resumes at once, close() leaves nothing
-stopped, very small duties rest whole periods, dry-run signals nothing; and the compute controller
-releases a worker at once when its limit is lifted or it leaves the GPU."""
+stopped, very small duties rest whole periods, dry-run signals nothing, a pid that was reused by
+another process is never signalled; and the compute controller releases a worker at once when its
+limit is lifted or it leaves the GPU."""
 
 from __future__ import annotations
 
@@ -103,3 +104,25 @@ def test_lifting_a_limit_or_leaving_the_gpu_resumes_at_once() -> None:
         assert kill.stopped() == set() and "w" not in controller.readings
     finally:
         cycler.close()
+
+
+def test_a_reused_pid_is_rechecked_before_every_signal_and_never_signalled() -> None:
+    """Issue 22, Why 10: the cycler used to signal cached pids for up to a tick without re-checking."""
+    kill = Recorder()
+    starts = {201: "1000", 202: "2000"}
+    cycler = DutyCycler(period_s=0.02, kill=kill, identity=lambda pid: starts.get(pid))
+    cycler.start()
+    cycler.set("w", frozenset({201, 202}), 0.5)
+    deadline = time.monotonic() + 5
+    while kill.count(signal.SIGSTOP) < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    with kill.lock:
+        starts[202] = "9999"  # 202 exited and the pid now names a stranger
+        before = len(kill.calls)
+    time.sleep(0.2)
+    with kill.lock:
+        after = kill.calls[before:]
+    cycler.close()
+    assert any(pid == 201 for pid, _ in after)
+    assert not any(pid == 202 and sig == signal.SIGSTOP for pid, sig in after)
+    assert 202 not in cycler.stopped_pids()

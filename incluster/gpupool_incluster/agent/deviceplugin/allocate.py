@@ -1,14 +1,17 @@
 """What `Allocate` answers: the GPUs the scheduler chose for the pod, and its limits, as environment.
 
 Role: the kubelet calls Allocate with device IDs of one index resource but no pod identity. The
-pod is resolved among this node's pods: gpupool workers (label `tensor-fusion.ai/enabled=true`,
-annotation `tensor-fusion.ai/gpu-ids`), not finished, not allocated before, whose containers'
-limits ask for that resource with that many devices; the oldest such pod first (the kubelet admits
-pods one at a time, in order). Its GPU object names are turned into NVML UUIDs for
-`NVIDIA_VISIBLE_DEVICES`, with the limits beside them — so a container sees exactly the GPUs it was
-given. A pod that cannot be resolved, or that names a GPU this node does not have (or that is
-unusable), is refused: the kubelet then fails the pod's admission rather than start it with the
-wrong GPUs.
+pod is resolved among this node's pods that are not finished, not allocated before, and whose
+containers' limits ask for that resource with that many devices — the claimants. Only a claimant
+that carries the allocation the relay recorded when it bound it (`gpupool.io/allocation`: this
+pod's UID, this node, the GPUs, the request annotations placed) and agrees with it is a candidate;
+the oldest candidate first (the kubelet admits pods one at a time, in order). Because the kubelet
+does not say which pod it is admitting, a claimant without a valid record — a pod placed around the
+scheduler, or one whose annotations were changed — makes every Allocate for that resource and
+count refuse until it is gone: otherwise its container could be handed another pod's GPUs. Its GPU
+object names are turned into NVML UUIDs for `NVIDIA_VISIBLE_DEVICES`, with the recorded limits
+beside them — so a container sees exactly the GPUs it was given. A refused Allocate fails the pod's
+admission in the kubelet rather than start it with the wrong GPUs.
 
 Must not: call the cluster or NVML (the server passes pods and the GPU directory in).
 """
@@ -19,9 +22,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from gpupool.core.allocator.pod_record import RecordError, as_recorded, recorded_allocation
 from gpupool.core.model import constants as c
 from gpupool.core.model.foreign import Pod
-from gpupool_incluster.agent.workers import worker_from_pod
+from gpupool_incluster.agent.workers import Worker, worker_from_pod
 
 __all__ = ["AllocationRefused", "ContainerGrant", "resolve_grant"]
 
@@ -50,6 +54,18 @@ def _created(pod: Pod) -> datetime:
     return stamp if stamp is not None else datetime.min.replace(tzinfo=UTC)
 
 
+def _candidate(pod: Pod, node: str) -> tuple[Worker, Pod]:
+    """The worker a claimant is, read from its record; RecordError when it has none or disagrees."""
+    key = f"{pod.metadata.namespace or 'default'}/{pod.metadata.name}"
+    if pod.metadata.labels.get(c.LABEL_ENABLED) != "true":
+        raise RecordError(f"pod {key} is not a TensorFusion worker (no {c.LABEL_ENABLED}=true label)")
+    record = recorded_allocation(pod, node)
+    worker, problem = worker_from_pod(pod, node)
+    if worker is None:
+        raise RecordError(problem or f"pod {key} is not a worker")
+    return worker, as_recorded(pod, record)
+
+
 def resolve_grant(
     *,
     resource: str,
@@ -57,19 +73,27 @@ def resolve_grant(
     pods: Sequence[Pod],
     already_allocated: set[str],
     uuid_by_gpu: Mapping[str, str],
+    node: str,
 ) -> ContainerGrant:
-    """The grant for one container asking `device_count` devices of `resource`."""
+    """The grant for one container asking `device_count` devices of `resource` on `node`."""
     candidates = []
     for pod in pods:
-        worker, _ = worker_from_pod(pod)
-        if worker is None or worker.uid in already_allocated or pod.status.phase not in (None, "Pending"):
+        if (pod.metadata.uid or "") in already_allocated or pod.status.phase not in (None, "Pending"):
             continue
-        if _asks_for(pod, resource, device_count):
-            candidates.append((_created(pod), pod.metadata.name or "", pod, worker))
+        if not _asks_for(pod, resource, device_count):
+            continue
+        try:
+            worker, placed = _candidate(pod, node)
+        except RecordError as exc:
+            raise AllocationRefused(
+                f"{exc}; it asks for {device_count} × {resource} too, and Allocate cannot tell which "
+                "pod it is for, so it refuses until that pod is gone"
+            ) from None
+        candidates.append((_created(pod), pod.metadata.name or "", placed, worker))
     if not candidates:
         raise AllocationRefused(
             f"no pending gpupool worker on this node asks for {device_count} × {resource} "
-            "with a tensor-fusion.ai/gpu-ids annotation"
+            "with an allocation recorded by tensor-fusion-scheduler"
         )
     _, _, pod, worker = min(candidates, key=lambda item: (item[0], item[1]))
     missing = [name for name in worker.gpus if name not in uuid_by_gpu]

@@ -44,11 +44,13 @@ class DevicePlugins:
         self,
         *,
         socket_dir: Path,
+        node: str,
         pods: Callable[[], Sequence[Pod]],
         gpus: Callable[[], Mapping[str, str]],
         devices_per_resource: int = 256,
     ) -> None:
         self.socket_dir = socket_dir
+        self.node = node
         self.pods = pods
         self.gpus = gpus
         self.allocated: set[str] = set()
@@ -228,6 +230,7 @@ class IndexPlugin:
                         pods=pods,
                         already_allocated=owner.allocated | set(granted),
                         uuid_by_gpu=gpus,
+                        node=owner.node,
                     )
                 except AllocationRefused as refused:
                     log.warning("Allocate refused: %s", refused, extra={"action": "allocate-refused"})

@@ -42,7 +42,15 @@ def register(parser: argparse.ArgumentParser) -> None:
         default="/var/lib/kubelet/device-plugins",
         help="kubelet device-plugins directory, or 'off' (default /var/lib/kubelet/device-plugins)",
     )
+    run.add_argument(
+        "--guardian-fifo",
+        help="FIFO of the pod's guardian container (`gpupool agent guardian`), which outlives this one",
+    )
     run.add_argument("--proc-root", default="/proc", help=argparse.SUPPRESS)
+    guardian = sub.add_parser(
+        "guardian", help="resume what a killed agent left stopped (the agent pod's second container)"
+    )
+    guardian.add_argument("--fifo", required=True, help="the FIFO the agent writes to (created if missing)")
 
 
 def _listen(text: str) -> tuple[str, int]:
@@ -53,6 +61,12 @@ def _listen(text: str) -> tuple[str, int]:
 
 
 def run(args: argparse.Namespace) -> int:
+    if getattr(args, "agent_command", None) == "guardian":
+        if not Path(args.fifo).parent.is_dir():
+            raise UserError(f"--fifo {args.fifo}: no such directory")
+        from gpupool_incluster.agent.guardian import main
+
+        return main(["--fifo", args.fifo])
     if getattr(args, "agent_command", None) != "run":
         raise UserError("usage: gpupool agent run --node NAME [--kubeconfig FILE] [--nvml real|fake:FILE]")
     if args.kubeconfig is not None and not Path(args.kubeconfig).is_file():
@@ -78,6 +92,7 @@ def run(args: argparse.Namespace) -> int:
             vram_policy=args.vram_policy,
             vram_grace_samples=args.vram_grace,
             dry_run=args.dry_run,
+            guardian_fifo=Path(args.guardian_fifo) if args.guardian_fifo else None,
         )
     except ValueError as exc:
         raise UserError(str(exc)) from None

@@ -5,11 +5,20 @@ what the pod did not set from its `workload-profile`, fill in the GPU annotation
 (request = limit when only the limit is set; GPUResourceQuota
 single defaults; qos high when request == limit, else the pool's defaultQoS, else medium; the
 default pool; isolation soft; gpu-count from nvidia.com/gpu), validate every value, enforce the
-namespace's GPUResourceQuota, set schedulerName, drop native nvidia.com/gpu and add the
+namespace's GPUResourceQuota, bound the qos (`qos`), set schedulerName, drop native nvidia.com/gpu and add the
 `tensor-fusion.ai/index_0` extended resource the scheduler extender is registered for. In the
 production guide's progressive-migration mode, pods that keep native nvidia.com/gpu are routed to
 tensor-fusion-scheduler too, so the extender keeps them off nodes TensorFusion already uses, and
 migrated pods tolerate the `tensor-fusion.ai/used-by` taint the relay puts on those nodes.
+
+GPUs are chosen by the scheduler only: a pod that arrives with a scheduler-owned annotation
+(`tensor-fusion.ai/gpu-ids`, `gpupool.io/allocation`), or a TensorFusion pod with a preset
+`spec.nodeName`, is refused with the reason rather than stripped — stripping would admit a pod
+that runs somewhere other than its author asked, and a refusal shows in the owning controller's
+events. A worker that is not dedicated must carry a VRAM request or limit (from its annotations,
+its WorkloadProfile or the GPUResourceQuota's `single.defaultRequests|defaultLimits`): the agent
+holds a worker to its VRAM limit, and one without any would be held to nothing. Native
+nvidia.com/gpu pods become dedicated workers of whole GPUs.
 
 Must not: read the cluster (the relay passes pools, quota, usage and replica counts in), or
 create anything: a denial changes nothing.
@@ -25,8 +34,10 @@ from pydantic import ValidationError
 
 from gpupool.core.admission.errors import Denial
 from gpupool.core.admission.profile import apply_workload_profile
+from gpupool.core.admission.qos import bound_qos, qos_ceiling
 from gpupool.core.admission.quota import check_quota
 from gpupool.core.admission.review import pointer
+from gpupool.core.allocator.pod_record import SCHEDULER_OWNED
 from gpupool.core.allocator.pod_request import RequestError, request_from_pod
 from gpupool.core.allocator.quota import QuotaUsage
 from gpupool.core.model import constants as c
@@ -173,6 +184,17 @@ def _default_request_to_limit(notes: dict[str, str]) -> None:
             notes[limit_key] = notes[request_key]
 
 
+def _refuse_scheduler_owned(pod: Pod) -> None:
+    """GPUs are chosen by the scheduler: a pod may not arrive naming its own."""
+    for key in SCHEDULER_OWNED:
+        if key in pod.metadata.annotations:
+            raise Denial(
+                f"annotation {key} is written by {c.SCHEDULER_NAME} when it binds the pod, never by "
+                "its author: remove it (the scheduler chooses the GPUs; gpu-indices or gpu-model "
+                "constrain its choice)"
+            )
+
+
 def _enabled_here(pod: Pod, ctx: AdmissionContext, notes: list[str]) -> bool:
     if pod.metadata.labels.get(c.LABEL_ENABLED) != "true":
         return False
@@ -200,9 +222,16 @@ def mutate_pod(raw: Mapping[str, Any], namespace: str, ctx: AdmissionContext) ->
         pod = Pod.model_validate(raw)
     except ValidationError as exc:
         raise Denial(f"pod object is not readable: {exc.errors()[0].get('msg', exc)}") from None
+    _refuse_scheduler_owned(pod)
     notes_out: list[str] = []
     if not _enabled_here(pod, ctx, notes_out):
         return _route_native(raw, pod, ctx, notes_out)
+    if pod.spec.node_name:
+        raise Denial(
+            f"spec.nodeName is preset to {pod.spec.node_name!r}: a TensorFusion pod is placed by "
+            f"{c.SCHEDULER_NAME}, which chooses its node and GPUs; remove spec.nodeName "
+            "(use nodeSelector or node affinity to constrain it)"
+        )
     notes = dict(pod.metadata.annotations)
     profile = apply_workload_profile(notes, ctx.workload_profiles, namespace=namespace)
     if profile is not None:
@@ -220,7 +249,15 @@ def mutate_pod(raw: Mapping[str, Any], namespace: str, ctx: AdmissionContext) ->
                 "and vram-request|limit"
             )
         notes[c.ANNOTATION_COMPUTE_PERCENT_REQUEST] = notes[c.ANNOTATION_COMPUTE_PERCENT_LIMIT] = "100"
+        notes[c.ANNOTATION_DEDICATED_GPU] = "true"
+        dedicated = True
         notes_out.append(f"no GPU annotations: {native} whole GPU(s) from nvidia.com/gpu")
+    if not dedicated and c.ANNOTATION_VRAM_REQUEST not in notes:
+        raise Denial(
+            "pod asks for no VRAM: set tensor-fusion.ai/vram-request|limit (or give the namespace's "
+            "GPUResourceQuota single.defaultRequests.vram); a worker sharing a GPU is held to its "
+            "VRAM limit, and one without any would be held to nothing"
+        )
     if native and c.ANNOTATION_GPU_COUNT not in notes:
         notes[c.ANNOTATION_GPU_COUNT] = str(native)
     pool = notes.get(c.ANNOTATION_GPU_POOL) or ctx.default_pool
@@ -230,7 +267,8 @@ def mutate_pod(raw: Mapping[str, Any], namespace: str, ctx: AdmissionContext) ->
         raise Denial(f"GPU pool {pool!r} does not exist (known pools: {', '.join(sorted(ctx.pools))})")
     notes[c.ANNOTATION_GPU_POOL] = pool
     notes.setdefault(c.ANNOTATION_ISOLATION, c.DEFAULT_ISOLATION)
-    if c.ANNOTATION_QOS not in notes:
+    explicit_qos = c.ANNOTATION_QOS in notes
+    if not explicit_qos:
         balanced = all(
             notes.get(request_key) == notes.get(limit_key)
             for request_key, limit_key in (
@@ -241,6 +279,11 @@ def mutate_pod(raw: Mapping[str, Any], namespace: str, ctx: AdmissionContext) ->
         )
         pool_info = ctx.pools.get(pool)
         notes[c.ANNOTATION_QOS] = "high" if balanced else (pool_info and pool_info.default_qos) or "medium"
+    ceiling = qos_ceiling(ctx.quota)
+    bounded = bound_qos(notes[c.ANNOTATION_QOS], ceiling, explicit=explicit_qos, namespace=namespace)
+    if bounded != notes[c.ANNOTATION_QOS]:
+        notes_out.append(f"qos {notes[c.ANNOTATION_QOS]} lowered to {bounded}, the namespace's ceiling")
+        notes[c.ANNOTATION_QOS] = bounded
     candidate = pod.model_copy(
         update={"metadata": pod.metadata.model_copy(update={"annotations": notes, "namespace": namespace})}
     )

@@ -57,7 +57,7 @@ def _eviction(
 ) -> Answer:
     if request.method != "POST":
         raise errors.method_not_allowed(f"{request.method} is not supported on pods/eviction")
-    return 201, cluster.evict(namespace, name, request.options)
+    return 201, cluster.evict(namespace, name, request.options, body=request.body)
 
 
 # (plural, subresource) → handler. A module that adds a subresource adds one line here.

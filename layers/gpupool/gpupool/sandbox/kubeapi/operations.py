@@ -295,5 +295,9 @@ class ApiOperations:
             self.store, self.clock, namespace, name, body, dry_run=bool(options and options.dry_run)
         )
 
-    def evict(self, namespace: str, name: str, options: WriteOptions | None = None) -> JsonObject:
-        return pods.evict(self.store, namespace, name, dry_run=bool(options and options.dry_run))
+    def evict(
+        self, namespace: str, name: str, options: WriteOptions | None = None, *, body: Any = None
+    ) -> JsonObject:
+        preconditions = ((body or {}).get("deleteOptions") or {}).get("preconditions") or {}
+        uid = preconditions.get("uid") or None
+        return pods.evict(self.store, namespace, name, dry_run=bool(options and options.dry_run), uid=uid)

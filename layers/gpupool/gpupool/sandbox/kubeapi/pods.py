@@ -55,10 +55,16 @@ def _success(code: int) -> JsonObject:
     return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": code}
 
 
-def evict(store: Store, namespace: str, name: str, *, dry_run: bool = False) -> JsonObject:
-    """`pods/eviction`: delete the pod unless a matching PodDisruptionBudget forbids it (429)."""
+def evict(
+    store: Store, namespace: str, name: str, *, dry_run: bool = False, uid: str | None = None
+) -> JsonObject:
+    """`pods/eviction`: delete the pod unless a matching PodDisruptionBudget forbids it (429), or
+    the Eviction's `deleteOptions.preconditions.uid` names another pod (409 Conflict, as the API
+    server's eviction REST passes its deleteOptions to the delete)."""
     with store.lock:
         pod = store.get(PODS, namespace, name)
+        if uid is not None and uid != metadata(pod).get("uid"):
+            raise errors.conflict("", "pods", name)
         labels = metadata(pod).get("labels") or {}
         if _healthy(pod):
             for pdb_entry in store.entries(PDBS, namespace)[0]:

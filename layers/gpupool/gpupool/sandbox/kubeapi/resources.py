@@ -240,6 +240,21 @@ MORE_TYPES: tuple[ResourceType, ...] = (
         "ValidatingWebhookConfiguration",
         namespaced=False,
     ),
+    # Stored, not enforced: the sandbox runs no admission policies (the chart's are evaluated in
+    # tests/unit/test_chart_pod_guard.py).
+    _kind(
+        "admissionregistration.k8s.io",
+        "validatingadmissionpolicies",
+        "ValidatingAdmissionPolicy",
+        namespaced=False,
+        has_status=True,
+    ),
+    _kind(
+        "admissionregistration.k8s.io",
+        "validatingadmissionpolicybindings",
+        "ValidatingAdmissionPolicyBinding",
+        namespaced=False,
+    ),
     _kind("apiregistration.k8s.io", "apiservices", "APIService", namespaced=False, has_status=True),
     # Answered, not stored (`reviews`, through endpoints.CREATE_ONLY_HANDLERS).
     _kind("authentication.k8s.io", "tokenreviews", "TokenReview", namespaced=False, verbs=("create",)),
