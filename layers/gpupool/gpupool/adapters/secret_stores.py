@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import base64
 import binascii
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from gpupool.adapters.ecs_api import EcsCredentials
+if TYPE_CHECKING:
+    from gpupool.adapters.ecs_api import EcsCredentials
 
 __all__ = ["KMS_API_VERSION", "SecretUnavailable", "aws_secret_string", "kms_secret_data"]
 
