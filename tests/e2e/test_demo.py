@@ -117,7 +117,10 @@ def test_a_node_that_never_joins_is_failed_terminated_and_replaced(monkeypatch: 
     modules = {name: load_function(name) for name in FUNCTIONS}
     with DemoWorld() as world:
         deps = replace(build_aws_deps(world.environ), clock=world.clock, new_suffix=world.new_suffix)
-        handlers = {name: load_handler(module, lambda: deps) for name, module in modules.items()}
+        handlers = {
+            name: load_handler(module, lambda: deps, environ=world.environ)
+            for name, module in modules.items()
+        }
 
         def invoke(function: str, event: Mapping[str, Any]) -> Mapping[str, Any]:
             return call_handler(handlers[function], event)
@@ -146,7 +149,10 @@ def test_the_simulated_kubelet_registers_what_a_real_node_and_its_agent_would() 
     modules = {name: load_function(name) for name in FUNCTIONS}
     with DemoWorld() as world:
         deps = replace(build_aws_deps(world.environ), clock=world.clock, new_suffix=world.new_suffix)
-        handlers = {name: load_handler(module, lambda: deps) for name, module in modules.items()}
+        handlers = {
+            name: load_handler(module, lambda: deps, environ=world.environ)
+            for name, module in modules.items()
+        }
 
         def invoke(function: str, event: Mapping[str, Any]) -> Mapping[str, Any]:
             return call_handler(handlers[function], event)

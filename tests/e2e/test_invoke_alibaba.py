@@ -9,7 +9,13 @@ handled or deliberately ignored); one timer event delivered 10 times → exactly
 first plan launched, counted with DescribeInstances through the SDK, one claim each; the
 simulated kubelet (`gpupool demo --join-nodes D/env --cloud alibaba`) registers their nodes and
 `bind` binds every claim; `--dry-run` changes nothing; the prepared cluster names
-`computingVendor.type: alibaba`; an env file without Alibaba settings → exit 2, one line.
+`computingVendor.type: alibaba`; an env file without Alibaba settings → exit 2, one line. The FC
+HTTP samples run as s.yaml deploys the functions (GPUPOOL_HTTP_AUTH=fc-signature: their
+Content-Md5 is the body's). Relay authentication through the real command (issue 22): an FC HTTP
+event with no secret set is refused and changes nothing; signed with the right secret (given in
+the `--env` file) it is handled once, its replay is acknowledged as a duplicate and not acted
+on, its delivery record a Lease in the sandbox's API server; a signature that is only a prefix
+of the digest (`v1=` alone, or most of the digest) is refused.
 """
 
 from __future__ import annotations
@@ -27,8 +33,10 @@ from kubernetes import client, config
 
 from gpupool.adapters.ecs import EcsCompute
 from gpupool.adapters.ecs_api import EcsCredentials, SdkEcsApi, sdk_client
+from gpupool.adapters.kube_deliveries import LABEL_RECORD
 from gpupool.cli.commands.invoke import read_env_file
 from gpupool.cli.main import main
+from gpupool.core.intake.signature import SIGNATURE_HEADER, sign_body
 from gpupool.sandbox.files import SandboxFiles
 from gpupool.sandbox.lifecycle import SandboxInfo, run_foreground
 
@@ -147,8 +155,9 @@ SAMPLES = sorted(path.stem for path in EVENTS.glob("*.json"))
 
 
 def test_every_alibaba_sample_runs_through_invoke(
-    sandbox: Sandbox, capsys: pytest.CaptureFixture[str]
+    sandbox: Sandbox, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setenv("GPUPOOL_HTTP_AUTH", "fc-signature")  # as s.yaml deploys them
     owners = {
         "fc-http-pod-unschedulable": "launch",
         "fc-http-pool-manual-compaction": "compact",
@@ -169,3 +178,88 @@ def test_an_env_without_alibaba_settings_is_a_clear_exit_2(
     code = main(["invoke", "launch", str(EVENTS / "fc-timer.json"), "--cloud", "alibaba", "--env", str(env)])
     err = capsys.readouterr().err
     assert code == 2 and "ALIBABA_CLOUD_REGION_ID" in err and "Traceback" not in err
+
+
+# ---- relay authentication through the real command ----------------------------------------------
+SECRET = "relay-hmac-secret"
+RELAY_VARIABLES = ("GPUPOOL_HTTP_AUTH", "GPUPOOL_RELAY_HMAC_SECRET", "GPUPOOL_RELAY_HMAC_SECRET_ID")
+
+
+def _event_file(tmp_path: Path, sample: str, *, secret: str | None, signature: str | None = None) -> Path:
+    """The sample as the relay would send it now: HMAC-signed with `secret` (or `signature` as given)."""
+    event = json.loads((EVENTS / f"{sample}.json").read_text())
+    if secret is not None:
+        headers = sign_body(secret.encode(), event["body"].encode(), timestamp=int(time.time()))
+        if signature is not None:
+            headers[SIGNATURE_HEADER] = signature
+        event["headers"] = {**event["headers"], **headers}
+    path = tmp_path / f"{sample}-{secret is not None}-{signature}.json"
+    path.write_text(json.dumps(event))
+    return path
+
+
+def _text_invoke(
+    capsys: pytest.CaptureFixture[str], env: Path, function: str, event: Path
+) -> tuple[int, str]:
+    capsys.readouterr()
+    code = main(["invoke", function, str(event), "--cloud", "alibaba", "--env", str(env)])
+    captured = capsys.readouterr()
+    return code, captured.out + captured.err
+
+
+def test_fc_http_events_unsigned_are_refused_signed_are_handled_once_and_a_replay_is_not_acted_on(
+    sandbox: Sandbox, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in RELAY_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    env = read_env_file(sandbox.env)
+    leases = client.CoordinationV1Api(config.new_client_from_config(config_file=env["KUBECONFIG"]))  # type: ignore[no-untyped-call]
+
+    def records() -> list[str]:
+        listed = leases.list_namespaced_lease("default", label_selector=f"{LABEL_RECORD}=delivery")
+        return [item.metadata.name for item in listed.items]
+
+    unsigned = _event_file(tmp_path, "fc-http-pod-unschedulable", secret=None)
+    code, out = _text_invoke(capsys, sandbox.env, "launch", unsigned)
+    assert code == 1 and "refused" in out and "no relay HMAC secret" in out, out
+    assert sandbox.claims() == [] and sandbox.compute.list_managed() == [] and records() == []
+
+    with_secret = tmp_path / "env"
+    with_secret.write_text(sandbox.env.read_text() + f"GPUPOOL_RELAY_HMAC_SECRET={SECRET}\n")
+    signed = _event_file(tmp_path, "fc-http-pod-unschedulable", secret=SECRET)
+    code, out = _text_invoke(capsys, with_secret, "launch", signed)
+    assert code == 0 and "launch ← reconcile: handled" in out, out
+    assert "apply-pool" in out and sandbox.claims() == [] and len(records()) == 1  # it made the pool
+    code, out = _text_invoke(capsys, with_secret, "launch", signed)  # the captured delivery, sent again
+    assert code == 0 and "launch ← reconcile: duplicate" in out, out
+    assert "plan: 0 action(s)" in out and "why:" not in out, "a duplicate reaches no service"
+    assert sandbox.claims() == [] and sandbox.compute.list_managed() == [] and len(records()) == 1
+
+    wrong = _event_file(tmp_path, "fc-http-pod-unschedulable", secret="another-secret")
+    assert _text_invoke(capsys, with_secret, "launch", wrong)[0] == 1 and sandbox.claims() == []
+    fresh = json.loads(signed.read_text())  # a new delivery (another event id), signed: acted on
+    body = json.loads(fresh["body"]) | {"id": "relay-0002-pod-unschedulable"}
+    fresh["body"] = json.dumps(body)
+    fresh["headers"] |= sign_body(SECRET.encode(), fresh["body"].encode(), timestamp=int(time.time()))
+    (tmp_path / "fresh.json").write_text(json.dumps(fresh))
+    code, out = _text_invoke(capsys, with_secret, "launch", tmp_path / "fresh.json")
+    assert code == 0 and "launch ← reconcile: handled" in out and "why:" in out and len(records()) == 2, out
+
+
+@pytest.mark.parametrize("keep", [len("v1="), len("v1=") + 63], ids=["v1= alone", "a prefix of the digest"])
+def test_a_signature_that_is_a_prefix_of_the_digest_is_refused(
+    keep: int, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No API server is needed: the refusal comes before the function builds anything."""
+    for name in RELAY_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    env = tmp_path / "env"
+    env.write_text(
+        "GPUPOOL_CLUSTER_NAME=tensor-fusion\nALIBABA_CLOUD_REGION_ID=cn-hangzhou\nKUBECONFIG=/nowhere\n"
+        f"GPUPOOL_HTTP_AUTH=hmac\nGPUPOOL_RELAY_HMAC_SECRET={SECRET}\n"
+    )
+    event = json.loads((EVENTS / "fc-http-pool-manual-compaction.json").read_text())
+    digest = sign_body(SECRET.encode(), event["body"].encode(), timestamp=int(time.time()))[SIGNATURE_HEADER]
+    forged = _event_file(tmp_path, "fc-http-pool-manual-compaction", secret=SECRET, signature=digest[:keep])
+    code, out = _text_invoke(capsys, env, "compact", forged)
+    assert code == 1 and "refused" in out and "does not match" in out, out

@@ -10,7 +10,9 @@ launched, counted in moto, one claim each; the simulated kubelet (`gpupool demo 
 registers their nodes and `bind` binds every claim; `--dry-run` plans and changes nothing; a
 JSON object that is no event → exit 0 with the ignore reason, nothing changed; missing /
 non-JSON / non-object event files, unknown functions and bad env files → exit 2 with one
-line and no traceback.
+line and no traceback. The Function URL sample runs as template.yaml deploys the functions
+(GPUPOOL_HTTP_AUTH=aws-iam, the relay's role the sample's caller); with no relay authentication
+configured, or another caller, the same request is refused (exit 1) before anything is built.
 """
 
 from __future__ import annotations
@@ -38,6 +40,11 @@ from gpupool.sandbox.lifecycle import SandboxInfo, run_foreground
 REPO = Path(__file__).resolve().parents[2]
 SCHEDULE_EVENT = REPO / "events" / "aws" / "scheduled-event.json"
 NODE_JOINED_EVENT = REPO / "events" / "aws" / "function-url-node-joined.json"
+# As template.yaml deploys the functions; the samples' caller is a session of this role.
+RELAY_AUTH = {
+    "GPUPOOL_HTTP_AUTH": "aws-iam",
+    "GPUPOOL_RELAY_PRINCIPAL": "arn:aws:iam::123456789012:role/gpupool-relay",
+}
 
 
 @dataclass
@@ -145,8 +152,10 @@ def test_ten_deliveries_of_one_schedule_event_launch_exactly_what_the_plan_needs
 
 
 def test_nodes_the_simulated_kubelet_registers_get_bound_by_the_bind_function(
-    sandbox: Sandbox, capsys: pytest.CaptureFixture[str]
+    sandbox: Sandbox, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    for name, value in RELAY_AUTH.items():
+        monkeypatch.setenv(name, value)
     code, _, _ = _launch(capsys, sandbox, SCHEDULE_EVENT)
     assert code == 0
     claims = sandbox.names("gpunodeclaims")
@@ -192,8 +201,10 @@ def test_dry_run_prints_the_plan_and_changes_nothing(
 
 
 def test_an_object_that_is_no_event_is_ignored_with_its_reason(
-    sandbox: Sandbox, capsys: pytest.CaptureFixture[str], tmp_path: Path
+    sandbox: Sandbox, capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    for name, value in RELAY_AUTH.items():
+        monkeypatch.setenv(name, value)
     event = tmp_path / "odd.json"
     event.write_text(json.dumps({"detail-type": "Something Else", "source": "aws.ec2", "id": "x-1"}))
     code, out, _ = _launch(capsys, sandbox, event, "--json")
@@ -215,6 +226,31 @@ def test_an_object_that_is_no_event_is_ignored_with_its_reason(
     )
     assert code == 0
     assert any("bind function" in reason for reason in json.loads(out)["plan"]["reasons"])
+
+
+@pytest.mark.parametrize(
+    "environ",
+    [{}, {**RELAY_AUTH, "GPUPOOL_RELAY_PRINCIPAL": "arn:aws:iam::123456789012:role/someone-else"}],
+    ids=["nothing configured", "another principal"],
+)
+def test_a_function_url_call_the_deployment_does_not_trust_is_refused(
+    environ: dict[str, str],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for name in ("GPUPOOL_HTTP_AUTH", "GPUPOOL_RELAY_PRINCIPAL", "GPUPOOL_RELAY_HMAC_SECRET"):
+        monkeypatch.delenv(name, raising=False)
+    env = tmp_path / "env"  # no endpoint at all: a refusal builds nothing
+    lines = {
+        "GPUPOOL_CLUSTER_NAME": "tensor-fusion",
+        "AWS_REGION": "us-east-1",
+        "KUBECONFIG": "/nowhere",
+        **environ,
+    }
+    env.write_text("".join(f"{key}={value}\n" for key, value in lines.items()))
+    code, out, err = _invoke(capsys, "bind", str(NODE_JOINED_EVENT), "--env", str(env))
+    assert code == 1 and "bind ← event: refused" in out and "Traceback" not in err, out
 
 
 @pytest.mark.parametrize(

@@ -3,11 +3,17 @@
 Covers: each events/alibaba sample reaches the right function's service as the right cause, and
 a sample for another function is ignored without building deps; HTTP-trigger answers 200 / 400 /
 503, retryable outcomes raise (FC's async retry and failure destination take over); the FC
-context's STS credentials reach the deps; the HMAC check on both HTTP entry points (FC HTTP
-trigger and Lambda Function URL): with GPUPOOL_RELAY_HMAC_SECRET set, unsigned, wrongly signed
-and stale requests get 401 and neither deps nor the service are touched, a signed one passes;
-module import pulls in no SDK; the real services behind the FC handler on the service fakes;
-and no bytes at all make a handler raise (hypothesis).
+context's STS credentials reach the deps; who the HTTP entry points trust, on both (FC HTTP
+trigger and Lambda Function URL): nothing configured refuses every call (a forged manual
+compaction included); in ``hmac`` mode unsigned, wrongly signed, stale, prefix-of-the-digest and
+body-swapped requests get 401 and neither deps nor the service are touched, a signed one passes;
+``fc-signature`` checks the signed Content-MD5 against the body; ``aws-iam`` takes only the
+relay's principal; a platform mode of the other cloud, or an unknown one, refuses every call; a
+secret store that cannot be read is a 503; a replayed delivery is acknowledged and not acted on,
+one another invocation holds is a 503, one that failed retryably is acted on when retried, and
+an unreachable ledger or deps without one refuse; module import pulls in no SDK; the real
+services behind the FC handler on the service fakes; and no bytes at all make a handler raise
+(hypothesis).
 """
 
 from __future__ import annotations
@@ -35,18 +41,28 @@ from gpupool.core.intake.causes import (
     Reconcile,
     Sweep,
 )
-from gpupool.core.intake.signature import sign_body
+from gpupool.core.intake.signature import SIGNATURE_HEADER, content_md5, sign_body
 from gpupool.handlers import common, fc
+from gpupool.handlers.relay_auth import (
+    HMAC_SECRET_ID_VARIABLE,
+    HMAC_SECRET_VARIABLE,
+    HTTP_AUTH_VARIABLE,
+    RELAY_PRINCIPAL_VARIABLE,
+)
 from gpupool.service.errors import Throttled
 from gpupool.service.outcome import Outcome
 from tests.service.test_handlers import APPS as LAMBDA_APPS
-from tests.service.test_handlers import DepsFactory, StubService
+from tests.service.test_handlers import RELAY_AUTH as LAMBDA_AUTH
+from tests.service.test_handlers import RELAY_ROLE, DepsFactory, StubService
 from tests.service.test_handlers import event as aws_event
 
 ROOT = Path(__file__).resolve().parents[2]
 EVENTS = ROOT / "events" / "alibaba"
 FUNCTIONS = ("launch", "bind", "compact")
 SECRET = "relay-shared-secret"
+# As s.yaml deploys the functions: authType function, the function checks the signed Content-MD5.
+FC_AUTH = {HTTP_AUTH_VARIABLE: "fc-signature"}
+HMAC_AUTH = {HTTP_AUTH_VARIABLE: "hmac", HMAC_SECRET_VARIABLE: SECRET}
 
 
 def _load(path: Path, name: str) -> ModuleType:
@@ -66,8 +82,20 @@ def raw(name: str) -> bytes:
     return (EVENTS / f"{name}.json").read_bytes()
 
 
-def fc_handler(function: str, service: StubService, factory: DepsFactory | None = None) -> Any:
-    return APPS[function].make_handler(factory or DepsFactory(), service=lambda: service)
+def fc_handler(
+    function: str,
+    service: StubService,
+    factory: DepsFactory | None = None,
+    *,
+    environ: dict[str, str] | None = None,
+    dry_run: bool = False,
+) -> Any:
+    return APPS[function].make_handler(
+        factory or DepsFactory(),
+        service=lambda: service,
+        environ=FC_AUTH if environ is None else environ,
+        dry_run=dry_run,
+    )
 
 
 ROUTED = [
@@ -152,7 +180,7 @@ def test_the_fc_context_credentials_reach_the_ecs_client() -> None:
     assert "s3cret" not in repr(seen[0])
 
 
-# ---- HMAC on both HTTP entry points -----------------------------------------------------------
+# ---- who the HTTP entry points trust -------------------------------------------------------------
 def _signed(request: dict[str, Any], *, secret: str = SECRET, at: float | None = None) -> dict[str, Any]:
     body = request["body"].encode()
     headers = sign_body(secret.encode(), body, timestamp=int(at if at is not None else time.time()))
@@ -164,67 +192,275 @@ def _fc_request(name: str) -> dict[str, Any]:
     return loaded
 
 
+def _lambda_handler(service: StubService, factory: DepsFactory, environ: dict[str, str]) -> Any:
+    return LAMBDA_APPS["bind"].make_handler(factory, service=lambda: service, environ=environ)
+
+
 ENTRY_POINTS = [
     (
         "fc",
-        lambda service, factory: fc_handler("bind", service, factory),
+        lambda service, factory, environ: fc_handler("bind", service, factory, environ=environ),
         lambda: _fc_request("fc-http-node-ready"),
     ),
-    (
-        "lambda",
-        lambda service, factory: LAMBDA_APPS["bind"].make_handler(factory, service=lambda: service),
-        lambda: aws_event("function-url-node-ready"),
-    ),
+    ("lambda", _lambda_handler, lambda: aws_event("function-url-node-ready")),
 ]
+ENTRY_IDS = [e[0] for e in ENTRY_POINTS]
+
+
+def _digest_prefix(request: dict[str, Any], keep: int) -> dict[str, Any]:
+    signed = _signed(request)
+    return {
+        **signed,
+        "headers": {**signed["headers"], SIGNATURE_HEADER: signed["headers"][SIGNATURE_HEADER][:keep]},
+    }
+
+
 REFUSED = {
     "unsigned": lambda request: request,
     "wrong secret": lambda request: _signed(request, secret="another-secret"),
     "stale": lambda request: _signed(request, at=time.time() - 600),
     "body changed after signing": lambda request: {**_signed(request), "body": request["body"] + " "},
+    "v1= alone": lambda request: _digest_prefix(request, len("v1=")),
+    "a prefix of the digest": lambda request: _digest_prefix(request, len("v1=") + 40),
 }
 
 
-@pytest.mark.parametrize("entry", ENTRY_POINTS, ids=[e[0] for e in ENTRY_POINTS])
+@pytest.mark.parametrize("entry", ENTRY_POINTS, ids=ENTRY_IDS)
 @pytest.mark.parametrize("case", list(REFUSED))
-def test_a_badly_signed_relay_call_is_a_401_and_changes_nothing(
-    entry: Any, case: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv(common.HMAC_SECRET_VARIABLE, SECRET)
+def test_a_badly_signed_relay_call_is_a_401_and_changes_nothing(entry: Any, case: str) -> None:
     _, make, request = entry
     service, factory = StubService(), DepsFactory()
-    response = make(service, factory)(REFUSED[case](request()), None)
+    response = make(service, factory, HMAC_AUTH)(REFUSED[case](request()), None)
     assert response["statusCode"] == 401, case
     assert json.loads(response["body"])["error"]
     assert SECRET not in response["body"]
     assert service.calls == [] and factory.built == 0
 
 
-@pytest.mark.parametrize("entry", ENTRY_POINTS, ids=[e[0] for e in ENTRY_POINTS])
-def test_a_signed_relay_call_is_handled(entry: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(common.HMAC_SECRET_VARIABLE, SECRET)
+@pytest.mark.parametrize("entry", ENTRY_POINTS, ids=ENTRY_IDS)
+def test_a_signed_relay_call_is_handled(entry: Any) -> None:
     _, make, request = entry
     service = StubService()
-    assert make(service, DepsFactory())(_signed(request()), None)["statusCode"] == 200
+    assert make(service, DepsFactory(), HMAC_AUTH)(_signed(request()), None)["statusCode"] == 200
     assert len(service.calls) == 1
 
 
-def test_a_signed_base64_body_is_checked_on_its_decoded_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(common.HMAC_SECRET_VARIABLE, SECRET)
+def test_a_signed_base64_body_is_checked_on_its_decoded_bytes() -> None:
     signed = _signed(_fc_request("fc-http-node-ready"))
     signed["body"] = base64.b64encode(signed["body"].encode()).decode()
     signed["isBase64Encoded"] = True
     service = StubService()
-    assert fc_handler("bind", service)(json.dumps(signed).encode(), None)["statusCode"] == 200
+    handler = fc_handler("bind", service, environ=HMAC_AUTH)
+    assert handler(json.dumps(signed).encode(), None)["statusCode"] == 200
 
 
-def test_without_a_secret_events_that_are_not_http_are_never_asked_for_a_signature(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setenv(common.HMAC_SECRET_VARIABLE, SECRET)
+def test_events_that_are_not_http_are_never_asked_for_a_signature_and_http_without_a_secret_is_refused() -> (
+    None
+):
     service = StubService()
-    assert fc_handler("bind", service)(raw("ecs-preemptible-interruption"), None)["status"] == "handled"
-    monkeypatch.delenv(common.HMAC_SECRET_VARIABLE)
-    assert fc_handler("bind", service)(raw("fc-http-node-ready"), None)["statusCode"] == 200
+    assert (
+        fc_handler("bind", service, environ=HMAC_AUTH)(raw("ecs-preemptible-interruption"), None)["status"]
+        == "handled"
+    )
+    no_secret = {HTTP_AUTH_VARIABLE: "hmac"}
+    response = fc_handler("bind", service, environ=no_secret)(raw("fc-http-node-ready"), None)
+    assert response["statusCode"] == 401 and "no relay HMAC secret" in json.loads(response["body"])["error"]
+    assert len(service.calls) == 1  # the EventBridge event only
+
+
+@pytest.mark.parametrize("entry", ENTRY_POINTS, ids=ENTRY_IDS)
+def test_with_no_relay_authentication_configured_every_http_call_is_refused(entry: Any) -> None:
+    _, make, request = entry
+    service, factory = StubService(), DepsFactory()
+    response = make(service, factory, {})(request(), None)
+    assert response["statusCode"] == 401, "fail closed: nothing configured trusts nobody"
+    assert service.calls == [] and factory.built == 0
+
+
+def test_a_forged_manual_compaction_on_an_unconfigured_trigger_is_refused() -> None:
+    """Issue 22, Why 2: with the secret unset the check was skipped and this was handled."""
+    forged = _fc_request("fc-http-pool-manual-compaction")
+    forged["headers"] = {"Content-Type": "application/cloudevents+json"}  # no signature of any kind
+    for environ in ({}, {HMAC_SECRET_VARIABLE: ""}, {HTTP_AUTH_VARIABLE: "hmac", HMAC_SECRET_VARIABLE: ""}):
+        service, factory = StubService(), DepsFactory()
+        response = fc_handler("compact", service, factory, environ=environ)(json.dumps(forged).encode(), None)
+        assert response["statusCode"] == 401 and service.calls == [] and factory.built == 0, environ
+
+
+def _with_md5(request: dict[str, Any], value: str | None) -> dict[str, Any]:
+    headers = {k: v for k, v in request["headers"].items() if k.lower() != "content-md5"}
+    if value is not None:
+        headers["Content-Md5"] = value
+    return {**request, "headers": headers}
+
+
+def test_fc_signature_mode_acts_only_on_the_body_the_signed_content_md5_names() -> None:
+    request = _fc_request("fc-http-node-ready")
+    assert request["headers"]["Content-Md5"] == content_md5(request["body"].encode())
+    swapped = request["body"].replace("pool-a-claim-x7k2p", "pool-b-claim-other")
+    cases = {
+        "no Content-MD5": (_with_md5(request, None), 401),
+        "another body under the signed Content-MD5": ({**request, "body": swapped}, 401),
+        "a Content-MD5 that is not the body's": (_with_md5(request, content_md5(b"{}")), 401),
+        "the signed body": (request, 200),
+        "its header name in any case": (_with_md5(request, content_md5(request["body"].encode())), 200),
+    }
+    for case, (sent, status) in cases.items():
+        service, factory = StubService(), DepsFactory()
+        response = fc_handler("bind", service, factory)(json.dumps(sent).encode(), None)
+        assert response["statusCode"] == status, case
+        assert len(service.calls) == (status == 200) and factory.built == (status == 200), case
+
+
+def test_aws_iam_mode_takes_only_the_relay_principal() -> None:
+    request = aws_event("function-url-node-ready")
+    context = request["requestContext"]
+    iam = context["authorizer"]["iam"]
+
+    def calling_as(user_arn: str) -> dict[str, Any]:
+        return {**request, "requestContext": {**context, "authorizer": {"iam": {**iam, "userArn": user_arn}}}}
+
+    no_authorizer = {**request, "requestContext": {k: v for k, v in context.items() if k != "authorizer"}}
+    path_role = {**LAMBDA_AUTH, RELAY_PRINCIPAL_VARIABLE: "arn:aws:iam::123456789012:role/ops/gpupool-relay"}
+    cases = {
+        "the relay's session": (request, LAMBDA_AUTH, 200),
+        "another role": (calling_as("arn:aws:sts::123456789012:assumed-role/admin/s"), LAMBDA_AUTH, 401),
+        "the role's name in another account": (
+            calling_as("arn:aws:sts::210987654321:assumed-role/gpupool-relay/s"),
+            LAMBDA_AUTH,
+            401,
+        ),
+        "no IAM caller (AuthType NONE)": (no_authorizer, LAMBDA_AUTH, 401),
+        "no principal configured": (request, {HTTP_AUTH_VARIABLE: "aws-iam"}, 401),
+        "the principal as a path-qualified role": (request, path_role, 200),
+    }
+    for case, (sent, environ, status) in cases.items():
+        service, factory = StubService(), DepsFactory()
+        response = _lambda_handler(service, factory, environ)(sent, None)
+        assert response["statusCode"] == status, case
+        assert len(service.calls) == (status == 200), case
+    assert iam["userArn"].startswith("arn:aws:sts::123456789012:assumed-role/gpupool-relay/")
+    assert LAMBDA_AUTH[RELAY_PRINCIPAL_VARIABLE] == RELAY_ROLE
+
+
+def test_a_mode_the_platform_does_not_implement_refuses_every_call() -> None:
+    for environ in (
+        {HTTP_AUTH_VARIABLE: "aws-iam", RELAY_PRINCIPAL_VARIABLE: RELAY_ROLE},
+        {HTTP_AUTH_VARIABLE: "none"},
+    ):
+        service = StubService()
+        response = fc_handler("bind", service, environ=environ)(raw("fc-http-node-ready"), None)
+        assert response["statusCode"] == 401 and service.calls == [], environ
+    for environ in ({HTTP_AUTH_VARIABLE: "fc-signature"}, {HTTP_AUTH_VARIABLE: "anonymous"}):
+        service = StubService()
+        response = _lambda_handler(service, DepsFactory(), environ)(
+            aws_event("function-url-node-ready"), None
+        )
+        assert response["statusCode"] == 401 and service.calls == [], environ
+
+
+def test_a_secret_store_that_cannot_be_read_is_a_503_and_changes_nothing() -> None:
+    environ = {
+        HTTP_AUTH_VARIABLE: "hmac",
+        HMAC_SECRET_ID_VARIABLE: "gpupool/relay-hmac",
+        "ALIBABA_CLOUD_REGION_ID": "cn-hangzhou",
+        "ALIBABA_CLOUD_ACCESS_KEY_ID": "LTAI-test",
+        "ALIBABA_CLOUD_ACCESS_KEY_SECRET": "test-secret",
+        "GPUPOOL_KMS_ENDPOINT": "http://127.0.0.1:9",  # nothing listens: KMS is unreachable
+    }
+    service, factory = StubService(), DepsFactory()
+    signed = json.dumps(_signed(_fc_request("fc-http-node-ready"))).encode()
+    response = fc_handler("bind", service, factory, environ=environ)(signed, None)
+    assert response["statusCode"] == 503 and response["headers"]["retry-after"]
+    assert "gpupool/relay-hmac" not in response["body"] and SECRET not in response["body"]
+    assert service.calls == [] and factory.built == 0
+
+
+# ---- once only: replays, retries, concurrent deliveries --------------------------------------------
+@pytest.mark.parametrize("entry", ENTRY_POINTS, ids=ENTRY_IDS)
+def test_a_replayed_delivery_is_acknowledged_and_not_acted_on(entry: Any) -> None:
+    _, make, request = entry
+    service, factory = StubService(), DepsFactory()
+    handler = make(service, factory, HMAC_AUTH)
+    captured = _signed(request())
+    first, replay = handler(captured, None), handler(captured, None)
+    assert first["statusCode"] == 200 and json.loads(first["body"])["status"] == "handled"
+    assert replay["statusCode"] == 200 and json.loads(replay["body"])["status"] == "duplicate"
+    assert len(service.calls) == 1
+    resent = _signed(request(), at=time.time() + 1)  # the relay's retry: signed again, same event id
+    assert json.loads(handler(resent, None)["body"])["status"] == "duplicate" and len(service.calls) == 1
+
+
+def test_the_record_outlives_the_process_a_new_handler_on_the_same_ledger_sees_the_replay() -> None:
+    factory = DepsFactory()
+    first, second = StubService(), StubService()
+    request = raw("fc-http-pool-manual-compaction")
+    assert fc_handler("compact", first, factory)(request, None)["statusCode"] == 200
+    later = DepsFactory()
+    later.deps = factory.deps  # a cold start: a new handler, the same records in the cluster
+    response = fc_handler("compact", second, later)(request, None)
+    assert json.loads(response["body"])["status"] == "duplicate" and second.calls == []
+
+
+def test_a_delivery_that_failed_retryably_is_acted_on_when_retried() -> None:
+    service = StubService(Outcome(errors=["conflict"], retryable=True))
+    handler = fc_handler("bind", service)
+    assert handler(raw("fc-http-node-ready"), None)["statusCode"] == 503
+    service.outcome = Outcome()
+    assert handler(raw("fc-http-node-ready"), None)["statusCode"] == 200
+    assert len(service.calls) == 2
+    assert json.loads(handler(raw("fc-http-node-ready"), None)["body"])["status"] == "duplicate"
+
+
+def test_a_delivery_another_invocation_is_handling_is_a_503_and_not_acted_on() -> None:
+    from gpupool.service.deliveries import PROCESSING_HOLD, delivery_key
+
+    factory = DepsFactory()
+    event_id = json.loads(_fc_request("fc-http-node-ready")["body"])["id"]
+    state = factory.deps.deliveries.claim(
+        delivery_key("bind", event_id),
+        holder="another",
+        now=factory.deps.clock.now(),
+        hold_for=PROCESSING_HOLD,
+    )
+    assert state == "first"
+    service = StubService()
+    response = fc_handler("bind", service, factory)(raw("fc-http-node-ready"), None)
+    assert response["statusCode"] == 503 and service.calls == []
+    factory.deps.clock.advance(PROCESSING_HOLD)  # that invocation died: its hold expires
+    assert fc_handler("bind", service, factory)(raw("fc-http-node-ready"), None)["statusCode"] == 200
+    assert len(service.calls) == 1
+
+
+def test_an_unreachable_ledger_or_none_at_all_is_a_refusal_that_acts_on_nothing() -> None:
+    factory, service = DepsFactory(), StubService()
+    factory.deps.deliveries.fail_next(Throttled("the API server is busy"))
+    response = fc_handler("bind", service, factory)(raw("fc-http-node-ready"), None)
+    assert response["statusCode"] == 503 and service.calls == []
+    factory.deps.deliveries = None  # type: ignore[assignment]
+    response = fc_handler("bind", service, factory)(raw("fc-http-node-ready"), None)
+    assert response["statusCode"] == 503 and "ledger" in response["body"] and service.calls == []
+
+
+def test_a_dry_run_records_no_delivery() -> None:
+    factory, service = DepsFactory(), StubService()
+    for _ in range(2):
+        response = fc_handler("bind", service, factory, dry_run=True)(raw("fc-http-node-ready"), None)
+        assert response["statusCode"] == 200
+    assert len(service.calls) == 2 and factory.deps.deliveries.records == {}
+
+
+def test_expired_records_are_pruned_by_a_later_delivery() -> None:
+    from gpupool.service.deliveries import REPLAY_WINDOW
+
+    factory, service = DepsFactory(), StubService()
+    fc_handler("bind", service, factory)(raw("fc-http-node-ready"), None)
+    assert len(factory.deps.deliveries.records) == 1
+    factory.deps.clock.advance(REPLAY_WINDOW)
+    fc_handler("bind", service, factory)(
+        raw("fc-http-claim-deleted"), None
+    )  # a new handler prunes first time
+    assert len(factory.deps.deliveries.records) == 1  # the old one gone, the new one kept
 
 
 # ---- import cost and robustness ---------------------------------------------------------------
@@ -253,7 +489,7 @@ def test_module_import_pulls_in_no_sdk(function: str) -> None:
 def test_no_bytes_make_a_handler_raise(payload: bytes, function: str) -> None:
     service, factory = StubService(), DepsFactory()
     result = fc_handler(function, service, factory)(payload, None)
-    assert result.get("status") in ("handled", "ignored") or result.get("statusCode") in (200, 400)
+    assert result.get("status") in ("handled", "ignored") or result.get("statusCode") in (200, 400, 401)
 
 
 _json = st.recursive(
@@ -273,6 +509,8 @@ def _mutated_sample(draw: st.DrawFn) -> dict[str, Any]:
     target = event["data"] if isinstance(event.get("data"), dict) and draw(st.booleans()) else event
     key = draw(st.sampled_from(sorted(target)))
     target[key] = draw(_json)
+    if isinstance(event.get("headers"), dict) and isinstance(event.get("body"), str):
+        event["headers"]["Content-Md5"] = content_md5(event["body"].encode())  # signed as sent
     return event
 
 
@@ -284,7 +522,9 @@ def test_wrong_types_in_any_field_never_raise_and_reach_the_service_only_as_a_va
     service = StubService()
     result = fc_handler(function, service)(json.dumps(event).encode(), None)
     if "statusCode" in result:
-        assert result["statusCode"] in (200, 400)
+        # 401 only when the mutation left no body or headers the signed Content-MD5 could name.
+        signed = isinstance(event.get("headers"), dict) and isinstance(event.get("body"), str)
+        assert result["statusCode"] in ((200, 400) if signed else (200, 400, 401))
         handled = result["statusCode"] == 200
     else:
         assert result["status"] in ("handled", "ignored")

@@ -5,8 +5,10 @@ nothing else does); deps are built once, lazily, never for an ignored event; out
 raise (retryable) / acknowledge (permanent) / HTTP 200 / 400 / 503 on the Function URL; logs
 carry the fixed keys; module import pulls in neither boto3 nor kubernetes; each app binds the
 shared body (gpupool.handlers.aws_lambda) to its own function; the real service entry points
-run behind the handler on fakes; and no
-arbitrary JSON payload makes a handler raise (hypothesis).
+run behind the handler on fakes; and no arbitrary JSON payload makes a handler raise
+(hypothesis). The Function URL samples are trusted as template.yaml deploys them: the
+handlers' environment says ``aws-iam`` with the samples' relay role (``RELAY_AUTH``, passed to
+``make_handler``); test_fc_handlers.py covers every refusal.
 """
 
 from __future__ import annotations
@@ -37,12 +39,17 @@ from gpupool.core.intake.causes import (
 )
 from gpupool.core.planning.plan import Plan
 from gpupool.handlers import aws_lambda, common
+from gpupool.handlers.relay_auth import HTTP_AUTH_VARIABLE, RELAY_PRINCIPAL_VARIABLE
 from gpupool.service.errors import PermanentError, Throttled
 from gpupool.service.outcome import Outcome
+from gpupool.testing.memory_ports import MemoryClock, MemoryDeliveryLedger
 
 ROOT = Path(__file__).resolve().parents[2]
 EVENTS = ROOT / "events" / "aws"
 FUNCTIONS = ("launch", "bind", "compact")
+# The relay's role, whose session signed the samples (requestContext.authorizer.iam.userArn).
+RELAY_ROLE = "arn:aws:iam::123456789012:role/gpupool-relay"
+RELAY_AUTH = {HTTP_AUTH_VARIABLE: "aws-iam", RELAY_PRINCIPAL_VARIABLE: RELAY_ROLE}
 
 
 def _load(path: Path, name: str) -> ModuleType:
@@ -76,10 +83,19 @@ class StubService:
         return self.outcome
 
 
+class StubDeps:
+    """What the handler body itself reads of deps: the delivery ledger, the clock, the holder."""
+
+    def __init__(self) -> None:
+        self.deliveries = MemoryDeliveryLedger()
+        self.clock = MemoryClock()
+        self.holder = "test"
+
+
 class DepsFactory:
     def __init__(self) -> None:
         self.built = 0
-        self.deps = object()
+        self.deps = StubDeps()
 
     def __call__(self) -> Any:
         self.built += 1
@@ -90,7 +106,7 @@ def handler_for(
     function: str, service: StubService, factory: DepsFactory | None = None, *, dry_run: bool = False
 ) -> Callable[[Any, Any], dict[str, Any]]:
     handler: Callable[[Any, Any], dict[str, Any]] = APPS[function].make_handler(
-        factory or DepsFactory(), service=lambda: service, dry_run=dry_run
+        factory or DepsFactory(), service=lambda: service, dry_run=dry_run, environ=RELAY_AUTH
     )
     return handler
 
@@ -381,7 +397,12 @@ def test_the_services_stdlib_logs_come_out_as_json_with_the_event_keys(logs: io.
 
 # ---- the real service entry points behind the handlers, on the in-memory fakes -----------------
 def _real(function: str, world: Any) -> Callable[[Any, Any], dict[str, Any]]:
-    handler: Callable[[Any, Any], dict[str, Any]] = APPS[function].make_handler(lambda: world.deps)
+    from dataclasses import replace
+
+    deps = replace(world.deps, deliveries=MemoryDeliveryLedger())
+    handler: Callable[[Any, Any], dict[str, Any]] = APPS[function].make_handler(
+        lambda: deps, environ=RELAY_AUTH
+    )
     return handler
 
 

@@ -5,13 +5,21 @@ file's own `${vars.…}` references and checks: three fc3 functions on python3.1
 `index.handler` exists in functions/<name>/index.py and whose code is built from it plus the
 `alibaba` extra; every environment variable set is one the code reads, and the ones the code
 needs are set; 1-minute timers whose names match the FC timer sample; EventBridge rules that
-match exactly the ECS sample events each is meant for; POST-only HTTP triggers on functions
-that check the relay's HMAC; async retries with a failure destination; and a least-privilege
-RAM policy (no wildcard action, RunInstances and DeleteInstances bound to the managed-by tag).
+match exactly the ECS sample events each is meant for; POST-only HTTP triggers that FC itself
+authenticates (`authType: function`, never anonymous) on functions that check the signed body
+(`GPUPOOL_HTTP_AUTH=fc-signature`); no secret in a plaintext variable (the kubeconfig is a KMS
+secret the role may read, and nothing else); async retries with a failure destination; and a
+least-privilege RAM policy, evaluated as RAM evaluates it (`_allowed`: an Allow statement whose
+action, resource pattern and every StringEquals condition match): RunInstances only with both the
+managed-by and this cluster's tag on the request, no TagResources at all, DeleteInstances only on
+instances carrying both tags, PassRole for the instance role alone — so the issue-22 walk-around
+(tag another cluster's instance, then delete it) is refused at every step; the relay's policy
+invokes the three functions and nothing else.
 """
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import re
 from pathlib import Path
@@ -94,9 +102,28 @@ def test_environment_names_are_read_by_the_code_and_the_required_ones_are_set(na
     source = _source_text()
     for variable in environment:
         assert f'"{variable}"' in source, f"{variable} is set in s.yaml but no code reads it"
-    for required in ("GPUPOOL_CLUSTER_NAME", "ALIBABA_CLOUD_REGION_ID", "GPUPOOL_KUBECONFIG"):
+    for required in ("GPUPOOL_CLUSTER_NAME", "ALIBABA_CLOUD_REGION_ID", "GPUPOOL_KUBECONFIG_SECRET"):
         assert environment.get(required), required
     assert environment["GPUPOOL_KUBE_ACCESS"] == "kubeconfig"
+
+
+@pytest.mark.parametrize("name", FUNCTIONS)
+def test_no_secret_is_a_plaintext_variable(name: str) -> None:
+    environment: dict[str, str] = _function(name)["environmentVariables"]
+    # The variables that would hold a secret's value (the code reads them for local runs only).
+    for plaintext in ("GPUPOOL_KUBECONFIG", "GPUPOOL_RELAY_HMAC_SECRET", "ALIBABA_CLOUD_ACCESS_KEY_SECRET"):
+        assert plaintext not in environment, plaintext
+    assert not [v for v in environment.values() if "${env(" in str(v)], "deploy-time values land in plaintext"
+    secret = environment["GPUPOOL_KUBECONFIG_SECRET"]
+    statements = [s for p in RESOURCES["gpupool-role"]["props"]["policies"] for s in p["statement"]]
+    kms = [s for s in statements if any(a.startswith("kms:") for a in s["Action"])]
+    assert kms == [
+        {
+            "Effect": "Allow",
+            "Action": ["kms:GetSecretValue"],
+            "Resource": f"acs:kms:{S['vars']['region']}:${{config('AccountID')}}:secret/{secret}",
+        }
+    ]
 
 
 @pytest.mark.parametrize("name", FUNCTIONS)
@@ -131,10 +158,15 @@ def test_eventbridge_rules_match_exactly_their_ecs_samples() -> None:
 
 
 @pytest.mark.parametrize("name", FUNCTIONS)
-def test_http_triggers_take_post_only_and_the_function_checks_hmac(name: str) -> None:
+def test_http_triggers_take_only_signed_posts_and_the_function_checks_the_signed_body(name: str) -> None:
     (http,) = _triggers(name, "http")
     assert http["triggerConfig"]["methods"] == ["POST"]
-    assert _function(name)["environmentVariables"]["GPUPOOL_RELAY_HMAC_SECRET"]
+    assert http["triggerConfig"]["authType"] == "function", "FC checks the relay's signature first"
+    assert _function(name)["environmentVariables"]["GPUPOOL_HTTP_AUTH"] == "fc-signature"
+    from gpupool.handlers.relay_auth import HTTP_AUTH_VARIABLE
+
+    assert HTTP_AUTH_VARIABLE == "GPUPOOL_HTTP_AUTH"
+    assert not re.search(r"authType:\s*anonymous", (ROOT / "s.yaml").read_text())
 
 
 @pytest.mark.parametrize("name", FUNCTIONS)
@@ -147,6 +179,113 @@ def test_failed_async_events_are_retried_then_sent_to_the_failure_queue(name: st
     )
 
 
+# ---- RAM, as RAM evaluates a policy ------------------------------------------------------------
+def _allowed(
+    statements: list[dict[str, Any]],
+    action: str,
+    resource: str,
+    *,
+    request_tags: dict[str, str] | None = None,
+    resource_tags: dict[str, str] | None = None,
+) -> bool:
+    """Whether some Allow statement grants `action` on `resource`: its Action lists the action, one
+    of its Resource patterns matches (`*` any run of characters), and every StringEquals key holds
+    one of its values — `acs:RequestTag/<k>` from the request's tags, `acs:ResourceTag/<k>` from
+    the resource's (a missing tag matches no value). No Deny statements are used, so none is read."""
+    context = {f"acs:RequestTag/{k}": v for k, v in (request_tags or {}).items()}
+    context |= {f"acs:ResourceTag/{k}": v for k, v in (resource_tags or {}).items()}
+    for statement in statements:
+        assert statement["Effect"] == "Allow"
+        patterns = (
+            statement["Resource"] if isinstance(statement["Resource"], list) else [statement["Resource"]]
+        )
+        if action not in statement["Action"] or not any(fnmatch.fnmatchcase(resource, p) for p in patterns):
+            continue
+        conditions = (statement.get("Condition") or {}).get("StringEquals") or {}
+        if all(
+            context.get(key) in (wanted if isinstance(wanted, list) else [wanted])
+            for key, wanted in conditions.items()
+        ):
+            return True
+    return False
+
+
+ACCOUNT = "${config('AccountID')}"
+REGION = S["vars"]["region"]
+CLUSTER = S["vars"]["clusterName"]
+OURS = {"managed-by": "tensor-fusion.ai", "tensor-fusion.ai/cluster": CLUSTER}
+INSTANCE = f"acs:ecs:{REGION}:{ACCOUNT}:instance/i-0123"
+
+
+def _role_statements() -> list[dict[str, Any]]:
+    return [s for policy in RESOURCES["gpupool-role"]["props"]["policies"] for s in policy["statement"]]
+
+
+def test_the_role_launches_only_tagged_as_this_clusters() -> None:
+    statements = _role_statements()
+    assert _allowed(statements, "ecs:RunInstances", INSTANCE, request_tags=OURS)
+    assert not _allowed(
+        statements, "ecs:RunInstances", INSTANCE, request_tags={"managed-by": "tensor-fusion.ai"}
+    )
+    other = {**OURS, "tensor-fusion.ai/cluster": "another-cluster"}
+    assert not _allowed(statements, "ecs:RunInstances", INSTANCE, request_tags=other)
+    # The tags the ECS adapter's RunInstances request carries for this cluster pass the condition.
+    from gpupool.adapters.ecs_request import ResolvedEcsNetwork, run_instances_params
+    from tests.contract.ecs.conftest import make_claim, make_class, make_offering
+
+    request = run_instances_params(
+        make_claim(),
+        make_class(),
+        make_offering(),
+        network=ResolvedEcsNetwork(image_id="m-1", vswitch_id="vsw-1", security_group_ids=("sg-1",)),
+        cluster=CLUSTER,
+        region=REGION,
+        client_token="token-1",
+    )
+    sent = {tag["Key"]: tag["Value"] for tag in request["Tag"]}
+    assert _allowed(statements, "ecs:RunInstances", INSTANCE, request_tags=sent)
+
+
+def test_the_role_cannot_tag_another_clusters_instance_into_reach_and_delete_it() -> None:
+    """Issue 22, Why 6: TagResources on `*` conditioned on the request's tag, and DeleteInstances
+    on managed-by alone, let the role tag any instance and then delete it."""
+    statements = _role_statements()
+    theirs = {"managed-by": "tensor-fusion.ai", "tensor-fusion.ai/cluster": "another-cluster"}
+    for tagging in ("ecs:TagResources", "ecs:AddTags", "ecs:UntagResources", "ecs:RemoveTags"):
+        assert not _allowed(statements, tagging, INSTANCE, request_tags=OURS, resource_tags=theirs), tagging
+    assert not _allowed(statements, "ecs:DeleteInstances", INSTANCE, resource_tags=theirs)
+    assert not _allowed(
+        statements, "ecs:DeleteInstances", INSTANCE, resource_tags={"managed-by": "tensor-fusion.ai"}
+    )
+    assert not _allowed(statements, "ecs:DeleteInstances", INSTANCE, resource_tags={})
+    assert _allowed(statements, "ecs:DeleteInstances", INSTANCE, resource_tags=OURS)
+    elsewhere = f"acs:ecs:cn-beijing:{ACCOUNT}:instance/i-0123"
+    assert not _allowed(statements, "ecs:DeleteInstances", elsewhere, resource_tags=OURS)
+
+
+def test_the_role_passes_only_the_instance_role() -> None:
+    statements = _role_statements()
+    role = S["vars"]["instanceRoleName"]
+    assert role and "*" not in role
+    assert _allowed(statements, "ram:PassRole", f"acs:ram:*:{ACCOUNT}:role/{role}")
+    assert not _allowed(statements, "ram:PassRole", f"acs:ram:*:{ACCOUNT}:role/AliyunECSAdmin")
+    assert not _allowed(statements, "ram:PassRole", f"acs:ram:*:{ACCOUNT}:role/{role}-2")
+
+
+def test_the_relay_may_invoke_the_three_functions_and_nothing_else() -> None:
+    statements = S["vars"]["relayInvokePolicy"]["Statement"]
+    actions = {action for s in statements for action in s["Action"]}
+    assert actions == {"fc:InvokeFunction"}
+    for function in FUNCTIONS:
+        assert _allowed(
+            statements, "fc:InvokeFunction", f"acs:fc:{REGION}:{ACCOUNT}:functions/gpupool-{function}"
+        )
+    assert not _allowed(statements, "fc:InvokeFunction", f"acs:fc:{REGION}:{ACCOUNT}:functions/other")
+    assert not _allowed(
+        statements, "fc:UpdateFunction", f"acs:fc:{REGION}:{ACCOUNT}:functions/gpupool-launch"
+    )
+
+
 def test_the_ram_policy_is_least_privilege() -> None:
     role = RESOURCES["gpupool-role"]["props"]
     assert role["service"] == "fc.aliyuncs.com"
@@ -156,23 +295,32 @@ def test_the_ram_policy_is_least_privilege() -> None:
     actions = {action for s in statements for action in s["Action"]}
     assert actions == {
         "ecs:RunInstances",
-        "ecs:TagResources",
         "ecs:DeleteInstances",
         "ecs:DescribeInstances",
         "ecs:DescribeVSwitches",
         "ecs:DescribeSecurityGroups",
         "ecs:DescribeImages",
         "ecs:DescribeRegions",
+        "ram:PassRole",
+        "kms:GetSecretValue",
         "mns:SendMessage",
     }
     assert not any("*" in action for action in actions)
     by_action = {action: s for s in statements for action in s["Action"]}
     assert by_action["ecs:RunInstances"]["Condition"]["StringEquals"] == {
-        "acs:RequestTag/managed-by": "tensor-fusion.ai"
+        "acs:RequestTag/managed-by": "tensor-fusion.ai",
+        "acs:RequestTag/tensor-fusion.ai/cluster": CLUSTER,
     }
     assert by_action["ecs:DeleteInstances"]["Condition"]["StringEquals"] == {
-        "acs:ResourceTag/managed-by": "tensor-fusion.ai"
+        "acs:ResourceTag/managed-by": "tensor-fusion.ai",
+        "acs:ResourceTag/tensor-fusion.ai/cluster": CLUSTER,
     }
+    assert by_action["mns:SendMessage"]["Resource"] == (
+        f"acs:mns:{REGION}:{ACCOUNT}:/queues/{S['vars']['failureQueue']}/messages"
+    )
+    from gpupool.core.model.constants import TAG_CLUSTER, TAG_MANAGED_BY, TAG_MANAGED_BY_VALUE
+
+    assert OURS == {TAG_MANAGED_BY: TAG_MANAGED_BY_VALUE, TAG_CLUSTER: CLUSTER}
     from gpupool.adapters.ecs_api import ACTIONS
 
     called = {f"ecs:{action}" for action in ACTIONS if action != "DescribeUserData"}

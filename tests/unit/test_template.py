@@ -183,6 +183,15 @@ def test_run_instances_creates_only_tagged_instances_and_volumes() -> None:
             assert condition["aws:RequestTag/managed-by"] == "tensor-fusion.ai", policy
 
 
+def test_a_reserved_launch_may_use_the_accounts_capacity_reservations_untagged_only_as_an_input() -> None:
+    """capacity-reservations-only launches into a reservation, which RunInstances authorizes as
+    one of its inputs; the reservation is not created or tagged, so it needs no tag condition."""
+    (inputs,) = [s for _, s in _all_statements() if s.get("Sid") == "RunInstancesWithTheseInputs"]
+    subs = [r["Fn::Sub"] for r in _resources(inputs)]
+    assert "arn:${AWS::Partition}:ec2:${AWS::Region}:${AWS::AccountId}:capacity-reservation/*" in subs
+    assert _actions(inputs) == ["ec2:RunInstances"] and "Condition" not in inputs
+
+
 def test_create_tags_only_while_launching() -> None:
     for policy, statement in _all_statements():
         if "ec2:CreateTags" in _actions(statement):

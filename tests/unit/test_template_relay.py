@@ -1,10 +1,12 @@
-"""template.yaml's relay-facing parts: the relay's two Lambda permissions per function, the NoEcho HMAC
-secret reaching the functions, optional VPC placement, the Spot service-linked role only, and an
-optional KMS key usable only through EC2.
+"""template.yaml's relay-facing parts: the relay's two Lambda permissions per function, the functions
+trusting only IAM-authenticated URL calls from the relay's principal (and holding no relay secret
+in a variable), optional VPC placement, the Spot service-linked role only, and an optional KMS key
+usable only through EC2.
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -41,12 +43,22 @@ def test_the_relay_may_invoke_each_function_only_through_its_url() -> None:
             assert permission["Condition"] == "HasRelayPrincipal"
 
 
-def test_the_hmac_secret_is_no_echo_and_reaches_every_function() -> None:
-    assert PARAMETERS["RelayHmacSecret"]["NoEcho"] is True and PARAMETERS["RelayHmacSecret"]["Default"] == ""
+def test_the_functions_take_only_iam_authenticated_calls_from_the_relay_and_hold_no_secret() -> None:
     variables = TEMPLATE["Globals"]["Function"]["Environment"]["Variables"]
-    assert variables["GPUPOOL_RELAY_HMAC_SECRET"] == {"Ref": "RelayHmacSecret"}
-    for function in FUNCTIONS:  # no function overrides the global variables away
-        assert "GPUPOOL_RELAY_HMAC_SECRET" not in (RESOURCES[function]["Properties"].get("Environment") or {})
+    assert variables["GPUPOOL_HTTP_AUTH"] == "aws-iam"
+    assert variables["GPUPOOL_RELAY_PRINCIPAL"] == {"Ref": "RelayPrincipalArn"}
+    for function in FUNCTIONS:  # no function overrides the global variables away, or opens its URL
+        assert not (RESOURCES[function]["Properties"].get("Environment") or {}), function
+        assert RESOURCES[function]["Properties"]["FunctionUrlConfig"]["AuthType"] == "AWS_IAM"
+    # No secret's value travels in a variable: no NoEcho parameter reaches the environment.
+    secret_parameters = {name for name, p in PARAMETERS.items() if p.get("NoEcho")}
+    referenced = {v["Ref"] for v in variables.values() if isinstance(v, dict) and "Ref" in v}
+    assert not secret_parameters & referenced and "GPUPOOL_RELAY_HMAC_SECRET" not in variables
+    pattern = re.compile(PARAMETERS["RelayPrincipalArn"]["AllowedPattern"])
+    for accepted in ("", "arn:aws:iam::123456789012:role/gpupool-relay", "arn:aws:iam::123456789012:user/r"):
+        assert pattern.fullmatch(accepted), accepted
+    for refused in ("*", "123456789012", "arn:aws:iam::123456789012:root", "arn:aws:sts::1:assumed-role/r/s"):
+        assert not pattern.fullmatch(refused), refused
 
 
 def test_functions_join_the_vpc_only_when_subnets_are_given() -> None:

@@ -7,7 +7,9 @@ Role: one `Signer` per `--forward-auth` mode.
   signed by botocore with credentials from its default chain (IRSA web identity, EKS Pod
   Identity container credentials, environment) — refreshed credentials are picked up per request;
 - `fc`: an Alibaba Function Compute HTTP trigger's signature (`Authorization: FC <ak>:<sig>`,
-  with `date` and, for STS, `x-fc-security-token`), computed by the `fc2` SDK's own signer, with
+  with `date`, `content-md5` — the body's MD5, which the signature covers, so the body is
+  covered too; the function checks it against what it received — and, for STS,
+  `x-fc-security-token`), computed by the `fc2` SDK's own signer, with
   the AccessKey pair read from files `ak` / `sk` (the Secret `tf-cloud-vendor-credentials` the
   TensorFusion docs name, mounted as a directory) on every request, so a rotated Secret is used;
   without those files, RRSA: the pod's OIDC token (`ALIBABA_CLOUD_ROLE_ARN`,
@@ -27,7 +29,7 @@ from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
-from gpupool.core.intake.signature import sign_body
+from gpupool.core.intake.signature import CONTENT_MD5_HEADER, content_md5, sign_body
 
 __all__ = ["AUTH_MODES", "Signer", "make_signer"]
 
@@ -121,7 +123,7 @@ def fc_signer(keys: AlibabaKeys) -> Signer:
 
     def sign(url: str, body: bytes, headers: dict[str, str]) -> dict[str, str]:
         key_id, secret, token = keys()
-        signed = dict(headers) | {"date": formatdate(usegmt=True)}
+        signed = dict(headers) | {"date": formatdate(usegmt=True), CONTENT_MD5_HEADER: content_md5(body)}
         if token:
             signed["x-fc-security-token"] = token
         parts = urlsplit(url)

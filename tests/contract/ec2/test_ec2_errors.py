@@ -211,13 +211,32 @@ def test_spot_price_limit_and_reserved_and_profile_arn() -> None:
     )
     assert spot["InstanceMarketOptions"]["SpotOptions"]["MaxPrice"] == "0.9"
     reserved = _request(offering=make_offering(capacity_type="Reserved"))
-    assert reserved["CapacityReservationSpecification"] == {"CapacityReservationPreference": "open"}
+    # Never On-Demand under a Reserved claim (`open` would silently be that).
+    preference = reserved["CapacityReservationSpecification"]["CapacityReservationPreference"]
+    assert preference == "capacity-reservations-only"
     assert "InstanceMarketOptions" not in reserved
     arn = "arn:aws:iam::123456789012:instance-profile/gpu"
     assert _request(instanceProfile=arn)["IamInstanceProfile"] == {"Arn": arn}
     on_demand = _request()
     assert "InstanceMarketOptions" not in on_demand and on_demand["MinCount"] == on_demand["MaxCount"] == 1
     assert on_demand["ClientToken"] == "tok"
+
+
+def test_a_reserved_launch_with_no_reservation_room_fails_as_capacity_so_planning_falls_back() -> None:
+    """With `capacity-reservations-only` EC2 refuses the launch instead of running On-Demand; the
+    refusal is CapacityUnavailable, which marks the offering unavailable for the next plan."""
+    client, stubber = _stubbed()
+    stubber.add_client_error(
+        "run_instances",
+        service_error_code="ReservationCapacityExceeded",
+        service_message="no capacity reservation has room",
+        http_status_code=400,
+    )
+    offering = make_offering(capacity_type="Reserved")
+    with stubber, pytest.raises(CapacityUnavailable) as caught:
+        _compute(client, []).launch(make_claim(), make_class(**IMAGE_ONLY), offering, client_token="tok")
+    assert caught.value.code == "ReservationCapacityExceeded"
+    assert ERROR_TABLE["InsufficientInstanceCapacity"] is ErrorKind.CAPACITY  # the zone-wide refusal too
 
 
 class _CountingClient:

@@ -21,6 +21,7 @@ from kubernetes import config
 
 from gpupool.adapters.kube import KubeCluster
 from gpupool.adapters.kube_calls import FUNCTION_CLUSTER_CALLS, FUNCTION_NAMESPACE_CALLS
+from gpupool.adapters.kube_deliveries import KubeDeliveryLedger
 from gpupool.core.model.cluster import TensorFusionClusterStatus
 from gpupool.core.model.nodeclaim import GPUNodeClaim, GPUNodeClaimStatus
 from gpupool.core.model.pool import GPUPool, GPUPoolStatus
@@ -224,6 +225,15 @@ def test_every_call_the_functions_adapters_make_is_listed(
             call()
         except Exception as exc:  # the request was made either way; a refusal is not what is checked here
             print(f"{name}: {type(exc).__name__}: {exc}")
+    # The delivery ledger (the same client, the same Lease namespace): take, finish, drop, prune.
+    ledger = KubeDeliveryLedger(api_client, namespace="default", request_timeout_s=10)
+    now = datetime.now(UTC)
+    ledger.claim("k1", holder="h", now=now, hold_for=timedelta(seconds=30))
+    ledger.claim("k1", holder="other", now=now, hold_for=timedelta(seconds=30))
+    ledger.complete("k1", holder="h", now=now, keep_for=timedelta(seconds=1))
+    ledger.claim("k2", holder="h", now=now, hold_for=timedelta(seconds=30))
+    ledger.release("k2", holder="h")
+    ledger.prune(now=now + timedelta(seconds=5))
     made = set(recorder.calls)
     assert made - (FUNCTION_CLUSTER_CALLS | FUNCTION_NAMESPACE_CALLS) == set(), (
         "calls missing from kube_calls.py"

@@ -1,4 +1,5 @@
-"""The relay's HMAC signature: what signs, what verifies, and every way a request is refused."""
+"""The relay's HMAC signature and the FC signature's Content-MD5: what signs, what verifies, and every
+way a request is refused (a prefix of the digest, `v1=` alone, another length or case included)."""
 
 from __future__ import annotations
 
@@ -6,10 +7,13 @@ from collections.abc import Callable
 
 import pytest
 
+from gpupool.core.intake.envelope import HttpRequest
 from gpupool.core.intake.signature import (
     SIGNATURE_HEADER,
     TIMESTAMP_HEADER,
     TOLERANCE_SECONDS,
+    body_digest_problem,
+    content_md5,
     sign_body,
     signature_problem,
 )
@@ -65,3 +69,51 @@ def test_the_wrong_secret_is_refused_and_an_empty_one_cannot_sign() -> None:
     assert signature_problem(b"other", headers, BODY, now=NOW) == "signature does not match the body"
     with pytest.raises(ValueError, match="empty"):
         sign_body(b"", BODY, timestamp=NOW)
+
+
+def _with_signature(value: str) -> dict[str, str]:
+    return {**sign_body(SECRET, BODY, timestamp=NOW), SIGNATURE_HEADER: value}
+
+
+@pytest.mark.parametrize(
+    "given",
+    [
+        "v1=",  # the scheme alone: a prefix of every digest
+        "v1=0",
+        "PREFIX",  # replaced below by a real prefix of the digest
+        "v1= ",
+        "v1=,v1=",
+        "UPPER",  # replaced below by the digest in capitals
+        "LONGER",  # replaced below by the digest and one more digit
+    ],
+)
+def test_only_the_whole_digest_verifies_never_a_prefix_or_another_spelling(given: str) -> None:
+    digest = sign_body(SECRET, BODY, timestamp=NOW)[SIGNATURE_HEADER]
+    spelled = {"PREFIX": digest[:-1], "UPPER": "v1=" + digest[3:].upper(), "LONGER": digest + "0"}
+    problem = signature_problem(SECRET, _with_signature(spelled.get(given, given)), BODY, now=NOW)
+    assert problem is not None and "does not match" in problem
+    assert (
+        signature_problem(SECRET, _with_signature(f"{spelled.get(given, given)},{digest}"), BODY, now=NOW)
+        is None
+    )
+
+
+def test_an_empty_secret_verifies_nothing() -> None:
+    headers = sign_body(SECRET, BODY, timestamp=NOW)
+    assert signature_problem(b"", headers, BODY, now=NOW) == "no HMAC secret to check the signature with"
+
+
+def test_content_md5_names_exactly_the_body_it_was_made_for() -> None:
+    # RFC 1864's value for the empty body is the base64 of MD5("") = d41d8cd98f00b204e9800998ecf8427e.
+    assert content_md5(b"") == "1B2M2Y8AsgTpgAmY7PhCfg=="
+    request = HttpRequest(method="POST", headers={"Content-MD5": content_md5(BODY)}, body=BODY)
+    assert body_digest_problem(request) is None
+    for headers, body, reason in (
+        ({}, BODY, "required"),
+        ({"content-md5": content_md5(BODY)}, BODY + b" ", "does not match"),
+        ({"content-md5": content_md5(BODY)[:-2]}, BODY, "does not match"),
+        ({"content-md5": "\u00e9" + content_md5(BODY)}, BODY, "does not match"),
+        ({"content-md5": content_md5(BODY)}, None, "cannot be read"),
+    ):
+        problem = body_digest_problem(HttpRequest(method="POST", headers=headers, body=body))
+        assert problem is not None and reason in problem

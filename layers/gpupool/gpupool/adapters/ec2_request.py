@@ -3,7 +3,11 @@
 Role: pure translation of the TensorFusion-shaped node class into EC2's parameters (image,
 subnet, security groups, instance profile, IMDS options, disks in GiB, userData with the
 claim name, tags on the instance and its volumes, spot or reserved market options, zone,
-client token). Selector terms that name ids are used as they are; terms with tags or names
+client token). A Reserved offering launches only into a capacity reservation
+(`CapacityReservationPreference: capacity-reservations-only`): with no reservation room EC2
+refuses the launch with a capacity error, the offering is marked unavailable and the next plan
+picks the next offering — so a claim never says Reserved for an instance that runs On-Demand
+(`open` would silently do that). Selector terms that name ids are used as they are; terms with tags or names
 are resolved by the caller (`Ec2Compute`) and passed in as `ResolvedNetwork`.
 
 Must not: call AWS, retry, or decide which offering to launch.
@@ -122,7 +126,11 @@ def _market_options(offering: OfferingRef, claim: GPUNodeClaim) -> dict[str, Any
             spot["MaxPrice"] = limit
         return {"InstanceMarketOptions": {"MarketType": "spot", "SpotOptions": spot}}
     if offering.capacity_type == "Reserved":
-        return {"CapacityReservationSpecification": {"CapacityReservationPreference": "open"}}
+        return {
+            "CapacityReservationSpecification": {
+                "CapacityReservationPreference": "capacity-reservations-only"
+            }
+        }
     return {}
 
 

@@ -51,11 +51,14 @@ FUNCTION_CLUSTER_CALLS = frozenset(
     }
 )
 
-# Granted by the Role <release>-functions-leases in GPUPOOL_KUBE_NAMESPACE (provisioning Leases).
+# Granted by the Role <release>-functions-leases in GPUPOOL_KUBE_NAMESPACE (provisioning Leases,
+# and the delivery records of kube_deliveries.py: list and delete prune the expired ones).
 FUNCTION_NAMESPACE_CALLS = frozenset(
     {
         ("coordination.k8s.io", "leases", "get"),
         ("coordination.k8s.io", "leases", "create"),
         ("coordination.k8s.io", "leases", "update"),
+        ("coordination.k8s.io", "leases", "list"),
+        ("coordination.k8s.io", "leases", "delete"),
     }
 )

@@ -3,7 +3,10 @@
 Role: `read_aws_environment(environ)` parses and checks every variable (pure; a bad value is
 a `ConfigError` naming the variable) and `build_aws_deps(environ)` turns the result into
 `Deps`: `Ec2Compute` on a boto3 EC2 client, `KubeCluster` on an `ApiClient` from `kube_auth`,
-a UTC clock, and the priced offerings of the region from the bundled catalog. boto3 and the
+the delivery ledger (`KubeDeliveryLedger`) on the same client, a UTC clock, and the priced
+offerings of the region from the bundled catalog. `aws_secret(environ, secret_id)` reads a
+secret the functions name by id (the relay's HMAC secret, GPUPOOL_RELAY_HMAC_SECRET_ID) from
+Secrets Manager, as the kubeconfig secret is read. boto3 and the
 kubernetes client are imported, and their clients built, on first use of each port — once per
 cold start, and never for an invocation that does not touch that port. `AWS_ENDPOINT_URL`
 (moto, the sandbox) and `KUBECONFIG` are honoured from `environ`, not from `os.environ`.
@@ -25,6 +28,8 @@ Variables (defaults in brackets; durations as `90s`, `5m`, `1h30m` or plain seco
   GPUPOOL_OFFERING_UNAVAILABLE_FOR [3m], GPUPOOL_ORPHAN_GRACE [10m],
   GPUPOOL_FAILED_CLAIM_RETENTION [10m], GPUPOOL_NEW_NODE_PROTECTION [5m],
   GPUPOOL_LEASE_DURATION [2m], GPUPOOL_MAX_NODES_PER_PLAN [100], GPUPOOL_MAX_LAUNCH_ROUNDS [8]
+The relay-authentication variables (GPUPOOL_HTTP_AUTH, GPUPOOL_RELAY_PRINCIPAL,
+GPUPOOL_RELAY_HMAC_SECRET_ID) are read by `gpupool.handlers.relay_auth`, not here.
 
 Must not: import boto3, botocore or kubernetes at module level, decide anything, or read
 `os.environ` (the caller passes the mapping).
@@ -39,6 +44,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, cast
 
+from gpupool.service.deliveries import DeliveryLedger
 from gpupool.service.deps import Deps, Settings
 from gpupool.service.karpenter_ports import KarpenterApi
 from gpupool.service.ports import Clock, Cluster, Compute
@@ -47,7 +53,14 @@ if TYPE_CHECKING:
     from gpupool.adapters.kube_auth import KubeAccess
     from gpupool.core.planning.plan import OfferingRef
 
-__all__ = ["AwsEnvironment", "ConfigError", "UtcClock", "build_aws_deps", "read_aws_environment"]
+__all__ = [
+    "AwsEnvironment",
+    "ConfigError",
+    "UtcClock",
+    "aws_secret",
+    "build_aws_deps",
+    "read_aws_environment",
+]
 
 _DURATION = re.compile(r"^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$")
 # Settings fields read from GPUPOOL_<FIELD NAME IN CAPITALS>.
@@ -139,6 +152,16 @@ def _access_mode(environ: Mapping[str, str]) -> str:
     return "eks"
 
 
+def _credentials(environ: Mapping[str, str]) -> dict[str, str]:
+    """boto3 session keywords from AWS_ACCESS_KEY_ID / _SECRET_ACCESS_KEY / _SESSION_TOKEN, when set."""
+    names = (
+        ("aws_access_key_id", "AWS_ACCESS_KEY_ID"),
+        ("aws_secret_access_key", "AWS_SECRET_ACCESS_KEY"),
+        ("aws_session_token", "AWS_SESSION_TOKEN"),
+    )
+    return {key: environ[variable] for key, variable in names if environ.get(variable)}
+
+
 def read_aws_environment(environ: Mapping[str, str]) -> AwsEnvironment:
     """Parse and check the variables listed in this module's docstring. Raises ConfigError."""
     from gpupool.adapters.kube_auth import KUBE_ACCESS_MODES, KubeAccess, KubeAccessError
@@ -181,15 +204,7 @@ def read_aws_environment(environ: Mapping[str, str]) -> AwsEnvironment:
         )
     except KubeAccessError as error:
         raise ConfigError(f"GPUPOOL_KUBE_ACCESS={raw_mode}: {error}") from error
-    credentials = {
-        key: environ[variable]
-        for key, variable in (
-            ("aws_access_key_id", "AWS_ACCESS_KEY_ID"),
-            ("aws_secret_access_key", "AWS_SECRET_ACCESS_KEY"),
-            ("aws_session_token", "AWS_SESSION_TOKEN"),
-        )
-        if environ.get(variable)
-    }
+    credentials = _credentials(environ)
     return AwsEnvironment(
         settings=_settings(environ, cluster, region),
         region=region,
@@ -284,6 +299,13 @@ def build_aws_deps(environ: Mapping[str, str], *, clock: Clock | None = None) ->
 
         return KubeKarpenter(kube.resolve(), request_timeout_s=env.kube_timeout_s)
 
+    def deliveries() -> DeliveryLedger:
+        from gpupool.adapters.kube_deliveries import KubeDeliveryLedger
+
+        return KubeDeliveryLedger(
+            kube.resolve(), namespace=env.kube_namespace, request_timeout_s=env.kube_timeout_s
+        )
+
     # Karpenter's API makes Karpenter-mode claims' nodes (Deps.compute_for) and AutoSelect's.
     return Deps(
         compute=cast(Compute, _Lazy(compute)),
@@ -292,6 +314,7 @@ def build_aws_deps(environ: Mapping[str, str], *, clock: Clock | None = None) ->
         settings=env.settings,
         offerings=catalog_offerings(env.region),
         karpenter=cast(KarpenterApi, _Lazy(karpenter)),
+        deliveries=cast(DeliveryLedger, _Lazy(deliveries)),
     )
 
 
@@ -302,15 +325,27 @@ def _session(env: AwsEnvironment) -> Any:
 
 
 def _with_secret_kubeconfig(env: AwsEnvironment, session: Any) -> KubeAccess:
-    from botocore.exceptions import BotoCoreError, ClientError
+    from gpupool.adapters.secret_stores import SecretUnavailable, aws_secret_string
 
+    assert env.kubeconfig_secret is not None
     try:
-        client = session.client("secretsmanager", endpoint_url=env.secrets_endpoint_url)
-        content = client.get_secret_value(SecretId=env.kubeconfig_secret).get("SecretString")
-    except (ClientError, BotoCoreError) as error:
-        raise ConfigError(
-            f"GPUPOOL_KUBECONFIG_SECRET={env.kubeconfig_secret}: cannot read it: {error}"
-        ) from error
-    if not content:
-        raise ConfigError(f"GPUPOOL_KUBECONFIG_SECRET={env.kubeconfig_secret} has no SecretString")
-    return replace(env.kube, kubeconfig_path=None, kubeconfig_content=str(content))
+        content = aws_secret_string(session, env.kubeconfig_secret, endpoint_url=env.secrets_endpoint_url)
+    except SecretUnavailable as error:
+        raise ConfigError(f"GPUPOOL_KUBECONFIG_SECRET={env.kubeconfig_secret}: {error}") from None
+    return replace(env.kube, kubeconfig_path=None, kubeconfig_content=content)
+
+
+def aws_secret(environ: Mapping[str, str], secret_id: str) -> str:
+    """The SecretString of Secrets Manager secret `secret_id`, with the region, credentials and
+    endpoint of `environ`. Raises `gpupool.adapters.secret_stores.SecretUnavailable`."""
+    import boto3
+
+    from gpupool.adapters.secret_stores import SecretUnavailable, aws_secret_string
+
+    region = (environ.get("AWS_REGION") or environ.get("AWS_DEFAULT_REGION") or "").strip()
+    if not region:
+        raise SecretUnavailable(f"Secrets Manager secret {secret_id}: AWS_REGION is not set")
+    credentials = _credentials(environ)
+    session = boto3.session.Session(region_name=region, **credentials)
+    endpoint = environ.get("AWS_ENDPOINT_URL_SECRETS_MANAGER") or environ.get("AWS_ENDPOINT_URL") or None
+    return aws_secret_string(session, secret_id, endpoint_url=endpoint)

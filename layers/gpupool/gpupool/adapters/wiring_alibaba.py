@@ -3,8 +3,11 @@
 Role: `read_alibaba_environment(environ)` parses and checks every variable (pure but for
 reading credential files; a bad value is a `ConfigError` naming the variable, never showing a
 credential) and `build_alibaba_deps(environ)` turns the result into `Deps`: `EcsCompute` on
-the ECS SDK (`ecs_api.SdkEcsApi`), `KubeCluster` on an `ApiClient` from `kube_auth`, a UTC
-clock, and the region's priced offerings from the bundled Alibaba catalog. The SDK and the
+the ECS SDK (`ecs_api.SdkEcsApi`), `KubeCluster` on an `ApiClient` from `kube_auth` (the
+kubeconfig read from a KMS secret when GPUPOOL_KUBECONFIG_SECRET names one), the delivery
+ledger (`KubeDeliveryLedger`) on the same client, a UTC clock, and the region's priced offerings
+from the bundled Alibaba catalog. `alibaba_secret(environ, name)` reads a KMS secret the
+functions name (the relay's HMAC secret, GPUPOOL_RELAY_HMAC_SECRET_ID). The SDK and the
 kubernetes client are imported, and their clients built, on first use of each port.
 
 Variables (defaults in brackets; durations as in `gpupool.adapters.wiring`):
@@ -16,9 +19,12 @@ Variables (defaults in brackets; durations as in `gpupool.adapters.wiring`):
       ALIBABA_CLOUD_ACCESS_KEY_ID / ALIBABA_CLOUD_ACCESS_KEY_SECRET / ALIBABA_CLOUD_SECURITY_TOKEN,
       else the default chain of alibabacloud-credentials
   GPUPOOL_ECS_EXTRA_PARAMS [{}] — the cluster's computingVendor extraParams as a JSON object
-  GPUPOOL_KUBE_ACCESS — incluster | kubeconfig [kubeconfig if KUBECONFIG or GPUPOOL_KUBECONFIG
-      is set, else incluster]; KUBECONFIG, GPUPOOL_KUBECONFIG, GPUPOOL_KUBE_CONTEXT,
+  GPUPOOL_KUBE_ACCESS — incluster | kubeconfig [kubeconfig if KUBECONFIG, GPUPOOL_KUBECONFIG or
+      GPUPOOL_KUBECONFIG_SECRET is set, else incluster]; KUBECONFIG (a path),
+      GPUPOOL_KUBECONFIG (the content; local use), GPUPOOL_KUBECONFIG_SECRET (the KMS secret
+      holding the content: what a deployment uses), GPUPOOL_KUBE_CONTEXT,
       GPUPOOL_KUBE_NAMESPACE [default], GPUPOOL_KUBE_TIMEOUT [10s], GPUPOOL_ALIBABA_TIMEOUT [20s]
+  GPUPOOL_KMS_ENDPOINT [kms.<region>.aliyuncs.com] — where KMS secrets are read
   and the policy knobs GPUPOOL_LAUNCH_TIMEOUT … GPUPOOL_MAX_LAUNCH_ROUNDS, as on AWS.
 
 Must not: import the ECS SDK or kubernetes at module level, decide anything, read
@@ -35,10 +41,11 @@ from typing import Any, cast
 from gpupool.adapters.ecs_api import EcsCredentials
 from gpupool.adapters.ecs_credentials import CredentialsError, from_environment
 from gpupool.adapters.wiring import ConfigError, UtcClock, _Lazy, _settings, catalog_offerings, parse_duration
+from gpupool.service.deliveries import DeliveryLedger
 from gpupool.service.deps import Deps, Settings
 from gpupool.service.ports import Clock, Cluster, Compute
 
-__all__ = ["AlibabaEnvironment", "build_alibaba_deps", "read_alibaba_environment"]
+__all__ = ["AlibabaEnvironment", "alibaba_secret", "build_alibaba_deps", "read_alibaba_environment"]
 
 _KUBE_MODES = ("incluster", "kubeconfig")
 
@@ -55,6 +62,8 @@ class AlibabaEnvironment:
     kube_mode: str
     kubeconfig_path: str | None
     kubeconfig_content: str | None
+    kubeconfig_secret: str | None  # a KMS secret holding the kubeconfig (read on first use)
+    kms_endpoint: str | None
     kube_context: str | None
     kube_namespace: str
     kube_timeout_s: float
@@ -75,6 +84,13 @@ def _extra_params(text: str) -> dict[str, str]:
     return cast(dict[str, str], parsed)
 
 
+def _endpoint(environ: Mapping[str, str], variable: str) -> str | None:
+    endpoint = (environ.get(variable) or "").strip() or None
+    if endpoint is not None and not endpoint.startswith(("http://", "https://")):
+        raise ConfigError(f"{variable}={endpoint!r} must be a URL (http:// or https://)")
+    return endpoint
+
+
 def read_alibaba_environment(environ: Mapping[str, str]) -> AlibabaEnvironment:
     """Parse and check the variables listed in this module's docstring. Raises ConfigError."""
     cluster = environ.get("GPUPOOL_CLUSTER_NAME", "").strip()
@@ -87,22 +103,24 @@ def read_alibaba_environment(environ: Mapping[str, str]) -> AlibabaEnvironment:
         raise ConfigError("ALIBABA_CLOUD_REGION_ID (or FC_REGION, set by Function Compute) is required")
     path = (environ.get("KUBECONFIG") or "").split(":")[0] or None
     content = environ.get("GPUPOOL_KUBECONFIG") or None
+    secret = (environ.get("GPUPOOL_KUBECONFIG_SECRET") or "").strip() or None
     mode = environ.get("GPUPOOL_KUBE_ACCESS", "").strip() or (
-        "kubeconfig" if path or content else "incluster"
+        "kubeconfig" if path or content or secret else "incluster"
     )
     if mode not in _KUBE_MODES:
         raise ConfigError(
             f"GPUPOOL_KUBE_ACCESS={mode!r} is not one of: {', '.join(_KUBE_MODES)} (on Alibaba Cloud)"
         )
-    if mode == "kubeconfig" and not (path or content):
-        raise ConfigError("GPUPOOL_KUBE_ACCESS=kubeconfig needs KUBECONFIG or GPUPOOL_KUBECONFIG")
+    if mode == "kubeconfig" and not (path or content or secret):
+        raise ConfigError(
+            "GPUPOOL_KUBE_ACCESS=kubeconfig needs GPUPOOL_KUBECONFIG_SECRET (a KMS secret), "
+            "KUBECONFIG or GPUPOOL_KUBECONFIG"
+        )
     try:
         credentials = from_environment(environ)
     except CredentialsError as error:
         raise ConfigError(str(error)) from None
-    endpoint = (environ.get("GPUPOOL_ECS_ENDPOINT") or "").strip() or None
-    if endpoint is not None and not endpoint.startswith(("http://", "https://")):
-        raise ConfigError(f"GPUPOOL_ECS_ENDPOINT={endpoint!r} must be a URL (http:// or https://)")
+    endpoint = _endpoint(environ, "GPUPOOL_ECS_ENDPOINT")
     return AlibabaEnvironment(
         settings=_settings(environ, cluster, region),
         region=region,
@@ -112,6 +130,8 @@ def read_alibaba_environment(environ: Mapping[str, str]) -> AlibabaEnvironment:
         kube_mode=mode,
         kubeconfig_path=path,
         kubeconfig_content=content,
+        kubeconfig_secret=secret if mode == "kubeconfig" and not (path or content) else None,
+        kms_endpoint=_endpoint(environ, "GPUPOOL_KMS_ENDPOINT"),
         kube_context=environ.get("GPUPOOL_KUBE_CONTEXT") or None,
         kube_namespace=environ.get("GPUPOOL_KUBE_NAMESPACE") or "default",
         kube_timeout_s=parse_duration(
@@ -157,22 +177,47 @@ def build_alibaba_deps(
             default_params=env.extra_params,
         )
 
-    def cluster() -> Cluster:
-        from gpupool.adapters.kube import KubeCluster
+    def api_client() -> Any:
         from gpupool.adapters.kube_auth import KubeAccess, KubeAccessError, build_api_client
+        from gpupool.adapters.secret_stores import SecretUnavailable, kms_secret_data
 
+        content = env.kubeconfig_content
+        if env.kubeconfig_secret is not None:
+            try:
+                content = kms_secret_data(
+                    env.kubeconfig_secret,
+                    region=env.region,
+                    credentials=current_credentials(),
+                    endpoint=env.kms_endpoint,
+                    timeout_s=env.ecs_timeout_s,
+                )
+            except SecretUnavailable as error:
+                raise ConfigError(f"GPUPOOL_KUBECONFIG_SECRET={env.kubeconfig_secret}: {error}") from None
         try:
             access = KubeAccess(
                 mode=cast(Any, env.kube_mode),
                 kubeconfig_path=env.kubeconfig_path,
-                kubeconfig_content=env.kubeconfig_content,
+                kubeconfig_content=content,
                 context=env.kube_context,
             )
-            api_client = build_api_client(access)
+            return build_api_client(access)
         except KubeAccessError as error:
             raise ConfigError(f"Kubernetes access ({env.kube_mode}): {error}") from error
+
+    kube = _Lazy(api_client)
+
+    def cluster() -> Cluster:
+        from gpupool.adapters.kube import KubeCluster
+
         return KubeCluster(
-            api_client, namespace=env.kube_namespace, request_timeout_s=env.kube_timeout_s, now=clock.now
+            kube.resolve(), namespace=env.kube_namespace, request_timeout_s=env.kube_timeout_s, now=clock.now
+        )
+
+    def deliveries() -> DeliveryLedger:
+        from gpupool.adapters.kube_deliveries import KubeDeliveryLedger
+
+        return KubeDeliveryLedger(
+            kube.resolve(), namespace=env.kube_namespace, request_timeout_s=env.kube_timeout_s
         )
 
     return Deps(
@@ -181,4 +226,27 @@ def build_alibaba_deps(
         clock=clock,
         settings=env.settings,
         offerings=catalog_offerings(env.region, "alibaba"),
+        deliveries=cast(DeliveryLedger, _Lazy(deliveries)),
     )
+
+
+def alibaba_secret(
+    environ: Mapping[str, str],
+    name: str,
+    *,
+    credentials: Callable[[], EcsCredentials | None] | None = None,
+) -> str:
+    """The value of KMS secret `name`, read with the region and endpoint of `environ` and the
+    credentials `credentials()` gives (the FC context's), else those of `environ`, else the SDK's
+    default chain. Raises `gpupool.adapters.secret_stores.SecretUnavailable`."""
+    from gpupool.adapters.secret_stores import SecretUnavailable, kms_secret_data
+
+    region = (environ.get("ALIBABA_CLOUD_REGION_ID") or environ.get("FC_REGION") or "").strip()
+    if not region:
+        raise SecretUnavailable(f"KMS secret {name}: ALIBABA_CLOUD_REGION_ID (or FC_REGION) is not set")
+    try:
+        endpoint = _endpoint(environ, "GPUPOOL_KMS_ENDPOINT")
+        chosen = (credentials() if credentials is not None else None) or from_environment(environ)
+    except (ConfigError, CredentialsError) as error:
+        raise SecretUnavailable(f"KMS secret {name}: {error}") from None
+    return kms_secret_data(name, region=region, credentials=chosen, endpoint=endpoint)

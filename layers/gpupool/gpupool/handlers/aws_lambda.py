@@ -4,7 +4,10 @@ Role: read the Lambda event with ``intake_aws`` (EventBridge events, schedules, 
 requests carrying the relay's CloudEvents — intake tells which, and decodes a request's body)
 and hand it to ``gpupool.handlers.common``, whose body maps outcomes: retryable → raise (Lambda
 retries, then the on-failure SQS destination); permanent → logged and acknowledged; on the
-Function URL → HTTP 200 / 400 / 401 (HMAC, when GPUPOOL_RELAY_HMAC_SECRET is set) / 503.
+Function URL → HTTP 200 / 400 / 401 / 503. Relay calls are trusted as
+``gpupool.handlers.relay_auth`` reads the environment: ``aws-iam`` (the Function URL's AuthType
+AWS_IAM, the caller the relay's principal) or ``hmac`` (the secret from Secrets Manager,
+GPUPOOL_RELAY_HMAC_SECRET_ID); nothing configured refuses every call.
 ``functions/<name>/app.py`` binds it to one function: ``make_handler = partial(make_handler,
 "launch")``, ``handler = make_handler()``.
 
@@ -15,13 +18,14 @@ module import (``gpupool.adapters.wiring`` is imported when the first real event
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from gpupool.core.intake.aws import intake_aws
 from gpupool.core.intake.envelope import Intake
 from gpupool.core.intake.routing import FunctionName
 from gpupool.handlers.common import Handler, ServiceEntry, build_handler
+from gpupool.handlers.relay_auth import RelayAuthReader
 
 if TYPE_CHECKING:
     from gpupool.service.deps import Deps
@@ -46,9 +50,27 @@ def make_handler(
     *,
     service: Callable[[], ServiceEntry] | None = None,
     dry_run: bool = False,
+    environ: Mapping[str, str] | None = None,
 ) -> Handler:
-    """A Lambda handler whose deps come from ``deps_factory`` (called once, on first need).
+    """A Lambda handler whose deps come from ``deps_factory`` (called once, on first need) and
+    whose relay authentication is read from ``environ`` (default: the process environment, read
+    on every call).
 
     Tests and ``gpupool invoke`` pass fakes or sandbox-backed deps here; nothing is patched.
     """
-    return build_handler(function, deps_factory, read_event=_read_event, service=service, dry_run=dry_run)
+    settings = os.environ if environ is None else environ
+
+    def secret(secret_id: str) -> str:  # a Secrets Manager secret (imports boto3 on first use)
+        from gpupool.adapters.wiring import aws_secret
+
+        return aws_secret(settings, secret_id)
+
+    reader = RelayAuthReader(platform="aws-iam", load_secret=secret)
+    return build_handler(
+        function,
+        deps_factory,
+        read_event=_read_event,
+        relay_auth=lambda: reader.read(settings),
+        service=service,
+        dry_run=dry_run,
+    )

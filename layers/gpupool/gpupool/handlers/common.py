@@ -5,20 +5,29 @@ the cause, the trigger kind and, for an HTTP call — the Lambda Function URL, t
 trigger — the request with its body decoded once), call the function's service entry point
 with deps built once per cold start and map the outcome. Retryable → raise (the platform
 retries, then its failure destination takes over); permanent → logged and acknowledged; over
-HTTP → 200 / 400 (unreadable or misrouted event, nothing changed) / 401 (unsigned or wrongly
-signed relay call, nothing changed) / 503 (retry later). ``build_handler(function, deps_factory,
-read_event=..., ...)`` binds it to one cloud's intake; ``gpupool.handlers.aws_lambda`` and
-``gpupool.handlers.fc`` are those, each with ``make_handler(function, deps_factory, ...)``. The
-service entry points are found through ``SERVICE_ENTRIES``, one small loader per function that
-imports its service module the first time a real event needs it (so a cold start imports no
-service, and the layer build finds the modules by reading the imports).
+HTTP → 200 / 400 (unreadable or misrouted event, nothing changed) / 401 (a caller the
+deployment does not trust, nothing changed) / 503 (retry later). ``build_handler(function,
+deps_factory, read_event=..., relay_auth=..., ...)`` binds it to one cloud's intake and relay
+authentication; ``gpupool.handlers.aws_lambda`` and ``gpupool.handlers.fc`` are those, each with
+``make_handler(function, deps_factory, ...)``. The service entry points are found through
+``SERVICE_ENTRIES``, one small loader per function that imports its service module the first
+time a real event needs it (so a cold start imports no service, and the layer build finds the
+modules by reading the imports).
 
-HMAC: when the environment variable GPUPOOL_RELAY_HMAC_SECRET is set, every HTTP request must
-carry a valid ``gpupool.core.intake.signature`` signature over its exact body bytes, made within
-five minutes; otherwise 401 and neither deps nor the service are touched.
+HTTP calls fail closed, in this order, each refusal changing nothing:
+1. authentication (``gpupool.core.intake.caller.request_problem`` on what
+   ``gpupool.handlers.relay_auth`` read from the environment: the relay's HMAC signature, or a
+   platform that authenticated the caller — Function URL AWS_IAM, FC ``authType: function``):
+   a deployment that configured none refuses every call (401); a secret store that cannot be
+   read is a 503; neither deps nor the service are touched;
+2. once only (``gpupool.service.deliveries.DeliveryOnce`` on ``Deps.deliveries``): a replayed
+   delivery — the same CloudEvent id, already acted on — is acknowledged (200, status
+   ``duplicate``) and not acted on again; one another invocation is acting on is a 503; a
+   delivery that failed retryably drops its record so the sender's retry is acted on. Deps
+   without a ledger refuse relay calls (503). A dry run records nothing.
 
 Must not: decide anything, tell what kind of event it got (intake does), talk to a cloud or
-Kubernetes itself, import an SDK or a service at module import, or log the secret or a
+Kubernetes itself, import an SDK or a service at module import, or log a secret or a
 request's headers.
 """
 
@@ -34,17 +43,19 @@ from typing import TYPE_CHECKING, Any, Protocol
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import EphemeralMetrics, MetricUnit
 
+from gpupool.core.intake.caller import RelayAuth, request_problem
 from gpupool.core.intake.causes import Cause, Ignored
-from gpupool.core.intake.envelope import Intake
+from gpupool.core.intake.envelope import HttpRequest, Intake
 from gpupool.core.intake.routing import FUNCTIONS, FunctionName
-from gpupool.core.intake.signature import request_signature_problem
+from gpupool.handlers.relay_auth import RelayAuthUnavailable
 
 if TYPE_CHECKING:
+    from gpupool.service.deliveries import DeliveryLedger
     from gpupool.service.deps import Deps
     from gpupool.service.outcome import Outcome
 
 __all__ = [
-    "HMAC_SECRET_VARIABLE",
+    "PRUNE_EVERY_SECONDS",
     "SERVICE_ENTRIES",
     "Handler",
     "ReadEvent",
@@ -56,7 +67,9 @@ __all__ = [
     "metrics",
 ]
 
-HMAC_SECRET_VARIABLE = "GPUPOOL_RELAY_HMAC_SECRET"
+# How often one warm handler deletes expired delivery records (an optimisation only: the
+# records themselves are the state, and any invocation may prune them).
+PRUNE_EVERY_SECONDS = 60.0
 
 # Named "gpupool" on purpose: the service's stdlib logger "gpupool.service" is its child, so
 # the service's records go through this JSON handler with the same per-event keys.
@@ -114,12 +127,14 @@ def build_handler(
     deps_factory: Callable[[], Deps],
     *,
     read_event: ReadEvent,
+    relay_auth: Callable[[], RelayAuth],
     service: Callable[[], ServiceEntry] | None = None,
     dry_run: bool = False,
     request_id: Callable[[Any], object] = lambda context: getattr(context, "aws_request_id", None),
 ) -> Handler:
-    """A handler reading events with ``read_event``, whose deps come from ``deps_factory``
-    (called once, on first need) and whose service is ``service`` (default: the function's own)."""
+    """A handler reading events with ``read_event`` and trusting the HTTP callers ``relay_auth()``
+    says (asked on every HTTP call), whose deps come from ``deps_factory`` (called once, on first
+    need) and whose service is ``service`` (default: the function's own)."""
     if function not in FUNCTIONS:
         raise ValueError(f"unknown function {function!r}; expected one of {', '.join(FUNCTIONS)}")
     load_service = service or SERVICE_ENTRIES[function]
@@ -137,6 +152,13 @@ def build_handler(
         result: ServiceEntry = built["service"]
         return result
 
+    def prune_due() -> bool:
+        last = built.get("pruned_at")
+        if last is not None and time.monotonic() - last < PRUNE_EVERY_SECONDS:
+            return False
+        built["pruned_at"] = time.monotonic()
+        return True
+
     def handler(event: Any, context: Any) -> dict[str, Any]:
         intake = read_event(event, function)
         cause, request = intake.cause, intake.request
@@ -145,24 +167,112 @@ def build_handler(
         keys = {"function": function, **cause.log_keys()}
         with logger.append_context_keys(**keys, request_id=request_id(context)):
             try:
-                secret = os.environ.get(HMAC_SECRET_VARIABLE)
-                if request is not None and secret:
-                    problem = request_signature_problem(secret.encode("utf-8"), request, now=time.time())
-                    if problem is not None:
-                        logger.warning("relay call refused", extra={"reason": problem})
-                        metrics.add_metric(name="UnauthorizedCalls", unit=MetricUnit.Count, value=1)
-                        return http_response(
-                            401, {"function": function, "status": "refused", "error": problem}
-                        )
-                return _handle(
-                    function, cause, http=request is not None, deps=deps, entry=entry, dry_run=dry_run
-                )
+                if request is None:
+                    return _handle(function, cause, http=False, deps=deps, entry=entry, dry_run=dry_run)
+                refused = _refusal(function, request, relay_auth)
+                if refused is not None:
+                    return refused
+                if isinstance(cause, Ignored) or dry_run:  # nothing will act: nothing to record
+                    return _handle(function, cause, http=True, deps=deps, entry=entry, dry_run=dry_run)
+                return _once(function, cause, deps=deps, entry=entry, prune_due=prune_due)
             finally:
                 # Per flush, not as a default dimension: Powertools' metric store is per process.
                 metrics.add_dimension(name="function", value=function)
                 metrics.flush_metrics(raise_on_empty_metrics=False)
 
     return handler
+
+
+def _refusal(
+    function: FunctionName, request: HttpRequest, relay_auth: Callable[[], RelayAuth]
+) -> dict[str, Any] | None:
+    """The answer to an HTTP call the deployment must not act on (401, or 503 when the relay's
+    secret cannot be read now), or None when the caller is trusted."""
+    try:
+        auth = relay_auth()
+    except RelayAuthUnavailable as error:
+        logger.error("relay authentication unavailable", extra={"reason": str(error)})
+        metrics.add_metric(name="RelayAuthUnavailable", unit=MetricUnit.Count, value=1)
+        reason = "the relay's authentication cannot be checked now; retry later"
+        return http_response(503, {"function": function, "status": "retry", "errors": [reason]})
+    problem = request_problem(auth, request, now=time.time())
+    if problem is None:
+        return None
+    logger.warning("relay call refused", extra={"reason": problem})
+    metrics.add_metric(name="UnauthorizedCalls", unit=MetricUnit.Count, value=1)
+    return http_response(
+        401, {"function": function, "status": "refused", "error": problem, "errors": [problem]}
+    )
+
+
+def _quietly(step: Callable[[], None], what: str) -> None:
+    """A ledger write after the decision: its failure is logged, never turned into a retry."""
+    try:
+        step()
+    except Exception as error:
+        logger.warning(f"delivery record not {what}", extra={"error": str(error)})
+
+
+def _prune(ledger: DeliveryLedger, deps: Deps) -> None:
+    deleted = ledger.prune(now=deps.clock.now())
+    if deleted:
+        logger.info("expired delivery records deleted", extra={"count": deleted})
+
+
+def _once(
+    function: FunctionName,
+    cause: Cause,
+    *,
+    deps: Callable[[], Deps],
+    entry: Callable[[], ServiceEntry],
+    prune_due: Callable[[], bool],
+) -> dict[str, Any]:
+    """An authenticated relay delivery, acted on at most once per CloudEvent id."""
+    from gpupool.service.deliveries import DeliveryOnce  # the service loads lazily
+
+    summary: dict[str, Any] = {"function": function, "cause": cause.model_dump(mode="json")}
+    current = deps()
+    ledger = current.deliveries
+    if ledger is None or not cause.event_id:
+        reason = (
+            "these deps keep no delivery ledger: a replay could not be told"
+            if ledger is None
+            else "a relay delivery names its CloudEvent id"
+        )
+        logger.error("relay call not handled", extra={"reason": reason})
+        metrics.add_metric(name="RelayCallsNotHandled", unit=MetricUnit.Count, value=1)
+        return http_response(
+            503 if ledger is None else 400, {**summary, "status": "refused", "errors": [reason]}
+        )
+    once = DeliveryOnce(
+        ledger, function=function, event_id=cause.event_id, now=current.clock.now, holder=current.holder
+    )
+    try:
+        state = once.begin()
+    except Exception as error:
+        logger.warning("delivery ledger unavailable; asking for a retry", extra={"error": str(error)})
+        metrics.add_metric(name="RetryableFailures", unit=MetricUnit.Count, value=1)
+        return http_response(503, {**summary, "status": "retry", "errors": [f"delivery ledger: {error}"]})
+    if state == "done":
+        logger.info("replayed delivery acknowledged, not acted on")
+        metrics.add_metric(name="DuplicateDeliveries", unit=MetricUnit.Count, value=1)
+        return http_response(200, {**summary, "status": "duplicate"})
+    if state == "in-progress":
+        metrics.add_metric(name="DeliveriesInProgress", unit=MetricUnit.Count, value=1)
+        reason = "another invocation is handling this delivery; retry later"
+        return http_response(503, {**summary, "status": "retry", "errors": [reason]})
+    try:
+        response = _handle(function, cause, http=True, deps=deps, entry=entry, dry_run=False)
+    except BaseException:
+        _quietly(once.abandon, "released")
+        raise
+    if response["statusCode"] >= 500:
+        _quietly(once.abandon, "released")
+    else:
+        _quietly(once.finish, "kept")
+    if prune_due():
+        _quietly(lambda: _prune(ledger, current), "pruned")
+    return response
 
 
 def _handle(

@@ -5,9 +5,12 @@ Role: FC calls ``handler(event, context)`` with ``event`` as **bytes**; this rea
 carrying the relay's CloudEvents — intake tells which, and decodes a request's body) and hands
 it to ``gpupool.handlers.common``: retryable →
 raise (FC's asynchronous invocation retries, then its on-failure destination takes over);
-permanent → logged and acknowledged; HTTP trigger → 200 / 400 / 401 (HMAC, when
-GPUPOOL_RELAY_HMAC_SECRET is set) / 503. The function role's STS credentials in
-``context.credentials`` are kept fresh for the ECS client on every invocation.
+permanent → logged and acknowledged; HTTP trigger → 200 / 400 / 401 / 503. Relay calls are
+trusted as ``gpupool.handlers.relay_auth`` reads the environment: ``fc-signature`` (the trigger's
+``authType: function`` checked the relay's FC signature; its Content-MD5 must match the body) or
+``hmac`` (the secret from KMS, GPUPOOL_RELAY_HMAC_SECRET_ID); nothing configured refuses every
+call. The function role's STS credentials in ``context.credentials`` are kept fresh for the ECS
+client (and KMS) on every invocation.
 ``functions/<name>/index.py`` binds it to one function: ``make_handler = partial(make_handler,
 "launch")``, ``handler = make_handler()``.
 
@@ -19,13 +22,14 @@ first real event needs deps).
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from gpupool.core.intake.alibaba import intake_alibaba
 from gpupool.core.intake.envelope import Intake
 from gpupool.core.intake.routing import FunctionName
 from gpupool.handlers.common import Handler, ServiceEntry, build_handler
+from gpupool.handlers.relay_auth import RelayAuthReader
 
 if TYPE_CHECKING:
     from gpupool.adapters.ecs_api import EcsCredentials
@@ -70,15 +74,27 @@ def make_handler(
     *,
     service: Callable[[], ServiceEntry] | None = None,
     dry_run: bool = False,
+    environ: Mapping[str, str] | None = None,
 ) -> Handler:
-    """An FC handler whose deps come from ``deps_factory`` (called once, on first need).
+    """An FC handler whose deps come from ``deps_factory`` (called once, on first need) and whose
+    relay authentication is read from ``environ`` (default: the process environment, read on
+    every call).
 
     Tests and ``gpupool invoke --cloud alibaba`` pass fakes or sandbox-backed deps here.
     """
+    settings = os.environ if environ is None else environ
+
+    def secret(name: str) -> str:  # a KMS secret, with the invocation's STS credentials
+        from gpupool.adapters.wiring_alibaba import alibaba_secret
+
+        return alibaba_secret(settings, name, credentials=_context_credentials)
+
+    reader = RelayAuthReader(platform="fc-signature", load_secret=secret)
     inner = build_handler(
         function,
         deps_factory,
         read_event=_read_event,
+        relay_auth=lambda: reader.read(settings),
         service=service,
         dry_run=dry_run,
         request_id=_request_id,

@@ -22,6 +22,7 @@ from datetime import timedelta
 from gpupool.core.decisions.launch_failure import OFFERING_UNAVAILABLE_FOR
 from gpupool.core.model.claim_state import LAUNCHED_MODES, LaunchedMode
 from gpupool.core.planning.plan import OfferingRef
+from gpupool.service.deliveries import DeliveryLedger
 from gpupool.service.errors import PermanentError
 from gpupool.service.karpenter_compute import KarpenterCompute
 from gpupool.service.karpenter_ports import KarpenterApi
@@ -69,7 +70,9 @@ class Deps:
     priced catalog for the cluster's region (instance type × zone × capacity type);
     `new_suffix` makes claim-name suffixes (tests pass a deterministic one).
     `holder` names this invocation in pool Leases; `sleep` waits between polls (a drain waiting
-    for its pods; tests pass one that advances their clock).
+    for its pods; tests pass one that advances their clock). `deliveries` records the relay
+    deliveries acted on (`gpupool.service.deliveries`); the handlers refuse relay calls on deps
+    without one, since a replay could not be told.
     """
 
     compute: Compute
@@ -81,6 +84,7 @@ class Deps:
     sleep: Callable[[float], None] = time.sleep
     holder: str = field(default_factory=lambda: f"gpupool-{uuid.uuid4().hex[:12]}")
     karpenter: KarpenterApi | None = None
+    deliveries: DeliveryLedger | None = None
 
     def require_karpenter(self) -> KarpenterApi:
         """Karpenter's API, or PermanentError saying that this deployment has none."""

@@ -5,7 +5,9 @@ accepts as a `Received` (the CloudEvent, its path, when it arrived) after checki
 authentication the relay was configured with: `hmac` via `gpupool.core.intake.signature`,
 `sigv4` by recomputing botocore's own SigV4 signature with the expected credentials, service and
 region, or `fc` by recomputing the FC signature with the `fc2` SDK's signer and the expected
-AccessKey (a tampered request, another region or another key is refused with 403). A scripted
+AccessKey, as the FC gateway does, and then checking the signed `content-md5` against the body,
+as the function behind it does (a tampered request or body, another region or another key is
+refused with 403). A scripted
 `answer` callable may return another status (503 while a function is "down", 400 for an event it
 rejects); refused and scripted answers are counted too. Tests and benchmarks/reaction.py use it.
 
@@ -22,7 +24,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Self
 
-from gpupool.core.intake.signature import signature_problem
+from gpupool.core.intake.envelope import HttpRequest
+from gpupool.core.intake.signature import body_digest_problem, signature_problem
 
 __all__ = ["Received", "RelayReceiver", "fc_problem", "sigv4_problem"]
 
@@ -74,8 +77,9 @@ def sigv4_problem(
     return None if fields.get("Signature") == expected else "signature does not match"
 
 
-def fc_problem(*, url: str, headers: dict[str, str], keys: tuple[str, str]) -> str | None:
-    """Why this request is not signed as Function Compute expects from `keys`, or None."""
+def fc_problem(*, url: str, headers: dict[str, str], body: bytes, keys: tuple[str, str]) -> str | None:
+    """Why this request is not signed as Function Compute expects from `keys`, or its body is not
+    the one the signed `content-md5` names; None when both hold."""
     from email.utils import parsedate_to_datetime
     from urllib.parse import urlsplit
 
@@ -93,7 +97,9 @@ def fc_problem(*, url: str, headers: dict[str, str], keys: tuple[str, str]) -> s
         return "the date header is more than 15 minutes off"
     token = lowered.get("x-fc-security-token", "")
     expected = Auth(keys[0], keys[1], token).sign_request("POST", urlsplit(url).path or "/", lowered)
-    return None if given == expected else "FC signature does not match"
+    if given != expected:
+        return "FC signature does not match"
+    return body_digest_problem(HttpRequest(method="POST", headers=lowered, body=body))
 
 
 @dataclass
@@ -156,7 +162,7 @@ class RelayReceiver:
         if self.auth == "hmac":
             return signature_problem(self.hmac_secret, headers, body, now=time.time())
         if self.auth == "fc":
-            return fc_problem(url=url, headers=headers, keys=self.fc_keys)
+            return fc_problem(url=url, headers=headers, body=body, keys=self.fc_keys)
         if self.auth == "sigv4":
             return sigv4_problem(
                 method="POST",

@@ -13,9 +13,12 @@ Where the handlers are found (first match): `--functions-dir DIR`, `$GPUPOOL_FUN
 the source tree the package is installed from (`<repo>/functions`, for `pip install -e .`),
 then `./functions`.
 
-Exit: 0 when the event was handled or deliberately ignored; 1 when the invocation failed (the
-errors are printed); 2 for bad input (unknown function, unreadable or non-JSON event file,
-bad env file or environment), as one line, without a traceback.
+Exit: 0 when the event was handled, deliberately ignored, or a replayed relay delivery
+acknowledged without acting (`duplicate`); 1 when the invocation failed or the function refused
+the call (the errors are printed); 2 for bad input (unknown function, unreadable or non-JSON
+event file, bad env file or environment), as one line, without a traceback. The relay
+authentication an HTTP event is checked against comes from the same environment as the deps
+(`--env` over the process environment): GPUPOOL_HTTP_AUTH and its variables.
 
 Must not: decide, check dry-run itself (the handler passes it to the service), or change the
 process environment.
@@ -214,9 +217,17 @@ def outcome_json(body: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def load_handler(module: ModuleType, deps_factory: Callable[[], Any], *, dry_run: bool = False) -> Handler:
-    """The function's handler with our deps (the handlers' own injection seam)."""
-    handler: Handler = module.make_handler(deps_factory, dry_run=dry_run)
+def load_handler(
+    module: ModuleType,
+    deps_factory: Callable[[], Any],
+    *,
+    dry_run: bool = False,
+    environ: Mapping[str, str] | None = None,
+) -> Handler:
+    """The function's handler with our deps (the handlers' own injection seam); its relay
+    authentication is read from `environ` (default: the process environment)."""
+    extra = {} if environ is None else {"environ": environ}
+    handler: Handler = module.make_handler(deps_factory, dry_run=dry_run, **extra)
     return handler
 
 
@@ -272,11 +283,11 @@ def run(args: argparse.Namespace) -> int:
         environ["GPUPOOL_CLUSTER_NAME"] = args.cluster
     factory = _deps_factory(args.cloud, environ, args.env)
     with quiet_handler_output(verbose=args.verbose):
-        handler = load_handler(module, factory, dry_run=args.dry_run)
+        handler = load_handler(module, factory, dry_run=args.dry_run, environ=environ)
         body = call_handler(handler, event, as_bytes=args.cloud == "alibaba")
     outcome = outcome_json(body)
     if args.json:
         print(json.dumps(outcome, indent=2, sort_keys=False))
     else:
         print_outcome(args.function, body, outcome, dry_run=args.dry_run)
-    return 0 if body.get("status") in ("handled", "ignored") and not outcome["errors"] else 1
+    return 0 if body.get("status") in ("handled", "ignored", "duplicate") and not outcome["errors"] else 1

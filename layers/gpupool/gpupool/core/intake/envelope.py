@@ -6,9 +6,11 @@ decides nothing about the event itself:
   request, or an event of no kind intake knows) and, for an HTTP request only, the request;
 - ``HttpRequest``: method, headers and the body decoded **once** (base64 undone when
   ``isBase64Encoded`` is true): ``body`` is the exact bytes an HMAC signature covers and ``text``
-  is what the relay parser reads, both from that one decode. Lambda Function URL requests
-  (payload format 2.0) and FC 3.0 HTTP-trigger events carry the same fields gpupool reads
-  (``body``, ``isBase64Encoded``, ``headers``, ``requestContext.http.method``), so
+  is what the relay parser reads, both from that one decode; ``caller``, the identity the
+  platform itself authenticated, as the platform wrote it into the request context (a Lambda
+  Function URL with AuthType AWS_IAM: ``requestContext.authorizer.iam.userArn``). Lambda Function
+  URL requests (payload format 2.0) and FC 3.0 HTTP-trigger events carry the same fields gpupool
+  reads (``body``, ``isBase64Encoded``, ``headers``, ``requestContext.http.method``), so
   ``read_http_request`` serves both;
 - ``as_json_object``: the small, total JSON helper every envelope parser uses.
 
@@ -42,6 +44,8 @@ class HttpRequest:
     # The exact bytes the caller sent (what a signature covers); None: not readable as bytes
     # (a body that is neither text nor bytes, text that is not UTF-8-encodable, bad base64).
     body: bytes | None
+    # The caller the platform authenticated (an IAM ARN); None when the platform names none.
+    caller: str | None = None
 
     @property
     def text(self) -> str | None:
@@ -98,10 +102,14 @@ def read_http_request(envelope: Mapping[str, object]) -> HttpRequest:
         if isinstance(raw_headers, Mapping)
         else {}
     )
+    authorizer = context.get("authorizer") if isinstance(context, Mapping) else None
+    iam = authorizer.get("iam") if isinstance(authorizer, Mapping) else None
+    caller = iam.get("userArn") if isinstance(iam, Mapping) else None
     return HttpRequest(
         method=method if isinstance(method, str) else None,
         headers=headers,
         body=_body_bytes(envelope.get("body"), is_base64=envelope.get("isBase64Encoded", False)),
+        caller=caller if isinstance(caller, str) and caller else None,
     )
 
 

@@ -1,23 +1,29 @@
-"""HMAC-SHA256 signatures on the relay's webhook calls (``--forward-auth hmac``).
+"""How the relay's webhook calls are signed, and how the functions check that a body is the one signed.
 
-Role: the one definition of how a relayed CloudEvent is signed and verified, shared by the
-relay (which signs) and every function's HTTP entry point (Lambda Function URL, FC HTTP
-trigger), which verify when a shared secret is configured — over the request's body bytes as
-intake decoded them (``envelope.HttpRequest.body``, the same decode the parser reads).
+Role: the one definition shared by the relay (which signs) and every function's HTTP entry point
+(Lambda Function URL, FC HTTP trigger), over the request's body bytes as intake decoded them
+(``envelope.HttpRequest.body``, the same decode the parser reads). Two things:
 
-Wire format:
-- ``x-gpupool-timestamp``: Unix seconds (decimal) when the request was signed;
-- ``x-gpupool-signature``: ``v1=<hex>``, HMAC-SHA256 with the shared secret over
-  ``b"<timestamp>." + body`` (the exact bytes sent). Several ``v1=`` values may be given,
-  comma-separated, so a secret can be rotated: any one matching is enough.
-A timestamp more than ``TOLERANCE_SECONDS`` from ``now`` (either way) is refused, so a captured
-request cannot be replayed later.
+- the relay's own HMAC-SHA256 signature (``--forward-auth hmac``):
+  ``x-gpupool-timestamp``: Unix seconds (decimal) when the request was signed;
+  ``x-gpupool-signature``: ``v1=<hex>``, HMAC-SHA256 with the shared secret over
+  ``b"<timestamp>." + body`` (the exact bytes sent): exactly 64 lowercase hex digits, compared in
+  constant time — a prefix, an empty digest or any other length is refused. Several ``v1=``
+  values may be given, comma-separated, so a secret can be rotated: any one matching is enough.
+  A timestamp more than ``TOLERANCE_SECONDS`` from ``now`` (either way) is refused, so a captured
+  request cannot be replayed later (within the window, the functions' delivery ledger refuses it);
+- ``Content-MD5`` (base64 of the body's MD5, RFC 1864): Function Compute's HTTP-trigger signature
+  covers this header but not the body itself, so the relay sends it with its FC signature
+  (``--forward-auth fc``) and a function behind an FC trigger with ``authType: function``
+  checks it against the body it got (``body_digest_problem``): a body swapped under a captured
+  signature no longer matches.
 
 Must not: read the clock (``now`` is passed in), read the secret from anywhere, or log.
 """
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import hmac
 from collections.abc import Mapping
@@ -25,9 +31,12 @@ from collections.abc import Mapping
 from gpupool.core.intake.envelope import HttpRequest
 
 __all__ = [
+    "CONTENT_MD5_HEADER",
     "SIGNATURE_HEADER",
     "TIMESTAMP_HEADER",
     "TOLERANCE_SECONDS",
+    "body_digest_problem",
+    "content_md5",
     "request_signature_problem",
     "sign_body",
     "signature_problem",
@@ -35,8 +44,11 @@ __all__ = [
 
 SIGNATURE_HEADER = "x-gpupool-signature"
 TIMESTAMP_HEADER = "x-gpupool-timestamp"
+CONTENT_MD5_HEADER = "content-md5"
 TOLERANCE_SECONDS = 300
 _SCHEME = "v1="
+_HEX_DIGITS = frozenset("0123456789abcdef")
+_DIGEST_LENGTH = 64  # hex digits of a SHA-256
 
 
 def _digest(secret: bytes, timestamp: str, body: bytes) -> str:
@@ -51,12 +63,22 @@ def sign_body(secret: bytes, body: bytes, *, timestamp: int) -> dict[str, str]:
     return {TIMESTAMP_HEADER: stamp, SIGNATURE_HEADER: _SCHEME + _digest(secret, stamp, body)}
 
 
+def _lowered(headers: Mapping[str, str]) -> dict[str, str]:
+    return {str(name).lower(): str(value) for name, value in headers.items()}
+
+
+def _is_digest(text: str) -> bool:
+    return len(text) == _DIGEST_LENGTH and set(text) <= _HEX_DIGITS
+
+
 def signature_problem(secret: bytes, headers: Mapping[str, str], body: bytes, *, now: float) -> str | None:
-    """Why the request is not validly signed, or None when it is.
+    """Why the request is not validly signed with ``secret``, or None when it is.
 
     Header names are matched case-insensitively. Never raises on bad input.
     """
-    lowered = {str(name).lower(): str(value) for name, value in headers.items()}
+    if not secret:
+        return "no HMAC secret to check the signature with"
+    lowered = _lowered(headers)
     stamp = lowered.get(TIMESTAMP_HEADER, "").strip()
     given = lowered.get(SIGNATURE_HEADER, "").strip()
     if not stamp or not given:
@@ -66,12 +88,13 @@ def signature_problem(secret: bytes, headers: Mapping[str, str], body: bytes, *,
     if abs(now - int(stamp)) > TOLERANCE_SECONDS:
         return f"{TIMESTAMP_HEADER} is more than {TOLERANCE_SECONDS} s from now"
     expected = _digest(secret, stamp, body)
-    candidates = [part.strip() for part in given.split(",")]
-    if any(
-        part.startswith(_SCHEME) and hmac.compare_digest(part[len(_SCHEME) :], expected)
-        for part in candidates
-    ):
+    digests = [part.strip()[len(_SCHEME) :] for part in given.split(",") if part.strip().startswith(_SCHEME)]
+    # Every well-formed candidate is compared (in constant time, whole digest against whole digest).
+    matched = [hmac.compare_digest(digest, expected) for digest in digests if _is_digest(digest)]
+    if any(matched):
         return None
+    if not matched:
+        return f"signature does not match: {SIGNATURE_HEADER} has no v1=<64 hex digits> value"
     return "signature does not match the body"
 
 
@@ -80,3 +103,20 @@ def request_signature_problem(secret: bytes, request: HttpRequest, *, now: float
     if request.body is None:
         return "the body cannot be read as the bytes that were signed"
     return signature_problem(secret, request.headers, request.body, now=now)
+
+
+def content_md5(body: bytes) -> str:
+    """The ``Content-MD5`` value of ``body``: base64 of its MD5 digest (RFC 1864)."""
+    return base64.b64encode(hashlib.md5(body, usedforsecurity=False).digest()).decode("ascii")
+
+
+def body_digest_problem(request: HttpRequest) -> str | None:
+    """Why the request's body is not the one its ``Content-MD5`` header names, or None when it is."""
+    if request.body is None:
+        return "the body cannot be read as the bytes that were signed"
+    given = _lowered(request.headers).get(CONTENT_MD5_HEADER, "").strip()
+    if not given:
+        return f"{CONTENT_MD5_HEADER} is required: the FC signature covers the body only through it"
+    if not hmac.compare_digest(given.encode("ascii", "replace"), content_md5(request.body).encode("ascii")):
+        return f"{CONTENT_MD5_HEADER} does not match the body"
+    return None

@@ -21,6 +21,7 @@ from datetime import timedelta
 from typing import Any, Protocol
 
 from gpupool.core.model.constants import TAG_MANAGED_BY, TAG_MANAGED_BY_VALUE, TAG_NODE_NAME
+from gpupool.sandbox.demo.events import RELAY_ROLE_ARN
 from gpupool.sandbox.ecs_instances import ECS_TO_EC2_STATES, ecs_instances
 from gpupool.sandbox.ecs_server import SANDBOX_ACCESS_KEY_ID, SANDBOX_ACCESS_KEY_SECRET, EcsEndpoint
 from gpupool.sandbox.ecs_state import EcsState
@@ -149,6 +150,9 @@ class AwsCloud:
             "AWS_DEFAULT_REGION": self.region,
             "AWS_ACCESS_KEY_ID": "testing",
             "AWS_SECRET_ACCESS_KEY": "testing",
+            # The Function URLs' AuthType AWS_IAM, as template.yaml deploys them.
+            "GPUPOOL_HTTP_AUTH": "aws-iam",
+            "GPUPOOL_RELAY_PRINCIPAL": RELAY_ROLE_ARN,
         }
 
     def sim_instances(self) -> list[SimInstance]:
@@ -181,6 +185,8 @@ class AlibabaCloud:
             "GPUPOOL_ECS_ENDPOINT": self._ecs.url,
             "ALIBABA_CLOUD_ACCESS_KEY_ID": SANDBOX_ACCESS_KEY_ID,
             "ALIBABA_CLOUD_ACCESS_KEY_SECRET": SANDBOX_ACCESS_KEY_SECRET,
+            # The HTTP triggers' authType function, as s.yaml deploys them.
+            "GPUPOOL_HTTP_AUTH": "fc-signature",
         }
 
     def sim_instances(self) -> list[SimInstance]:

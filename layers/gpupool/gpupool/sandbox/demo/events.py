@@ -5,11 +5,12 @@ a schedule tick, an instance state change, and an HTTP request carrying one of t
 CloudEvents 1.0 (`ai.tensor-fusion.gpupool.<type>`, see docs/events.md); ids come from one
 counter, so a run is repeatable. What differs by cloud is the envelope, one small piece each:
 - AWS: an EventBridge `Scheduled Event` and an `EC2 Instance State-change Notification`
-  (`"version": "0"`), and a Lambda Function URL request (payload format 2.0);
+  (`"version": "0"`), and a Lambda Function URL request (payload format 2.0) with the IAM
+  caller Lambda writes for AuthType AWS_IAM: a session of `RELAY_ROLE_ARN`;
 - Alibaba Cloud: an FC timer trigger event (`triggerTime`, `triggerName` as s.yaml names each
   function's timer, empty payload), an EventBridge CloudEvent `ecs:Instance:StateChange` (the
   demo speaks EC2's states: `running` becomes `Running`, `terminated` `Deleted`), and an FC 3.0
-  HTTP-trigger request.
+  HTTP-trigger request with the `Content-Md5` the relay's FC signature covers.
 
 Must not: interpret events (intake does) or call a handler.
 """
@@ -23,14 +24,17 @@ from itertools import count
 from typing import Any, ClassVar, Protocol
 
 from gpupool.core.catalog import Cloud
+from gpupool.core.intake.signature import content_md5
 from gpupool.core.vocabulary.events import TYPE_PREFIX
 
-__all__ = ["Cloud", "EventFactory", "iso_time"]
+__all__ = ["RELAY_ROLE_ARN", "Cloud", "EventFactory", "iso_time"]
 
 Event = dict[str, Any]
 NewId = Callable[[str], str]  # takes the next id of the run (only an envelope that carries one asks)
 _HTTP = {"method": "POST", "path": "/", "protocol": "HTTP/1.1", "sourceIp": "127.0.0.1"}
 _CLOUD_EVENT_TYPE = "application/cloudevents+json; charset=utf-8"
+# The IAM role the demo's relay calls the Function URLs as (GPUPOOL_RELAY_PRINCIPAL).
+RELAY_ROLE_ARN = "arn:aws:iam::123456789012:role/gpupool-relay"
 
 
 def iso_time(moment: datetime) -> str:
@@ -89,6 +93,12 @@ class _Aws:
             "headers": {"content-type": _CLOUD_EVENT_TYPE, "user-agent": "gpupool-relay/simulated"},
             "requestContext": {
                 "accountId": self.account,
+                "authorizer": {
+                    "iam": {
+                        "accountId": self.account,
+                        "userArn": f"arn:aws:sts::{self.account}:assumed-role/gpupool-relay/simulated",
+                    }
+                },
                 "http": dict(_HTTP),
                 "requestId": event_id,
                 "routeKey": "$default",
@@ -149,7 +159,7 @@ class _Alibaba:
             "rawPath": "/",
             "body": body,
             "isBase64Encoded": False,
-            "headers": {"Content-Type": _CLOUD_EVENT_TYPE},
+            "headers": {"Content-Type": _CLOUD_EVENT_TYPE, "Content-Md5": content_md5(body.encode())},
             "queryParameters": {},
             "requestContext": {
                 "accountId": self.account,

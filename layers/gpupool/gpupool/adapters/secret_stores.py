@@ -1,0 +1,112 @@
+"""Read one secret from the cloud's encrypted store: AWS Secrets Manager, Alibaba Cloud KMS.
+
+Role: the functions keep no secret in a plaintext variable; a variable names the secret and this
+reads its value on first use — `aws_secret_string` (Secrets Manager `GetSecretValue`,
+`SecretString`) and `kms_secret_data` (KMS 2016-01-20 `GetSecretValue`, `SecretData`, base64
+undone for a `binary` secret; the RPC call made by `alibabacloud-tea-openapi`'s own client, the
+one the ECS SDK is built on, against `kms.<region>.aliyuncs.com` or the endpoint given). A
+secret that cannot be read — missing, empty, not permitted, or the store unreachable — is a
+`SecretUnavailable` naming the secret, never showing a value.
+
+Must not: cache (the callers decide how long a value lives), log a value, or import an SDK at
+module import.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from gpupool.adapters.ecs_api import EcsCredentials
+
+__all__ = ["KMS_API_VERSION", "SecretUnavailable", "aws_secret_string", "kms_secret_data"]
+
+KMS_API_VERSION = "2016-01-20"
+
+
+class SecretUnavailable(RuntimeError):
+    """A secret could not be read from its store; the message names it (never its value)."""
+
+
+def aws_secret_string(session: Any, secret_id: str, *, endpoint_url: str | None = None) -> str:
+    """The `SecretString` of Secrets Manager secret `secret_id`, through boto3 `session`."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    try:
+        client = session.client("secretsmanager", endpoint_url=endpoint_url)
+        content = client.get_secret_value(SecretId=secret_id).get("SecretString")
+    except (ClientError, BotoCoreError) as error:
+        raise SecretUnavailable(f"Secrets Manager secret {secret_id}: cannot read it: {error}") from None
+    if not content:
+        raise SecretUnavailable(f"Secrets Manager secret {secret_id} has no SecretString")
+    return str(content)
+
+
+def _kms_client(
+    region: str, endpoint: str | None, credentials: EcsCredentials | None, timeout_s: float
+) -> Any:
+    from alibabacloud_tea_openapi.client import Client
+    from alibabacloud_tea_openapi.utils_models import Config
+
+    config = Config(
+        region_id=region,
+        endpoint=endpoint or f"kms.{region}.aliyuncs.com",
+        read_timeout=int(timeout_s * 1000),
+        connect_timeout=int(min(timeout_s, 5.0) * 1000),
+    )
+    if credentials is not None:
+        config.access_key_id = credentials.access_key_id
+        config.access_key_secret = credentials.access_key_secret
+        config.security_token = credentials.security_token
+    else:
+        from alibabacloud_credentials.client import Client as CredentialClient
+
+        config.credential = CredentialClient()
+    return Client(config)
+
+
+def kms_secret_data(
+    name: str,
+    *,
+    region: str,
+    credentials: EcsCredentials | None,
+    endpoint: str | None = None,
+    timeout_s: float = 10.0,
+) -> str:
+    """The current value (`SecretData`) of KMS secret `name`; `credentials` None: the SDK's default chain."""
+    from alibabacloud_tea_openapi.utils_models import OpenApiRequest, Params
+    from darabonba.runtime import RuntimeOptions
+    from Tea.exceptions import TeaException
+
+    params = Params(
+        action="GetSecretValue",
+        version=KMS_API_VERSION,
+        protocol="HTTPS",
+        pathname="/",
+        method="POST",
+        auth_type="AK",
+        style="RPC",
+        req_body_type="formData",
+        body_type="json",
+    )
+    try:
+        client = _kms_client(region, endpoint, credentials, timeout_s)
+        answer = client.call_api(
+            params, OpenApiRequest(query={"SecretName": name}), RuntimeOptions(autoretry=False)
+        )
+    except TeaException as error:
+        raise SecretUnavailable(f"KMS secret {name}: cannot read it: {error.code}: {error.message}") from None
+    except (OSError, ValueError) as error:
+        raise SecretUnavailable(f"KMS secret {name}: cannot reach KMS: {type(error).__name__}") from None
+    body = answer.get("body") if isinstance(answer, dict) else None
+    if not isinstance(body, dict) or not isinstance(body.get("SecretData"), str) or not body["SecretData"]:
+        raise SecretUnavailable(f"KMS secret {name} has no SecretData")
+    data: str = body["SecretData"]
+    if body.get("SecretDataType") == "binary":
+        try:
+            return base64.b64decode(data, validate=True).decode("utf-8")
+        except (binascii.Error, UnicodeDecodeError):
+            raise SecretUnavailable(f"KMS secret {name}: its binary SecretData is not UTF-8 text") from None
+    return data
