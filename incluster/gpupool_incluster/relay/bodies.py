@@ -88,6 +88,8 @@ def json_depth(body: bytes) -> int:
 
 
 def _check_depth(body: bytes, max_depth: int) -> None:
+    if body.count(b"[") + body.count(b"{") <= max_depth:
+        return  # no more openers than the bound, in strings or not: cannot nest deeper (the common case)
     depth = json_depth(body)
     if depth > max_depth:
         raise BodyRefused(400, f"body nests {depth} levels deep; at most {max_depth} are accepted")

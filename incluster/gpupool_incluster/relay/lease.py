@@ -165,8 +165,8 @@ class LeaderElector:
             self.check_deadline()
 
     def _step_down(self) -> None:
+        self.on_stopped()  # first: once `leading` is clear, nothing forwards any more
         self.leading.clear()
-        self.on_stopped()
 
     # ---- the Lease -------------------------------------------------------------------------------
     def _read(self) -> dict[str, Any] | None:
