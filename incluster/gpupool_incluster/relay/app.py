@@ -3,35 +3,57 @@
 Routes: POST /scheduler/filter, /scheduler/prioritize, /scheduler/bind (kube-scheduler extender
 v1 shapes); POST /mutate-pod (AdmissionReview v1); POST /api/simulate-schedule (a Pod as YAML
 or JSON); GET /api/allocation; GET /healthz (liveness); GET /readyz (503 until every watch has
-synced); GET /metrics (Prometheus). Extender errors travel in the result's `Error`
-field with HTTP 200, as the extender protocol expects; malformed bodies get 400 with a message.
-`surfaces` picks the route groups one listener serves (serve.py: the extender on loopback only;
-the webhook, and the API behind `access` when enabled, on the Service port); with `access`,
-every /api/* request needs a bearer token the API server accepts and authorizes (401 / 403).
+synced); GET /metrics (Prometheus). Every body is read through `bodies`: over `MAX_BODY` bytes
+(by Content-Length, or counted while it streams) → 413; not JSON, nested deeper than `MAX_DEPTH`,
+or not the shape the route reads → 400, except that the extender's filter and bind answer such a
+body in the result's `Error` field with HTTP 200, as the extender protocol expects (prioritize's
+HostPriorityList has no such field: 400). Parsing and deciding run in the thread pool, so a body
+that is slow to read costs its own request, never the event loop. `surfaces` picks the route groups
+one listener serves (serve.py: the extender on loopback only; the webhook, and the API behind
+`access` when enabled, on the Service port; /metrics never there); with `access`, every /api/*
+request needs a bearer token the API server accepts for the relay's audience and authorizes (401 /
+403). The webhook decides `enabled-replicas` from the Pod watch; while a replica it just let move
+is not in the watch yet, an admission of the same owner waits for it (`replicas`), at most
+`HubSettings.replica_settle` seconds, asleep on the event loop (no thread held).
 
-Must not: decide anything (the hub and the core do) or block the event loop on the API server
-(bind runs in the thread pool).
+Must not: decide anything (the hub and the core do) or block the event loop on the API server or
+on a parser.
 """
 
 from __future__ import annotations
 
-import json
+import asyncio
+import functools
 import time
 from collections.abc import Awaitable, Callable, Collection
 from typing import Any
 
-import yaml
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from gpupool.core.admission import Denial, ReviewError, allowed, denied, parse_review
+from gpupool.core.admission import (
+    AdmissionRequest,
+    Denial,
+    Mutation,
+    ReviewError,
+    allowed,
+    denied,
+    parse_review,
+)
 from gpupool.core.allocator.pod_request import RequestError
-from gpupool.core.extender import WireError, binding_result, parse_binding_args, parse_extender_args
+from gpupool.core.extender import (
+    WireError,
+    binding_result,
+    filter_error,
+    parse_binding_args,
+    parse_extender_args,
+)
 from gpupool.core.model.constants import ANNOTATION_GPU_POOL
 from gpupool_incluster.relay.access import TokenAccess
+from gpupool_incluster.relay.bodies import MAX_MANIFEST, BodyRefused, parse_json, parse_manifest, read_body
 from gpupool_incluster.relay.hub import BindFailed, SchedulerHub
 from gpupool_incluster.relay.metrics import CONTENT_TYPE, RelayMetrics
 from gpupool_incluster.relay.report import allocation_report, simulation_report
@@ -40,18 +62,7 @@ __all__ = ["ALL_SURFACES", "create_app"]
 
 ALL_SURFACES = frozenset({"extender", "webhook", "api", "health", "metrics"})
 RouteHandler = Callable[[Request], Awaitable[Response]]
-
-MAX_BODY = 8 << 20
-
-
-async def _json(request: Request) -> Any:
-    body = await request.body()
-    if len(body) > MAX_BODY:
-        raise WireError(f"body larger than {MAX_BODY} bytes")
-    try:
-        return json.loads(body)
-    except ValueError as exc:
-        raise WireError(f"body is not JSON: {exc}") from None
+SETTLE_POLL_SECONDS = 0.02
 
 
 def _bad(message: str, status: int = 400) -> JSONResponse:
@@ -86,6 +97,11 @@ def _guarded(access: TokenAccess | None, verb: str, path: str, handler: RouteHan
     return guarded
 
 
+def _status(refused: BodyRefused) -> int:
+    """An extender body too large is HTTP 413; any other refusal travels in `Error` with a 200."""
+    return 413 if refused.status == 413 else 200
+
+
 def create_app(
     hub: SchedulerHub,
     *,
@@ -100,64 +116,88 @@ def create_app(
         raise ValueError(f"unknown relay surfaces: {sorted(unknown)}")
     is_ready = ready or hub.synced.is_set
 
-    async def scheduler_filter(request: Request) -> Response:
-        try:
-            args = parse_extender_args(await _json(request))
-        except WireError as exc:
-            return JSONResponse(
-                {
-                    "Nodes": None,
-                    "NodeNames": None,
-                    "FailedNodes": {},
-                    "FailedAndUnresolvableNodes": {},
-                    "Error": str(exc),
-                }
-            )
+    def filter_now(body: bytes) -> dict[str, Any]:
+        args = parse_extender_args(parse_json(body))
         result = hub.filter(args)
         passed = result.get("NodeNames") or ((result.get("Nodes") or {}).get("items") or [])
         if metrics is not None and args.node_names and not passed and not result.get("Error"):
             annotations = (args.pod.get("metadata") or {}).get("annotations") or {}
             pool = annotations.get(ANNOTATION_GPU_POOL) or hub.default_pool
             metrics.allocation_failures.labels(str(pool)).inc()  # WorkerAllocationFailed (docs/alerts.md)
-        return JSONResponse(result)
+        return result
+
+    async def scheduler_filter(request: Request) -> Response:
+        try:
+            body = await read_body(request)
+            return JSONResponse(await run_in_threadpool(filter_now, body))
+        except BodyRefused as refused:
+            return JSONResponse(filter_error(refused.message), status_code=_status(refused))
+        except WireError as exc:
+            return JSONResponse(filter_error(str(exc)))
+
+    def prioritize_now(body: bytes) -> list[dict[str, Any]]:
+        return hub.prioritize(parse_extender_args(parse_json(body)))
 
     async def scheduler_prioritize(request: Request) -> Response:
         try:
-            args = parse_extender_args(await _json(request))
+            body = await read_body(request)
+            return JSONResponse(await run_in_threadpool(prioritize_now, body))
+        except BodyRefused as refused:
+            return _bad(refused.message, refused.status)
         except WireError as exc:
             return _bad(str(exc))
-        return JSONResponse(hub.prioritize(args))
+
+    def bind_now(body: bytes) -> dict[str, str]:
+        args = parse_binding_args(parse_json(body))
+        try:
+            hub.bind(args.pod_namespace, args.pod_name, args.pod_uid, args.node)
+        except BindFailed as exc:
+            return binding_result(str(exc))
+        return binding_result()
 
     async def scheduler_bind(request: Request) -> Response:
         try:
-            args = parse_binding_args(await _json(request))
+            body = await read_body(request)
+            return JSONResponse(await run_in_threadpool(bind_now, body))
+        except BodyRefused as refused:
+            return JSONResponse(binding_result(refused.message), status_code=_status(refused))
         except WireError as exc:
             return JSONResponse(binding_result(str(exc)))
-        try:
-            await run_in_threadpool(hub.bind, args.pod_namespace, args.pod_name, args.pod_uid, args.node)
-        except BindFailed as exc:
-            return JSONResponse(binding_result(str(exc)))
-        return JSONResponse(binding_result())
+
+    def review_of(body: bytes) -> AdmissionRequest:
+        return parse_review(parse_json(body))
+
+    async def admit_settled(review: AdmissionRequest) -> Mutation:
+        """Wait (asleep, bounded) while the owner's last moved replica is not in the watch yet."""
+        deadline = time.monotonic() + hub.settings.replica_settle
+        while True:
+            settled = time.monotonic() >= deadline
+            mutation = await run_in_threadpool(
+                functools.partial(
+                    hub.try_admit, review.pod, review.namespace, record=not review.dry_run, settled=settled
+                )
+            )
+            if mutation is not None:
+                return mutation
+            await asyncio.sleep(SETTLE_POLL_SECONDS)
 
     async def mutate_pod(request: Request) -> Response:
         try:
-            review = parse_review(await _json(request))
-        except (WireError, ReviewError) as exc:
+            review = await run_in_threadpool(review_of, await read_body(request))
+        except BodyRefused as refused:
+            return _bad(refused.message, refused.status)
+        except ReviewError as exc:
             return _bad(str(exc))
         if review.operation != "CREATE":
             return JSONResponse(allowed(review.uid))
         try:
-            mutation = hub.admit(review.pod, review.namespace, record=not review.dry_run)
+            mutation = await admit_settled(review)
         except Denial as exc:
             return JSONResponse(denied(review.uid, f"gpupool: {exc}"))
         return JSONResponse(allowed(review.uid, mutation.patch, mutation.notes))
 
-    async def simulate_schedule(request: Request) -> Response:
-        body = await request.body()
-        try:
-            pod = yaml.safe_load(body) if body.strip() else None
-        except yaml.YAMLError as exc:
-            return _bad(f"body is neither JSON nor YAML: {exc}")
+    def simulate_now(body: bytes) -> JSONResponse:
+        pod = parse_manifest(body) if body.strip() else None
         if not isinstance(pod, dict) or pod.get("kind", "Pod") != "Pod":
             return _bad("body must be one Pod manifest (YAML or JSON)")
         namespace = str((pod.get("metadata") or {}).get("namespace") or "default")
@@ -176,9 +216,19 @@ def create_app(
             )
         return JSONResponse(simulation_report(mutation, simulation))
 
-    async def allocation(request: Request) -> Response:
+    async def simulate_schedule(request: Request) -> Response:
+        try:
+            body = await read_body(request, MAX_MANIFEST)
+            return await run_in_threadpool(simulate_now, body)
+        except BodyRefused as refused:
+            return _bad(refused.message, refused.status)
+
+    def allocation_now() -> dict[str, Any]:
         with hub.lock:
-            return JSONResponse(allocation_report(hub.allocator))
+            return allocation_report(hub.allocator)
+
+    async def allocation(request: Request) -> Response:
+        return JSONResponse(await run_in_threadpool(allocation_now))
 
     async def healthz(request: Request) -> Response:
         return JSONResponse({"status": "ok", "synced": hub.synced.is_set()})
@@ -189,7 +239,7 @@ def create_app(
 
     async def metrics_page(request: Request) -> Response:
         assert metrics is not None
-        return Response(metrics.render(), media_type=CONTENT_TYPE)
+        return Response(await run_in_threadpool(metrics.render), media_type=CONTENT_TYPE)
 
     groups: dict[str, list[Route]] = {
         "extender": [

@@ -5,10 +5,12 @@ SchedulingConfigTemplates, GPUResourceQuotas, WorkloadProfiles), each already re
 model, to the allocator; answer extender filter / prioritize, webhook admission,
 simulate-schedule and the allocation dump; run bind as reserve (under the lock) → annotate pod →
 create Binding, releasing the reservation if a write fails, so a bind that loses a race leaves
-the state as it was. With progressive migration on (and a `NodeTainter` given), it feeds the
-taint keeper (`migration`): which nodes exist and carry the used-by taint, and a wake-up whenever
-a node may have gained its first worker or lost its last. The policy objects are kept in the
-hub's `PolicyBook` (`policies`), which the hub calls under its lock; what they mean for placement
+the state as it was — and only for pods whose schedulerName is tensor-fusion-scheduler. The
+webhook's `enabled-replicas` count is the Pod watch's (`replicas`), never what reviews claim.
+With progressive migration on (and a `NodeTainter` given), it feeds the taint keeper
+(`migration`): which nodes exist and carry the used-by taint, and a wake-up whenever a node may
+have gained its first worker or lost its last. The policy objects are kept in the hub's
+`PolicyBook` (`policies`), which the hub calls under its lock; what they mean for placement
 (oversubscription, pool modes, quota limits) the hub sets on the allocator.
 
 Must not: serve HTTP (see `app`) or hold a Kubernetes client (it gets a `ClusterWriter` and
@@ -34,6 +36,7 @@ from gpupool.core.allocator.pod_request import (
 )
 from gpupool.core.allocator.progressive import has_used_by_taint
 from gpupool.core.extender import ExtenderArgs, handle_filter, handle_prioritize, reserve_for_bind
+from gpupool.core.model.constants import ANNOTATION_ENABLED_REPLICAS, SCHEDULER_NAME
 from gpupool.core.model.foreign import Node, Pod
 from gpupool.core.model.node import GPU
 from gpupool.core.model.pool import GPUPool
@@ -72,7 +75,7 @@ class SchedulerHub:
         # re-reads them, so their share of it is counted.
         self.holders: dict[str, set[str]] = {}
         self.bound: dict[str, Pod] = {}
-        self.replicas = ReplicaLedger()
+        self.replicas = ReplicaLedger(settle=self.settings.replica_settle)
         self.gangs = GangGate()  # gang-min-members: all-or-nothing binding, with gang-timeout
         self.synced = threading.Event()
         self.taints: TaintKeeper | None = None
@@ -230,6 +233,11 @@ class SchedulerHub:
             raise BindFailed(f"cannot read pod {namespace}/{name}: {exc}") from exc
         if uid and (pod.get("metadata") or {}).get("uid") not in (None, "", uid):
             raise BindFailed(f"pod {namespace}/{name} was replaced (uid {uid} is gone)")
+        scheduler = (pod.get("spec") or {}).get("schedulerName") or "default-scheduler"
+        if scheduler != SCHEDULER_NAME:
+            # kube-scheduler only asks to bind pods of its own profile: anything else is a caller
+            # on the loopback port (a port-forward) trying to place a pod it should not.
+            raise BindFailed(f"pod {namespace}/{name} is scheduled by {scheduler}, not {SCHEDULER_NAME}")
         with self.lock:
             if self.gangs.sweep(self.allocator):  # a timed-out gang's GPUs are free again
                 self._wake_taints()
@@ -286,13 +294,27 @@ class SchedulerHub:
             )
 
     def admit(self, pod: Mapping[str, Any], namespace: str, *, record: bool = True) -> Mutation:
-        """The webhook's mutation (Denial propagates); `record` counts a moved replica (not dry runs)."""
-        mutation = mutate_pod(pod, namespace, self.admission_context(pod, namespace))
-        owner = _owner_of(pod)
-        if record and mutation.migrated and owner is not None:
-            with self.lock:
-                self.replicas.admitted(owner)
+        """The webhook's mutation (Denial propagates), counting the replicas the watch shows; `record`
+        marks a moved replica's owner unsettled until the watch shows it (not for dry runs)."""
+        mutation = self.try_admit(pod, namespace, record=record, settled=True)
+        assert mutation is not None
         return mutation
+
+    def try_admit(
+        self, pod: Mapping[str, Any], namespace: str, *, record: bool = True, settled: bool = False
+    ) -> Mutation | None:
+        """`admit`, or None (nothing decided, nothing recorded) while the pod asks for `enabled-replicas`
+        and a replica of its owner the webhook let move has not appeared in the watch yet — unless
+        `settled` (the caller waited long enough: decide with what the watch shows)."""
+        limited = ANNOTATION_ENABLED_REPLICAS in ((pod.get("metadata") or {}).get("annotations") or {})
+        owner = _owner_of(pod) if limited else None
+        with self.lock:
+            if owner is not None and not settled and self.replicas.unsettled(owner):
+                return None
+            mutation = mutate_pod(pod, namespace, self.admission_context(pod, namespace))
+            if record and mutation.migrated and owner is not None:
+                self.replicas.admitted(owner)
+            return mutation
 
     def simulate(self, pod: Mapping[str, Any], namespace: str) -> tuple[Mutation, Simulation]:
         """Mutate as the webhook would, then place without reserving; Denial / RequestError propagate."""

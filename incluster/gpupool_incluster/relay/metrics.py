@@ -1,8 +1,10 @@
 """The relay's Prometheus metrics (prometheus-client), one registry per relay.
 
-Role: counters for events seen / delivered / failed / dropped (by type and function, dropped also
-by reason), the delivery latency histogram (from the Kubernetes change to the function's 2xx),
-queue depth, watch restarts, request latency of the extender / webhook / API routes, and pods
+Role: counters for events seen / delivered / failed (every failed attempt, by the answer: `401`,
+`503`, `connection`, …) / dropped (by reason: `queue-full` before any attempt, and the dead letters
+`rejected` and `attempts`), the delivery latency histogram (from the Kubernetes change to the
+function's 2xx), queue depth (fresh events) and events waiting for a retry, watch restarts,
+request latency of the extender / webhook / API routes, and pods
 the extender's filter found no node for (by pool: TensorFusion's WorkerAllocationFailed reads the
 same count). `watch_allocation(hub)` adds the per-node allocation gauges (`allocation_metrics`).
 `render()` is the `/metrics` body. A private registry per `RelayMetrics` keeps several relays in
@@ -55,7 +57,7 @@ class RelayMetrics:
         )
         self.events_dropped = Counter(
             "gpupool_relay_events_dropped",
-            "Events given up: rejected with a 4xx, or pushed out of a full queue",
+            "Events given up: pushed out of a full queue, or dead-lettered (rejected, attempts)",
             (*labels, "reason"),
             registry=self.registry,
         )
@@ -74,6 +76,12 @@ class RelayMetrics:
         )
         self.queue_depth = Gauge(
             "gpupool_relay_queue_depth", "Events waiting for delivery", ("function",), registry=self.registry
+        )
+        self.retrying = Gauge(
+            "gpupool_relay_retrying",
+            "Events that failed at least once and wait for their next attempt",
+            ("function",),
+            registry=self.registry,
         )
         self.watch_restarts = Counter(
             "gpupool_relay_watch_restarts",

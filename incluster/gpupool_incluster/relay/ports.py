@@ -48,3 +48,10 @@ class HubSettings:
     policy: PlacementPolicy = field(default_factory=PlacementPolicy)
     default_pool: str = ""
     progressive_migration: bool = False
+    replica_settle: float = 2.0
+    """Seconds an `enabled-replicas` admission waits for the watch to show the replicas the webhook
+    just let move (`replicas`); well under the webhook's 10 s timeout."""
+
+    def __post_init__(self) -> None:
+        if not 0 < self.replica_settle < 8:
+            raise ValueError("replica_settle must be between 0 and 8 seconds (the webhook times out at 10)")

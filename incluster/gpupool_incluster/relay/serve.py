@@ -1,11 +1,12 @@
 """Run the relay: kubeconfig → watches → hub → Starlette apps under uvicorn, TLS unless told not to.
 
 Role: wiring and lifecycle only. Listeners:
-- `--listen` (the Service port; TLS): the pod webhook, /healthz, /readyz, the /api/* routes when
-  `api_access` is `token` (bearer token, TokenReview + SubjectAccessReview) or `open` (local use),
-  and /metrics unless `metrics_listen` moves it (with /healthz and /readyz) to a port of its own;
-- `--extender-listen` (loopback only, plain HTTP inside the pod): the kube-scheduler extender and
-  the /api/* routes for `kubectl port-forward`.
+- `--listen` (the Service port; TLS): the pod webhook, /healthz, /readyz, and the /api/* routes when
+  `api_access` is `token` (bearer token made for `api_audiences`, TokenReview + SubjectAccessReview)
+  or `open` (local use) — never /metrics;
+- `--extender-listen` (loopback only, plain HTTP inside the pod): the kube-scheduler extender, the
+  /api/* routes for `kubectl port-forward`, and /metrics unless `metrics_listen` gives it (with
+  /healthz and /readyz) a port of its own (the chart's, which its NetworkPolicy can restrict).
 TLS is the default: with `--tls-cert/--tls-key` the given pair is served, and re-read when the
 files change (a renewed Secret ends the process, and the kubelet restarts the container on the
 new pair: uvicorn cannot swap a certificate in place; see `_watch_certificate`); without
@@ -41,7 +42,7 @@ from kubernetes import client as _client
 from kubernetes import config as _config
 from starlette.applications import Starlette
 
-from gpupool_incluster.relay.access import TokenAccess
+from gpupool_incluster.relay.access import DEFAULT_AUDIENCE, TokenAccess
 from gpupool_incluster.relay.app import create_app
 from gpupool_incluster.relay.forwarder import Forwarder, ForwardSettings
 from gpupool_incluster.relay.hub import HubSettings, SchedulerHub
@@ -72,6 +73,7 @@ class RelayOptions:
     extender_listen: tuple[str, int] = ("127.0.0.1", 8444)
     metrics_listen: tuple[str, int] | None = None
     api_access: str = "none"  # none | token | open
+    api_audiences: tuple[str, ...] = (DEFAULT_AUDIENCE,)
     forward: ForwardSettings = field(default_factory=ForwardSettings)
     signer: Signer | None = None
     lease_namespace: str = ""
@@ -133,13 +135,15 @@ def _start_in_thread(server: uvicorn.Server, name: str) -> threading.Thread:
     return thread
 
 
-def _surfaces(options: RelayOptions) -> Collection[str]:
+def _surfaces(options: RelayOptions) -> tuple[Collection[str], Collection[str]]:
+    """The route groups of the Service port and of the loopback port."""
     main = {"webhook", "health"}
     if options.api_access in ("token", "open"):
         main.add("api")
+    loopback = {"extender", "api", "health"}
     if options.metrics_listen is None:
-        main.add("metrics")
-    return main
+        loopback.add("metrics")
+    return main, loopback
 
 
 def _fingerprint(*paths: Path) -> tuple[float, ...]:
@@ -203,9 +207,10 @@ def serve(options: RelayOptions) -> None:
     def ready() -> bool:
         return hub.synced.is_set() and (forwarder is None or not forwarder.running or forwarder.synced())
 
-    access = TokenAccess(api) if options.api_access == "token" else None
-    main_app = create_app(hub, surfaces=_surfaces(options), metrics=metrics, access=access, ready=ready)
-    extender_app = create_app(hub, surfaces={"extender", "api", "health"}, metrics=metrics, ready=ready)
+    access = TokenAccess(api, audiences=options.api_audiences) if options.api_access == "token" else None
+    main_surfaces, loopback_surfaces = _surfaces(options)
+    main_app = create_app(hub, surfaces=main_surfaces, metrics=metrics, access=access, ready=ready)
+    extender_app = create_app(hub, surfaces=loopback_surfaces, metrics=metrics, ready=ready)
     threads = [_start_in_thread(_server(extender_app, *options.extender_listen), "extender")]
     if options.metrics_listen is not None:
         metrics_app = create_app(hub, surfaces={"metrics", "health"}, metrics=metrics, ready=ready)

@@ -24,7 +24,11 @@ from gpupool_incluster.relay.signing import make_signer
 from gpupool_incluster.relay.watching import WatchTimings
 
 SECRET = b"relay-test-secret"
-FAST_DELIVERY = DeliverySettings(first_backoff=0.05, max_backoff=0.5, source="/gpupool/relay/test")
+# Back-off shortened so tests wait for outages, not for back-off; the attempt cap raised to match
+# (20 attempts of at most 0.5 s would not outlast the 30-second outage the delivery test plays).
+FAST_DELIVERY = DeliverySettings(
+    first_backoff=0.05, max_backoff=0.5, max_attempts=1_000, source="/gpupool/relay/test"
+)
 FAST_WATCH = WatchTimings(watch_seconds=30, first_backoff=0.05, max_backoff=0.5)
 
 

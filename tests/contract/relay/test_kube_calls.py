@@ -101,7 +101,7 @@ def test_every_call_the_relay_makes_is_listed(sandbox: tuple[EmbeddedKubeAPI, An
         on_stopped=lambda: None, timings=LeaseTimings(lease_duration=3, renew_deadline=2, retry_period=0.1),
     )  # fmt: skip
     elector.start()
-    book_of(cluster).add_token("t", "u")
+    book_of(cluster).add_token("t", "u", audiences=["gpupool-relay"])
     try:
         assert hub.synced.wait(10)
         deadline = time.monotonic() + 10

@@ -1,4 +1,5 @@
-"""The sandbox's TokenReview / SubjectAccessReview / SelfSubjectAccessReview, through the official client,
+"""The sandbox's TokenReview (audiences as kube-apiserver checks them) / SubjectAccessReview /
+SelfSubjectAccessReview, through the official client,
 the relay's `/readyz` and route groups (a listener serves only the groups it is given), and its
 reaction to a renewed certificate file (the server ends, so the kubelet restarts it on the new pair).
 """
@@ -146,3 +147,19 @@ def test_a_renewed_certificate_ends_the_server_so_the_pod_restarts_on_it(
         assert server.should_exit and not watcher.is_alive()
     finally:
         stop.set()
+
+
+def test_token_review_checks_audiences_as_kube_apiserver_does(sandbox: Any) -> None:
+    api, api_client = sandbox
+    book_of(api.cluster).add_token("relay-token", "dave", audiences=["gpupool-relay"])
+    authn = client.AuthenticationV1Api(api_client)
+    # no spec.audiences: the API server's own, which a token made for the relay does not carry
+    plain = authn.create_token_review({"spec": {"token": "relay-token"}})
+    assert not plain.status.authenticated and "invalid for the target audiences" in plain.status.error
+    asked = authn.create_token_review({"spec": {"token": "relay-token", "audiences": ["x", "gpupool-relay"]}})
+    assert asked.status.authenticated and asked.status.audiences == ["gpupool-relay"]
+    # carol's token was made for the API server: valid without audiences, refused for the relay's
+    carol = authn.create_token_review({"spec": {"token": "carol-token"}})
+    assert carol.status.authenticated and carol.status.audiences == ["https://kubernetes.default.svc"]
+    for_relay = authn.create_token_review({"spec": {"token": "carol-token", "audiences": ["gpupool-relay"]}})
+    assert not for_relay.status.authenticated and for_relay.status.user is None

@@ -1,4 +1,5 @@
-"""`gpupool relay serve` as a process against the embedded API server: HTTPS by default, HTTP on request."""
+"""`gpupool relay serve` as a process against the embedded API server: HTTPS by default, HTTP on request;
+and the route groups each listener gets: /metrics and the extender never on the Service port."""
 
 from __future__ import annotations
 
@@ -66,3 +67,19 @@ def test_relay_serve_process(insecure: bool, tmp_path: Path) -> None:
         finally:
             process.terminate()
             process.wait(15)
+
+
+@pytest.mark.parametrize("metrics_listen", [None, ("0.0.0.0", 9090)])
+@pytest.mark.parametrize("api_access", ["none", "token", "open"])
+def test_metrics_are_never_served_on_the_service_port(
+    metrics_listen: tuple[str, int] | None, api_access: str
+) -> None:
+    from gpupool_incluster.relay.serve import RelayOptions, _surfaces
+
+    options = RelayOptions(
+        kubeconfig=None, host="0.0.0.0", port=8443, metrics_listen=metrics_listen, api_access=api_access
+    )
+    service, loopback = _surfaces(options)
+    assert "metrics" not in service and "extender" not in service
+    assert ("metrics" in loopback) == (metrics_listen is None)  # else on --metrics-listen
+    assert ("api" in service) == (api_access != "none")

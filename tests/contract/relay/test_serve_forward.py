@@ -1,8 +1,9 @@
 """`gpupool relay serve` as a process with every listener and the forwarder, against the sandbox.
 
 Through the Service port (`--listen`) the extender is unreachable, `/api/*` answers 401 without a
-token and 403 for a token whose user may not call it (TokenReview and SubjectAccessReview are
-served by the sandbox from its token table and RBAC bindings); the extender answers on loopback;
+token or with one made for the API server rather than the relay's audience, and 403 for a token
+whose user may not call it (TokenReview and SubjectAccessReview are served by the sandbox from its
+token table and RBAC bindings); the extender answers on loopback;
 `/metrics` and `/readyz` answer on `--metrics-listen`; a provisioned Node reaches the receiver as
 an HMAC-signed `node.joined`. The same test runs the relay from a fresh venv holding only
 `.[incluster]` (slow: it installs the package), proving the extra carries what the relay imports.
@@ -55,8 +56,9 @@ def _ready(url: str, process: subprocess.Popen[bytes]) -> bool:
 def _exercise(python: str, tmp_path: Path) -> None:
     with EmbeddedKubeAPI() as api, RelayReceiver(auth="hmac", hmac_secret=SECRET) as receiver:
         book = book_of(api.cluster)
-        book.add_token("alice-token", "alice", ["gpupool-viewers"])
-        book.add_token("bob-token", "bob")
+        book.add_token("alice-token", "alice", ["gpupool-viewers"], audiences=["gpupool-relay"])
+        book.add_token("alice-kube-token", "alice", ["gpupool-viewers"])  # made for the API server
+        book.add_token("bob-token", "bob", audiences=["gpupool-relay"])
         book.bind([{"kind": "Group", "name": "gpupool-viewers"}], VIEWER_ROLE)
         secret = tmp_path / "hmac"
         secret.write_bytes(SECRET + b"\n")
@@ -87,6 +89,10 @@ def _exercise(python: str, tmp_path: Path) -> None:
             assert httpx.get(f"{service}/api/allocation", headers=bob).status_code == 403
             alice = {"authorization": "Bearer alice-token"}
             assert httpx.get(f"{service}/api/allocation", headers=alice).status_code == 200
+            # alice's own credential for the API server is not handed to the relay: refused
+            kube_token = {"authorization": "Bearer alice-kube-token"}
+            refused = httpx.get(f"{service}/api/allocation", headers=kube_token)
+            assert refused.status_code == 401 and "audience gpupool-relay" in refused.json()["error"]
             assert (
                 httpx.post(f"{service}/api/simulate-schedule", headers=bob, content="kind: Pod").status_code
                 == 403

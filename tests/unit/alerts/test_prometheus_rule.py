@@ -1,5 +1,6 @@
 """The chart's PrometheusRule: rendered only when asked, one rule per TensorFusion built-in alert
-that applies (thresholds and durations kept), each expression evaluated by the PromQL subset
+that applies (thresholds and durations kept) and gpupool's own relay delivery rules (401 / 403
+refusals, events given up), each expression evaluated by the PromQL subset
 (`promql_subset.py`) to fire on a bad series and stay quiet on a good one, and every metric it
 reads one that the agent or the relay really exposes (and every metric added for alerts used)."""
 
@@ -49,6 +50,10 @@ TF_ALERTS: dict[str, tuple[str | None, str | None]] = {
 }
 
 
+# gpupool's own rules (no TensorFusion counterpart): the relay's deliveries to the functions.
+GPUPOOL_ALERTS = {"RelayDeliveryUnauthorized": "2m", "RelayEventsDropped": None}
+
+
 def render(values: dict[str, Any]) -> list[dict[str, Any]]:
     rendered = helm.Chart.load(CHART).render(values, name="gp", namespace="gpupool-system")
     return [doc for text in rendered.values() for doc in yaml.safe_load_all(text) if doc]
@@ -75,7 +80,9 @@ def test_the_schema_refuses_bad_values() -> None:
 
 def test_one_rule_per_applicable_tensorfusion_alert(rules: dict[str, dict[str, Any]]) -> None:
     wanted = {rule for rule, _ in TF_ALERTS.values() if rule}
-    assert set(rules) == wanted
+    assert set(rules) == wanted | set(GPUPOOL_ALERTS)
+    for rule, hold in GPUPOOL_ALERTS.items():
+        assert rules[rule].get("for") == hold, rule
     for tf_name, (rule, hold) in TF_ALERTS.items():
         if rule:
             assert rules[rule].get("for") == hold, tf_name
@@ -121,6 +128,8 @@ def nodes(dimension: str, available: dict[str, float], *, capacity: float = 100.
 
 
 N1 = {"node": "n1", "pool": "p"}
+LAUNCH = {"type": "pod.unschedulable", "function": "launch", "instance": "relay-0"}
+FAILURES = "gpupool_relay_delivery_failures_total"
 POOL = {"pool": "p"}
 # rule → (a series it must fire on, the labels it fires with, a series it must stay quiet on)
 CASES: dict[str, tuple[list[Any], dict[str, str], list[Any]]] = {
@@ -165,6 +174,24 @@ CASES: dict[str, tuple[list[Any], dict[str, str], list[Any]]] = {
         nodes("vram", {"n1": 2, "n2": 17}),
         POOL,
         nodes("vram", {"n1": 2, "n2": 40}),
+    ),
+    # every retry of a refused delivery counts; a 503 outage is not an authentication problem
+    "RelayDeliveryUnauthorized": (
+        [
+            counter(FAILURES, {**LAUNCH, "reason": "401"}, per_step=1),
+            counter(FAILURES, {**LAUNCH, "reason": "503"}, per_step=1),
+        ],
+        {"function": "launch"},
+        [
+            counter(FAILURES, {**LAUNCH, "reason": "503"}, per_step=1),
+            counter(FAILURES, {**LAUNCH, "reason": "403"}, bump_at=END - 1200),  # 20 minutes ago
+            counter(FAILURES, {**LAUNCH, "reason": "401"}, bump_at=END - 60),  # shorter than the hold
+        ],
+    ),
+    "RelayEventsDropped": (
+        [counter("gpupool_relay_events_dropped_total", {**LAUNCH, "reason": "attempts"}, bump_at=END - 120)],
+        {"function": "launch", "reason": "attempts"},
+        [counter("gpupool_relay_events_dropped_total", {**LAUNCH, "reason": "attempts"}, bump_at=END - 1200)],
     ),
     "EmptyGPU": (
         [gauge("gpupool_node_workers", {**N1, "instance": "r"}, 0)],
@@ -214,7 +241,11 @@ def test_every_metric_a_rule_reads_is_exposed_and_every_alert_metric_is_read(
     used = set().union(*(metric_names(parse(r["expr"])) for r in rules.values()))
     exposed = exposed_names()
     assert used <= exposed, used - exposed
-    added_for_alerts = set(ALLOCATION_METRICS) | {"gpupool_relay_allocation_failures_total"}
+    added_for_alerts = set(ALLOCATION_METRICS) | {
+        "gpupool_relay_allocation_failures_total",
+        FAILURES,
+        "gpupool_relay_events_dropped_total",
+    }
     assert added_for_alerts <= used, added_for_alerts - used
 
 

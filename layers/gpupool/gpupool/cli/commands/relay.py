@@ -64,6 +64,14 @@ def register(parser: argparse.ArgumentParser) -> None:
         "SubjectAccessReview), open (no check; local use)",
     )
     serve.add_argument(
+        "--api-audience",
+        action="append",
+        default=[],
+        metavar="AUDIENCE",
+        help="with --api-access token: the audience a bearer token must be made for; repeatable "
+        "(default gpupool-relay: kubectl create token SA --audience gpupool-relay)",
+    )
+    serve.add_argument(
         "--forward",
         action="append",
         default=[],
@@ -163,6 +171,9 @@ def run(args: argparse.Namespace) -> int:
     extender = _listen(args.extender_listen, "--extender-listen")
     metrics_listen = _listen(args.metrics_listen, "--metrics-listen") if args.metrics_listen else None
     urls = _forwards(args.forward)
+    audiences = tuple(a.strip() for a in args.api_audience)
+    if not all(audiences):
+        raise UserError("--api-audience must not be empty")
     if args.queue_limit < 1:
         raise UserError("--queue-limit must be at least 1")
     signer = _signer(args, urls)
@@ -177,6 +188,7 @@ def run(args: argparse.Namespace) -> int:
         )
     except ValueError as exc:
         raise UserError(str(exc)) from None
+    from gpupool_incluster.relay.access import DEFAULT_AUDIENCE
     from gpupool_incluster.relay.delivery import DeliverySettings
     from gpupool_incluster.relay.forwarder import ForwardSettings, warn_unsigned
     from gpupool_incluster.relay.hub import HubSettings
@@ -198,6 +210,7 @@ def run(args: argparse.Namespace) -> int:
             extender_listen=extender,
             metrics_listen=metrics_listen,
             api_access=args.api_access,
+            api_audiences=audiences or (DEFAULT_AUDIENCE,),
             forward=ForwardSettings(
                 urls=urls,
                 delivery=DeliverySettings(

@@ -20,6 +20,7 @@ __all__ = [
     "ExtenderArgs",
     "WireError",
     "binding_result",
+    "filter_error",
     "filter_result",
     "host_priority_list",
     "parse_binding_args",
@@ -80,6 +81,18 @@ def filter_result(
         "NodeNames": None if args.nodes is not None else list(passed),
         "FailedNodes": dict(failed),
         "FailedAndUnresolvableNodes": dict(unresolvable or {}),
+        "Error": error,
+    }
+
+
+def filter_error(error: str) -> dict[str, Any]:
+    """ExtenderFilterResult for a request that could not be read: no node passes, `Error` says why
+    (kube-scheduler fails the scheduling attempt with it and retries the pod later)."""
+    return {
+        "Nodes": None,
+        "NodeNames": None,
+        "FailedNodes": {},
+        "FailedAndUnresolvableNodes": {},
         "Error": error,
     }
 

@@ -2,8 +2,12 @@
 
 Role: a sandbox has no identity provider and no authorizer, so each `ApiOperations` gets a
 `ReviewBook` (`book_of(cluster)`) that a test or the sandbox fills:
-- `add_token(token, user, groups)`: the tokens the sandbox knows (any other token is
-  unauthenticated, as a real API server answers for a token it did not issue);
+- `add_token(token, user, groups, audiences)`: the tokens the sandbox knows (any other token is
+  unauthenticated, as a real API server answers for a token it did not issue), each valid for its
+  `audiences` (default the API server's own, `API_AUDIENCES`). A review's `spec.audiences` (empty:
+  the API server's) must share one with the token, else it is unauthenticated; an authenticated
+  review's `status.audiences` is that intersection — kube-apiserver's TokenReview REST and its
+  service-account authenticator, rule by rule;
 - `bind(subjects, rules)`: RBAC the way a ClusterRoleBinding grants a ClusterRole — `subjects`
   and `rules` in their rbac.authorization.k8s.io/v1 shapes (User, Group, ServiceAccount;
   apiGroups / resources / resourceNames / verbs, or nonResourceURLs / verbs, `*` wildcards and
@@ -28,22 +32,27 @@ from typing import Any
 
 from gpupool.sandbox.kubeapi import errors
 
-__all__ = ["ReviewBook", "access_review", "book_of", "self_access_review", "token_review"]
+__all__ = ["API_AUDIENCES", "ReviewBook", "access_review", "book_of", "self_access_review", "token_review"]
 
 JsonObject = dict[str, Any]
+API_AUDIENCES = ("https://kubernetes.default.svc",)
 
 
 @dataclass
 class ReviewBook:
     tokens: dict[str, tuple[str, tuple[str, ...]]] = field(default_factory=dict)
+    audiences: dict[str, tuple[str, ...]] = field(default_factory=dict)
     bindings: list[tuple[tuple[Mapping[str, Any], ...], tuple[Mapping[str, Any], ...]]] = field(
         default_factory=list
     )
 
-    def add_token(self, token: str, user: str, groups: Iterable[str] = ()) -> None:
+    def add_token(
+        self, token: str, user: str, groups: Iterable[str] = (), audiences: Iterable[str] = API_AUDIENCES
+    ) -> None:
         if not token or not user:
             raise ValueError("a sandbox token needs a non-empty token and user")
         self.tokens[token] = (user, (*groups, "system:authenticated"))
+        self.audiences[token] = tuple(audiences)
 
     def bind(self, subjects: Sequence[Mapping[str, Any]], rules: Sequence[Mapping[str, Any]]) -> None:
         self.bindings.append((tuple(subjects), tuple(rules)))
@@ -135,11 +144,19 @@ def _access(book: ReviewBook, review: JsonObject, user: str, groups: Sequence[st
 def token_review(cluster: object, body: Any) -> JsonObject:
     """A TokenReview answered from the cluster's token table."""
     review = _review(body, "TokenReview")
-    known = book_of(cluster).tokens.get(str(review["spec"].get("token") or ""))
+    book, token = book_of(cluster), str(review["spec"].get("token") or "")
+    known = book.tokens.get(token)
     if known is None:
         return review | {"status": {"authenticated": False, "error": "token not known to the sandbox"}}
+    wanted = [str(a) for a in review["spec"].get("audiences") or ()] or list(API_AUDIENCES)
+    has = book.audiences.get(token, API_AUDIENCES)
+    shared = [a for a in has if a in wanted]
+    if not shared:
+        error = f"token audiences {list(has)!r} is invalid for the target audiences {wanted!r}"
+        return review | {"status": {"authenticated": False, "error": error}}
     user, groups = known
-    return review | {"status": {"authenticated": True, "user": {"username": user, "groups": list(groups)}}}
+    status = {"authenticated": True, "user": {"username": user, "groups": list(groups)}, "audiences": shared}
+    return review | {"status": status}
 
 
 def access_review(cluster: object, body: Any) -> JsonObject:
