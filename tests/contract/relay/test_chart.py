@@ -111,6 +111,8 @@ def test_every_scheduling_container_runs_non_root_read_only_with_seccomp() -> No
         assert context["capabilities"] == {"drop": ["ALL"]}
     scheduler = next(c for c in pod["containers"] if c["name"] == "kube-scheduler")
     assert scheduler["securityContext"]["runAsUser"] != 0
+
+
 # ---- the NetworkPolicy: who may reach the scheduling pods --------------------------------------
 EKS_CONTROL_PLANE = [{"ipBlock": {"cidr": "10.0.0.0/28"}}, {"ipBlock": {"cidr": "10.0.0.16/28"}}]
 
