@@ -2,7 +2,8 @@
 ClusterRole, their Lease Role, the Karpenter ClusterRole) is bound to one list of subjects, that list
 starts with the group the stack maps the functions' IAM roles to, the retired
 `karpenter.functionSubjects` is refused with its replacement named, the optional ServiceAccount for a
-kubeconfig gets a token Secret and mounts nowhere, bad subjects are refused by the schema; and the
+kubeconfig gets a token Secret and mounts nowhere, bad subjects are refused by the schema, and
+`agent.runtimeClassName: ""` means the node's default runtime as values.yaml says; and the
 default kube-scheduler image follows the cluster's version only inside Chart.yaml's kubeVersion range
 (every minor of which has Kubernetes schemas to validate against), refusing any other version.
 """
@@ -189,3 +190,13 @@ def test_the_relay_and_the_agent_default_to_one_image_at_the_charts_app_version(
         for c in d["spec"]["template"]["spec"]["containers"]
         if c["name"] in ("relay", "agent")
     } == {"123456789012.dkr.ecr.us-east-1.amazonaws.com/gpupool/relay:0.1.0-rc1"}
+
+
+@pytest.mark.parametrize(
+    ("values", "expected"), [({}, "nvidia"), ({"agent": {"runtimeClassName": ""}}, None)]
+)
+def test_the_agents_runtime_class_is_the_value_given_and_empty_means_the_nodes_default(
+    values: dict[str, Any], expected: str | None
+) -> None:
+    (daemonset,) = [d for d in _render(values) if d["kind"] == "DaemonSet"]
+    assert daemonset["spec"]["template"]["spec"].get("runtimeClassName") == expected

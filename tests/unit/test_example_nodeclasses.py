@@ -55,6 +55,8 @@ FILLED = {
     "SECURITY_GROUP_ID": "sg-bp1example0group",
     "CLUSTER_ID": "c0123456789abcdef0123456789abcdef",
     "ZONE_ID": "cn-hangzhou-h",
+    "AWS_REGION": "us-east-1",
+    "REGION": "cn-hangzhou",
     "ATTACH_COMMAND": (
         "curl http://aliacs-k8s-cn-hangzhou.oss-cn-hangzhou-internal.aliyuncs.com/public/pkg/run/attach/"
         "1.33.3-aliyun.1/attach_node.sh | bash -s -- --openapi-token 0123abcd --ess true"
@@ -180,8 +182,8 @@ EKS_CLUSTER = {"CLUSTER_NAME", "API_SERVER_ENDPOINT", "CERTIFICATE_AUTHORITY"}
             "alibaba-nodeclass.yaml",
             {"IMAGE_ID", "VSWITCH_ID", "SECURITY_GROUP_ID", "CLUSTER_ID", "ATTACH_COMMAND"},
         ),
-        ("alibaba-install-cluster.yaml", {"ZONE_ID"}),
-        ("aws-install-cluster.yaml", set()),
+        ("alibaba-install-cluster.yaml", {"ZONE_ID", "REGION"}),
+        ("aws-install-cluster.yaml", {"AWS_REGION"}),
     ],
 )
 def test_each_example_has_exactly_the_placeholders_its_guide_fills(name: str, placeholders: set[str]) -> None:
