@@ -438,6 +438,7 @@ def _split(guide: Path) -> tuple[list[Block], list[Block]]:
     return install, [b for b in run if "Uninstall" in b.section]
 
 
+@pytest.mark.slow
 @WALK
 def test_the_eks_guide_installs_and_uninstalls(walk: Walk, tmp_path: Path) -> None:
     from botocore.credentials import Credentials
@@ -467,6 +468,7 @@ def test_the_eks_guide_installs_and_uninstalls(walk: Walk, tmp_path: Path) -> No
     _nothing_left(load_state_at(walk), walk)
 
 
+@pytest.mark.slow
 @WALK
 def test_the_ack_guide_installs_and_uninstalls(walk: Walk, tmp_path: Path) -> None:
     from gpupool.testing.relay_receiver import RelayReceiver
