@@ -213,7 +213,8 @@ def test_the_published_chart_and_image_named_are_where_the_release_workflow_publ
 
 # ---- the walk ----------------------------------------------------------------------------------
 WALK = pytest.mark.skipif(
-    KUBECTL is None or shutil.which("bash") is None, reason="the walk needs bash and kubectl 1.30"
+    KUBECTL is None or not all(shutil.which(tool) for tool in ("bash", "openssl", "base64")),
+    reason="the walk needs kubectl 1.30, bash, openssl and base64",
 )
 
 
