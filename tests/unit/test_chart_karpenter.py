@@ -1,6 +1,7 @@
 """The chart's Karpenter pieces: the functions' ClusterRole on NodeClaims / NodePools / node
-classes (bound only to the subjects given), and the NodeOverlay declaring the sixteen
-tensor-fusion.ai/index_<hex> resources, rendered only when asked (its CRD may be absent)."""
+classes (bound to the functions' subjects, the same list as their other roles:
+test_chart_consistency.py), and the NodeOverlay declaring the sixteen tensor-fusion.ai/index_<hex>
+resources, rendered only when asked (its CRD may be absent)."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ def by_kind(objects: list[dict[str, Any]], kind: str, name: str) -> dict[str, An
     return next((o for o in objects if o["kind"] == kind and o["metadata"]["name"] == name), None)
 
 
-def test_by_default_the_role_is_rendered_unbound_and_no_nodeoverlay() -> None:
+def test_by_default_the_role_is_bound_to_the_functions_group_and_no_nodeoverlay() -> None:
     objects = render({})
     role = by_kind(objects, "ClusterRole", "gp-functions-karpenter")
     assert role is not None
@@ -32,21 +33,26 @@ def test_by_default_the_role_is_rendered_unbound_and_no_nodeoverlay() -> None:
         ("karpenter.sh", "nodepools"): {"get", "list", "watch"},
         ("karpenter.k8s.aws", "ec2nodeclasses"): {"get", "list"},
     }
-    assert by_kind(objects, "ClusterRoleBinding", "gp-functions-karpenter") is None
+    binding = by_kind(objects, "ClusterRoleBinding", "gp-functions-karpenter")
+    assert binding is not None and binding["subjects"] == [
+        {"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "gpupool"}
+    ]
     assert not [o for o in objects if o["kind"] == "NodeOverlay"]
 
 
-def test_the_role_binds_only_the_subjects_given_and_can_be_left_out() -> None:
-    subject = {"kind": "Group", "name": "gpupool-functions", "apiGroup": "rbac.authorization.k8s.io"}
+def test_the_role_binds_the_functions_subjects_and_can_be_left_out() -> None:
+    subject = {"kind": "User", "name": "gpupool-functions", "apiGroup": "rbac.authorization.k8s.io"}
     binding = by_kind(
-        render({"karpenter": {"functionSubjects": [subject]}}), "ClusterRoleBinding", "gp-functions-karpenter"
+        render({"functionsRbac": {"group": "gpu-functions", "subjects": [subject]}}),
+        "ClusterRoleBinding",
+        "gp-functions-karpenter",
     )
-    assert binding is not None and binding["subjects"] == [subject]
+    group = {"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "gpu-functions"}
+    assert binding is not None and binding["subjects"] == [group, subject]
     assert binding["roleRef"]["name"] == "gp-functions-karpenter"
-    assert (
-        by_kind(render({"karpenter": {"rbac": {"enabled": False}}}), "ClusterRole", "gp-functions-karpenter")
-        is None
-    )
+    left_out = render({"karpenter": {"rbac": {"enabled": False}}})
+    assert by_kind(left_out, "ClusterRole", "gp-functions-karpenter") is None
+    assert by_kind(left_out, "ClusterRoleBinding", "gp-functions-karpenter") is None
 
 
 def test_nodeoverlay_declares_the_sixteen_index_buckets_when_enabled() -> None:

@@ -1,14 +1,16 @@
-"""The chart installs as shipped: every manifest validates for Kubernetes 1.29–1.32, and its wiring
-matches the code — extender URL and verbs ↔ the relay's routes, webhook Service ↔ port, probes ↔
-listeners, RBAC ↔ the call lists kept beside the relay and the adapters (both ways), kube-scheduler's
-Lease under its real name, TLS consistent within a render, the default kube-scheduler image inside
-the version-skew rule, values.schema.json refusing bad values, and values-production.yaml.
+"""The chart installs as shipped: every manifest validates for every Kubernetes minor version in
+Chart.yaml's kubeVersion range (defaults and values-production.yaml), and its wiring matches the
+code — extender URL and verbs ↔ the relay's routes, webhook Service ↔ port, probes ↔ listeners,
+RBAC ↔ the call lists kept beside the relay and the adapters (both ways), kube-scheduler's Lease
+under its real name, TLS consistent within a render, the default kube-scheduler image inside the
+version-skew rule, values.schema.json refusing bad values, and values-production.yaml.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +30,17 @@ from gpupool_incluster.relay.serve import RelayOptions
 
 CHART = Path(__file__).resolve().parents[2] / "incluster" / "chart"
 PRODUCTION = yaml.safe_load((CHART / "values-production.yaml").read_text())
-VERSIONS = ("1.29.0", "1.30.0", "1.31.0", "1.32.0")
+
+
+def _minors_in_range() -> tuple[str, ...]:
+    """Each minor Chart.yaml's `>=1.A.0-0 <1.B.0-0` admits, as 1.X.0 (read here, not by the chart)."""
+    constraint = yaml.safe_load((CHART / "Chart.yaml").read_text())["kubeVersion"]
+    found = re.fullmatch(r">=1\.(\d+)\.0-0 <1\.(\d+)\.0-0", constraint)
+    assert found, f"Chart.yaml kubeVersion {constraint!r} is not of the form this test reads"
+    return tuple(f"1.{minor}.0" for minor in range(int(found.group(1)), int(found.group(2))))
+
+
+VERSIONS = _minors_in_range()
 NOT_IN_KUBERNETES = {"Certificate", "Issuer"}  # cert-manager's kinds
 
 
@@ -175,8 +187,9 @@ def test_cert_manager_issues_the_secret_and_injects_the_ca() -> None:
     assert "caBundle" not in hook["webhooks"][0]["clientConfig"]
 
 
-@pytest.mark.parametrize("version", ["1.29.4", "1.30.11", "1.31.4", "1.32.2"])
-def test_the_default_kube_scheduler_follows_the_clusters_version(version: str) -> None:
+@pytest.mark.parametrize("minor", [v.rsplit(".", 1)[0] for v in VERSIONS])
+def test_the_default_kube_scheduler_follows_the_clusters_version(minor: str) -> None:
+    version = f"{minor}.4"
     image = _container(_render({"scheduler": {"kubeVersion": f"v{version}-eks-2d5f260"}}), "kube-scheduler")[
         "image"
     ]

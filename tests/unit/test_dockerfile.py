@@ -1,7 +1,8 @@
 """incluster/Dockerfile, read statically (no Docker here): multi-stage on a slim Python, installs only
 the `incluster` and `agent` extras (the node agent's DaemonSet runs the same image), copies only
-paths that exist, runs as a numeric non-root user (the chart's runAsNonRoot needs a number), and
-starts `gpupool`.
+paths that exist and that its .dockerignore lets into the build context, builds the same for every
+platform (no build-platform stage, no machine-specific wheel), runs as a numeric non-root user (the
+chart's runAsNonRoot needs a number), and starts `gpupool`.
 """
 
 from __future__ import annotations
@@ -45,3 +46,28 @@ def test_it_runs_gpupool_as_a_numeric_non_root_user() -> None:
     assert uid.isdigit() and int(uid) != 0
     assert _instructions("ENTRYPOINT") == ['["gpupool"]']
     assert _instructions("CMD") == ['["relay", "serve"]']
+
+
+def _context_patterns() -> list[str]:
+    ignore = (ROOT / "incluster" / "Dockerfile.dockerignore").read_text().splitlines()
+    return [line.strip() for line in ignore if line.strip() and not line.startswith("#")]
+
+
+def test_every_copied_path_is_let_into_the_build_context() -> None:
+    patterns = _context_patterns()
+    assert patterns[0] == "*"  # everything else stays out
+    allowed = [p[1:].removesuffix("/**") for p in patterns if p.startswith("!")]
+    for copy in _instructions("COPY"):
+        if copy.startswith("--from"):
+            continue
+        *sources, _ = shlex.split(copy)
+        for source in sources:
+            assert source.rstrip("/") in allowed, f"{source} is ignored by Dockerfile.dockerignore"
+
+
+def test_the_build_is_the_same_for_every_platform() -> None:
+    text = " ".join(LINES)
+    assert "BUILDPLATFORM" not in text  # the venv holds target-platform wheels: build it on the target
+    (run,) = [r for r in _instructions("RUN") if "pip install" in r]
+    assert "--platform" not in run and "--only-binary" not in run
+    assert all(base.split()[0].startswith("python:${PYTHON_VERSION}-slim") for base in _instructions("FROM"))

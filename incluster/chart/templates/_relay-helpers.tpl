@@ -7,10 +7,30 @@
 {{- end -}}
 
 {{- /* kube-scheduler at the cluster's own version: never newer than the API server, never more
-than one minor older (the version-skew policy), unless scheduler.kubeSchedulerImage is set. */ -}}
+than one minor older (the version-skew policy), unless scheduler.kubeSchedulerImage is set. A version
+outside the chart's kubeVersion range is refused (Helm refuses such a cluster itself; only a renderer
+that skips that check, or a scheduler.kubeVersion out of range, reaches this): no image is guessed. */ -}}
 {{- define "gpupool.kubeSchedulerImage" -}}
 {{- $s := .Values.scheduler | default dict -}}
-{{- $s.kubeSchedulerImage | default (printf "registry.k8s.io/kube-scheduler:v%s" (include "gpupool.kubeVersion" .)) -}}
+{{- if $s.kubeSchedulerImage -}}
+{{- $s.kubeSchedulerImage -}}
+{{- else -}}
+{{- $version := include "gpupool.kubeVersion" . -}}
+{{- if not $version -}}
+{{- fail "cannot read the cluster's Kubernetes version: set scheduler.kubeVersion (e.g. 1.33.4) or pin scheduler.kubeSchedulerImage" -}}
+{{- end -}}
+{{- if not (semverCompare .Chart.KubeVersion $version) -}}
+{{- fail (printf "Kubernetes %s is outside this chart's kubeVersion %s: kube-scheduler must run the cluster's own version; render for a supported version (helm template --kube-version, or scheduler.kubeVersion) or pin scheduler.kubeSchedulerImage" $version .Chart.KubeVersion) -}}
+{{- end -}}
+{{- printf "registry.k8s.io/kube-scheduler:v%s" $version -}}
+{{- end -}}
+{{- end -}}
+
+{{- /* The gpupool image (relay and node agent): image.repository at image.tag, default the chart's
+appVersion, as .github/workflows/release.yml publishes it. */ -}}
+{{- define "gpupool.image" -}}
+{{- $i := .Values.image | default dict -}}
+{{- printf "%s:%s" ($i.repository | default "ghcr.io/gpupool/relay") ($i.tag | default .Chart.AppVersion) -}}
 {{- end -}}
 
 {{- /* The TLS pair the relay serves and the webhook trusts: given values, else the Secret already in

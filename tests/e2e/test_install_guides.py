@@ -1,0 +1,494 @@
+"""The install guides (docs/install-eks.md, docs/install-ack.md), walked so they cannot drift from the code.
+
+Read statically (everywhere): every fenced `sh` block, run or not, uses only known tools; every
+`gpupool` command in it parses with gpupool's own parser; nothing is used before the guide made it —
+each file a command reads comes from the repository or an earlier command, each variable from an
+earlier assignment (the order has no cycle); the published chart and image the guides name are where
+the release workflow publishes.
+
+Run (where bash and kubectl 1.30 exist): every `sh` block not marked "not run by the test" runs in
+order, in one bash session (`set -euo pipefail`), from a directory holding the repository's files,
+with kubectl 1.30 against the embedded Kubernetes API server and doubles of the cloud tools
+(tests/e2e/install_doubles.py: each refuses what the real tool would, and `sam deploy` creates the
+stack in moto's CloudFormation, where the real `gpupool values --stack` reads it). Before the
+"Uninstall" section, the relay is started from the arguments the chart rendered (listeners on
+loopback, the rendered TLS pair, the Function URLs pointed at a receiver that verifies each
+signature as the functions would: SigV4 for EKS, HMAC for ACK) and must deliver a signed
+`node.joined` for a provisioned node; after it, nothing the guide made may be left.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import re
+import shlex
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(ROOT / "tests" / "contract" / "kubeapi"))
+from install_doubles import TOOLS, load_state  # noqa: E402
+from test_kubectl_130 import KUBECTL  # noqa: E402
+
+GUIDES = {"eks": ROOT / "docs" / "install-eks.md", "ack": ROOT / "docs" / "install-ack.md"}
+NOT_RUN = "<!-- not run by the test"
+# Commands a guide may run, beyond the doubled cloud tools.
+LOCAL_TOOLS = {
+    ".venv/bin/pip",
+    "printf",
+    "kubectl",
+    "gpupool",
+    "cat",
+    "fill",
+    "export",
+    "for",
+    "do",
+    "done",
+    "python3",
+    "git",
+    "openssl",
+    "rm",
+    "cd",
+    "json",
+}
+SHELL_WORDS = {"then", "fi", "if", "else", "while", "{", "}"}
+STANDARD_VARIABLES = {"PATH", "PWD", "HOME"}
+# What the reader sets in the guides' "your secrets" blocks (not run): the walk's stand-ins.
+USER_INPUTS = {
+    "ALIBABA_CLOUD_ACCESS_KEY_ID": "walk-ak",
+    "ALIBABA_CLOUD_ACCESS_KEY_SECRET": "walk-sk",
+    "ACR_USERNAME": "walk-registry-user",
+    "ACR_PASSWORD": "walk-registry-password",
+}
+
+
+@dataclass(frozen=True)
+class Block:
+    line: int
+    text: str
+    run: bool
+    section: str
+
+
+def blocks(guide: Path) -> list[Block]:
+    """The guide's ```sh blocks in order, each with whether the walk runs it and its section heading."""
+    found: list[Block] = []
+    lines = guide.read_text().splitlines()
+    section, previous, at = "", "", 0
+    while at < len(lines):
+        line = lines[at]
+        if line.startswith("## "):
+            section = line[3:]
+        if line.startswith("```"):
+            language, start, body = line[3:].strip(), at + 1, []
+            at += 1
+            while not lines[at].startswith("```"):
+                body.append(lines[at])
+                at += 1
+            if language == "sh":
+                found.append(Block(start, "\n".join(body) + "\n", not previous.startswith(NOT_RUN), section))
+        if line.strip():
+            previous = line.strip()
+        at += 1
+    return found
+
+
+def commands(block: Block) -> Iterator[list[str]]:
+    """Each simple command of a block as words (heredoc bodies skipped, `|`, `&&` and `;` split)."""
+    lines = iter(block.text.splitlines())
+    for line in lines:
+        heredoc = re.search(r"<<'?(\w+)'?", line)
+        if heredoc:
+            for body in lines:
+                if body == heredoc.group(1):
+                    break
+        words = shlex.split(line.split(" #")[0] if not line.lstrip().startswith("#") else "", posix=True)
+        current: list[str] = []
+        for word in words:
+            if word in ("|", "&&", ";", "||"):
+                if current:
+                    yield current
+                current = []
+            elif word.endswith(";") and word != ";":
+                current.append(word[:-1])
+                yield current
+                current = []
+            else:
+                current.append(word)
+        if current:
+            yield current
+
+
+def _program(words: list[str]) -> str:
+    first = words[0]
+    while "=" in first and not first.startswith("-") and len(words) > 1 and first != "export":
+        words = words[1:]
+        first = words[0]
+    return first.removesuffix("()")
+
+
+# ---- static ------------------------------------------------------------------------------------
+@pytest.mark.parametrize("name", sorted(GUIDES))
+def test_every_command_is_a_known_tool(name: str) -> None:
+    found = blocks(GUIDES[name])
+    assert sum(b.run for b in found) >= 10, "the walk would run almost nothing of this guide"
+    for block in found:
+        for words in commands(block):
+            program = _program(words)
+            if program.startswith(("$", "(")) or "=" in program or program in SHELL_WORDS:
+                continue
+            assert program in set(TOOLS) | LOCAL_TOOLS, f"{name} line {block.line}: unknown tool {program!r}"
+
+
+@pytest.mark.parametrize("name", sorted(GUIDES))
+def test_every_gpupool_command_parses(name: str) -> None:
+    from gpupool.cli.main import build_parser
+
+    parser = build_parser()
+    seen = 0
+    for block in blocks(GUIDES[name]):
+        for words in commands(block):
+            if _program(words) != "gpupool":
+                continue
+            argv = words[1:]
+            argv = argv[: next((i for i, w in enumerate(argv) if w.startswith((">", "<"))), len(argv))]
+            args = parser.parse_args([re.sub(r"\$\{?(\w+)\}?", "x", word) for word in argv])
+            assert getattr(args, "_run", None), f"{name} line {block.line}: {shlex.join(words)}"
+            seen += 1
+    assert seen >= 2
+
+
+def _assigned(block: Block) -> set[str]:
+    return set(re.findall(r"(?:^|\s|export\s+)([A-Z_][A-Z0-9_]*)=", block.text, re.M)) | set(
+        re.findall(r"\bfor (\w+) in\b", block.text)
+    )
+
+
+@pytest.mark.parametrize("name", sorted(GUIDES))
+def test_nothing_is_used_before_the_guide_made_it(name: str) -> None:
+    """Files read come from the repository or an earlier command; variables from earlier assignments."""
+    made: set[str] = set()
+    assigned = set(STANDARD_VARIABLES)
+    for block in blocks(GUIDES[name]):
+        text = re.sub(r"<<'?(\w+)'?\n.*?\n\1\n", "\n", block.text, flags=re.S)  # heredoc bodies are data
+        for used in re.findall(r"\$\{?([A-Z_][A-Z0-9_]*)\}?", block.text):
+            assert used in assigned | _assigned(block), f"{name} line {block.line}: ${used} before it is set"
+        for produced in re.findall(r"(?:^|\s)(?:>|--output-file)\s*([\w./-]+\.(?:yaml|json|txt))", text):
+            made.add(produced)
+        for consumed in re.findall(
+            r"(?:(?:^|\s)(?:-f|--values|<)\s+|file://)([\w./-]+\.(?:yaml|json))", text
+        ):
+            assert consumed in made or (ROOT / consumed).exists(), (
+                f"{name} line {block.line}: {consumed} before it exists"
+            )
+        made |= set(re.findall(r"cat > ([\w./-]+) <<", block.text))
+        assigned |= _assigned(block)
+
+
+@pytest.mark.parametrize("name", sorted(GUIDES))
+def test_the_published_chart_and_image_named_are_where_the_release_workflow_publishes(name: str) -> None:
+    release = yaml.safe_load((ROOT / ".github" / "workflows" / "release.yml").read_text())["env"]
+    text = GUIDES[name].read_text()
+    for chart in re.findall(r"oci://[\w./-]+", text):
+        assert chart == release["CHART_REPOSITORY"] + "/gpupool", chart
+    for image in re.findall(r"ghcr\.io/[\w./-]+", text):
+        assert image in (
+            release["IMAGE_REPOSITORY"],
+            release["CHART_REPOSITORY"].removeprefix("oci://") + "/gpupool",
+        )
+
+
+# ---- the walk ----------------------------------------------------------------------------------
+WALK = pytest.mark.skipif(
+    KUBECTL is None or not all(shutil.which(tool) for tool in ("bash", "openssl", "base64")),
+    reason="the walk needs kubectl 1.30, bash, openssl and base64",
+)
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+    return port
+
+
+@dataclass
+class Walk:
+    workdir: Path
+    env: dict[str, str]
+    api: Any
+
+    def run(self, parts: list[Block], *, first: bool) -> None:
+        """Run blocks in one bash session; the session's variables and functions carry to the next call."""
+        body = ["set -euo pipefail"]
+        if not first:
+            body += ["source ./.walk-session.sh"]
+        for block in parts:
+            body += [f"echo {shlex.quote(f'@@ {block.section} (line {block.line})')} >&2", block.text]
+        body += ["{ export -p; declare -f; } > ./.walk-session.sh"]
+        result = subprocess.run(
+            ["bash", "-c", "\n".join(body)],
+            cwd=self.workdir,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
+        )
+        assert result.returncode == 0, f"the guide stopped:\n{result.stderr[-6000:]}"
+
+    def session(self) -> dict[str, str]:
+        """The exported variables of the session after the last run."""
+        result = subprocess.run(
+            ["bash", "-c", "source ./.walk-session.sh && env -0"],
+            cwd=self.workdir,
+            env=self.env,
+            capture_output=True,
+            timeout=60,
+            check=True,
+        )
+        pairs = (item.partition("=") for item in result.stdout.decode().split("\0") if item)
+        return {key: value for key, _, value in pairs}
+
+
+def _workdir(tmp_path: Path) -> Path:
+    workdir = tmp_path / "checkout"
+    workdir.mkdir()
+    for entry in ROOT.iterdir():
+        if entry.name not in (".git", ".venv", ".gpupool", ".aws-sam", ".fc-build"):
+            (workdir / entry.name).symlink_to(entry)
+    return workdir
+
+
+def _tools(tmp_path: Path) -> Path:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    doubles = Path(__file__).parent / "install_doubles.py"
+    for tool in TOOLS:
+        wrapper = bin_dir / tool
+        wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{doubles}" {tool} "$@"\n')
+        wrapper.chmod(0o755)
+    assert KUBECTL is not None
+    (bin_dir / "kubectl").symlink_to(KUBECTL)
+    return bin_dir
+
+
+@pytest.fixture
+def walk(tmp_path: Path) -> Iterator[Walk]:
+    from moto.server import ThreadedMotoServer
+
+    from gpupool.sandbox.kubeapi import EmbeddedKubeAPI
+
+    moto = ThreadedMotoServer(ip_address="127.0.0.1", port=0)
+    moto.start()
+    host, port = moto.get_host_and_port()
+    home = tmp_path / "home"
+    home.mkdir()
+    try:
+        with EmbeddedKubeAPI() as api:
+            assert KUBECTL is not None
+            env = {
+                "PATH": f"{_tools(tmp_path)}:{Path(sys.executable).parent}:/usr/bin:/bin",
+                "HOME": str(home),
+                "KUBECONFIG": str(api.kubeconfig_path),
+                "GPUPOOL_KUBECTL": KUBECTL,
+                "GPUPOOL_DOUBLES_STATE": str(tmp_path / "doubles-state.json"),
+                "AWS_ENDPOINT_URL": f"http://{host}:{port}",
+                "AWS_ACCESS_KEY_ID": "walk-access-key",
+                "AWS_SECRET_ACCESS_KEY": "walk-secret-key",
+                "AWS_EC2_METADATA_DISABLED": "true",
+                **USER_INPUTS,
+                "LANG": "C.UTF-8",
+            }
+            yield Walk(_workdir(tmp_path), env, api)
+    finally:
+        moto.stop()
+
+
+def _rendered(state: dict[str, Any]) -> tuple[list[dict[str, Any]], str]:
+    (found,) = state["releases"].values()
+    return [d for d in yaml.safe_load_all(Path(found["manifest"]).read_text()) if d], found["namespace"]
+
+
+def _relay_command(
+    documents: list[dict[str, Any]], receiver: Any, tmp_path: Path, kubeconfig: Path
+) -> tuple[list[str], dict[str, str], str]:
+    """The relay container's rendered args, run here: loopback listeners, the rendered TLS pair,
+    the Function URLs pointed at `receiver`, the cluster's kubeconfig."""
+    (deployment,) = [d for d in documents if d["kind"] == "Deployment"]
+    pod = {**deployment["spec"]["template"]["spec"], "_namespace": deployment["metadata"]["namespace"]}
+    (relay,) = [c for c in pod["containers"] if c["name"] == "relay"]
+    (tls,) = [d for d in documents if d["kind"] == "Secret" and d.get("type") == "kubernetes.io/tls"]
+    files = {"tls.crt": tmp_path / "tls.crt", "tls.key": tmp_path / "tls.key"}
+    for key, path in files.items():
+        path.write_bytes(base64.b64decode(tls["data"][key]))
+    metrics = _free_port()
+    args: list[str] = []
+    for arg in relay["args"]:
+        flag, _, value = arg.partition("=")
+        if flag in ("--listen", "--extender-listen"):
+            arg = f"{flag}=127.0.0.1:{_free_port()}"
+        elif flag == "--metrics-listen":
+            arg = f"{flag}=127.0.0.1:{metrics}"
+        elif flag in ("--tls-cert", "--tls-key"):
+            arg = f"{flag}={files['tls.crt' if flag == '--tls-cert' else 'tls.key']}"
+        elif flag == "--forward":
+            function = value.split("=", 1)[0]
+            arg = f"--forward={function}={receiver.url('/' + function)}"
+        elif flag == "--hmac-secret-file":
+            arg = f"{flag}={_mounted_secret(pod, relay, value, kubeconfig, tmp_path)}"
+        args.append(arg)
+    command = [sys.executable, "-m", "gpupool.cli.main", *args, "--kubeconfig", str(kubeconfig)]
+    env = {
+        **os.environ,
+        "POD_NAMESPACE": deployment["metadata"]["namespace"],
+        "AWS_ACCESS_KEY_ID": "relay-key",
+        "AWS_SECRET_ACCESS_KEY": "relay-secret",
+    }
+    env.pop("AWS_SESSION_TOKEN", None)
+    return command, env, f"http://127.0.0.1:{metrics}/readyz"
+
+
+def _mounted_secret(
+    pod: dict[str, Any], container: dict[str, Any], path: str, kubeconfig: Path, tmp_path: Path
+) -> Path:
+    """The file at `path` in the container, as the kubelet would mount it: the key of the Secret
+    whose volume is mounted at its folder, read from the cluster."""
+    from kubernetes import client, config
+
+    folder, key = path.rsplit("/", 1)
+    (mount,) = [m for m in container["volumeMounts"] if m["mountPath"] == folder]
+    (volume,) = [v for v in pod["volumes"] if v["name"] == mount["name"]]
+    api = client.CoreV1Api(config.new_client_from_config(config_file=str(kubeconfig)))
+    secret = api.read_namespaced_secret(volume["secret"]["secretName"], pod["_namespace"])
+    local = tmp_path / f"mounted-{key}"
+    local.write_bytes(base64.b64decode(secret.data[key]))
+    return local
+
+
+def _relay_delivers_a_signed_node_joined(
+    documents: list[dict[str, Any]], receiver: Any, walk: Walk, tmp_path: Path
+) -> dict[str, Any]:
+    from kubernetes import client, config
+
+    command, env, ready = _relay_command(documents, receiver, tmp_path, walk.api.kubeconfig_path)
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            assert process.poll() is None, process.stderr.read().decode() if process.stderr else ""
+            try:
+                if httpx.get(ready, timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert time.monotonic() < deadline, "the relay never became ready"
+            time.sleep(0.2)
+        api = config.new_client_from_config(config_file=str(walk.api.kubeconfig_path))
+        client.CoreV1Api(api).create_node(
+            {
+                "metadata": {
+                    "name": "gpu-node-1",
+                    "labels": {"tensor-fusion.ai/node-provisioner": "tensor-fusion-first-x1"},
+                }
+            }
+        )
+        deadline = time.monotonic() + 60
+        while not [r for r in receiver.received if r.event["type"].endswith(".node.joined")]:
+            assert time.monotonic() < deadline, f"no node.joined delivered; refused: {receiver.refused}"
+            time.sleep(0.1)
+        (joined,) = [r for r in receiver.received if r.event["type"].endswith(".node.joined")]
+        assert joined.path == "/bind" and not receiver.refused
+        event: dict[str, Any] = joined.event
+        return event
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+def _nothing_left(state: dict[str, Any], walk: Walk) -> None:
+    for kind in ("releases", "stacks", "eks", "iam_roles", "instance_profiles", "ecr", "ack", "mns_queues"):
+        assert not state.get(kind), f"the uninstall left {kind}: {state.get(kind)}"
+    assert not state.get("s_deployed")
+    crds = subprocess.run(
+        [KUBECTL or "kubectl", "get", "crd", "-o", "name"],
+        env=walk.env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert "tensor-fusion.ai" not in crds.stdout
+
+
+def _split(guide: Path) -> tuple[list[Block], list[Block]]:
+    run = [b for b in blocks(guide) if b.run]
+    install = [b for b in run if "Uninstall" not in b.section]
+    return install, [b for b in run if "Uninstall" in b.section]
+
+
+@pytest.mark.slow
+@WALK
+def test_the_eks_guide_installs_and_uninstalls(walk: Walk, tmp_path: Path) -> None:
+    from botocore.credentials import Credentials
+
+    from gpupool.testing.relay_receiver import RelayReceiver
+
+    install, uninstall = _split(GUIDES["eks"])
+    walk.run(install, first=True)
+    state = load_state_at(walk)
+    assert state["pushed"] == [f"{walk.session()['IMAGE_REPOSITORY']}:{walk.session()['VERSION']}"]
+    documents, namespace = _rendered(state)
+    (stack,) = state["stacks"].values()
+    assert namespace == stack["RelayNamespace"]
+    (account,) = [
+        d for d in documents if d["kind"] == "ServiceAccount" and d["metadata"]["name"].endswith("-scheduler")
+    ]
+    assert (
+        account["metadata"]["name"] == stack["RelayServiceAccount"]
+    )  # whom the Pod Identity association trusts
+    credentials = Credentials("relay-key", "relay-secret")
+    with RelayReceiver(
+        auth="sigv4", credentials=credentials, region=walk.session()["AWS_REGION"]
+    ) as receiver:
+        event = _relay_delivers_a_signed_node_joined(documents, receiver, walk, tmp_path)
+    assert event["source"] == f"/gpupool/relay/{stack['ClusterName']}"
+    walk.run(uninstall, first=False)
+    _nothing_left(load_state_at(walk), walk)
+
+
+@pytest.mark.slow
+@WALK
+def test_the_ack_guide_installs_and_uninstalls(walk: Walk, tmp_path: Path) -> None:
+    from gpupool.testing.relay_receiver import RelayReceiver
+
+    install, uninstall = _split(GUIDES["ack"])
+    walk.run(install, first=True)
+    state = load_state_at(walk)
+    documents, _ = _rendered(state)
+    secret = walk.session()["GPUPOOL_RELAY_HMAC_SECRET"]  # what `s deploy` gave the functions
+    with RelayReceiver(auth="hmac", hmac_secret=secret.encode()) as receiver:
+        event = _relay_delivers_a_signed_node_joined(documents, receiver, walk, tmp_path)
+    assert event["source"] == "/gpupool/relay/tensor-fusion"
+    walk.run(uninstall, first=False)
+    _nothing_left(load_state_at(walk), walk)
+
+
+def load_state_at(walk: Walk) -> dict[str, Any]:
+    os.environ["GPUPOOL_DOUBLES_STATE"] = walk.env["GPUPOOL_DOUBLES_STATE"]
+    try:
+        return load_state()
+    finally:
+        del os.environ["GPUPOOL_DOUBLES_STATE"]
