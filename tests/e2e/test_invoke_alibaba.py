@@ -11,11 +11,13 @@ simulated kubelet (`gpupool demo --join-nodes D/env --cloud alibaba`) registers 
 `bind` binds every claim; `--dry-run` changes nothing; the prepared cluster names
 `computingVendor.type: alibaba`; an env file without Alibaba settings → exit 2, one line. The FC
 HTTP samples run as s.yaml deploys the functions (GPUPOOL_HTTP_AUTH=fc-signature: their
-Content-Md5 is the body's). Relay authentication through the real command (issue 22): an FC HTTP
+x-acs-content-sha256 is the body's). Relay authentication through the real command (issue 22): an FC HTTP
 event with no secret set is refused and changes nothing; signed with the right secret (given in
 the `--env` file) it is handled once, its replay is acknowledged as a duplicate and not acted
 on, its delivery record a Lease in the sandbox's API server; a signature that is only a prefix
-of the digest (`v1=` alone, or most of the digest) is refused.
+of the digest (`v1=` alone, or most of the digest) is refused; in fc-signature mode a delivery
+the relay's `--forward-auth fc` signer signed (ACS3-HMAC-SHA256) is handled once, its replay is
+not acted on, and another body under its headers is refused.
 """
 
 from __future__ import annotations
@@ -263,3 +265,30 @@ def test_a_signature_that_is_a_prefix_of_the_digest_is_refused(
     forged = _event_file(tmp_path, "fc-http-pool-manual-compaction", secret=SECRET, signature=digest[:keep])
     code, out = _text_invoke(capsys, env, "compact", forged)
     assert code == 1 and "refused" in out and "does not match" in out, out
+
+
+def test_an_acs3_signed_fc_delivery_is_handled_once_and_neither_its_replay_nor_another_body_is_acted_on(
+    sandbox: Sandbox, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gpupool_incluster.relay.signing import fc_signer
+
+    for name in RELAY_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    env = tmp_path / "env"
+    env.write_text(sandbox.env.read_text() + "GPUPOOL_HTTP_AUTH=fc-signature\n")  # as s.yaml deploys it
+    event = json.loads((EVENTS / "fc-http-pod-unschedulable.json").read_text())
+    signer = fc_signer(lambda: ("LTAI-relay", "relay-secret", ""))
+    url = "https://gpupool-launch.cn-hangzhou.fcapp.run/"
+    event["headers"] = {"User-Agent": "gpupool-relay/0.1"} | signer(
+        url, event["body"].encode(), {"content-type": "application/cloudevents+json; charset=utf-8"}
+    )
+    signed = tmp_path / "signed.json"
+    signed.write_text(json.dumps(event))
+    code, out = _text_invoke(capsys, env, "launch", signed)
+    assert code == 0 and "launch ← reconcile: handled" in out, out
+    code, out = _text_invoke(capsys, env, "launch", signed)  # the captured delivery, within its 15 minutes
+    assert code == 0 and "launch ← reconcile: duplicate" in out and "why:" not in out, out
+    swapped = event | {"body": event["body"].replace("relay-0001-pod-unschedulable", "relay-0099-forged")}
+    (tmp_path / "swapped.json").write_text(json.dumps(swapped))
+    code, out = _text_invoke(capsys, env, "launch", tmp_path / "swapped.json")
+    assert code == 1 and "x-acs-content-sha256 does not match the body" in out, out

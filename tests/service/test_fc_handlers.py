@@ -7,7 +7,9 @@ context's STS credentials reach the deps; who the HTTP entry points trust, on bo
 trigger and Lambda Function URL): nothing configured refuses every call (a forged manual
 compaction included); in ``hmac`` mode unsigned, wrongly signed, stale, prefix-of-the-digest and
 body-swapped requests get 401 and neither deps nor the service are touched, a signed one passes;
-``fc-signature`` checks the signed Content-MD5 against the body; ``aws-iam`` takes only the
+``fc-signature`` checks the signed x-acs-content-sha256 against the body, and a delivery the
+relay signed with ACS3-HMAC-SHA256 is handled once, its replay within the signature's 15-minute
+window acknowledged as a duplicate; ``aws-iam`` takes only the
 relay's principal; a platform mode of the other cloud, or an unknown one, refuses every call; a
 secret store that cannot be read is a 503; a replayed delivery is acknowledged and not acted on,
 one another invocation holds is a 503, one that failed retryably is acted on when retried, and
@@ -19,6 +21,7 @@ services behind the FC handler on the service fakes; and no bytes at all make a 
 from __future__ import annotations
 
 import base64
+import hashlib
 import importlib.util
 import json
 import subprocess
@@ -32,6 +35,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from gpupool.core.intake.acs3 import CONTENT_SHA256_HEADER, content_sha256
 from gpupool.core.intake.causes import (
     ClaimDeleted,
     Compact,
@@ -41,7 +45,7 @@ from gpupool.core.intake.causes import (
     Reconcile,
     Sweep,
 )
-from gpupool.core.intake.signature import SIGNATURE_HEADER, content_md5, sign_body
+from gpupool.core.intake.signature import SIGNATURE_HEADER, sign_body
 from gpupool.handlers import common, fc
 from gpupool.handlers.relay_auth import (
     HMAC_SECRET_ID_VARIABLE,
@@ -60,7 +64,7 @@ ROOT = Path(__file__).resolve().parents[2]
 EVENTS = ROOT / "events" / "alibaba"
 FUNCTIONS = ("launch", "bind", "compact")
 SECRET = "relay-shared-secret"
-# As s.yaml deploys the functions: authType function, the function checks the signed Content-MD5.
+# As s.yaml deploys the functions: authType function, the function checks the signed x-acs-content-sha256.
 FC_AUTH = {HTTP_AUTH_VARIABLE: "fc-signature"}
 HMAC_AUTH = {HTTP_AUTH_VARIABLE: "hmac", HMAC_SECRET_VARIABLE: SECRET}
 
@@ -287,29 +291,63 @@ def test_a_forged_manual_compaction_on_an_unconfigured_trigger_is_refused() -> N
         assert response["statusCode"] == 401 and service.calls == [] and factory.built == 0, environ
 
 
-def _with_md5(request: dict[str, Any], value: str | None) -> dict[str, Any]:
-    headers = {k: v for k, v in request["headers"].items() if k.lower() != "content-md5"}
+def _with_sha256(request: dict[str, Any], value: str | None) -> dict[str, Any]:
+    headers = {k: v for k, v in request["headers"].items() if k.lower() != CONTENT_SHA256_HEADER}
     if value is not None:
-        headers["Content-Md5"] = value
+        headers["x-ACS-content-SHA256"] = value
     return {**request, "headers": headers}
 
 
-def test_fc_signature_mode_acts_only_on_the_body_the_signed_content_md5_names() -> None:
+def test_fc_signature_mode_acts_only_on_the_body_the_signed_content_sha256_names() -> None:
     request = _fc_request("fc-http-node-ready")
-    assert request["headers"]["Content-Md5"] == content_md5(request["body"].encode())
+    assert request["headers"]["X-Acs-Content-Sha256"] == content_sha256(request["body"].encode())
     swapped = request["body"].replace("pool-a-claim-x7k2p", "pool-b-claim-other")
+    digest = content_sha256(request["body"].encode())
+    md5 = base64.b64encode(hashlib.md5(request["body"].encode(), usedforsecurity=False).digest()).decode()
+    fc2_style = {**request, "headers": {**request["headers"], "Content-Md5": md5}}
     cases = {
-        "no Content-MD5": (_with_md5(request, None), 401),
-        "another body under the signed Content-MD5": ({**request, "body": swapped}, 401),
-        "a Content-MD5 that is not the body's": (_with_md5(request, content_md5(b"{}")), 401),
+        "no x-acs-content-sha256": (_with_sha256(request, None), 401),
+        "another body under the signed x-acs-content-sha256": ({**request, "body": swapped}, 401),
+        "an x-acs-content-sha256 that is not the body's": (_with_sha256(request, content_sha256(b"{}")), 401),
+        "the digest in capitals": (_with_sha256(request, digest.upper()), 401),
+        "a prefix of the digest": (_with_sha256(request, digest[:40]), 401),
+        "only the Content-MD5 the FC 2.0 signature covered": (_with_sha256(fc2_style, None), 401),
         "the signed body": (request, 200),
-        "its header name in any case": (_with_md5(request, content_md5(request["body"].encode())), 200),
+        "its header name in any case": (_with_sha256(request, digest), 200),
     }
     for case, (sent, status) in cases.items():
         service, factory = StubService(), DepsFactory()
         response = fc_handler("bind", service, factory)(json.dumps(sent).encode(), None)
         assert response["statusCode"] == status, case
         assert len(service.calls) == (status == 200) and factory.built == (status == 200), case
+
+
+def _as_the_relay_signs(request: dict[str, Any], *, at: float) -> dict[str, Any]:
+    """The FC event for a delivery the relay's `--forward-auth fc` signer signed at `at`."""
+    from gpupool_incluster.relay.signing import fc_signer
+
+    signer = fc_signer(lambda: ("LTAI-relay", "relay-secret", ""), clock=lambda: at)
+    url = "https://gpupool-bind.cn-hangzhou.fcapp.run/"
+    body = request["body"].encode()
+    headers = signer(url, body, {"content-type": "application/cloudevents+json; charset=utf-8"})
+    return {**request, "headers": {"User-Agent": "gpupool-relay/0.1", **headers}}
+
+
+def test_an_acs3_signed_delivery_is_handled_once_and_its_replay_in_the_window_is_not_acted_on() -> None:
+    """The signature stays valid for 15 minutes (x-acs-date); the ledger keeps the record for 30."""
+    request = {**_fc_request("fc-http-node-ready")}
+    request["headers"] = {k: v for k, v in request["headers"].items() if not k.lower().startswith("x-acs-")}
+    captured = _as_the_relay_signs(request, at=time.time())
+    assert captured["headers"]["authorization"].startswith("ACS3-HMAC-SHA256 Credential=LTAI-relay,")
+    service, factory = StubService(), DepsFactory()
+    handler = fc_handler("bind", service, factory)
+    first = handler(json.dumps(captured).encode(), None)
+    assert first["statusCode"] == 200 and json.loads(first["body"])["status"] == "handled"
+    replayed = handler(json.dumps(captured).encode(), None)  # the captured request, sent again
+    assert json.loads(replayed["body"])["status"] == "duplicate" and len(service.calls) == 1
+    resigned = _as_the_relay_signs(request, at=time.time() + 840)  # the relay's retry, 14 min later
+    assert json.loads(handler(json.dumps(resigned).encode(), None)["body"])["status"] == "duplicate"
+    assert len(service.calls) == 1
 
 
 def test_aws_iam_mode_takes_only_the_relay_principal() -> None:
@@ -510,7 +548,7 @@ def _mutated_sample(draw: st.DrawFn) -> dict[str, Any]:
     key = draw(st.sampled_from(sorted(target)))
     target[key] = draw(_json)
     if isinstance(event.get("headers"), dict) and isinstance(event.get("body"), str):
-        event["headers"]["Content-Md5"] = content_md5(event["body"].encode())  # signed as sent
+        event["headers"]["X-Acs-Content-Sha256"] = content_sha256(event["body"].encode())  # signed as sent
     return event
 
 
@@ -522,8 +560,13 @@ def test_wrong_types_in_any_field_never_raise_and_reach_the_service_only_as_a_va
     service = StubService()
     result = fc_handler(function, service)(json.dumps(event).encode(), None)
     if "statusCode" in result:
-        # 401 only when the mutation left no body or headers the signed Content-MD5 could name.
-        signed = isinstance(event.get("headers"), dict) and isinstance(event.get("body"), str)
+        # 401 only when the mutation left no body or headers the signed x-acs-content-sha256 could name.
+        # (a body marked isBase64Encoded is decoded first, so its digest is not the text's)
+        signed = (
+            isinstance(event.get("headers"), dict)
+            and isinstance(event.get("body"), str)
+            and event.get("isBase64Encoded") is not True
+        )
         assert result["statusCode"] in ((200, 400) if signed else (200, 400, 401))
         handled = result["statusCode"] == 200
     else:

@@ -3,14 +3,16 @@
 Role: one registry per agent with per-GPU gauges (SM %, memory used and total, usable) and
 per-worker gauges and counters (SM %, memory, compute target, VRAM limit, throttled seconds,
 kills, evictions), labelled like TensorFusion's series (node, gpu uuid; namespace, worker). Served
-on `/metrics` by `serve_metrics`.
+on `/metrics` by `metrics_http.MetricsServer`, to the callers its `access` allows.
 
 Must not: compute anything the loops did not already measure.
 """
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, start_http_server
+from prometheus_client import CollectorRegistry, Counter, Gauge
+
+from gpupool_incluster.agent.metrics_http import MetricsAccess, MetricsServer
 
 __all__ = ["AgentMetrics"]
 
@@ -66,7 +68,7 @@ class AgentMetrics:
             "tf_agent_actions", "enforcement actions by kind", ("node", "action"), registry=r
         )
 
-    def serve(self, host: str, port: int) -> int:
-        """Serve /metrics on host:port (0: any free port) in a daemon thread; the bound port."""
-        server, _ = start_http_server(port, addr=host, registry=self.registry)
-        return int(server.server_port)
+    def serve(self, host: str, port: int, *, access: MetricsAccess | None) -> int:
+        """Serve /metrics on host:port (0: any free port) in a daemon thread, to the callers
+        `access` allows (None: to anyone); the bound port."""
+        return MetricsServer(self.registry, access=access).start(host, port)

@@ -2,7 +2,10 @@
 
 Role: choose the NVML adapter (`real`, or `fake:FILE`), build the Kubernetes client (a kubeconfig,
 or the pod's service account), start the device plugin (unless disabled) and the metrics
-endpoint, run the loops, and on SIGTERM / SIGINT stop them — which resumes every stopped process.
+endpoint — by default (`metrics_auth="token"`) only for bearer tokens a TokenReview authenticates
+(for `metrics_audiences`, or the API server's own when None) and a SubjectAccessReview allows
+`get /metrics`, answers cached `METRICS_REVIEW_TTL_S` — run the loops, and on SIGTERM / SIGINT
+stop them, which resumes every stopped process.
 
 Must not: parse command-line text (the CLI module does) or hold any decision.
 """
@@ -21,9 +24,19 @@ from gpupool_incluster.agent.nvml import Nvml, NvmlError
 from gpupool_incluster.agent.procs import CgroupLocator
 from gpupool_incluster.agent.runner import Agent, AgentOptions
 
-__all__ = ["ServeOptions", "StartupError", "build_nvml", "serve"]
+__all__ = [
+    "METRICS_AUTH_MODES",
+    "METRICS_REVIEW_TTL_S",
+    "ServeOptions",
+    "StartupError",
+    "build_nvml",
+    "serve",
+]
 
 log = logging.getLogger("gpupool.agent")
+METRICS_AUTH_MODES = ("token", "none")
+# How long a scraper's reviewed token is trusted: the kubelet caches authentication answers 2 min.
+METRICS_REVIEW_TTL_S = 120.0
 
 
 class StartupError(Exception):
@@ -38,6 +51,8 @@ class ServeOptions:
     proc_root: Path = Path("/proc")
     metrics_host: str = "0.0.0.0"
     metrics_port: int | None = 9400
+    metrics_auth: str = "token"  # "token" (TokenReview + SubjectAccessReview) or "none"
+    metrics_audiences: tuple[str, ...] | None = None  # None: tokens for the API server (Prometheus's own)
     device_plugin_dir: Path | None = None  # None: no device plugin
 
 
@@ -75,7 +90,12 @@ def serve(options: ServeOptions) -> None:
         nvml = build_nvml(options.nvml)
     except NvmlError as exc:
         raise StartupError(str(exc)) from None
-    cluster = KubeAgentCluster(_api_client(options.kubeconfig))
+    if options.metrics_auth not in METRICS_AUTH_MODES:
+        raise StartupError(
+            f"metrics auth {options.metrics_auth!r} is not one of {', '.join(METRICS_AUTH_MODES)}"
+        )
+    api = _api_client(options.kubeconfig)
+    cluster = KubeAgentCluster(api)
     agent = Agent(options.agent, nvml=nvml, cluster=cluster, locator=CgroupLocator(options.proc_root))
     stop = threading.Event()
 
@@ -87,7 +107,12 @@ def serve(options: ServeOptions) -> None:
     signal.signal(signal.SIGINT, _stop)
     if options.metrics_port is not None:
         try:
-            agent.metrics.serve(options.metrics_host, options.metrics_port)
+            access = None
+            if options.metrics_auth == "token":
+                from gpupool.adapters.token_access import TokenAccess
+
+                access = TokenAccess(api, audiences=options.metrics_audiences, ttl=METRICS_REVIEW_TTL_S)
+            agent.metrics.serve(options.metrics_host, options.metrics_port, access=access)
         except OSError as exc:
             agent.close()
             raise StartupError(

@@ -6,15 +6,17 @@ Role: one `Signer` per `--forward-auth` mode.
 - `sigv4`: AWS Signature V4 for service `lambda` (Lambda Function URLs with AuthType AWS_IAM),
   signed by botocore with credentials from its default chain (IRSA web identity, EKS Pod
   Identity container credentials, environment) — refreshed credentials are picked up per request;
-- `fc`: an Alibaba Function Compute HTTP trigger's signature (`Authorization: FC <ak>:<sig>`,
-  with `date`, `content-md5` — the body's MD5, which the signature covers, so the body is
-  covered too; the function checks it against what it received — and, for STS,
-  `x-fc-security-token`), computed by the `fc2` SDK's own signer, with
-  the AccessKey pair read from files `ak` / `sk` (the Secret `tf-cloud-vendor-credentials` the
-  TensorFusion docs name, mounted as a directory) on every request, so a rotated Secret is used;
-  without those files, RRSA: the pod's OIDC token (`ALIBABA_CLOUD_ROLE_ARN`,
-  `ALIBABA_CLOUD_OIDC_PROVIDER_ARN`, `ALIBABA_CLOUD_OIDC_TOKEN_FILE`, set by ACK's RRSA webhook)
-  exchanged for STS credentials by `alibabacloud_credentials`, which renews them.
+- `fc`: the signature Function Compute 3.0 checks on an HTTP trigger with `authType: function`,
+  ACS3-HMAC-SHA256 (`gpupool.core.intake.acs3`): `Authorization: ACS3-HMAC-SHA256
+  Credential=<ak>,SignedHeaders=…,Signature=…` over the method, path, query, `host`,
+  `content-type`, `x-acs-date`, a fresh `x-acs-signature-nonce`, `x-acs-content-sha256` (the
+  body's SHA-256, so the body is covered; the function checks it against what it received) and,
+  for STS, `x-acs-security-token`; an unsigned RFC 1123 `date` too (FC's FAQ names its absence
+  as a refusal). The AccessKey pair is read from files `ak` / `sk` (the Secret
+  `tf-cloud-vendor-credentials` the TensorFusion docs name, mounted as a directory) on every
+  request, so a rotated Secret is used; without those files, RRSA: the pod's OIDC token
+  (`ALIBABA_CLOUD_ROLE_ARN`, `ALIBABA_CLOUD_OIDC_PROVIDER_ARN`, `ALIBABA_CLOUD_OIDC_TOKEN_FILE`,
+  set by ACK's RRSA webhook) exchanged for STS credentials by `alibabacloud_credentials`, which renews them.
 
 Must not: send anything, log a secret or a signature.
 """
@@ -22,6 +24,7 @@ Must not: send anything, log a secret or a signature.
 from __future__ import annotations
 
 import os
+import secrets
 import time
 from collections.abc import Callable
 from email.utils import formatdate
@@ -29,7 +32,8 @@ from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
-from gpupool.core.intake.signature import CONTENT_MD5_HEADER, content_md5, sign_body
+from gpupool.core.intake import acs3
+from gpupool.core.intake.signature import sign_body
 
 __all__ = ["AUTH_MODES", "Signer", "make_signer"]
 
@@ -117,18 +121,29 @@ def alibaba_keys_from_rrsa() -> AlibabaKeys:
     return keys
 
 
-def fc_signer(keys: AlibabaKeys) -> Signer:
-    """FC HTTP trigger signature by fc2's signer, with the keys `keys()` returns at each request."""
-    from fc2.auth import Auth
+def fc_signer(
+    keys: AlibabaKeys,
+    *,
+    clock: Callable[[], float] = time.time,
+    nonce: Callable[[], str] = lambda: secrets.token_hex(16),
+) -> Signer:
+    """ACS3-HMAC-SHA256 for an FC HTTP trigger, with the keys `keys()` returns at each request."""
 
     def sign(url: str, body: bytes, headers: dict[str, str]) -> dict[str, str]:
         key_id, secret, token = keys()
-        signed = dict(headers) | {"date": formatdate(usegmt=True), CONTENT_MD5_HEADER: content_md5(body)}
-        if token:
-            signed["x-fc-security-token"] = token
         parts = urlsplit(url)
-        signed["authorization"] = Auth(key_id, secret, token).sign_request(
-            "POST", parts.path or "/", {k.lower(): v for k, v in signed.items()}
+        now = clock()
+        signed = {k.lower(): v for k, v in headers.items()} | {
+            "host": parts.netloc.rpartition("@")[2],
+            "date": formatdate(now, usegmt=True),
+            acs3.DATE_HEADER: acs3.acs_date(now),
+            acs3.NONCE_HEADER: nonce(),
+            acs3.CONTENT_SHA256_HEADER: acs3.content_sha256(body),
+        }
+        if token:
+            signed[acs3.SECURITY_TOKEN_HEADER] = token
+        signed["authorization"] = acs3.authorization(
+            method="POST", path=parts.path, query=parts.query, headers=signed, key_id=key_id, secret=secret
         )
         return signed
 

@@ -49,7 +49,7 @@ def test_metrics_show_throttling_and_kills(tmp_path: Path) -> None:
             cluster=cluster,
             locator=CgroupLocator(tmp_path / "proc"),
         )
-        port = agent.metrics.serve("127.0.0.1", 0)
+        port = agent.metrics.serve("127.0.0.1", 0, access=None)
         stop = threading.Event()
         loop = threading.Thread(target=agent.run, args=(stop,), daemon=True)
         loop.start()
@@ -80,7 +80,16 @@ def test_help_lists_the_options() -> None:
         check=False,
     )
     assert result.returncode == 0
-    for option in ("--node", "--kubeconfig", "--nvml", "--vram-policy", "--dry-run", "--device-plugin-dir"):
+    for option in (
+        "--node",
+        "--kubeconfig",
+        "--nvml",
+        "--vram-policy",
+        "--dry-run",
+        "--device-plugin-dir",
+        "--metrics-auth",
+        "--metrics-audience",
+    ):
         assert option in result.stdout
     assert "--proc-root" not in result.stdout  # a test hook, not a user option
 
@@ -96,6 +105,15 @@ def test_help_lists_the_options() -> None:
         ),
         (["agent", "run", "--node", "n", "--kubeconfig", "/nowhere"], "--kubeconfig /nowhere: no such file"),
         (["agent", "run", "--node", "n", "--metrics", "9400"], "--metrics '9400' must be HOST:PORT"),
+        (
+            ["agent", "run", "--node", "n", "--metrics-auth", "open"],
+            "--metrics-auth 'open' must be 'token' or 'none'",
+        ),
+        (["agent", "run", "--node", "n", "--metrics-audience", " "], "--metrics-audience must not be empty"),
+        (
+            ["agent", "run", "--node", "n", "--metrics-auth", "none", "--metrics-audience", "a"],
+            "--metrics-audience needs --metrics-auth token",
+        ),
         (["agent", "run", "--node", "n", "--device-plugin-dir", "/nowhere"], "--device-plugin-dir /nowhere"),
         (
             ["agent", "run", "--node", "n", "--compute-interval", "0", "--device-plugin-dir", "off"],

@@ -1,7 +1,8 @@
 """Who may call /api/* on the Service port: each refusal of `TokenAccess`, against review answers shaped as
 the official client returns them — no token, a token the API server does not know, one made for the API
 server rather than the relay's audience, an audience-unaware authenticator, a user RBAC does not allow,
-and a review that fails (503, the token never logged)."""
+and a review that fails (503, the token never logged); and, with no audiences (the node agent's
+/metrics default), the API server's own tokens count as the kubelet takes them."""
 
 from __future__ import annotations
 
@@ -25,7 +26,8 @@ class FakeReviews:
         self.sent: list[dict[str, Any]] = []
         self.fail: Exception | None = None
 
-    def create_token_review(self, body: dict[str, Any]) -> Any:
+    def create_token_review(self, body: dict[str, Any], **options: Any) -> Any:
+        assert 0 < options["_request_timeout"] < 10  # a hanging API server holds no caller for long
         self.sent.append(body)
         if self.fail is not None:
             raise self.fail
@@ -34,13 +36,14 @@ class FakeReviews:
             status=SimpleNamespace(authenticated=self.authenticated, user=user, audiences=self.audiences)
         )
 
-    def create_subject_access_review(self, body: dict[str, Any]) -> Any:
+    def create_subject_access_review(self, body: dict[str, Any], **options: Any) -> Any:
+        assert 0 < options["_request_timeout"] < 10
         self.sent.append(body)
         return SimpleNamespace(status=SimpleNamespace(allowed=self.allowed))
 
 
 def _access(reviews: FakeReviews, **options: Any) -> TokenAccess:
-    access = TokenAccess(client.ApiClient(), **options)
+    access = TokenAccess(client.ApiClient(), **({"audiences": (DEFAULT_AUDIENCE,)} | options))
     access.authentication = reviews
     access.authorization = reviews
     return access
@@ -93,3 +96,18 @@ def test_audiences_are_configurable_and_never_empty() -> None:
     for bad in ((), ("",)):
         with pytest.raises(ValueError, match="non-empty token audience"):
             TokenAccess(client.ApiClient(), audiences=bad)
+
+
+def test_without_audiences_the_api_servers_own_tokens_count_as_the_kubelet_takes_them() -> None:
+    """The node agent's /metrics default (None): no audiences asked, the API server's tokens count."""
+    reviews = FakeReviews(audiences=["https://kubernetes.default.svc"])
+    assert _access(reviews, audiences=None).check("Bearer prometheus", "get", "/metrics") is None
+    token_review, access_review = reviews.sent
+    assert token_review["spec"] == {"token": "prometheus"}
+    assert access_review["spec"]["nonResourceAttributes"] == {"path": "/metrics", "verb": "get"}
+    unknown = _access(FakeReviews(audiences=None, authenticated=False), audiences=None)
+    denied = unknown.check("Bearer forged", "get", "/metrics")
+    assert denied is not None and denied.status == 401 and "API server" in denied.message
+    not_allowed = _access(FakeReviews(audiences=None, allowed=False), audiences=None)
+    denied = not_allowed.check("Bearer dave", "get", "/metrics")
+    assert denied is not None and denied.status == 403

@@ -349,7 +349,7 @@ def test_a_signer_without_its_inputs_is_refused_with_one_clear_line(
         make_signer(mode, **options)
 
 
-def test_the_fc_signature_is_what_the_fc2_signer_computes_for_the_mounted_keys(tmp_path: Path) -> None:
+def test_the_fc_signature_is_acs3_with_the_mounted_keys_reread_for_each_request(tmp_path: Path) -> None:
     body = b'{"specversion":"1.0"}'
     (tmp_path / "ak").write_text("LTAI-example\n")
     (tmp_path / "sk").write_text("fc-secret\n")
@@ -386,12 +386,15 @@ def test_without_mounted_keys_rrsa_sts_credentials_sign_with_their_token(
         monkeypatch.setenv(name, "set-by-the-rrsa-webhook")
     monkeypatch.setattr(alibabacloud_credentials.client, "Client", FakeStsClient)
     signer = make_signer("fc", fc_credentials_dir=tmp_path)
-    with RelayReceiver(auth="fc", fc_keys=("STS.id", "sts-secret")) as receiver:
+    with RelayReceiver(auth="fc", fc_keys=("STS.id", "sts-secret", "sts-token")) as receiver:
         signed = signer(receiver.url("/bind"), body, {"content-type": "application/cloudevents+json"})
-        assert signed["x-fc-security-token"] == "sts-token"
+        assert signed["x-acs-security-token"] == "sts-token"
+        assert "x-acs-security-token" in signed["authorization"].split("SignedHeaders=")[1]
         assert _post(receiver, signed, body, "/bind") == 200
-        forged = signed | {"x-fc-security-token": "another-token"}  # the token is signed too
+        forged = signed | {"x-acs-security-token": "another-token"}  # the token is signed too
         assert _post(receiver, forged, body, "/bind") == 403
+        unsigned = {k: v for k, v in signed.items() if k != "x-acs-security-token"}
+        assert _post(receiver, unsigned, body, "/bind") == 403
 
 
 def test_unsigned_or_clear_text_deliveries_off_the_host_are_flagged(caplog: pytest.LogCaptureFixture) -> None:

@@ -28,7 +28,7 @@ from gpupool.core.model.pool import GPUPool, GPUPoolStatus
 from gpupool.sandbox.kubeapi import EmbeddedKubeAPI
 from gpupool.sandbox.kubeapi.reviews import book_of
 from gpupool.sandbox.kubeapi.routes import ResourcePath, parse
-from gpupool_incluster.relay.access import TokenAccess
+from gpupool_incluster.relay.access import DEFAULT_AUDIENCE, TokenAccess
 from gpupool_incluster.relay.forwarder import Forwarder, ForwardSettings
 from gpupool_incluster.relay.hub import HubSettings, SchedulerHub
 from gpupool_incluster.relay.informers import SharedInformers
@@ -111,7 +111,7 @@ def test_every_call_the_relay_makes_is_listed(sandbox: tuple[EmbeddedKubeAPI, An
         writer.annotate_pod("default", "p", {"a": "b"})
         writer.bind_pod("default", "p", "", "n")
         writer.set_used_by_taint("n", True)
-        TokenAccess(api_client).check("Bearer t", "get", "/api/allocation")
+        TokenAccess(api_client, audiences=(DEFAULT_AUDIENCE,)).check("Bearer t", "get", "/api/allocation")
         time.sleep(1.0)  # watches opened after their lists; the Lease renewed (get + update)
     finally:
         forwarder.stop()

@@ -4,16 +4,17 @@ Covers: nothing configured, a misconfiguration and an empty secret refuse every 
 accepts exactly a valid signature; `aws-iam` accepts only a session of the relay's role (same
 partition, account and role name; a role's path is not in its session ARN) or the exact IAM
 user, and refuses a request the platform authenticated no caller for; `fc-signature` accepts only
-a body its Content-MD5 names; a RelayAuth's repr never shows its secret.
+a body its x-acs-content-sha256 names; a RelayAuth's repr never shows its secret.
 """
 
 from __future__ import annotations
 
 import pytest
 
+from gpupool.core.intake.acs3 import content_sha256
 from gpupool.core.intake.caller import AUTH_MODES, RelayAuth, principal_matches, request_problem
 from gpupool.core.intake.envelope import HttpRequest
-from gpupool.core.intake.signature import content_md5, sign_body
+from gpupool.core.intake.signature import sign_body
 
 NOW = 1_800_000_000
 BODY = b'{"specversion":"1.0","id":"e1"}'
@@ -87,13 +88,13 @@ def test_aws_iam_needs_the_platforms_caller_and_it_must_be_the_relay() -> None:
     assert problem is not None and "not the relay" in problem
 
 
-def test_fc_signature_accepts_only_the_body_its_content_md5_names() -> None:
+def test_fc_signature_accepts_only_the_body_its_content_sha256_names() -> None:
     auth = RelayAuth(mode="fc-signature")
-    assert request_problem(auth, _request({"Content-Md5": content_md5(BODY)}), now=NOW) is None
+    assert request_problem(auth, _request({"X-Acs-Content-Sha256": content_sha256(BODY)}), now=NOW) is None
     for request in (
         _request(),
-        _request({"Content-Md5": content_md5(BODY)}, body=BODY + b"x"),
-        _request({"Content-Md5": content_md5(b"")}),
+        _request({"X-Acs-Content-Sha256": content_sha256(BODY)}, body=BODY + b"x"),
+        _request({"X-Acs-Content-Sha256": content_sha256(b"")}),
     ):
         assert request_problem(auth, request, now=NOW) is not None
 

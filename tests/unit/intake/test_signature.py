@@ -1,5 +1,5 @@
-"""The relay's HMAC signature and the FC signature's Content-MD5: what signs, what verifies, and every
-way a request is refused (a prefix of the digest, `v1=` alone, another length or case included)."""
+"""The relay's HMAC signature: what signs, what verifies, and every way a request is refused (a prefix
+of the digest, `v1=` alone, another length or case included). FC's ACS3 signature: test_acs3.py."""
 
 from __future__ import annotations
 
@@ -7,13 +7,10 @@ from collections.abc import Callable
 
 import pytest
 
-from gpupool.core.intake.envelope import HttpRequest
 from gpupool.core.intake.signature import (
     SIGNATURE_HEADER,
     TIMESTAMP_HEADER,
     TOLERANCE_SECONDS,
-    body_digest_problem,
-    content_md5,
     sign_body,
     signature_problem,
 )
@@ -101,19 +98,3 @@ def test_only_the_whole_digest_verifies_never_a_prefix_or_another_spelling(given
 def test_an_empty_secret_verifies_nothing() -> None:
     headers = sign_body(SECRET, BODY, timestamp=NOW)
     assert signature_problem(b"", headers, BODY, now=NOW) == "no HMAC secret to check the signature with"
-
-
-def test_content_md5_names_exactly_the_body_it_was_made_for() -> None:
-    # RFC 1864's value for the empty body is the base64 of MD5("") = d41d8cd98f00b204e9800998ecf8427e.
-    assert content_md5(b"") == "1B2M2Y8AsgTpgAmY7PhCfg=="
-    request = HttpRequest(method="POST", headers={"Content-MD5": content_md5(BODY)}, body=BODY)
-    assert body_digest_problem(request) is None
-    for headers, body, reason in (
-        ({}, BODY, "required"),
-        ({"content-md5": content_md5(BODY)}, BODY + b" ", "does not match"),
-        ({"content-md5": content_md5(BODY)[:-2]}, BODY, "does not match"),
-        ({"content-md5": "\u00e9" + content_md5(BODY)}, BODY, "does not match"),
-        ({"content-md5": content_md5(BODY)}, None, "cannot be read"),
-    ):
-        problem = body_digest_problem(HttpRequest(method="POST", headers=headers, body=body))
-        assert problem is not None and reason in problem

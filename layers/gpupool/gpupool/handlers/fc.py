@@ -7,7 +7,8 @@ it to ``gpupool.handlers.common``: retryable →
 raise (FC's asynchronous invocation retries, then its on-failure destination takes over);
 permanent → logged and acknowledged; HTTP trigger → 200 / 400 / 401 / 503. Relay calls are
 trusted as ``gpupool.handlers.relay_auth`` reads the environment: ``fc-signature`` (the trigger's
-``authType: function`` checked the relay's FC signature; its Content-MD5 must match the body) or
+``authType: function`` checked the relay's ACS3 signature; its x-acs-content-sha256 must match
+the body) or
 ``hmac`` (the secret from KMS, GPUPOOL_RELAY_HMAC_SECRET_ID); nothing configured refuses every
 call. The function role's STS credentials in ``context.credentials`` are kept fresh for the ECS
 client (and KMS) on every invocation.

@@ -4,10 +4,13 @@ Role: `RelayReceiver` (a threaded HTTP server on 127.0.0.1, port 0) records each
 accepts as a `Received` (the CloudEvent, its path, when it arrived) after checking the
 authentication the relay was configured with: `hmac` via `gpupool.core.intake.signature`,
 `sigv4` by recomputing botocore's own SigV4 signature with the expected credentials, service and
-region, or `fc` by recomputing the FC signature with the `fc2` SDK's signer and the expected
-AccessKey, as the FC gateway does, and then checking the signed `content-md5` against the body,
-as the function behind it does (a tampered request or body, another region or another key is
-refused with 403). A scripted
+region, or `fc` as Function Compute 3.0's gateway checks an HTTP trigger with `authType:
+function` (`fc_problem`: the ACS3-HMAC-SHA256 signature recomputed by the Alibaba Cloud SDK's
+own `get_authorization` — alibabacloud_tea_openapi, independent of `gpupool.core.intake.acs3`,
+which the relay signs with — from the request as received, the way FC's published client
+examples build it, with the expected AccessKey), and then the signed `x-acs-content-sha256`
+against the body, as the function behind it does (a tampered request, path, date or body,
+another key or STS token is refused with 403). A scripted
 `answer` callable may return another status (503 while a function is "down", 400 for an event it
 rejects); refused and scripted answers are counted too. Tests and benchmarks/reaction.py use it.
 
@@ -16,6 +19,7 @@ Must not: listen beyond 127.0.0.1 or act on the events.
 
 from __future__ import annotations
 
+import hmac
 import json
 import threading
 import time
@@ -24,8 +28,9 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Self
 
+from gpupool.core.intake import acs3
 from gpupool.core.intake.envelope import HttpRequest
-from gpupool.core.intake.signature import body_digest_problem, signature_problem
+from gpupool.core.intake.signature import signature_problem
 
 __all__ = ["Received", "RelayReceiver", "fc_problem", "sigv4_problem"]
 
@@ -77,29 +82,56 @@ def sigv4_problem(
     return None if fields.get("Signature") == expected else "signature does not match"
 
 
-def fc_problem(*, url: str, headers: dict[str, str], body: bytes, keys: tuple[str, str]) -> str | None:
-    """Why this request is not signed as Function Compute expects from `keys`, or its body is not
-    the one the signed `content-md5` names; None when both hold."""
-    from email.utils import parsedate_to_datetime
-    from urllib.parse import urlsplit
+def fc_problem(
+    *, url: str, headers: dict[str, str], body: bytes, keys: tuple[str, ...], now: float | None = None
+) -> str | None:
+    """Why FC's gateway would refuse this request signed with `keys` (AccessKey id, secret, and
+    the STS token when there is one), or the function its body; None when both accept it.
 
-    from fc2.auth import Auth
+    The gateway's rules, as FC 3.0 and the V3 signature mechanism document them: an
+    `ACS3-HMAC-SHA256` Authorization naming the expected AccessKey id; a signed `x-acs-date`
+    within 15 minutes; for STS keys, the signed `x-acs-security-token`; the signature recomputed
+    over the headers its SignedHeaders names, the path (`$` as `%24`, as FC's examples send it),
+    the query, and `x-acs-content-sha256` as the hashed payload. Simpler than the real gateway:
+    it knows one AccessKey (no RAM lookup, no `fc:InvokeFunction` check).
+    """
+    from types import SimpleNamespace
+    from urllib.parse import parse_qsl, urlsplit
 
+    from alibabacloud_tea_openapi.utils import Utils
+
+    key_id, secret = keys[0], keys[1]
+    token = keys[2] if len(keys) > 2 else ""
     lowered = {k.lower(): v for k, v in headers.items()}
-    given, date = lowered.get("authorization", ""), lowered.get("date", "")
-    if not given.startswith("FC ") or not date:
-        return "an FC signature (authorization: FC ak:signature) and a date header are required"
-    try:
-        skew = abs(time.time() - parsedate_to_datetime(date).timestamp())
-    except (TypeError, ValueError):
-        return "the date header is not an HTTP date"
-    if skew > 900:
-        return "the date header is more than 15 minutes off"
-    token = lowered.get("x-fc-security-token", "")
-    expected = Auth(keys[0], keys[1], token).sign_request("POST", urlsplit(url).path or "/", lowered)
-    if given != expected:
-        return "FC signature does not match"
-    return body_digest_problem(HttpRequest(method="POST", headers=lowered, body=body))
+    given = acs3.parse_authorization(lowered.get("authorization", ""))
+    if given is None:
+        return "an ACS3-HMAC-SHA256 authorization (Credential, SignedHeaders, Signature) is required"
+    if given.credential != key_id:
+        return "signed with another AccessKey"
+    missing = [h for h in given.signed_headers if h not in lowered]
+    if missing or acs3.DATE_HEADER not in given.signed_headers:
+        return f"x-acs-date must be signed and every signed header sent (missing: {', '.join(missing)})"
+    stamp = acs3.parse_acs_date(lowered[acs3.DATE_HEADER])
+    if stamp is None:
+        return "x-acs-date is not yyyy-MM-ddTHH:mm:ssZ"
+    if abs((time.time() if now is None else now) - stamp) > acs3.TOLERANCE_SECONDS:
+        return "x-acs-date is more than 15 minutes off"
+    if token and (
+        acs3.SECURITY_TOKEN_HEADER not in given.signed_headers or lowered[acs3.SECURITY_TOKEN_HEADER] != token
+    ):
+        return "the STS security token is not the one issued with this AccessKey"
+    parts = urlsplit(url)
+    request = SimpleNamespace(
+        method="POST",
+        pathname=parts.path.replace("$", "%24") or "/",
+        query=dict(parse_qsl(parts.query, keep_blank_values=True)),
+        headers={h: lowered[h] for h in given.signed_headers},
+    )
+    payload = lowered.get(acs3.CONTENT_SHA256_HEADER, "")
+    expected = Utils.get_authorization(request, acs3.ALGORITHM, payload, key_id, secret)
+    if not hmac.compare_digest(lowered["authorization"].strip(), expected):
+        return "ACS3 signature does not match"
+    return acs3.payload_problem(HttpRequest(method="POST", headers=lowered, body=body))
 
 
 @dataclass
@@ -108,7 +140,7 @@ class RelayReceiver:
     hmac_secret: bytes = b""
     credentials: Any = None
     region: str = ""
-    fc_keys: tuple[str, str] = ("", "")  # (AccessKey id, secret) for auth="fc"
+    fc_keys: tuple[str, ...] = ("", "")  # (AccessKey id, secret[, STS token]) for auth="fc"
     answer: Answer | None = None
     retry_after: str | None = None  # sent with every non-2xx scripted answer
     received: list[Received] = field(default_factory=list)

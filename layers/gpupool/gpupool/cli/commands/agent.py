@@ -38,6 +38,19 @@ def register(parser: argparse.ArgumentParser) -> None:
     )
     run.add_argument("--metrics", default="0.0.0.0:9400", help="HOST:PORT for /metrics, or 'off'")
     run.add_argument(
+        "--metrics-auth",
+        default="token",
+        help="who may read /metrics: 'token' (a bearer token TokenReview authenticates and RBAC allows"
+        " get on /metrics; default) or 'none' (anyone: local runs only)",
+    )
+    run.add_argument(
+        "--metrics-audience",
+        action="append",
+        default=None,
+        metavar="AUDIENCE",
+        help="accept only tokens made for this audience (repeatable; default: the API server's own)",
+    )
+    run.add_argument(
         "--device-plugin-dir",
         default="/var/lib/kubelet/device-plugins",
         help="kubelet device-plugins directory, or 'off' (default /var/lib/kubelet/device-plugins)",
@@ -76,6 +89,13 @@ def run(args: argparse.Namespace) -> int:
     if args.nvml.startswith("fake:") and not Path(args.nvml.removeprefix("fake:")).is_file():
         raise UserError(f"--nvml {args.nvml}: no such file")
     metrics = None if args.metrics == "off" else _listen(args.metrics)
+    if args.metrics_auth not in ("token", "none"):
+        raise UserError(f"--metrics-auth {args.metrics_auth!r} must be 'token' or 'none'")
+    audiences = tuple(a.strip() for a in args.metrics_audience) if args.metrics_audience else None
+    if audiences is not None and not all(audiences):
+        raise UserError("--metrics-audience must not be empty")
+    if audiences is not None and args.metrics_auth != "token":
+        raise UserError("--metrics-audience needs --metrics-auth token")
     plugin_dir = None if args.device_plugin_dir == "off" else Path(args.device_plugin_dir)
     if plugin_dir is not None and not plugin_dir.is_dir():
         raise UserError(f"--device-plugin-dir {plugin_dir}: no such directory (or pass 'off')")
@@ -107,6 +127,8 @@ def run(args: argparse.Namespace) -> int:
                 proc_root=Path(args.proc_root),
                 metrics_host=metrics[0] if metrics else "0.0.0.0",
                 metrics_port=metrics[1] if metrics else None,
+                metrics_auth=args.metrics_auth,
+                metrics_audiences=audiences,
                 device_plugin_dir=plugin_dir,
             )
         )

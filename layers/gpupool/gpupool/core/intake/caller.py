@@ -7,9 +7,10 @@ entry point, in exactly one mode (``AUTH_MODES``):
   (which covers the body) before the function runs and writes the caller into the request context
   (``HttpRequest.caller``); the function then accepts only the relay's principal (an IAM role,
   whose sessions call as ``arn:…:sts::<account>:assumed-role/<role>/<session>``, or an IAM user);
-- ``fc-signature``: a Function Compute HTTP trigger with ``authType: function``. FC checks the
-  relay's FC signature before the function runs; that signature covers ``Content-MD5``, not the
-  body, so the function checks the header against the body (``signature.body_digest_problem``).
+- ``fc-signature``: a Function Compute HTTP trigger with ``authType: function``. FC's gateway
+  checks the relay's ACS3-HMAC-SHA256 signature before the function runs; that signature covers
+  the ``x-acs-content-sha256`` header, which FC does not compare with the body, so the function
+  does (``acs3.payload_problem``).
 ``request_problem(auth, request, now=...)`` is why a request must be refused, or None. It fails
 closed: a deployment that configured nothing (no secret, no platform mode), or configured it
 wrongly (``RelayAuth.refusing``), refuses every call.
@@ -24,8 +25,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal, get_args
 
+from gpupool.core.intake.acs3 import payload_problem
 from gpupool.core.intake.envelope import HttpRequest
-from gpupool.core.intake.signature import body_digest_problem, request_signature_problem
+from gpupool.core.intake.signature import request_signature_problem
 
 __all__ = ["AUTH_MODES", "AuthMode", "RelayAuth", "principal_matches", "request_problem"]
 
@@ -84,4 +86,4 @@ def request_problem(auth: RelayAuth, request: HttpRequest, *, now: float) -> str
         if not principal_matches(auth.principal, request.caller):
             return "the caller is not the relay's principal"
         return None
-    return body_digest_problem(request)
+    return payload_problem(request)

@@ -1,29 +1,22 @@
-"""How the relay's webhook calls are signed, and how the functions check that a body is the one signed.
+"""The relay's own HMAC signature on its webhook calls, and how the functions check it.
 
-Role: the one definition shared by the relay (which signs) and every function's HTTP entry point
-(Lambda Function URL, FC HTTP trigger), over the request's body bytes as intake decoded them
-(``envelope.HttpRequest.body``, the same decode the parser reads). Two things:
-
-- the relay's own HMAC-SHA256 signature (``--forward-auth hmac``):
-  ``x-gpupool-timestamp``: Unix seconds (decimal) when the request was signed;
-  ``x-gpupool-signature``: ``v1=<hex>``, HMAC-SHA256 with the shared secret over
-  ``b"<timestamp>." + body`` (the exact bytes sent): exactly 64 lowercase hex digits, compared in
-  constant time — a prefix, an empty digest or any other length is refused. Several ``v1=``
-  values may be given, comma-separated, so a secret can be rotated: any one matching is enough.
-  A timestamp more than ``TOLERANCE_SECONDS`` from ``now`` (either way) is refused, so a captured
-  request cannot be replayed later (within the window, the functions' delivery ledger refuses it);
-- ``Content-MD5`` (base64 of the body's MD5, RFC 1864): Function Compute's HTTP-trigger signature
-  covers this header but not the body itself, so the relay sends it with its FC signature
-  (``--forward-auth fc``) and a function behind an FC trigger with ``authType: function``
-  checks it against the body it got (``body_digest_problem``): a body swapped under a captured
-  signature no longer matches.
+Role: the one definition shared by the relay (which signs, ``--forward-auth hmac``) and every
+function's HTTP entry point (Lambda Function URL, FC HTTP trigger), over the request's body
+bytes as intake decoded them (``envelope.HttpRequest.body``, the same decode the parser reads):
+``x-gpupool-timestamp``: Unix seconds (decimal) when the request was signed;
+``x-gpupool-signature``: ``v1=<hex>``, HMAC-SHA256 with the shared secret over
+``b"<timestamp>." + body`` (the exact bytes sent): exactly 64 lowercase hex digits, compared in
+constant time — a prefix, an empty digest or any other length is refused. Several ``v1=``
+values may be given, comma-separated, so a secret can be rotated: any one matching is enough.
+A timestamp more than ``TOLERANCE_SECONDS`` from ``now`` (either way) is refused, so a captured
+request cannot be replayed later (within the window, the functions' delivery ledger refuses it).
+Function Compute's own signature (``--forward-auth fc``) is ``acs3``.
 
 Must not: read the clock (``now`` is passed in), read the secret from anywhere, or log.
 """
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import hmac
 from collections.abc import Mapping
@@ -31,12 +24,9 @@ from collections.abc import Mapping
 from gpupool.core.intake.envelope import HttpRequest
 
 __all__ = [
-    "CONTENT_MD5_HEADER",
     "SIGNATURE_HEADER",
     "TIMESTAMP_HEADER",
     "TOLERANCE_SECONDS",
-    "body_digest_problem",
-    "content_md5",
     "request_signature_problem",
     "sign_body",
     "signature_problem",
@@ -44,7 +34,6 @@ __all__ = [
 
 SIGNATURE_HEADER = "x-gpupool-signature"
 TIMESTAMP_HEADER = "x-gpupool-timestamp"
-CONTENT_MD5_HEADER = "content-md5"
 TOLERANCE_SECONDS = 300
 _SCHEME = "v1="
 _HEX_DIGITS = frozenset("0123456789abcdef")
@@ -103,20 +92,3 @@ def request_signature_problem(secret: bytes, request: HttpRequest, *, now: float
     if request.body is None:
         return "the body cannot be read as the bytes that were signed"
     return signature_problem(secret, request.headers, request.body, now=now)
-
-
-def content_md5(body: bytes) -> str:
-    """The ``Content-MD5`` value of ``body``: base64 of its MD5 digest (RFC 1864)."""
-    return base64.b64encode(hashlib.md5(body, usedforsecurity=False).digest()).decode("ascii")
-
-
-def body_digest_problem(request: HttpRequest) -> str | None:
-    """Why the request's body is not the one its ``Content-MD5`` header names, or None when it is."""
-    if request.body is None:
-        return "the body cannot be read as the bytes that were signed"
-    given = _lowered(request.headers).get(CONTENT_MD5_HEADER, "").strip()
-    if not given:
-        return f"{CONTENT_MD5_HEADER} is required: the FC signature covers the body only through it"
-    if not hmac.compare_digest(given.encode("ascii", "replace"), content_md5(request.body).encode("ascii")):
-        return f"{CONTENT_MD5_HEADER} does not match the body"
-    return None

@@ -10,7 +10,7 @@ counter, so a run is repeatable. What differs by cloud is the envelope, one smal
 - Alibaba Cloud: an FC timer trigger event (`triggerTime`, `triggerName` as s.yaml names each
   function's timer, empty payload), an EventBridge CloudEvent `ecs:Instance:StateChange` (the
   demo speaks EC2's states: `running` becomes `Running`, `terminated` `Deleted`), and an FC 3.0
-  HTTP-trigger request with the `Content-Md5` the relay's FC signature covers.
+  HTTP-trigger request with the `x-acs-content-sha256` the relay's ACS3 signature covers.
 
 Must not: interpret events (intake does) or call a handler.
 """
@@ -24,7 +24,7 @@ from itertools import count
 from typing import Any, ClassVar, Protocol
 
 from gpupool.core.catalog import Cloud
-from gpupool.core.intake.signature import content_md5
+from gpupool.core.intake.acs3 import CONTENT_SHA256_HEADER, content_sha256
 from gpupool.core.vocabulary.events import TYPE_PREFIX
 
 __all__ = ["RELAY_ROLE_ARN", "Cloud", "EventFactory", "iso_time"]
@@ -159,7 +159,10 @@ class _Alibaba:
             "rawPath": "/",
             "body": body,
             "isBase64Encoded": False,
-            "headers": {"Content-Type": _CLOUD_EVENT_TYPE, "Content-Md5": content_md5(body.encode())},
+            "headers": {
+                "Content-Type": _CLOUD_EVENT_TYPE,
+                CONTENT_SHA256_HEADER: content_sha256(body.encode()),
+            },
             "queryParameters": {},
             "requestContext": {
                 "accountId": self.account,
