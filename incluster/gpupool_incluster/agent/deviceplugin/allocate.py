@@ -93,7 +93,7 @@ def resolve_grant(
     if not candidates:
         raise AllocationRefused(
             f"no pending gpupool worker on this node asks for {device_count} × {resource} "
-            "with an allocation recorded by tensor-fusion-scheduler"
+            f"with an allocation recorded by {c.SCHEDULER_NAME}"
         )
     _, _, pod, worker = min(candidates, key=lambda item: (item[0], item[1]))
     missing = [name for name in worker.gpus if name not in uuid_by_gpu]

@@ -122,7 +122,7 @@ def read_record(pod: Pod, node: str) -> AllocationRecord:
     key = f"{meta.namespace or 'default'}/{meta.name}"
     text = meta.annotations.get(ANNOTATION_ALLOCATION)
     if text is None:
-        raise RecordError(f"pod {key} has no allocation recorded by tensor-fusion-scheduler")
+        raise RecordError(f"pod {key} has no allocation recorded by {c.SCHEDULER_NAME}")
     record = _decode(text)
     if not meta.uid or record.uid != meta.uid:
         raise RecordError(f"pod {key}: the recorded allocation is for pod UID {record.uid!r}, not this pod")
