@@ -21,6 +21,7 @@ from datetime import timedelta
 
 from gpupool.core.decisions.launch_failure import OFFERING_UNAVAILABLE_FOR
 from gpupool.core.model.claim_state import LAUNCHED_MODES, LaunchedMode
+from gpupool.core.model.pool import CLAIM_SUFFIX_LENGTH
 from gpupool.core.planning.plan import OfferingRef
 from gpupool.service.errors import PermanentError
 from gpupool.service.karpenter_compute import KarpenterCompute
@@ -31,8 +32,9 @@ __all__ = ["Deps", "Settings", "random_suffix"]
 
 
 def random_suffix() -> str:
-    """Eight lowercase hex characters: enough to keep claim names unique within a pool."""
-    return uuid.uuid4().hex[:8]
+    """Eight lowercase hex characters: enough to keep claim names unique within a pool (the
+    pool name's limit, `model.pool.MAX_POOL_NAME`, leaves room for them)."""
+    return uuid.uuid4().hex[:CLAIM_SUFFIX_LENGTH]
 
 
 @dataclass(frozen=True, kw_only=True)
