@@ -56,7 +56,12 @@ class KarpenterDriver(GpupoolDriver):
         self.deps = _wire_karpenter(self.deps, self.karpenter)
         self.store.karpenter = self.karpenter
         self.controller = SimulatedKarpenter(
-            self.kubelet, fates, clock=self.clock, region=spec.region, node_name=lambda name: name
+            self.kubelet,
+            fates,
+            clock=self.clock,
+            region=spec.region,
+            offerings=self.offerings,
+            node_name=lambda name: name,
         )
         self._by_offering = {o.key: o for o in self.offerings}
         self._failures = 0
@@ -64,7 +69,7 @@ class KarpenterDriver(GpupoolDriver):
     # ---- Karpenter's launch ------------------------------------------------------------------
     def _see_launches(self, at: float) -> None:
         for change in self.controller.launch():
-            if change.change == "launch-failed":
+            if change.change in ("insufficient-capacity", "node-class-not-ready", "launch-error"):
                 self._failures += 1
                 continue
             if change.fate is None:
@@ -92,9 +97,11 @@ class KarpenterDriver(GpupoolDriver):
                 tracked.booted = tracked.joined = True
                 name = tracked.claim
                 self._bind(NodeChanged(node=name, change="joined", claim=name, event_id=self._id("node")))
-            else:  # interrupted: Karpenter's interruption handling drains and deletes the NodeClaim
+            elif change.change == "interrupted":  # Karpenter's interruption controller deletes it
                 tracked.warned = True
                 self.ledger.counters["interruptions_handled"] += 1
+            else:  # expired: gpupool's NodeClaims say Never, so this counts what should not happen
+                self.ledger.counters["expired"] += 1
             changed = True
         return changed
 
