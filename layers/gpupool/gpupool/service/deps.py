@@ -50,6 +50,8 @@ class Settings:
     failed_claim_retention: timedelta = timedelta(minutes=10)
     new_node_protection: timedelta = timedelta(minutes=5)
     lease_duration: timedelta = timedelta(minutes=2)
+    # How long an interruption's replacement waits for the pool's Lease another invocation holds.
+    interruption_lease_wait: timedelta = timedelta(seconds=20)
     # How long one drain waits for its evicted pods to be gone before giving up for this run.
     drain_timeout: timedelta = timedelta(seconds=60)
     max_nodes_per_plan: int = 100
