@@ -1,7 +1,7 @@
-"""Lambda handler for **bind**: claims ↔ instances ↔ nodes, interruptions, timeouts, orphans.
+"""Lambda handler for **bind**: claims ↔ instances ↔ nodes, state changes, timeouts, orphans.
 
-Triggers: EventBridge rules for EC2 Instance State-change Notification, EC2 Spot Instance
-Interruption Warning and EC2 Instance Rebalance Recommendation; the sweep schedule (launch /
+Triggers: the EventBridge rule for EC2 Instance State-change Notification (Spot interruption
+warnings and rebalance recommendations go to launch); the sweep schedule (launch /
 registration timeouts, orphan sweep); the relay's ``node.joined`` / ``node.ready`` /
 ``node.deleted`` / ``claim.deleted`` CloudEvents on the Function URL.
 

@@ -1,8 +1,7 @@
 """Function Compute handler for **bind** (FC 3.0, Python: ``event`` arrives as bytes).
 
-Triggers: EventBridge ``ecs:Instance:StateChange`` and
-``ecs:Instance:PreemptibleInstanceInterruption``, the sweep timer, and the relay's node and
-claim CloudEvents on the HTTP trigger.
+Triggers: EventBridge ``ecs:Instance:StateChange`` (preemptible interruptions go to launch), the
+sweep timer, and the relay's node and claim CloudEvents on the HTTP trigger.
 
 The body is shared with the Lambda handler (``app.py``) and the two other functions:
 ``gpupool.handlers.fc`` (in the layer) on ``gpupool.handlers.common``.

@@ -1,7 +1,8 @@
-"""Lambda handler for **launch**: close each pool's capacity gap.
+"""Lambda handler for **launch**: close each pool's capacity gap; replace interrupted nodes at once.
 
-Triggers: schedules (reconcile every pool) and the relay's ``pod.unschedulable`` /
-``pool.changed`` / ``cluster.changed`` CloudEvents on the Function URL.
+Triggers: schedules (reconcile every pool), the EventBridge rule for EC2 Spot Instance
+Interruption Warning and EC2 Instance Rebalance Recommendation, and the relay's
+``pod.unschedulable`` / ``pool.changed`` / ``cluster.changed`` CloudEvents on the Function URL.
 
 The body is shared by all three functions: ``gpupool.handlers.aws_lambda`` (in the layer).
 ``make_handler(deps_factory, *, service=None, dry_run=False)`` is the seam tests and

@@ -1,6 +1,7 @@
 """Function Compute handler for **launch** (FC 3.0, Python: ``event`` arrives as bytes).
 
-Triggers: timers (reconcile every pool) and the relay's ``pod.unschedulable`` /
+Triggers: timers (reconcile every pool), EventBridge ``ecs:Instance:PreemptibleInstanceInterruption``
+(the replacement is launched at once), and the relay's ``pod.unschedulable`` /
 ``pool.changed`` / ``cluster.changed`` CloudEvents on the HTTP trigger.
 
 The body is shared with the Lambda handler (``app.py``) and the two other functions:

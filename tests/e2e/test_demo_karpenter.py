@@ -1,6 +1,6 @@
 """`gpupool demo --mode karpenter|autoselect`: both stories in-process, through the real handlers,
-with the simulated Karpenter; checked from the JSON timeline (no error, the decisive events in
-order) and a readable text run; another cloud is refused with one line."""
+with the simulated Karpenter on Karpenter's CRD rules; checked from the JSON timeline (no error,
+the decisive events in order) and a readable text run; another cloud is refused with one line."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ def test_karpenter_story_fails_over_a_capacity_error_and_binds_the_minimum() -> 
     assert code == 0
     timeline = json.loads(text)["timeline"]
     lines = _summaries(timeline)
-    failed = next(i for i, line in enumerate(lines) if "launch-failed" in line)
+    failed = next(i for i, line in enumerate(lines) if "insufficient-capacity" in line)
     marked = next(
         i
         for i, e in enumerate(timeline)
@@ -56,6 +56,13 @@ def test_autoselect_story_places_every_pod_but_the_one_short_of_cpu() -> None:
     assert "pods still pending: too-big" in text
     assert "more than GPU capacity is missing: it requests cpu 64" in text
     assert text.count("NodeClaim gpu-") >= 20
+    # The template is a NodeClaim Karpenter made from a NodePool without a zone requirement; the
+    # expansions are pinned to what it launched, and when Karpenter deletes them for capacity each
+    # pod gets one on the next candidate at the next tick.
+    assert "no zone requirement" in text and "(g4dn.xlarge/us-east-1a)" in text
+    assert text.count("insufficient-capacity") >= 15
+    assert text.count("was deleted before its node registered") >= 15
+    assert "(g4dn.xlarge/us-east-1b)" in text
 
 
 def test_the_karpenter_stories_refuse_another_cloud_and_start_nothing(

@@ -1,7 +1,7 @@
 """The service tests' Karpenter fake: `MemoryKarpenter` plus `register`, which also joins the node.
 
 `MemoryKarpenter` (gpupool.testing.memory_ports.karpenter) records calls, takes injected errors,
-stores NodeClaims and plays Karpenter's controller (`launched`, `launch_failed`,
+stores NodeClaims and plays Karpenter's controller (`launched`, `insufficient_capacity`, `launch_error`,
 `registered`, `finish_deletion`); `register(world, name)` joins the node in the test world's
 cluster with the NodeClaim's labels (Karpenter copies them) and marks it Registered.
 """

@@ -4,6 +4,7 @@ taints get no expansion and a reason; a capacity failure moves to the next candi
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from gpupool.core.intake.causes import Reconcile
@@ -162,20 +163,43 @@ def test_pods_blocked_by_cpu_or_taints_get_no_expansion_and_a_reason() -> None:
     assert any("more than GPU capacity is missing" in r for r in outcome.plan.reasons)
 
 
-def test_insufficient_capacity_on_the_first_candidate_tries_the_next() -> None:
+def test_a_nodeclaim_karpenter_deletes_for_capacity_is_a_failed_candidate_and_the_next_is_made() -> None:
     world = autoselect_world()
     world.cluster.add(pending_pod("w-0"))
     expand(world)
     (first,) = expansions(world)
-    world.karpenter.launch_failed(first.name, "InsufficientCapacity")
+    world.karpenter.insufficient_capacity(first.name)  # Karpenter deletes it; no Launched=False
     expand(world, "e2")
     (second,) = expansions(world)
     zones = [r.values for r in second.spec.requirements if r.key == "topology.kubernetes.io/zone"]
     types = [r.values for r in second.spec.requirements if r.key == "node.kubernetes.io/instance-type"]
-    assert (types, zones) == ([["g5.xlarge"]], [["us-east-1b"]])
-    assert second.metadata.annotations["gpupool.io/expansion-tried"] == "g5.xlarge/us-east-1a"
+    # the test catalog offers g5.xlarge in us-east-1a only: the next candidate is g6.xlarge there
+    assert (types, zones) == ([["g6.xlarge"]], [["us-east-1a"]])
+    memory = json.loads(world.pool().metadata.annotations["gpupool.io/autoselect-expansions"])
+    assert memory == {
+        "ml/w-0": {
+            "nodeClaim": second.name,
+            "candidate": "g6.xlarge/us-east-1a",
+            "tried": ["g5.xlarge/us-east-1a"],
+        }
+    }, "remembered for the pod, on the pool"
+    unavailable = json.loads(world.pool().metadata.annotations["gpupool.io/unavailable-offerings"])
+    assert list(unavailable) == ["g5.xlarge/us-east-1a/OnDemand"], "the memory capacity errors use"
     failed = world.cluster.events_with("NodeExpansionFailed")
-    assert failed and "InsufficientCapacity" in (failed[0]["message"] or "")
+    assert failed and "deleted before its node registered" in (failed[0]["message"] or "")
+    expand(world, "e3")
+    assert [n.name for n in expansions(world)] == [second.name], "an in-flight one is not made twice"
+
+
+def test_a_nodeclaim_karpenter_keeps_retrying_stays_in_flight() -> None:
+    world = autoselect_world()
+    world.cluster.add(pending_pod("w-0"))
+    expand(world)
+    (first,) = expansions(world)
+    world.karpenter.launch_error(first.name, "UnauthorizedOperation")  # Launched=Unknown
+    expand(world, "e2")
+    assert [n.name for n in expansions(world)] == [first.name]
+    assert world.cluster.events_with("NodeExpansionFailed") == []
 
 
 def test_the_pods_nodeselector_narrows_the_candidates() -> None:

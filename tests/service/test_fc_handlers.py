@@ -108,7 +108,7 @@ ROUTED = [
     ("fc-timer", "compact", Compact),
     ("ecs-instance-state-change", "bind", InstanceStateChanged),
     ("ecs-instance-state-change-deleted", "bind", InstanceStateChanged),
-    ("ecs-preemptible-interruption", "bind", InstanceInterruption),
+    ("ecs-preemptible-interruption", "launch", InstanceInterruption),
     ("fc-http-node-ready", "bind", NodeChanged),
     ("fc-http-claim-deleted", "bind", ClaimDeleted),
     ("fc-http-pod-unschedulable", "launch", Reconcile),
@@ -159,7 +159,7 @@ def test_retryable_outcome_raises_for_fc_async_retry_and_is_a_503_over_http() ->
 
 def test_a_throttled_service_raises_and_a_permanent_one_is_acknowledged() -> None:
     with pytest.raises(Throttled):
-        fc_handler("bind", StubService(error=Throttled("Throttling.User")))(
+        fc_handler("launch", StubService(error=Throttled("Throttling.User")))(
             raw("ecs-preemptible-interruption"), None
         )
     from gpupool.service.errors import PermanentError
@@ -263,7 +263,7 @@ def test_events_that_are_not_http_are_never_asked_for_a_signature_and_http_witho
 ):
     service = StubService()
     assert (
-        fc_handler("bind", service, environ=HMAC_AUTH)(raw("ecs-preemptible-interruption"), None)["status"]
+        fc_handler("launch", service, environ=HMAC_AUTH)(raw("ecs-preemptible-interruption"), None)["status"]
         == "handled"
     )
     no_secret = {HTTP_AUTH_VARIABLE: "hmac"}
@@ -609,7 +609,7 @@ def test_eight_concurrent_fc_invocations_never_pass_the_gap_or_max() -> None:
     assert len(world.compute.list_managed()) == len(claims) and 130 <= tflops <= 200
 
 
-def test_a_preemptible_interruption_reaches_bind_and_marks_the_claim() -> None:
+def test_a_preemptible_interruption_reaches_launch_marks_the_claim_and_replaces_it() -> None:
     from tests.service.fakes import World, make_pool
 
     world = World(make_pool())
@@ -617,6 +617,8 @@ def test_a_preemptible_interruption_reaches_bind_and_marks_the_claim() -> None:
     instance = world.compute.list_managed()[0]
     event = json.loads(raw("ecs-preemptible-interruption"))
     event["data"]["instanceId"] = instance.instance_id
-    result = APPS["bind"].make_handler(lambda: world.deps)(json.dumps(event).encode(), None)
+    before = len(world.compute.list_managed())
+    result = APPS["launch"].make_handler(lambda: world.deps)(json.dumps(event).encode(), None)
     assert result["status"] == "handled" and not result["errors"]
     assert any(row.get("instance_id") == instance.instance_id for row in result["applied"])
+    assert len(world.compute.list_managed()) > before, "the replacement, in the same invocation"

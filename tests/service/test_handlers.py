@@ -121,8 +121,8 @@ ROUTED = [
     ("ec2-state-change-running", "bind", InstanceStateChanged),
     ("ec2-state-change-terminated", "bind", InstanceStateChanged),
     ("ec2-state-change-stopping", "bind", InstanceStateChanged),
-    ("ec2-spot-interruption-warning", "bind", InstanceInterruption),
-    ("ec2-rebalance-recommendation", "bind", InstanceInterruption),
+    ("ec2-spot-interruption-warning", "launch", InstanceInterruption),
+    ("ec2-rebalance-recommendation", "launch", InstanceInterruption),
     ("function-url-pod-unschedulable", "launch", Reconcile),
     ("function-url-pool-changed", "launch", Reconcile),
     ("function-url-cluster-changed", "launch", Reconcile),
@@ -268,13 +268,13 @@ def test_retryable_outcome_on_the_url_is_a_503() -> None:
 
 
 def test_retryable_domain_error_raises() -> None:
-    handler = handler_for("bind", StubService(error=Throttled("rate exceeded")))
+    handler = handler_for("launch", StubService(error=Throttled("rate exceeded")))
     with pytest.raises(Throttled):
         handler(event("ec2-spot-interruption-warning"), None)
 
 
 def test_unexpected_error_raises() -> None:
-    handler = handler_for("bind", StubService(error=KeyError("bug")))
+    handler = handler_for("launch", StubService(error=KeyError("bug")))
     with pytest.raises(KeyError):
         handler(event("ec2-spot-interruption-warning"), None)
 
@@ -319,12 +319,12 @@ def _log_lines(text: str) -> list[dict[str, Any]]:
 
 
 def test_logs_are_structured_with_the_fixed_keys(logs: io.StringIO) -> None:
-    handler_for("bind", StubService())(event("ec2-spot-interruption-warning"), None)
+    handler_for("launch", StubService())(event("ec2-spot-interruption-warning"), None)
     handled = [line for line in _log_lines(logs.getvalue()) if line["message"] == "handled"]
     assert len(handled) == 1
     assert handled[0]["instance_id"] == "i-0abc123def4567890"
     assert handled[0]["event_id"] == "1e5527d7-bb36-4607-3370-4164db56a40e"
-    assert handled[0]["function"] == "bind"
+    assert handled[0]["function"] == "launch"
 
 
 def test_ignored_event_logs_its_reason(logs: io.StringIO) -> None:
@@ -336,7 +336,7 @@ def test_ignored_event_logs_its_reason(logs: io.StringIO) -> None:
 
 def test_keys_of_one_event_do_not_leak_into_the_next(logs: io.StringIO) -> None:
     handler = handler_for("bind", StubService())
-    handler(event("ec2-spot-interruption-warning"), None)
+    handler(event("ec2-state-change-stopping"), None)
     handler(event("function-url-claim-deleted"), None)
     last = [line for line in _log_lines(logs.getvalue()) if line["message"] == "handled"][-1]
     assert last["claim"] == "pool-a-claim-x7k2p"
@@ -461,7 +461,7 @@ def test_spot_warning_marks_the_claim_of_the_instance() -> None:
     instance = world.compute.list_managed()[0]
     warning = event("ec2-spot-interruption-warning")
     warning["detail"]["instance-id"] = instance.instance_id
-    result = _real("bind", world)(warning, None)
+    result = _real("launch", world)(warning, None)
     assert result["status"] == "handled"
     marked = [row for row in result["applied"] if row.get("instance_id") == instance.instance_id]
     assert any(row["result"] == "applied" for row in marked)

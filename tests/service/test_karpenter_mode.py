@@ -159,13 +159,20 @@ def test_bind_follows_the_nodeclaim_until_its_node_is_ready() -> None:
     assert world.cluster.events_with("ManagedNodeCreated")
 
 
-@pytest.mark.parametrize("how", ["launch-failed", "deleted"])
-def test_a_nodeclaim_karpenter_gives_up_on_fails_the_claim_and_the_gap_is_refilled(how: str) -> None:
+@pytest.mark.parametrize("how", ["insufficient-capacity", "node-class-not-ready", "deleted by hand"])
+def test_a_nodeclaim_deleted_before_launch_fails_the_claim_and_the_refill_takes_another_offering(
+    how: str,
+) -> None:
+    """Karpenter deletes a NodeClaim it cannot launch (InsufficientCapacity, NodeClassNotReady);
+    it never writes Launched=False."""
     world = KarpenterWorld(karpenter_pool(min_tflops="65", min_vram="16Gi"))
     handle_launch(reconcile(), world.deps)
     (first,) = world.claims()
-    if how == "launch-failed":
-        world.karpenter.launch_failed(first.name)
+    assert world.karpenter.nodeclaims[first.name].spec.expire_after == "Never"
+    if how == "insufficient-capacity":
+        world.karpenter.insufficient_capacity(first.name)
+    elif how == "node-class-not-ready":
+        world.karpenter.node_class_not_ready(first.name)
     else:
         del world.karpenter.nodeclaims[first.name]
     handle_bind(sweep(), world.deps)
@@ -179,6 +186,19 @@ def test_a_nodeclaim_karpenter_gives_up_on_fails_the_claim_and_the_gap_is_refill
         "g4dn.xlarge/us-east-1a/OnDemand"
         in world.pool().metadata.annotations[ANNOTATION_UNAVAILABLE_OFFERINGS]
     )
+
+
+def test_a_launch_karpenter_retries_keeps_the_claim_until_the_registration_timeout() -> None:
+    world = KarpenterWorld(karpenter_pool(min_tflops="65", min_vram="16Gi"))
+    handle_launch(reconcile(), world.deps)
+    (claim,) = world.claims()
+    world.karpenter.launch_error(claim.name, "UnauthorizedOperation")  # Launched=Unknown
+    handle_bind(sweep("s1"), world.deps)
+    assert world.claims()[0].status.phase == "Creating", "Karpenter retries it"  # type: ignore[union-attr]
+    world.clock.advance(timedelta(minutes=16))
+    handle_bind(sweep("s2"), world.deps)
+    timed_out = world.cluster.get("GPUNodeClaim", claim.name)
+    assert timed_out.status.phase == "Failed" and timed_out.status.reason == "RegistrationTimeout"
 
 
 def test_deleting_a_claim_deletes_its_nodeclaim_then_releases_the_claim() -> None:

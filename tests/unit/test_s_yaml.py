@@ -141,20 +141,26 @@ def _matches(pattern: dict[str, list[str]], event: dict[str, Any]) -> bool:
 
 
 def test_eventbridge_rules_match_exactly_their_ecs_samples() -> None:
-    rules = {t["triggerName"]: t["triggerConfig"] for t in _triggers("bind", "eventbridge")}
+    """State changes go to bind; preemptions to launch, which replaces the instance at once."""
     samples = {path.stem: json.loads(path.read_text()) for path in EVENTS.glob("ecs-*.json")}
     expected = {
-        "gpupool-bind-ecs-state-change": {"ecs-instance-state-change", "ecs-instance-state-change-deleted"},
-        "gpupool-bind-ecs-preemption": {"ecs-preemptible-interruption"},
+        "bind": {
+            "gpupool-bind-ecs-state-change": {
+                "ecs-instance-state-change",
+                "ecs-instance-state-change-deleted",
+            }
+        },
+        "launch": {"gpupool-launch-ecs-preemption": {"ecs-preemptible-interruption"}},
+        "compact": {},
     }
-    assert set(rules) == set(expected)
-    for name, config in rules.items():
-        pattern = json.loads(config["eventRuleFilterPattern"])
-        assert {s for s, event in samples.items() if _matches(pattern, event)} == expected[name], name
-        assert config["asyncInvocationType"] is True and config["triggerEnable"] is True
-        assert config["eventSinkConfig"]["deliveryOption"]["eventSchema"] == "CloudEvents"
-    for name in ("launch", "compact"):
-        assert _triggers(name, "eventbridge") == []
+    for function, wanted in expected.items():
+        rules = {t["triggerName"]: t["triggerConfig"] for t in _triggers(function, "eventbridge")}
+        assert set(rules) == set(wanted), function
+        for name, config in rules.items():
+            pattern = json.loads(config["eventRuleFilterPattern"])
+            assert {s for s, event in samples.items() if _matches(pattern, event)} == wanted[name], name
+            assert config["asyncInvocationType"] is True and config["triggerEnable"] is True
+            assert config["eventSinkConfig"]["deliveryOption"]["eventSchema"] == "CloudEvents"
 
 
 @pytest.mark.parametrize("name", FUNCTIONS)

@@ -287,18 +287,30 @@ def _samples() -> list[dict[str, Any]]:
     return [sample for sample in samples if "detail-type" in sample]
 
 
-def test_rules_match_exactly_the_ec2_samples_and_only_for_bind() -> None:
+# Interruption warnings go to launch (it replaces the node at once), state changes to bind.
+_RULE_OWNERS = {
+    "EC2 Instance State-change Notification": "BindFunction",
+    "EC2 Spot Instance Interruption Warning": "LaunchFunction",
+    "EC2 Instance Rebalance Recommendation": "LaunchFunction",
+}
+
+
+def test_rules_match_exactly_the_ec2_samples_each_for_the_function_that_handles_it() -> None:
     rules = list(_events("EventBridgeRule"))
-    assert [resource for resource, _, _ in rules] == ["BindFunction"]
-    pattern = rules[0][2]["Pattern"]
+    assert sorted(resource for resource, _, _ in rules) == ["BindFunction", "LaunchFunction"]
     for sample in _samples():
-        assert matches(pattern, sample) == (sample["source"] == "aws.ec2"), sample["id"]
+        owners = [resource for resource, _, spec in rules if matches(spec["Pattern"], sample)]
+        expected = [_RULE_OWNERS[sample["detail-type"]]] if sample["source"] == "aws.ec2" else []
+        assert owners == expected, sample["id"]
 
 
 def test_rule_pattern_and_intake_agree_on_the_detail_types() -> None:
-    pattern = next(_events("EventBridgeRule"))[2]["Pattern"]
-    assert pattern["source"] == ["aws.ec2"]
-    assert set(pattern["detail-type"]) == {dt for source, dt in DETAIL_TYPES if source == "aws.ec2"}
+    patterns = [spec["Pattern"] for _, _, spec in _events("EventBridgeRule")]
+    assert all(pattern["source"] == ["aws.ec2"] for pattern in patterns)
+    detail_types = [dt for pattern in patterns for dt in pattern["detail-type"]]
+    assert sorted(detail_types) == sorted(dt for source, dt in DETAIL_TYPES if source == "aws.ec2")
+    for resource, _, spec in _events("EventBridgeRule"):
+        assert {_RULE_OWNERS[dt] for dt in spec["Pattern"]["detail-type"]} == {resource}
 
 
 @pytest.mark.parametrize(
@@ -311,5 +323,5 @@ def test_rule_pattern_and_intake_agree_on_the_detail_types() -> None:
     ],
 )
 def test_rule_does_not_match_other_events(other: dict[str, Any]) -> None:
-    pattern = next(_events("EventBridgeRule"))[2]["Pattern"]
-    assert not matches(pattern, {"version": "0", "id": "x", "detail": {}, **other})
+    for _, _, spec in _events("EventBridgeRule"):
+        assert not matches(spec["Pattern"], {"version": "0", "id": "x", "detail": {}, **other})

@@ -113,3 +113,24 @@ def test_stdin_is_read_for_dash(monkeypatch: pytest.MonkeyPatch, capsys: pytest.
     monkeypatch.setattr("sys.stdin", io.StringIO(POOL))
     assert main(["validate", "-"]) == 0
     assert "-#1 GPUPool/elastic: valid" in capsys.readouterr().out
+
+
+def test_a_pool_name_that_leaves_no_room_for_claim_names_is_invalid_with_the_reason(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    longest, too_long = "p" * 54, "p" * 55
+    ok = POOL.replace("name: elastic", f"name: {longest}")
+    bad = POOL.replace("name: elastic", f"name: {too_long}")
+    assert main(["validate", _write(tmp_path, "ok.yaml", ok)]) == 0
+    capsys.readouterr()
+    assert main(["validate", _write(tmp_path, "bad.yaml", bad)]) == 1
+    out = capsys.readouterr().out
+    assert f"GPUPool/{too_long}: invalid" in out
+    assert "metadata: " in out and "55 characters; at most 54" in out
+    assert "tensor-fusion.ai/node-provisioner label value, which may not pass 63 characters" in out
+
+
+def test_a_provider_config_without_spec_is_valid(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bare = "apiVersion: tensor-fusion.ai/v1\nkind: ProviderConfig\nmetadata:\n  name: nvidia\n"
+    assert main(["validate", _write(tmp_path, "p.yaml", bare)]) == 0
+    assert "ProviderConfig/nvidia: valid" in capsys.readouterr().out

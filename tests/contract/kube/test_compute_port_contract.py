@@ -57,6 +57,9 @@ def claim(name: str = "pool-a-x1") -> GPUNodeClaim:
     return make_claim(name, uid=f"uid-{name}")
 
 
+EC2_CLASS_REF = {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}
+
+
 @pytest.fixture(params=["kube", "memory"])
 def backend(request: pytest.FixtureRequest) -> Iterator[Backend]:
     if request.param == "memory":
@@ -75,7 +78,13 @@ def backend(request: pytest.FixtureRequest) -> Iterator[Backend]:
         custom.delete_cluster_custom_object("karpenter.k8s.aws", "v1", "ec2nodeclasses", "default")
 
     def create_kube_foreign(name: str) -> None:
-        body = {"apiVersion": "karpenter.sh/v1", "kind": "NodeClaim", "metadata": {"name": name}, "spec": {}}
+        spec = {"nodeClassRef": {k: EC2_CLASS_REF[k] for k in ("group", "kind", "name")}, "requirements": []}
+        body = {
+            "apiVersion": "karpenter.sh/v1",
+            "kind": "NodeClaim",
+            "metadata": {"name": name},
+            "spec": spec,
+        }
         custom.create_cluster_custom_object("karpenter.sh", "v1", "nodeclaims", body)
 
     yield Backend(KarpenterCompute(KubeKarpenter(api_client)), remove_node_class, create_kube_foreign)

@@ -1,7 +1,9 @@
 """The simulated Karpenter controller in the sandbox, driven by the real functions: Karpenter mode's
-story end to end on the embedded API server — NodeClaims launch, register their nodes with the
-NodeClaim's labels and taints in Karpenter's condition order, the claims bind; a NodeClaim that
-fails for capacity fails its claim and is deleted; a deleted claim takes its NodeClaim and node."""
+story end to end on the embedded API server with Karpenter's CRD rules — NodeClaims (each
+`expireAfter: Never`) launch, register their nodes with the NodeClaim's labels and taints in
+Karpenter's condition order, the claims bind; a NodeClaim Karpenter deletes for capacity before
+it launched fails its claim and the refill takes another offering; a deleted claim takes its
+NodeClaim and node."""
 
 from __future__ import annotations
 
@@ -50,10 +52,9 @@ def story(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Deps, SimulatedKarp
         objects.create("karpenter.k8s.aws", "ec2nodeclasses", EC2_CLASS)
         deps.cluster.create_pool(karpenter_pool())
         kubelet = Kubelet(JsonStore(objects), catalog=load_catalog("aws"), clock=api.clock)
-        # The demo's Karpenter: nodes register at the step after launch, a failed NodeClaim
-        # stays (Launched=False) until the next step.
+        # The demo's Karpenter: nodes register at the step after launch.
         sim = SimulatedKarpenter(
-            kubelet, CloudFates(FatesConfig.fixed()), clock=api.clock, region="us-east-1", failed_linger=True
+            kubelet, CloudFates(FatesConfig.fixed()), clock=api.clock, region="us-east-1", offerings=OFFERINGS
         )
         yield deps, sim, objects
 
@@ -81,7 +82,8 @@ def test_nodeclaims_launch_register_and_bind_their_claims(
     assert set(phases(deps).values()) == {"Bound"}
     for nodeclaim in objects.list("karpenter.sh", "nodeclaims"):
         conditions = [c["type"] for c in nodeclaim["status"]["conditions"]]
-        assert conditions == ["Launched", "Registered", "Initialized"]
+        assert conditions == ["Launched", "Registered", "Initialized", "Ready"]
+        assert nodeclaim["spec"]["expireAfter"] == "Never", "not the CRD's 720h"
         node = objects.get("", "nodes", nodeclaim["status"]["nodeName"])
         assert node is not None
         labels = node["metadata"]["labels"]
@@ -91,17 +93,16 @@ def test_nodeclaims_launch_register_and_bind_their_claims(
         assert node["spec"]["providerID"] == nodeclaim["status"]["providerID"]
 
 
-def test_a_capacity_failure_fails_the_claim_and_karpenter_deletes_the_nodeclaim(
+def test_a_nodeclaim_deleted_before_launch_fails_its_claim_and_the_refill_takes_another_offering(
     story: tuple[Deps, SimulatedKarpenter, Any],
 ) -> None:
     deps, sim, objects = story
     sim.insufficient_capacity("g4dn.xlarge", "us-east-1a")
     launch(deps, "e1")
-    assert [c.change for c in sim.step()] == ["launch-failed", "launch-failed"]
+    assert [c.change for c in sim.step()] == ["insufficient-capacity", "insufficient-capacity"]
+    assert objects.list("karpenter.sh", "nodeclaims") == [], "Karpenter deletes them; no Launched=False"
     bind(deps, "s1")
     assert set(phases(deps).values()) == {"Failed"}
-    assert [c.change for c in sim.step()] == ["deleted", "deleted"]
-    assert objects.list("karpenter.sh", "nodeclaims") == []
     launch(deps, "e2")
     refill = [c for c in deps.cluster.list_claims() if c.status and c.status.phase == "Creating"]
     assert refill, "the gap is refilled"

@@ -29,6 +29,7 @@ from gpupool.service.launch import handle_launch
 from tests.service.fakes import OFFERINGS, FakeClock, FakeCompute
 from tests.service.test_karpenter_mode import karpenter_pool
 
+CLASS = {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}
 EC2_CLASS = {"apiVersion": "karpenter.k8s.aws/v1", "kind": "EC2NodeClass", "metadata": {"name": "default"}}
 
 
@@ -133,12 +134,15 @@ def test_adapter_errors_listing_and_node_class_lookup(sandbox: tuple[Deps, Any])
         "apiVersion": "karpenter.sh/v1",
         "kind": "NodeClaim",
         "metadata": {"name": "not-ours"},
-        "spec": {},
+        "spec": {"nodeClassRef": CLASS, "requirements": []},
     }
     custom.create_cluster_custom_object("karpenter.sh", "v1", "nodeclaims", foreign)
     assert karpenter.list_nodeclaims() == [], "only NodeClaims labelled node-provisioner are gpupool's"
     mine = KarpenterNodeClaim.model_validate(
-        {"metadata": {"name": "c1", "labels": {"tensor-fusion.ai/node-provisioner": "c1"}}, "spec": {}}
+        {
+            "metadata": {"name": "c1", "labels": {"tensor-fusion.ai/node-provisioner": "c1"}},
+            "spec": {"nodeClassRef": CLASS, "requirements": []},
+        }
     )
     karpenter.create_nodeclaim(mine)
     with pytest.raises(AlreadyExists):
@@ -217,6 +221,10 @@ def test_the_sandbox_nodeclaim_schema_rejects_and_prunes_as_a_real_cluster_would
         custom.create_cluster_custom_object("karpenter.sh", "v1", "nodeclaims", bad)
     assert refused.value.status == 422 and "operator" in str(refused.value.body)
     assert _nodeclaims(custom) == []
-    extra = {**bad, "metadata": {"name": "extra"}, "spec": {"requirements": [], "notAField": 1}}
+    extra = {
+        **bad,
+        "metadata": {"name": "extra"},
+        "spec": {"nodeClassRef": CLASS, "requirements": [], "notAField": 1},
+    }
     created = custom.create_cluster_custom_object("karpenter.sh", "v1", "nodeclaims", extra)
     assert "notAField" not in created["spec"]

@@ -63,3 +63,20 @@ def test_one_malformed_pool_is_skipped_and_the_good_one_is_planned(
         BAD_FIELD in warnings[0].message
         and "unknown requirement key 'example.com/rack'" in warnings[0].message
     )
+
+
+def test_a_pool_whose_name_leaves_no_room_for_claim_names_is_skipped_with_the_reason(
+    world: tuple[Deps, Any, EmbeddedKubeAPI], caplog: pytest.LogCaptureFixture
+) -> None:
+    deps, _ec2, api = world
+    api_client = kube_config.new_client_from_config(config_file=str(api.kubeconfig_path))
+    name = "p" * 55  # a valid Kubernetes name TensorFusion's CRD takes; its claims' labels would not be
+    body = {"apiVersion": "tensor-fusion.ai/v1", "kind": "GPUPool", "metadata": {"name": name}, "spec": {}}
+    k8s.CustomObjectsApi(api_client).create_cluster_custom_object("tensor-fusion.ai", "v1", "gpupools", body)
+    with caplog.at_level(logging.WARNING, logger="gpupool.adapters.kube_reading"):
+        assert [pool.name for pool in deps.cluster.list_pools()] == ["pool-a"]
+    logged = [json.loads(record.getMessage()) for record in caplog.records]
+    assert any("55 characters; at most 54" in line["message"] for line in logged)
+    events = k8s.CoreV1Api(api_client).list_event_for_all_namespaces().items
+    (warning,) = [e for e in events if e.involved_object.name == name]
+    assert warning.reason == "UnreadableSpec" and "node-provisioner label value" in warning.message

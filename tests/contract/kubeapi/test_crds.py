@@ -138,14 +138,17 @@ def test_karpenter_nodeclaim_round_trip(custom: client.CustomObjectsApi) -> None
         "apiVersion": "karpenter.sh/v1",
         "kind": "NodeClaim",
         "metadata": {"name": "gpu-1"},
-        "spec": {"nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "gpu"}},
+        "spec": {
+            "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "gpu"},
+            "requirements": [{"key": "node.kubernetes.io/instance-type", "operator": "Exists"}],
+        },
     }
     custom.create_cluster_custom_object("karpenter.sh", "v1", "nodeclaims", claim)
     patched = custom.patch_cluster_custom_object_status(
         "karpenter.sh", "v1", "nodeclaims", "gpu-1", {"status": {"providerID": "aws:///us-east-1a/i-1"}}
     )
     assert patched["status"] == {"providerID": "aws:///us-east-1a/i-1"}
-    assert patched["spec"] == claim["spec"]
+    assert patched["spec"] == {**claim["spec"], "expireAfter": "720h"}, "the CRD's default filled in"
 
 
 def test_crd_scope_is_immutable(apiext: client.ApiextensionsV1Api) -> None:

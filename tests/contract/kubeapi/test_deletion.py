@@ -175,6 +175,14 @@ def test_malformed_owner_references_are_422(
         "apiVersion": "karpenter.sh/v1",
         "kind": "NodePool",
         "metadata": {"name": "p", "ownerReferences": refs},
+        "spec": {
+            "template": {
+                "spec": {
+                    "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "gpu"},
+                    "requirements": [],
+                }
+            }
+        },
     }
     with pytest.raises(ApiException) as raised:
         custom.create_cluster_custom_object("karpenter.sh", "v1", "nodepools", pool)

@@ -61,7 +61,11 @@ def test_kubectl_get_create_delete(kube_api: EmbeddedKubeAPI, core: client.CoreV
 
 def test_kubectl_sees_custom_resources(kube_api: EmbeddedKubeAPI, tmp_path: Path) -> None:
     manifest = tmp_path / "nodepool.yaml"
-    manifest.write_text("apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: gpu}\nspec: {}\n")
+    manifest.write_text(
+        "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: gpu}\n"
+        "spec: {template: {spec: {nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: gpu},"
+        " requirements: []}}}\n"
+    )
     assert _kubectl(kube_api, tmp_path, "create", "-f", str(manifest)).returncode == 0
     listed = _kubectl(kube_api, tmp_path, "get", "nodepools.karpenter.sh", "-o", "name")
     assert listed.stdout.strip() == "nodepool.karpenter.sh/gpu", listed.stderr

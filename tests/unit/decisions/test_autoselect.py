@@ -3,6 +3,7 @@ GPU capacity, and how required affinity narrows instance type and zone."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -12,6 +13,7 @@ from gpupool.core.model.foreign import Node, Pod
 from gpupool.core.model.karpenter import KarpenterNodeClaim, KarpenterNodePool
 from gpupool.core.planning.plan import CreateNodeClaim
 
+NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 NODE = Node.model_validate(
     {
         "metadata": {
@@ -25,6 +27,7 @@ TEMPLATE = KarpenterNodeClaim.model_validate(
     {
         "metadata": {"name": "gpu-1", "labels": {"karpenter.sh/nodepool": "gpu"}},
         "spec": {
+            "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"},
             "requirements": [
                 {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["g5.xlarge"]},
                 {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["us-east-1a"]},
@@ -87,7 +90,7 @@ def test_required_affinity_narrows_the_zone_within_the_nodepool() -> None:
     affinity = {
         "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}}
     }
-    plan = plan_autoselect([pod(affinity=affinity)], [NODE], [TEMPLATE], [NODEPOOL], suffixes=["a"])
+    plan = plan_autoselect([pod(affinity=affinity)], [NODE], [TEMPLATE], [NODEPOOL], suffixes=["a"], now=NOW)
     (create,) = [a for a in plan.actions if isinstance(a, CreateNodeClaim)]
     zone = [r.values for r in create.manifest.spec.requirements if r.key == "topology.kubernetes.io/zone"]
     assert zone == [["us-east-1c"]] and create.manifest.name == "gpu-a"
@@ -98,6 +101,8 @@ def test_the_in_flight_limit_holds_the_rest_back_with_a_reason() -> None:
         pod().model_copy(update={"metadata": pod().metadata.model_copy(update={"name": f"p{i}"})})
         for i in range(4)
     ]
-    plan = plan_autoselect(pods, [NODE], [TEMPLATE], [NODEPOOL], suffixes=list("abcd"), max_in_flight=2)
+    plan = plan_autoselect(
+        pods, [NODE], [TEMPLATE], [NODEPOOL], suffixes=list("abcd"), now=NOW, max_in_flight=2
+    )
     assert len([a for a in plan.actions if isinstance(a, CreateNodeClaim)]) == 2
     assert "2 pod(s) wait: maxInFlightNodes (2)" in plan.reasons[-1]

@@ -113,6 +113,73 @@ def test_nodeclaim_carries_every_field_tensorfusion_sets_in_order() -> None:
     assert spec["taints"] == [{"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}]
     assert spec["nodeClassRef"] == {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}
     assert "terminationGracePeriod" not in spec
+    assert spec["expireAfter"] == "Never", "not the CRD's 720h: Karpenter would delete the node after 30 days"
+
+
+def test_the_pool_may_ask_for_an_expiry_and_a_grace_period_and_a_claim_for_its_own_grace() -> None:
+    asked = pool()
+    annotations = {
+        "gpupool.io/karpenter-expire-after": "168h",
+        "gpupool.io/karpenter-termination-grace-period": "2h",
+    }
+    asked = asked.model_copy(
+        update={"metadata": asked.metadata.model_copy(update={"annotations": annotations})}
+    )
+    assert (built(claim(), asked).spec.expire_after, built(claim(), asked).spec.termination_grace_period) == (
+        "168h",
+        "2h",
+    )
+    own = built(claim(extra={"karpenter.nodeClaim.terminationGracePeriod": "45m"}), asked)
+    assert own.spec.termination_grace_period == "45m", "the claim's extraParams win, as in TensorFusion"
+
+
+def test_aws_gpu_names_go_to_karpenter_in_the_case_its_labels_use() -> None:
+    names = pool(
+        gpuRequirements=[
+            {"key": "karpenter.k8s.aws/instance-gpu-name", "operator": "In", "values": ["T4", "A10G"]},
+            {"key": "karpenter.k8s.aws/instance-gpu-manufacturer", "operator": "In", "values": ["NVIDIA"]},
+        ]
+    )
+    requirements = {r.key: r.values for r in nodeclaim_template(names).spec.requirements}
+    assert requirements == {
+        "karpenter.k8s.aws/instance-gpu-name": ["t4", "a10g"],
+        "karpenter.k8s.aws/instance-gpu-manufacturer": ["nvidia"],
+    }
+
+
+@pytest.mark.parametrize(
+    ("annotations", "provisioner", "words"),
+    [
+        ({"gpupool.io/karpenter-termination-grace-period": "1d"}, {}, "terminationGracePeriod '1d'"),
+        ({"gpupool.io/karpenter-expire-after": "30d"}, {}, "expireAfter '30d'"),
+        (
+            {},
+            {
+                "gpuRequirements": [
+                    {"key": "karpenter.k8s.aws/instance-gpu-count", "operator": "Gt", "values": ["-1"]}
+                ]
+            },
+            "non-negative integer",
+        ),
+        ({}, {"gpuNodeLabels": {"team": "m" * 64}}, "gpuNodeLabels team"),
+    ],
+)
+def test_a_pool_whose_nodeclaims_karpenter_would_refuse_launches_nothing_and_says_why(
+    annotations: dict[str, str], provisioner: dict[str, Any], words: str
+) -> None:
+    minimum = {"capacityConfig": {"minResources": {"tflops": "100", "vram": "20Gi"}}}
+    bad = pool(**provisioner)
+    bad = bad.model_copy(
+        update={
+            "metadata": bad.metadata.model_copy(update={"annotations": annotations}),
+            "spec": bad.spec.model_copy(update=_capacity(minimum)),
+        }
+    )
+    plan = plan_launch(PoolSnapshot(cluster_name="demo", pool=bad), [_offering()], now=NOW, suffixes=["1"])
+    assert [a.kind for a in plan.actions] == ["record-event"], "nothing is written but the reason"
+    (event,) = plan.actions
+    assert event.object_kind == "GPUPool" and words in event.message  # type: ignore[union-attr]
+    assert "Karpenter's API server would refuse this pool's NodeClaims" in plan.reasons[0]
 
 
 def test_extra_params_name_the_gpu_resource_and_the_termination_grace_period() -> None:

@@ -17,13 +17,13 @@ from gpupool.core.model.cluster import TensorFusionCluster
 from gpupool.core.model.constants import LABEL_DO_NOT_DISRUPT
 from gpupool.core.model.instance import ManagedInstance
 from gpupool.core.model.pool import GPUPool
-from gpupool.core.planning.plan import ApplyPool, DeleteClaim, PatchPoolStatus
+from gpupool.core.planning.plan import ApplyPool, DeleteClaim, MarkOfferingUnavailable, PatchPoolStatus
 from tests.unit.decisions.builders import NOW, claim, gpu_node, node, pool, snapshot, worker
 
 PROTECT = timedelta(minutes=5)
 
 
-def test_interruption_cordons_drains_and_marks_once() -> None:
+def test_interruption_marks_the_offering_and_the_claim_cordons_then_drains_once() -> None:
     plan = plan_interruption(
         claim(phase="Bound"),
         node("n1", claim_name="pool-a-1"),
@@ -31,12 +31,15 @@ def test_interruption_cordons_drains_and_marks_once() -> None:
         reason="spot-interruption",
         now=NOW,
     )
-    assert [a.kind for a in plan.actions] == [
-        "cordon-node",
-        "drain-node",
+    assert [a.kind for a in plan.now.actions] == [
+        "mark-offering-unavailable",
         "mark-claim-interrupted",
         "record-event",
+        "cordon-node",
     ]
+    assert [a.kind for a in plan.drain.actions] == ["drain-node"], "after the replacement is launched"
+    (mark,) = [a for a in plan.now.actions if isinstance(a, MarkOfferingUnavailable)]
+    assert mark.until == NOW + timedelta(minutes=3), "Karpenter's UnavailableOfferingsTTL"
     again = plan_interruption(
         claim(phase="Bound", annotations={"gpupool.io/interrupted": "x"}),
         node("n1", claim_name="pool-a-1", unschedulable=True),
@@ -44,8 +47,9 @@ def test_interruption_cordons_drains_and_marks_once() -> None:
         reason="spot-interruption",
         now=NOW,
     )
-    assert [a.kind for a in again.actions] == ["drain-node"]
-    assert plan_interruption(None, None, instance_id="i-x", reason="spot-interruption", now=NOW).actions == ()
+    assert (again.now.actions, [a.kind for a in again.drain.actions]) == ((), ["drain-node"])
+    nobody = plan_interruption(None, None, instance_id="i-x", reason="spot-interruption", now=NOW)
+    assert nobody.now.actions == () and nobody.drain.actions == ()
     failed = plan_interruption(
         claim(phase="Failed"),
         node("n1", claim_name="pool-a-1"),
@@ -53,7 +57,15 @@ def test_interruption_cordons_drains_and_marks_once() -> None:
         reason="instance-shutting-down",
         now=NOW,
     )
-    assert failed.actions == (), "our own termination of a Failed claim is not an interruption"
+    assert failed.now.actions == () and failed.drain.actions == (), "our own termination is no interruption"
+    stopped = plan_interruption(
+        claim(phase="Bound"),
+        node("n1", claim_name="pool-a-1"),
+        instance_id="i-1",
+        reason="instance-stopping",
+        now=NOW,
+    )
+    assert "mark-offering-unavailable" not in [a.kind for a in stopped.now.actions], "no capacity signal"
 
 
 def test_orphan_sweep_only_old_tagged_instances_of_this_cluster_without_claim() -> None:

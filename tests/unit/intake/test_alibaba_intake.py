@@ -57,7 +57,7 @@ def test_every_ecs_state_has_an_ec2_style_name(ecs_state: str, state: str) -> No
 
 
 def test_preemptible_interruption() -> None:
-    cause = intake_alibaba(raw("ecs-preemptible-interruption"), function="bind").cause
+    cause = intake_alibaba(raw("ecs-preemptible-interruption"), function="launch").cause
     assert cause == InstanceInterruption(
         instance_id="i-bp1ecr5go2go1q2w****",
         reason="preemptible-interruption",

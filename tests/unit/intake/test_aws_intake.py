@@ -82,7 +82,7 @@ CASES: list[tuple[str, FunctionName, object]] = [
     ),
     (
         "ec2-spot-interruption-warning",
-        "bind",
+        "launch",
         InstanceInterruption(
             instance_id="i-0abc123def4567890",
             reason="spot-interruption",
@@ -91,7 +91,7 @@ CASES: list[tuple[str, FunctionName, object]] = [
     ),
     (
         "ec2-rebalance-recommendation",
-        "bind",
+        "launch",
         InstanceInterruption(
             instance_id="i-0abc123def4567890",
             reason="rebalance-recommendation",
@@ -179,9 +179,9 @@ def test_every_detail_type_has_a_sample() -> None:
 
 
 def test_a_cause_for_another_function_is_ignored_naming_the_right_one() -> None:
-    cause = intake_aws(sample("ec2-spot-interruption-warning"), function="launch").cause
+    cause = intake_aws(sample("ec2-spot-interruption-warning"), function="bind").cause
     assert isinstance(cause, Ignored)
-    assert "bind" in cause.reason
+    assert "launch" in cause.reason
     assert cause.event_id == "1e5527d7-bb36-4607-3370-4164db56a40e"
 
 

@@ -17,7 +17,6 @@ from gpupool.core.planning.plan import (
     Action,
     CordonNode,
     DeleteClaim,
-    DeleteNodeClaim,
     DrainNode,
     LabelNode,
     LaunchInstance,
@@ -27,6 +26,7 @@ from gpupool.core.planning.plan import (
     PatchPoolStatus,
     Plan,
     ReleaseClaim,
+    RememberExpansions,
     SetClaimPhase,
     SetClusterCondition,
     TerminateInstance,
@@ -67,7 +67,7 @@ def test_a_target_an_action_always_has_is_required(kind: Any, fields: dict[str, 
 @pytest.mark.parametrize(
     ("kind", "fields", "undeclared"),
     [
-        (DeleteNodeClaim, {"nodeclaim": "n"}, "node"),
+        (RememberExpansions, {"pool": "p", "expansions": ""}, "node"),
         (
             SetClusterCondition,
             {"cluster_name": "c", "condition": Condition(type="Ready", status="True")},
@@ -97,7 +97,10 @@ def test_targets_and_log_keys_read_the_declared_targets_only() -> None:
         "instance_id": "i-2",
     }
     assert set(cordon.targets()) == set(TARGET_KEYS)
-    assert DeleteNodeClaim(nodeclaim="n").log_keys() == {"action": "delete-nodeclaim"}
+    assert RememberExpansions(pool="p", expansions="").log_keys() == {
+        "action": "remember-expansions",
+        "pool": "p",
+    }
 
 
 def test_printed_plans_keep_their_keys_in_order_and_round_trip() -> None:

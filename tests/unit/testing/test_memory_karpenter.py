@@ -59,12 +59,14 @@ def test_the_controller_helpers_set_conditions_in_karpenters_order() -> None:
     assert nodeclaim_instance(karpenter.get_nodeclaim("a")).state == "running"
     karpenter.registered("a", "node-a")
     status = karpenter.get_nodeclaim("a").status
-    assert [c.type for c in status.conditions] == ["Launched", "Registered", "Initialized"]
+    assert [c.type for c in status.conditions] == ["Launched", "Registered", "Initialized", "Ready"]
     assert (status.provider_id, status.node_name) == ("aws:///us-east-1a/i-0123", "node-a")
-    karpenter.launch_failed("b")
+    karpenter.launch_error("b", "Throttled")
     (condition,) = karpenter.get_nodeclaim("b").status.conditions
-    assert (condition.status, condition.reason) == ("False", "InsufficientCapacity")
-    assert nodeclaim_instance(karpenter.get_nodeclaim("b")).state == "terminated"
+    assert (condition.status, condition.reason) == ("Unknown", "Throttled")
+    assert nodeclaim_instance(karpenter.get_nodeclaim("b")).state == "pending", "Karpenter retries it"
+    karpenter.insufficient_capacity("b")
+    assert "b" not in karpenter.nodeclaims, "Karpenter deletes what it cannot launch; no Launched=False"
 
 
 def test_node_classes_and_injected_errors() -> None:

@@ -3,9 +3,10 @@
 Role: `expand_autoselect(pool, deps, executor, outcome)` (called by the launch round of an
 AutoSelect pool, under the pool's Lease). It reads the state itself — never the event that
 triggered it: the pool's TensorFusion pods waiting for GPU capacity (`core.vocabulary.pods`:
-`is_unschedulable`, `pool_of`), every Node, every NodeClaim and NodePool — and applies
-`plan_autoselect`, which prices expansions from the catalog (`deps.offerings`) against the pool's
-budget. Without a Karpenter port it notes why and does nothing.
+`is_unschedulable`, `pool_of`), every Node, every NodeClaim and NodePool (these reads are all
+here, in one place) — and applies `plan_autoselect`, which draws candidates from and prices
+expansions with the catalog (`deps.offerings`), against the pool's memories and budget. Without
+a Karpenter port it notes why and does nothing.
 
 Must not: decide itself, or create anything but through the executor.
 """
@@ -37,11 +38,10 @@ def expand_autoselect(pool: GPUPool, deps: Deps, executor: Executor, outcome: Ou
         nodeclaims,
         deps.karpenter.list_nodepools(),
         suffixes=[deps.new_suffix() for _ in range(min(len(pods), DEFAULT_MAX_IN_FLIGHT))],
+        now=deps.clock.now(),
         max_in_flight=DEFAULT_MAX_IN_FLIGHT,
-        gpu_pool=pool.name,
-        budget=provisioner.budget
-        if (provisioner := pool.spec.node_manager_config.node_provisioner)
-        else None,
+        pool=pool,
         offerings=deps.offerings,
+        unavailable_for=deps.settings.offering_unavailable_for,
     )
     record_results(outcome, plan, executor.apply(plan))

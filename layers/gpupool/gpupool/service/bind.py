@@ -1,8 +1,9 @@
 """The bind entry point: keep every claim's lifecycle true, handle interruptions, sweep orphans.
 
-Role: `handle_bind(cause, deps, *, dry_run=False) -> Outcome`. For an interruption warning or
-an instance that stops / terminates under a live claim: plan_interruption (cordon, drain,
-mark the claim). For every cause: plan_claim_lifecycle over all claims (bind ready nodes,
+Role: `handle_bind(cause, deps, *, dry_run=False) -> Outcome`. For an instance that stops /
+terminates under a live claim: plan_interruption (mark the claim, cordon; a Karpenter-mode
+claim's NodeClaim deleted; then drain) — interruption warnings go to the launch function, which
+replaces the node at once. For every cause: plan_claim_lifecycle over all claims (bind ready nodes,
 adopt instances found by tag, launch / registration timeouts, deleting claims terminate
 their instance then release the finalizer). For the periodic Sweep: plan_orphan_sweep and
 plan_orphan_nodes too. Then the status of every pool whose claims changed is brought up to date.
@@ -16,11 +17,7 @@ from gpupool.core.decisions.claim_lifecycle import LifecyclePolicy, plan_claim_l
 from gpupool.core.decisions.interruption import plan_interruption
 from gpupool.core.decisions.orphan_sweep import plan_orphan_nodes, plan_orphan_sweep
 from gpupool.core.decisions.pool_status import plan_pool_status
-from gpupool.core.intake.causes import (
-    InstanceInterruption,
-    InstanceStateChanged,
-    Sweep,
-)
+from gpupool.core.intake.causes import InstanceStateChanged, Sweep
 from gpupool.core.intake.routing import BindCause
 from gpupool.core.model.claim_state import LaunchedMode, claim_mode, node_claim
 from gpupool.core.model.instance import ManagedInstance
@@ -78,18 +75,14 @@ def _bind(
     cluster, settings = deps.cluster, deps.settings
     claims = cluster.list_claims()
     nodes = cluster.list_nodes()
-    interrupted: str | None = None
-    if isinstance(cause, InstanceInterruption):
-        interrupted = cause.reason
-    elif isinstance(cause, InstanceStateChanged) and cause.state in _LOST_STATES:
-        interrupted = f"instance-{cause.state}"
-    if interrupted is not None and isinstance(cause, InstanceInterruption | InstanceStateChanged):
+    if isinstance(cause, InstanceStateChanged) and cause.state in _LOST_STATES:
         claim = _claim_of_instance(cause.instance_id, claims, deps)
         node = next((n for n in nodes if claim is not None and node_claim(n) == claim.name), None)
-        plan = plan_interruption(
-            claim, node, instance_id=cause.instance_id, reason=interrupted, now=deps.clock.now()
+        interruption = plan_interruption(
+            claim, node, instance_id=cause.instance_id, reason=f"instance-{cause.state}", now=deps.clock.now()
         )
-        record_results(outcome, plan, executor.apply(plan))
+        for plan in (interruption.now, interruption.drain):
+            record_results(outcome, plan, executor.apply(plan))
         claims = cluster.list_claims()
     live = [i for compute in deps.computes().values() for i in compute.list_managed()]
     described = _describe_missing(deps, claims, {i.instance_id for i in live})

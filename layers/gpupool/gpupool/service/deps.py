@@ -21,6 +21,7 @@ from datetime import timedelta
 
 from gpupool.core.decisions.launch_failure import OFFERING_UNAVAILABLE_FOR
 from gpupool.core.model.claim_state import LAUNCHED_MODES, LaunchedMode
+from gpupool.core.model.pool import CLAIM_SUFFIX_LENGTH
 from gpupool.core.planning.plan import OfferingRef
 from gpupool.service.deliveries import DeliveryLedger
 from gpupool.service.errors import PermanentError
@@ -32,8 +33,9 @@ __all__ = ["Deps", "Settings", "random_suffix"]
 
 
 def random_suffix() -> str:
-    """Eight lowercase hex characters: enough to keep claim names unique within a pool."""
-    return uuid.uuid4().hex[:8]
+    """Eight lowercase hex characters: enough to keep claim names unique within a pool (the
+    pool name's limit, `model.pool.MAX_POOL_NAME`, leaves room for them)."""
+    return uuid.uuid4().hex[:CLAIM_SUFFIX_LENGTH]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -49,6 +51,8 @@ class Settings:
     failed_claim_retention: timedelta = timedelta(minutes=10)
     new_node_protection: timedelta = timedelta(minutes=5)
     lease_duration: timedelta = timedelta(minutes=2)
+    # How long an interruption's replacement waits for the pool's Lease another invocation holds.
+    interruption_lease_wait: timedelta = timedelta(seconds=20)
     # How long one drain waits for its evicted pods to be gone before giving up for this run.
     drain_timeout: timedelta = timedelta(seconds=60)
     max_nodes_per_plan: int = 100

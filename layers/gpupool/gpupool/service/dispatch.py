@@ -19,7 +19,6 @@ from gpupool.core.planning.plan import (
     CreateClaim,
     CreateNodeClaim,
     DeleteClaim,
-    DeleteNodeClaim,
     DrainNode,
     LabelNode,
     LaunchInstance,
@@ -28,12 +27,13 @@ from gpupool.core.planning.plan import (
     PatchPoolStatus,
     RecordEvent,
     ReleaseClaim,
+    RememberExpansions,
     SetClaimPhase,
     SetClusterCondition,
     TerminateInstance,
 )
 from gpupool.service import appliers, appliers_pool
-from gpupool.service.appliers_autoselect import apply_create_nodeclaim, apply_delete_nodeclaim
+from gpupool.service.appliers_autoselect import apply_create_nodeclaim, apply_remember_expansions
 from gpupool.service.appliers_cluster import apply_set_cluster_condition
 from gpupool.service.deps import Deps
 from gpupool.service.drain import apply_drain
@@ -74,8 +74,8 @@ def apply_action(deps: Deps, action: Action) -> str:
             return apply_set_cluster_condition(deps, action)
         case CreateNodeClaim():
             return apply_create_nodeclaim(deps, action)
-        case DeleteNodeClaim():
-            return apply_delete_nodeclaim(deps, action)
+        case RememberExpansions():
+            return apply_remember_expansions(deps, action)
         case RecordEvent():
             return appliers_pool.apply_event(deps, action)
         case _:

@@ -3,8 +3,9 @@
 Role: `KarpenterCompute(karpenter)` implements `ports.Compute` over the `KarpenterApi` port, the
 way Karpenter's own `CloudProvider` does over a cloud (Create / Get / List / Delete on
 NodeClaims): `launch` makes the claim's NodeClaim from the pool's template
-(`karpenter_nodeclaim.build_karpenter_nodeclaim`), owned by the claim, once the node class it
-names exists, adopting one of that name the claim already owns; `find_by_claim`, `describe` and
+(`karpenter_nodeclaim.build_karpenter_nodeclaim`), owned by the claim, once it is one
+Karpenter's API server accepts (`karpenter_rules`) and the node class it names exists,
+adopting one of that name the claim already owns; `find_by_claim`, `describe` and
 `list_managed` read NodeClaims as instances (`nodeclaim_instance`: pending until Launched,
 running once Launched, terminated when Karpenter gave up or the NodeClaim is gone); `terminate`
 deletes one (Karpenter's finalizer then ends its node and instance). Its ids are
@@ -31,6 +32,7 @@ from gpupool.core.decisions.karpenter_nodeclaim import (
 )
 from gpupool.core.model.instance import LaunchTemplate, ManagedInstance
 from gpupool.core.model.karpenter import KarpenterNodeClaim, NodeClaimTemplate
+from gpupool.core.model.karpenter_rules import nodeclaim_problems
 from gpupool.core.model.nodeclaim import GPUNodeClaim
 from gpupool.core.planning.plan import OfferingRef
 from gpupool.service.errors import AlreadyExists, Conflict, NotFound, PermanentError
@@ -70,6 +72,9 @@ class KarpenterCompute:
             nodeclaim = owned_by(build_karpenter_nodeclaim(template, claim), claim)
         except KarpenterModeError as error:
             raise PermanentError(str(error)) from error
+        problems = nodeclaim_problems(nodeclaim)
+        if problems:  # e.g. a claim's own extraParams: refused here, not by the API server
+            raise PermanentError(f"NodeClaim {claim.name} would be refused: {'; '.join(problems)}")
         ref = nodeclaim.spec.node_class_ref
         if ref is not None and not self.karpenter.node_class_exists(ref):
             raise PermanentError(f"{ref.kind} {ref.name} ({ref.group}) not found")

@@ -8,15 +8,26 @@ rounds: fresh snapshot → plan_launch → apply (each claim's node through the 
 mode: the cloud's, or Karpenter's NodeClaims); launch failures become plan_launch_failure
 plans (capacity errors mark the offering unavailable in the pool, so the next round picks the
 next cheapest). Ends with the pool status.
+An `InstanceInterruption` (Spot warning, ECS preemption, rebalance recommendation) is handled as
+Karpenter does (`decisions.interruption`): the claim behind the instance (`service.interruption`)
+is marked, its offering marked unavailable and its node cordoned (a Karpenter-mode claim's
+NodeClaim deleted), then the pool's launch rounds run at once — waiting up to
+`settings.interruption_lease_wait` for the pool's Lease — so the replacement is launched within
+seconds on the next cheapest available offering, and only then is the old node drained. An
+AutoSelect expansion's instance is left to Karpenter's own interruption handling.
 
 Must not: decide itself (decisions are pure core functions) or keep state between invocations.
 """
 
 from __future__ import annotations
 
+from datetime import timedelta
+
+from gpupool.core.decisions.interruption import plan_interruption
 from gpupool.core.decisions.launch import launch_template, plan_launch
 from gpupool.core.decisions.launch_failure import plan_launch_failure
 from gpupool.core.decisions.pool_status import plan_pool_status
+from gpupool.core.intake.causes import InstanceInterruption
 from gpupool.core.intake.routing import LaunchCause
 from gpupool.core.model.claim_state import launched_mode
 from gpupool.core.model.pool import GPUPool
@@ -28,12 +39,15 @@ from gpupool.service.connection import refresh_connection_status
 from gpupool.service.deps import Deps
 from gpupool.service.errors import CapacityUnavailable, DomainError, NotFound, PermanentError
 from gpupool.service.executor import ActionResult, Executor
+from gpupool.service.interruption import find_interrupted
 from gpupool.service.outcome import Outcome, acknowledge
 from gpupool.service.pool_lease import PoolLease
 from gpupool.service.pools import ClusterReads, select_pools, snapshot_of, sync_cluster_pools
 from gpupool.service.results import record_results
 
 __all__ = ["handle_launch"]
+
+_LEASE_POLL = timedelta(seconds=1)
 
 
 def _handled(result: ActionResult) -> bool:
@@ -53,6 +67,12 @@ def handle_launch(cause: object, deps: Deps, *, dry_run: bool = False) -> Outcom
         return acknowledge(cause, function="launch")
     outcome = Outcome()
     executor = Executor(deps, event_id=cause.event_id, dry_run=dry_run)
+    if isinstance(cause, InstanceInterruption):
+        try:
+            _interruption(cause, deps, executor, outcome, dry_run=dry_run)
+        except DomainError as error:
+            outcome.fail(f"{type(error).__name__}: {error.message}", retryable=error.retryable)
+        return outcome
     try:
         sync_plan, sync_results = sync_cluster_pools(deps, executor)
         _record(outcome, sync_plan, sync_results)
@@ -79,6 +99,37 @@ def handle_launch(cause: object, deps: Deps, *, dry_run: bool = False) -> Outcom
     return outcome
 
 
+def _interruption(
+    cause: InstanceInterruption, deps: Deps, executor: Executor, outcome: Outcome, *, dry_run: bool
+) -> None:
+    """Mark and cordon now, launch the replacement at once, then drain (module docstring)."""
+    found = find_interrupted(deps, cause.instance_id)
+    if found.note is not None:
+        outcome.note(found.note)
+        return
+    plan = plan_interruption(
+        found.claim,
+        found.node,
+        instance_id=cause.instance_id,
+        reason=cause.reason,
+        now=deps.clock.now(),
+        pool=found.pool,
+        unavailable_for=deps.settings.offering_unavailable_for,
+    )
+    _record(outcome, plan.now, executor.apply(plan.now))
+    replaced = any(a.kind == "mark-claim-interrupted" for a in plan.now.actions)
+    if replaced and found.pool is not None:
+        _launch_pool(
+            found.pool.name,
+            deps,
+            executor,
+            outcome,
+            dry_run=dry_run,
+            lease_wait=deps.settings.interruption_lease_wait,
+        )
+    _record(outcome, plan.drain, executor.apply(plan.drain))
+
+
 def _pools_after(sync_plan: Plan) -> dict[str, GPUPool]:
     """The GPUPools a cluster-sync plan creates or updates, as they would be once applied."""
     return {a.pool: a.desired for a in sync_plan.actions if isinstance(a, ApplyPool)}
@@ -92,12 +143,19 @@ def _launch_pool(
     *,
     dry_run: bool,
     preview: GPUPool | None = None,
+    lease_wait: timedelta = timedelta(0),
 ) -> None:
     cluster, settings = deps.cluster, deps.settings
     lease = PoolLease(deps, name, dry_run=dry_run)
-    if not lease.hold():
-        outcome.note(f"pool {name}: another invocation holds the pool's lease; the next trigger re-decides")
-        return
+    waited = timedelta(0)
+    while not lease.hold():
+        if waited >= lease_wait:
+            outcome.note(
+                f"pool {name}: another invocation holds the pool's lease; the next trigger re-decides"
+            )
+            return
+        deps.sleep(_LEASE_POLL.total_seconds())  # an interruption's replacement waits for it a while
+        waited += _LEASE_POLL
     try:
         for _ in range(settings.max_launch_rounds):
             if not _launch_round(name, deps, executor, outcome, preview=preview) or dry_run:

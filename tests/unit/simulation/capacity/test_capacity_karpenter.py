@@ -62,6 +62,7 @@ def test_karpenter_launches_with_the_provisioned_worlds_fates_and_nodes_join() -
             "Launched",
             "Registered",
             "Initialized",
+            "Ready",
         }
         assert status.node_name == tracked.claim and tracked.claim in driver.cluster.objects["Node"]
         claim = driver.cluster.objects["GPUNodeClaim"][tracked.claim]

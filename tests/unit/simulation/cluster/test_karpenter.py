@@ -1,14 +1,19 @@
-"""The simulated Karpenter, through both backings: a NodeClaim launches (providerID, Launched) and
-its node registers when its fate says (the NodeClaim's labels and taints, the pinned labels,
-Registered and Initialized, nodeName); a capacity failure deletes the NodeClaim at once, or at the
-next step when failures linger (the demo's stories); a Spot interruption notice deletes it, and the
-finalizer (memory) or the orphan sweep (the sandbox, no finalizer) takes its node."""
+"""The simulated Karpenter, through both backings, as Karpenter's controllers behave: a NodeClaim
+launches (what was launched in its labels, providerID, capacity, Launched) and its node registers
+when its fate says (the NodeClaim's labels and taints, Registered, Initialized, Ready, nodeName);
+a capacity failure or a node class that is not ready deletes the NodeClaim (never Launched=False)
+and the offering is cached unavailable for 3 minutes; any other launch error leaves
+Launched=Unknown and is retried; a NodeClaim made from a NodePool lists every compatible type
+price-ordered and no zone unless asked; expiry deletes after expireAfter (Never never); a Spot
+interruption marks the offering unavailable and deletes the NodeClaim, and the finalizer (memory)
+or the orphan sweep (the sandbox, no finalizer) takes its node."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import Any
 
 import pytest
 
@@ -25,9 +30,11 @@ from gpupool.core.model.karpenter import (
     KarpenterNodeClaim,
     KarpenterNodeClaimSpec,
     KarpenterNodeClassRef,
+    KarpenterNodePool,
     KarpenterRequirement,
 )
 from gpupool.core.model.node import GPUNode
+from gpupool.core.quantity import Quantity
 from gpupool.sandbox.demo.objects import KubeObjects
 from gpupool.sandbox.kubeapi import EmbeddedKubeAPI
 from gpupool.simulation.cluster.fates import CloudFates, FatesConfig
@@ -51,13 +58,9 @@ class Cluster:
     def store(self) -> ClusterStore:
         return self.kubelet.store
 
-    def karpenter(self, config: FatesConfig, *, failed_linger: bool = False) -> SimulatedKarpenter:
+    def karpenter(self, config: FatesConfig, **options: Any) -> SimulatedKarpenter:
         return SimulatedKarpenter(
-            self.kubelet,
-            CloudFates(config),
-            clock=self.clock,
-            region="us-east-1",
-            failed_linger=failed_linger,
+            self.kubelet, CloudFates(config), clock=self.clock, region="us-east-1", **options
         )
 
     def nodeclaim(self) -> KarpenterNodeClaim | None:
@@ -112,7 +115,14 @@ def test_a_nodeclaim_launches_and_its_node_registers_when_its_fate_says(cluster:
         ("Launched", "True"),
         ("Registered", "True"),
         ("Initialized", "True"),
+        ("Ready", "True"),
     ]
+    assert {k: nodeclaim.metadata.labels[k] for k in (KEY_INSTANCE_TYPE, KEY_ZONE, KEY_CAPACITY_TYPE)} == {
+        KEY_INSTANCE_TYPE: "g4dn.xlarge",
+        KEY_ZONE: "us-east-1a",
+        KEY_CAPACITY_TYPE: "on-demand",
+    }, "what was launched, in the labels"
+    assert nodeclaim.status.capacity["nvidia.com/gpu"] == Quantity(1)
     node = cluster.store.get(Node, registered.node)
     assert node is not None and node.spec.taints == [TAINT]
     assert node.spec.provider_id == nodeclaim.status.provider_id
@@ -126,28 +136,152 @@ def test_a_nodeclaim_launches_and_its_node_registers_when_its_fate_says(cluster:
     assert cluster.store.get(GPUNode, registered.node) is not None, "the node agent's GPUNode"
 
 
-def test_a_capacity_failure_deletes_the_nodeclaim_at_once_or_at_the_next_step(cluster: Cluster) -> None:
-    at_once = cluster.karpenter(FatesConfig.fixed())
-    at_once.insufficient_capacity("g4dn.xlarge", "us-east-1a")
+def test_a_capacity_failure_deletes_the_nodeclaim_and_caches_the_offering(cluster: Cluster) -> None:
+    karpenter = cluster.karpenter(FatesConfig.fixed())
+    karpenter.insufficient_capacity("g4dn.xlarge", "us-east-1a")
     cluster.store.create(_nodeclaim())
-    assert [c.change for c in at_once.launch()] == ["launch-failed"]
+    (failed,) = karpenter.launch()
+    assert (failed.change, failed.detail) == (
+        "insufficient-capacity",
+        "InsufficientCapacity (g4dn.xlarge/us-east-1a/OnDemand): deleted",
+    )
     left = cluster.nodeclaim()
     assert left is None or left.metadata.deletion_timestamp is not None, "deleted at once"
-    list(at_once.finalize())
+    assert left is None or all(c.type != "Launched" for c in left.status.conditions), "no Launched=False"
+    list(karpenter.finalize())
     assert cluster.nodeclaim() is None
+    assert karpenter.unavailable() == {"g4dn.xlarge/us-east-1a/OnDemand": 180.0}
+    cluster.clock.advance(timedelta(minutes=3))
+    assert karpenter.unavailable() == {}
 
-    lingering = cluster.karpenter(FatesConfig.fixed(), failed_linger=True)
-    lingering.insufficient_capacity("g4dn.xlarge", "us-east-1a")
+
+def test_a_nodeclaim_with_many_types_launches_on_the_cheapest_available_one(cluster: Cluster) -> None:
+    karpenter = cluster.karpenter(FatesConfig.fixed())
+    karpenter.insufficient_capacity("g4dn.xlarge", "us-east-1a")
+    many = _nodeclaim().model_copy(
+        update={
+            "spec": _nodeclaim().spec.model_copy(
+                update={
+                    "requirements": [
+                        KarpenterRequirement(
+                            key=KEY_INSTANCE_TYPE, operator="In", values=["g5.xlarge", "g4dn.xlarge"]
+                        ),
+                        KarpenterRequirement(
+                            key=KEY_ZONE, operator="In", values=["us-east-1a", "us-east-1b"]
+                        ),
+                    ]
+                }
+            )
+        }
+    )
+    cluster.store.create(many)
+    (launched,) = karpenter.launch()
+    assert launched.offering == "g4dn.xlarge/us-east-1b/OnDemand", (
+        "the cheapest type, in a zone with capacity"
+    )
+
+
+@pytest.mark.parametrize("how", ["node class", "other error"])
+def test_a_missing_node_class_deletes_the_nodeclaim_and_another_error_leaves_launched_unknown(
+    cluster: Cluster, how: str
+) -> None:
+    if how == "node class":
+        karpenter = cluster.karpenter(FatesConfig.fixed(), node_class_ready=lambda ref: False)
+    else:
+        karpenter = cluster.karpenter(FatesConfig.fixed())
+        karpenter.launch_error("g4dn.xlarge", "us-east-1a", "UnauthorizedOperation")
     cluster.store.create(_nodeclaim())
-    assert [c.change for c in lingering.step()] == ["launch-failed"]
-    failed = cluster.nodeclaim()
-    assert failed is not None and [(c.type, c.status, c.reason) for c in failed.status.conditions] == [
-        ("Launched", "False", "InsufficientCapacity")
+    (change,) = karpenter.launch()
+    if how == "node class":
+        assert change.change == "node-class-not-ready"
+        list(karpenter.finalize())
+        assert cluster.nodeclaim() is None
+        return
+    assert change.change == "launch-error"
+    kept = cluster.nodeclaim()
+    assert kept is not None and [(c.type, c.status, c.reason) for c in kept.status.conditions] == [
+        ("Launched", "Unknown", "UnauthorizedOperation")
     ]
-    # Memory has Karpenter's finalizer: the deleted NodeClaim is finalized in the same step.
-    assert [c.change for c in lingering.step() if c.change != "finalized"] == ["deleted"]
-    assert lingering.step() == []
-    assert cluster.nodeclaim() is None
+    karpenter.launch_error("g4dn.xlarge", "us-east-1a", None)
+    assert [c.change for c in karpenter.launch()] == ["launched"], "retried at the next pass"
+
+
+def test_a_nodeclaim_made_from_a_nodepool_lists_every_compatible_type_by_price_and_no_zone(
+    cluster: Cluster,
+) -> None:
+    karpenter = cluster.karpenter(FatesConfig.fixed())
+    nodepool = KarpenterNodePool.model_validate(
+        {
+            "metadata": {"name": "gpu"},
+            "spec": {
+                "template": {
+                    "metadata": {"labels": {"team": "ml"}},
+                    "spec": {
+                        "nodeClassRef": {
+                            "group": "karpenter.k8s.aws",
+                            "kind": "EC2NodeClass",
+                            "name": "default",
+                        },
+                        "requirements": [
+                            {
+                                "key": "karpenter.k8s.aws/instance-family",
+                                "operator": "In",
+                                "values": ["g4dn", "g5"],
+                            },
+                            {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]},
+                        ],
+                        "taints": [TAINT.model_dump()],
+                    },
+                }
+            },
+        }
+    )
+    made = karpenter.provision(nodepool)
+    nodeclaim = cluster.store.get(KarpenterNodeClaim, made.nodeclaim)
+    assert nodeclaim is not None and made.nodeclaim.startswith("gpu-")
+    requirements = {r.key: r.values for r in nodeclaim.spec.requirements}
+    types = requirements[KEY_INSTANCE_TYPE]
+    assert len(types) > 2 and {t.split(".")[0] for t in types} == {"g4dn", "g5"}
+    catalog = load_catalog("aws")
+    prices = [catalog.prices("us-east-1", t)["on-demand"] for t in types]
+    assert prices == sorted(prices), "price-ordered"
+    assert KEY_ZONE not in requirements, "no zone unless the NodePool or the pods ask"
+    assert requirements["karpenter.sh/nodepool"] == ["gpu"] and requirements[KEY_CAPACITY_TYPE] == [
+        "on-demand"
+    ]
+    assert nodeclaim.metadata.labels == {"team": "ml", "karpenter.sh/nodepool": "gpu"}
+    assert nodeclaim.spec.expire_after == "720h", "the CRD's default, as the NodePool sets none"
+    (launched,) = karpenter.launch()
+    assert launched.offering.startswith(f"{types[0]}/us-east-1")
+    assert karpenter.provision(nodepool, zone="us-east-1c").nodeclaim != made.nodeclaim
+
+
+def test_expiry_deletes_a_nodeclaim_after_expire_after_whatever_do_not_disrupt_says(cluster: Cluster) -> None:
+    karpenter = cluster.karpenter(FatesConfig.fixed())
+    protected = _nodeclaim().model_copy(
+        update={
+            "metadata": _nodeclaim().metadata.model_copy(
+                update={"annotations": {"karpenter.sh/do-not-disrupt": "true"}}
+            ),
+            "spec": _nodeclaim().spec.model_copy(update={"expire_after": "1h"}),
+        }
+    )
+    cluster.store.create(protected)
+    never = _nodeclaim().model_copy(
+        update={
+            "metadata": _nodeclaim().metadata.model_copy(update={"name": "pool-a-0002"}),
+            "spec": _nodeclaim().spec.model_copy(update={"expire_after": "Never"}),
+        }
+    )
+    cluster.store.create(never)
+    karpenter.launch()
+    list(karpenter.progress())
+    cluster.clock.advance(timedelta(minutes=59))
+    assert [c.change for c in karpenter.progress()] == []
+    cluster.clock.advance(timedelta(minutes=1))
+    assert [(c.change, c.nodeclaim) for c in karpenter.progress()] == [("expired", NAME)]
+    cluster.clock.advance(timedelta(days=400))
+    assert [c.change for c in karpenter.progress()] == [], "Never never expires"
 
 
 def test_an_interruption_notice_deletes_the_nodeclaim_and_its_node_leaves(cluster: Cluster) -> None:
@@ -161,6 +295,7 @@ def test_an_interruption_notice_deletes_the_nodeclaim_and_its_node_leaves(cluste
     (registered,) = karpenter.progress()
     cluster.clock.advance(timedelta(seconds=launched.fate.interrupted_after))
     assert [c.change for c in karpenter.progress()] == ["interrupted"]
+    assert list(karpenter.unavailable()) == ["g4dn.xlarge/us-east-1a/Spot"], "the interrupted offering"
     changes = karpenter.step()
     left = [c.node for c in changes if c.change in ("finalized", "node-removed")]
     assert left == [registered.node], "Karpenter's finalizer (or, without one, its orphan sweep)"

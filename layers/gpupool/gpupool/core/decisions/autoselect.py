@@ -2,20 +2,33 @@
 
 Role: from the pool's pending TensorFusion pods (the scheduler rejected them), its GPU nodes
 owned by Karpenter NodeClaims (templates), every expansion NodeClaim (label
-`tensor-fusion.ai/expansion-source`) and the template's NodePool, decide:
+`tensor-fusion.ai/expansion-source`), the template's NodePool, the region's priced offerings
+and the pool's memories (each pod's expansions, `autoselect_memory`; offerings out of capacity,
+`planning.unavailable`), decide:
 - per pod without an in-flight expansion NodeClaim: does it fit the template with the GPU
   checks off (nodeSelector, taints, CPU / memory)? No → no expansion, a `NodeExpansionCheck`
   Warning with the reason. Yes → a NodeClaim copied from the template's, in the same NodePool,
-  narrowed to one candidate (instance type × zone allowed by the NodePool and the pod's
-  nodeSelector / required affinity), labelled `expansion-source=<template node>`;
-  at most `max_in_flight` (15) expansion NodeClaims in flight, the rest wait with a reason;
-- per expansion NodeClaim Karpenter failed to launch (`Launched=False`): delete it, record
-  `NodeExpansionFailed`, and create the next untried candidate for the same pod (the tried
-  ones travel in an annotation), or give up when none is left;
+  pinned to one candidate (`autoselect_candidates`: the template's launched instance type and
+  zone first, read from the labels Karpenter sets at launch, then what the template, the
+  NodePool and — where it names no zone — the region's zones allow, narrowed by the pod's
+  nodeSelector / required affinity) and to the launched capacity type, labelled
+  `expansion-source=<template node>`, checked against Karpenter's CRD rules before it is made;
+  candidates the pod already tried and offerings the pool remembers as out of capacity are
+  skipped; at most `max_in_flight` (15) expansion NodeClaims in flight, the rest wait;
+- per expansion that vanished before its node registered — Karpenter deletes a NodeClaim it
+  cannot launch (InsufficientCapacity, NodeClassNotReady) and never writes `Launched=False` —
+  a failed candidate: remembered for its pod, its offering marked unavailable for
+  `unavailable_for` (the memory capacity errors use), `NodeExpansionFailed` on the pod, and the
+  next candidate made in the same round; none left → a final `NodeExpansionFailed`. A NodeClaim
+  Karpenter could not launch for another reason stays (`Launched=Unknown`, retried by Karpenter)
+  and counts as in flight;
 - per expansion NodeClaim whose node registered, while its pod still waits: `NodeExpansionCompleted`;
 - with a `nodeProvisioner.budget`: a pod's first candidate that keeps the pool's expansions at or
   under the ceiling (`decisions.autoselect_budget`), its price recorded on the NodeClaim; none →
-  no expansion, and one `BudgetExceeded` Warning on the GPUPool for the pods refused.
+  no expansion, and one `BudgetExceeded` Warning on the GPUPool for the pods refused;
+- the pool's memory of each pending pod's expansions is written back when it changed, after the
+  NodeClaims it names were created (a NodeClaim found without a record is recognised by its
+  `gpupool.io/expansion-for` annotation).
 
 Must not: perform I/O, read the clock, make up names (suffixes are passed in), or trust the
 event that triggered it (only the objects passed in).
@@ -23,15 +36,26 @@ event that triggered it (only the objects passed in).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
 
 from gpupool.core.decisions.autoselect_budget import (
     ANNOTATION_EXPANSION_POOL,
     affordable_candidate,
     expansion_spending,
 )
-from gpupool.core.decisions.autoselect_fit import non_gpu_blocker, required_in
+from gpupool.core.decisions.autoselect_candidates import (
+    Candidate,
+    candidates,
+    capacity_type_of,
+    launched_placement,
+)
+from gpupool.core.decisions.autoselect_fit import non_gpu_blocker
+from gpupool.core.decisions.autoselect_memory import ExpansionRecord, expansions_text, read_expansions
+from gpupool.core.decisions.karpenter_nodeclaim import placement_of
 from gpupool.core.decisions.launch_budget import warning_on_pool
+from gpupool.core.decisions.launch_failure import OFFERING_UNAVAILABLE_FOR
 from gpupool.core.model.base import ObjectMeta
 from gpupool.core.model.constants import (
     ANNOTATION_HOURLY_PRICING,
@@ -41,26 +65,29 @@ from gpupool.core.model.constants import (
     EVENT_NODE_EXPANSION_COMPLETED,
     EVENT_NODE_EXPANSION_FAILED,
     INITIAL_GPU_NODE_LABEL,
+    KEY_CAPACITY_TYPE,
     KEY_INSTANCE_TYPE,
     KEY_ZONE,
     LABEL_EXPANSION_SOURCE,
 )
 from gpupool.core.model.foreign import Node, Pod
 from gpupool.core.model.karpenter import KarpenterNodeClaim, KarpenterNodePool, KarpenterRequirement
-from gpupool.core.model.pool import Budget
+from gpupool.core.model.karpenter_rules import nodeclaim_problems
+from gpupool.core.model.pool import Budget, GPUPool
 from gpupool.core.planning.budget import BudgetError
 from gpupool.core.planning.plan import (
     Action,
     CreateNodeClaim,
-    DeleteNodeClaim,
+    MarkOfferingUnavailable,
     OfferingRef,
     Plan,
     RecordEvent,
+    RememberExpansions,
 )
+from gpupool.core.planning.unavailable import unavailable_offerings
 
 __all__ = [
     "ANNOTATION_EXPANSION_FOR",
-    "ANNOTATION_EXPANSION_TRIED",
     "DEFAULT_MAX_IN_FLIGHT",
     "LABEL_NODEPOOL",
     "non_gpu_blocker",
@@ -70,8 +97,7 @@ __all__ = [
 DEFAULT_MAX_IN_FLIGHT = 15
 LABEL_NODEPOOL = "karpenter.sh/nodepool"  # Karpenter's label on its NodeClaims and Nodes
 ANNOTATION_EXPANSION_FOR = "gpupool.io/expansion-for"  # <namespace>/<pod>: whom it was made for
-ANNOTATION_EXPANSION_TRIED = "gpupool.io/expansion-tried"  # type/zone candidates that failed, comma-joined
-_NARROWED = (KEY_INSTANCE_TYPE, KEY_ZONE)
+_PINNED = (KEY_INSTANCE_TYPE, KEY_ZONE, KEY_CAPACITY_TYPE)
 
 
 def _pod_key(pod: Pod) -> str:
@@ -82,51 +108,8 @@ def _condition(nodeclaim: KarpenterNodeClaim, kind: str) -> str | None:
     return next((c.status for c in nodeclaim.status.conditions if c.type == kind), None)
 
 
-def _candidates(
-    pod: Pod, template: KarpenterNodeClaim, nodepool: KarpenterNodePool | None
-) -> list[tuple[str, str]]:
-    """(instance type, zone) pairs to try, the template's own first, then what the NodePool allows."""
-    own = {r.key: r.values[0] for r in template.spec.requirements if r.operator == "In" and r.values}
-    allowed = {key: [own[key]] if key in own else [] for key in _NARROWED}
-    for requirement in nodepool.spec.template.spec.requirements if nodepool else []:
-        if requirement.key in _NARROWED and requirement.operator == "In":
-            allowed[requirement.key] += [v for v in requirement.values if v not in allowed[requirement.key]]
-    for key in _NARROWED:
-        wanted = required_in(pod, key)
-        if wanted is not None:
-            allowed[key] = [v for v in allowed[key] if v in wanted]
-    return [(t, z) for t in allowed[KEY_INSTANCE_TYPE] for z in allowed[KEY_ZONE]]
-
-
-def _expansion(
-    template: KarpenterNodeClaim,
-    node: Node,
-    pod: Pod,
-    candidate: tuple[str, str],
-    tried: list[str],
-    name: str,
-    billing: dict[str, str],
-) -> KarpenterNodeClaim:
-    requirements = [r for r in template.spec.requirements if r.key not in _NARROWED]
-    narrowed = [
-        KarpenterRequirement(key=KEY_INSTANCE_TYPE, operator="In", values=[candidate[0]]),
-        KarpenterRequirement(key=KEY_ZONE, operator="In", values=[candidate[1]]),
-    ]
-    labels = {k: v for k, v in template.metadata.labels.items() if k.startswith("karpenter.sh/nodepool")}
-    annotations = {
-        ANNOTATION_EXPANSION_FOR: _pod_key(pod),
-        ANNOTATION_KARPENTER_DO_NOT_DISRUPT: "true",
-        **billing,
-    }
-    if tried:
-        annotations[ANNOTATION_EXPANSION_TRIED] = ",".join(tried)
-    spec = template.spec.model_copy(update={"requirements": [*narrowed, *requirements]})
-    return KarpenterNodeClaim(
-        metadata=ObjectMeta(
-            name=name, labels={**labels, LABEL_EXPANSION_SOURCE: node.name}, annotations=annotations
-        ),
-        spec=spec,
-    )
+def _text(candidate: Candidate) -> str:
+    return f"{candidate[0]}/{candidate[1]}"
 
 
 def _event(pod_key: str, reason: str, message: str, warning: bool) -> RecordEvent:
@@ -155,43 +138,117 @@ def _templates(
     ]
 
 
-def _placement(nodeclaim: KarpenterNodeClaim) -> str:
-    values = {r.key: r.values[0] for r in nodeclaim.spec.requirements if r.operator == "In" and r.values}
-    return f"{values.get(KEY_INSTANCE_TYPE, '?')}/{values.get(KEY_ZONE, '?')}"
+def _expansion(
+    template: KarpenterNodeClaim,
+    node: Node,
+    pod: Pod,
+    candidate: Candidate,
+    capacity_type: str | None,
+    name: str,
+    billing: dict[str, str],
+) -> KarpenterNodeClaim:
+    pinned = {KEY_INSTANCE_TYPE: candidate[0], KEY_ZONE: candidate[1]}
+    if capacity_type is not None:
+        pinned[KEY_CAPACITY_TYPE] = capacity_type
+    requirements = [r for r in template.spec.requirements if r.key not in pinned]
+    narrowed = [KarpenterRequirement(key=k, operator="In", values=[v]) for k, v in pinned.items()]
+    labels = {k: v for k, v in template.metadata.labels.items() if k == LABEL_NODEPOOL}
+    annotations = {
+        ANNOTATION_EXPANSION_FOR: _pod_key(pod),
+        ANNOTATION_KARPENTER_DO_NOT_DISRUPT: "true",
+        **billing,
+    }
+    spec = template.spec.model_copy(update={"requirements": [*narrowed, *requirements]})
+    return KarpenterNodeClaim(
+        metadata=ObjectMeta(
+            name=name, labels={**labels, LABEL_EXPANSION_SOURCE: node.name}, annotations=annotations
+        ),
+        spec=spec,
+    )
 
 
-def _review_expansions(
-    nodeclaims: Sequence[KarpenterNodeClaim], pending: set[str], actions: list[Action], reasons: list[str]
-) -> tuple[int, set[str], dict[str, list[str]]]:
-    """In-flight count, pods covered by an in-flight NodeClaim, and tried candidates per pod.
+@dataclass
+class _Review:
+    """What the expansions say, pod by pod, before new ones are made."""
+
+    in_flight: int = 0
+    covered: set[str] = field(default_factory=set)
+    memory: dict[str, ExpansionRecord] = field(default_factory=dict)
+    vanished: dict[str, str] = field(default_factory=dict)  # pod → the candidate that failed
+    actions: list[Action] = field(default_factory=list)
+    reasons: list[str] = field(default_factory=list)
+
+
+def _review(
+    nodeclaims: Sequence[KarpenterNodeClaim], pending: set[str], remembered: Mapping[str, ExpansionRecord]
+) -> _Review:
+    """In-flight expansions, the pods they cover, and the ones that vanished before registering.
     A registered NodeClaim whose pod still waits covers it (not in flight) and is reported."""
-    in_flight, covered, tried = 0, set(), {}
+    review = _Review()
+    live: dict[str, KarpenterNodeClaim] = {}
     for nc in sorted(nodeclaims, key=lambda n: n.name):
-        if LABEL_EXPANSION_SOURCE not in nc.metadata.labels or nc.metadata.deletion_timestamp is not None:
-            continue
         pod_key = nc.metadata.annotations.get(ANNOTATION_EXPANSION_FOR, "")
-        failed = next((c for c in nc.status.conditions if c.type == "Launched" and c.status == "False"), None)
-        if failed is not None:
-            previous = [
-                t for t in nc.metadata.annotations.get(ANNOTATION_EXPANSION_TRIED, "").split(",") if t
-            ]
-            tried[pod_key] = [*previous, _placement(nc)]
-            message = (
-                f"NodeClaim {nc.name} ({_placement(nc)}) failed to launch: {failed.reason or 'no reason'}"
+        if (
+            LABEL_EXPANSION_SOURCE in nc.metadata.labels
+            and nc.metadata.deletion_timestamp is None
+            and pod_key
+        ):
+            live.setdefault(pod_key, nc)
+    for pod_key in sorted(pending):
+        record = remembered.get(pod_key, ExpansionRecord())
+        expansion = live.get(pod_key)
+        if expansion is not None:
+            registered = _condition(expansion, "Registered") == "True"
+            placed = placement_of(expansion)
+            candidate = f"{placed.get(KEY_INSTANCE_TYPE, '?')}/{placed.get(KEY_ZONE, '?')}"
+            review.memory[pod_key] = replace(
+                record, nodeclaim=expansion.name, candidate=candidate, registered=registered
             )
-            actions.append(DeleteNodeClaim(nodeclaim=nc.name))
-            actions.append(_event(pod_key, EVENT_NODE_EXPANSION_FAILED, message, warning=True))
-            reasons.append(f"{message}: delete it and try the next candidate")
-        elif _condition(nc, "Registered") == "True":
-            if pod_key not in pending:
-                continue
-            covered.add(pod_key)  # its node joined; the scheduler has yet to place the pod there
-            message = f"node {nc.status.node_name} joined from NodeClaim {nc.name}"
-            actions.append(_event(pod_key, EVENT_NODE_EXPANSION_COMPLETED, message, warning=False))
-        else:
-            in_flight += 1
-            covered.add(pod_key)
-    return in_flight, covered, tried
+            review.covered.add(pod_key)
+            if registered:  # its node joined; the scheduler has yet to place the pod there
+                message = f"node {expansion.status.node_name} joined from NodeClaim {expansion.name}"
+                review.actions.append(_event(pod_key, EVENT_NODE_EXPANSION_COMPLETED, message, warning=False))
+            else:
+                review.in_flight += 1
+            continue
+        if record.nodeclaim and record.candidate and not record.registered:
+            review.vanished[pod_key] = record.candidate
+            record = replace(record, nodeclaim=None, candidate=None, tried=(*record.tried, record.candidate))
+        elif record.nodeclaim:  # its node came and went: the pod waits again, nothing failed
+            record = replace(record, nodeclaim=None, candidate=None, registered=False)
+        if record != ExpansionRecord():
+            review.memory[pod_key] = record
+    return review
+
+
+def _mark_vanished(
+    review: _Review,
+    remembered: Mapping[str, ExpansionRecord],
+    capacity_type: str | None,
+    gpu_pool: str,
+    now: datetime,
+    unavailable_for: timedelta,
+) -> dict[str, datetime]:
+    """Events and offering marks for the vanished expansions (pinned to the template's launched
+    `capacity_type`; unknown: no mark, only the pod's memory); the marks, to plan past."""
+    marks: dict[str, datetime] = {}
+    for pod_key, candidate in sorted(review.vanished.items()):
+        name = remembered[pod_key].nodeclaim
+        message = (
+            f"NodeClaim {name} ({candidate}) was deleted before its node registered (Karpenter deletes "
+            "a NodeClaim it cannot launch: InsufficientCapacity or NodeClassNotReady); "
+            "trying the next candidate"
+        )
+        review.actions.append(_event(pod_key, EVENT_NODE_EXPANSION_FAILED, message, warning=True))
+        review.reasons.append(f"pod {pod_key}: {message}")
+        if gpu_pool and capacity_type is not None:
+            key = f"{candidate}/{capacity_type}"
+            if key not in marks:
+                marks[key] = now + unavailable_for
+                review.actions.append(
+                    MarkOfferingUnavailable(pool=gpu_pool, offering_key=key, until=marks[key])
+                )
+    return marks
 
 
 def plan_autoselect(
@@ -201,25 +258,38 @@ def plan_autoselect(
     nodepools: Sequence[KarpenterNodePool],
     *,
     suffixes: Sequence[str],
+    now: datetime,
     max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
-    gpu_pool: str = "",
-    budget: Budget | None = None,
+    pool: GPUPool | None = None,
     offerings: Sequence[OfferingRef] = (),
+    unavailable_for: timedelta = OFFERING_UNAVAILABLE_FOR,
 ) -> Plan:
     """Expansion NodeClaims for pods short of GPU capacity only (see module docstring), each
-    admitted by `gpu_pool`'s `budget` at its catalog price (`decisions.autoselect_budget`)."""
-    actions: list[Action] = []
-    reasons: list[str] = []
-    in_flight, covered, tried = _review_expansions(nodeclaims, {_pod_key(p) for p in pods}, actions, reasons)
+    admitted by `pool`'s budget at its catalog price (`decisions.autoselect_budget`)."""
+    gpu_pool = pool.name if pool is not None else ""
+    provisioner = pool.spec.node_manager_config.node_provisioner if pool is not None else None
+    budget: Budget | None = provisioner.budget if provisioner else None
+    remembered = read_expansions(pool) if pool is not None else {}
+    blocked = unavailable_offerings(pool, now) if pool is not None else {}
+    pending = {_pod_key(p) for p in pods}
+    review = _review(nodeclaims, pending, remembered)
+    templates = _templates(nodes, nodeclaims)
+    launched_capacity = (
+        capacity_type_of(launched_placement(templates[0][1], templates[0][0])) if templates else None
+    )
+    blocked = {
+        **blocked,
+        **_mark_vanished(review, remembered, launched_capacity, gpu_pool, now, unavailable_for),
+    }
+    actions, reasons, memory = review.actions, review.reasons, review.memory
     try:
         spending = expansion_spending(budget, gpu_pool, nodeclaims, offerings)
     except BudgetError as error:
         message = f"nodeProvisioner.budget cannot be read: {error}; nothing new is launched"
         actions.append(warning_on_pool(gpu_pool, "NodeLaunchFailed", message))
         return Plan(actions=tuple(actions), reasons=(*reasons, f"pool {gpu_pool}: {message}"))
-    templates = _templates(nodes, nodeclaims)
     by_name = {p.name: p for p in nodepools}
-    room = max_in_flight - in_flight
+    room = max_in_flight - review.in_flight
     names = iter(suffixes)
     waiting = 0
     for pod in sorted(
@@ -227,7 +297,7 @@ def plan_autoselect(
         key=lambda p: (p.metadata.creation_timestamp is None, p.metadata.creation_timestamp, _pod_key(p)),
     ):
         key = _pod_key(pod)
-        if key in covered:
+        if key in review.covered:
             reasons.append(f"pod {key}: an in-flight NodeClaim was made for it")
             continue
         if not templates:
@@ -242,13 +312,18 @@ def plan_autoselect(
             actions.append(_event(key, EVENT_NODE_EXPANSION_CHECK, message, warning=True))
             reasons.append(f"pod {key}: {message}")
             continue
+        launched = launched_placement(template, node)
+        capacity_type = capacity_type_of(launched)
+        record = memory.get(key, ExpansionRecord())
         pool_name = template.metadata.labels[LABEL_NODEPOOL]
-        done = tried.get(key, [])
-        candidates = [
-            c for c in _candidates(pod, template, by_name.get(pool_name)) if f"{c[0]}/{c[1]}" not in done
+        allowed = [
+            c
+            for c in candidates(pod, template, node, by_name.get(pool_name), offerings)
+            if _text(c) not in record.tried
+            and (capacity_type is None or f"{_text(c)}/{capacity_type}" not in blocked)
         ]
-        if not candidates:
-            message = f"every allowed candidate failed ({', '.join(done) or 'none allowed'})"
+        if not allowed:
+            message = f"every allowed candidate failed ({', '.join(record.tried) or 'none allowed'})"
             actions.append(_event(key, EVENT_NODE_EXPANSION_FAILED, message, warning=True))
             reasons.append(f"pod {key}: {message}")
             continue
@@ -256,24 +331,40 @@ def plan_autoselect(
         if room <= 0 or suffix is None:
             waiting += 1
             continue
-        chosen = affordable_candidate(candidates, template.spec.requirements, offerings, spending)
+        karpenter_capacity = launched.get(KEY_CAPACITY_TYPE)
+        requirements = (
+            [KarpenterRequirement(key=KEY_CAPACITY_TYPE, operator="In", values=[karpenter_capacity])]
+            if karpenter_capacity
+            else template.spec.requirements
+        )
+        chosen = affordable_candidate(allowed, requirements, offerings, spending)
         if chosen is None:
-            reasons.append(f"pod {key}: the budget admits none of {len(candidates)} candidate(s)")
+            reasons.append(f"pod {key}: the budget admits none of {len(allowed)} candidate(s)")
             continue
-        room -= 1
         candidate, price = chosen
         billing = {ANNOTATION_EXPANSION_POOL: gpu_pool} if gpu_pool else {}
         if price is not None:
             billing[ANNOTATION_HOURLY_PRICING] = str(price)
-        manifest = _expansion(template, node, pod, candidate, done, f"{pool_name}-{suffix}", billing)
-        actions.append(CreateNodeClaim(manifest=manifest, node=node.name))
-        reasons.append(
-            f"pod {key}: NodeClaim {manifest.name} in NodePool {pool_name} ({'/'.join(candidate)})"
+        manifest = _expansion(
+            template, node, pod, candidate, karpenter_capacity, f"{pool_name}-{suffix}", billing
         )
+        problems = nodeclaim_problems(manifest)
+        if problems:
+            message = f"the NodeClaim copied from {template.name} would be refused: {'; '.join(problems)}"
+            actions.append(_event(key, EVENT_NODE_EXPANSION_FAILED, message, warning=True))
+            reasons.append(f"pod {key}: {message}")
+            continue
+        room -= 1
+        actions.append(CreateNodeClaim(manifest=manifest, node=node.name))
+        memory[key] = replace(record, nodeclaim=manifest.name, candidate=_text(candidate), registered=False)
+        reasons.append(f"pod {key}: NodeClaim {manifest.name} in NodePool {pool_name} ({_text(candidate)})")
     if spending is not None and spending.refused:
         message = spending.message(spending.refused)
         actions.append(warning_on_pool(gpu_pool, EVENT_BUDGET_EXCEEDED, message))
         reasons.append(f"pool {gpu_pool}: {message}")
     if waiting:
         reasons.append(f"{waiting} pod(s) wait: maxInFlightNodes ({max_in_flight}) NodeClaims are in flight")
+    text = expansions_text(memory)
+    if pool is not None and text != expansions_text(remembered):
+        actions.append(RememberExpansions(pool=gpu_pool, expansions=text))
     return Plan(actions=tuple(actions), reasons=tuple(reasons))

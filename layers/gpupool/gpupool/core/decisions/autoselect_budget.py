@@ -84,10 +84,6 @@ def expansion_hourly(nodeclaim: KarpenterNodeClaim, offerings: Sequence[Offering
     return candidate_hourly(instance_type, zone, nodeclaim.spec.requirements, offerings)
 
 
-def _launch_failed(nodeclaim: KarpenterNodeClaim) -> bool:
-    return any(c.type == "Launched" and c.status == "False" for c in nodeclaim.status.conditions)
-
-
 @dataclass
 class ExpansionSpending:
     """The pool's expansion run rate against its ceiling, growing as expansions are admitted."""
@@ -138,14 +134,12 @@ def expansion_spending(
     offerings: Sequence[OfferingRef],
 ) -> ExpansionSpending | None:
     """The pool's expansion spending (None without a budget). Counts every expansion of `pool`
-    except those Karpenter failed to launch (no instance): a deleting one may still bill.
+    there is (Karpenter deletes one it cannot launch; a deleting one may still bill).
     Raises BudgetError for an unreadable budget field."""
     if budget is None:
         return None
     running = Decimal(0)
     for nodeclaim in nodeclaims:
-        if nodeclaim.metadata.annotations.get(ANNOTATION_EXPANSION_POOL) == pool and not _launch_failed(
-            nodeclaim
-        ):
+        if nodeclaim.metadata.annotations.get(ANNOTATION_EXPANSION_POOL) == pool:
             running += expansion_hourly(nodeclaim, offerings) or Decimal(0)
     return ExpansionSpending(limit=tightest_limit(budget), running=running)

@@ -3,12 +3,21 @@
 Role: `nodeclaim_template(pool)` — what a Karpenter-mode pool launches with (the `LaunchTemplate`
 of its mode, in the shape of a Karpenter NodePool's template): the pool's karpenterNodeClassRef,
 gpuNodeLabels, gpuNodeAnnotations with `karpenter.sh/do-not-disrupt`, gpuTaints and its
-gpuRequirements other than the placement keys. `build_karpenter_nodeclaim(template, claim)` — the
-NodeClaim TensorFusion makes for a claim from it (name = claim name, controller owner = the
-GPUNodeClaim, label `tensor-fusion.ai/node-provisioner`, requirements in the order
-instance-type, zone, region, capacity-type, then the template's, GPU request, termination grace
-period). `nodeclaim_instance(nodeclaim)` — a NodeClaim as the claim lifecycle sees an instance
-(so bind, timeouts, deletion and the orphan-free guarantees are the Provisioned ones), and
+gpuRequirements other than the placement keys (the values of AWS's GPU name and manufacturer
+keys in lower kebab case, as Karpenter's AWS provider labels them: `T4` → `t4`), and
+`expireAfter: Never` — the CRD defaults it to 720h and Karpenter deletes an expired NodeClaim
+whatever `do-not-disrupt` says — unless the pool's annotation `gpupool.io/karpenter-expire-after`
+asks for a duration; `terminationGracePeriod` from `gpupool.io/karpenter-termination-grace-period`.
+`template_problems(template)` is what Karpenter's API server would refuse in the NodeClaims made
+from it (`model.karpenter_rules`), so the launch decision refuses the pool before it writes
+anything. `build_karpenter_nodeclaim(template, claim)` — the NodeClaim TensorFusion makes for a
+claim from it (name = claim name, controller owner = the GPUNodeClaim, label
+`tensor-fusion.ai/node-provisioner`, requirements in the order instance-type, zone, region,
+capacity-type, then the template's, GPU request, termination grace period: the claim's
+extraParams `karpenter.nodeClaim.terminationGracePeriod`, else the template's).
+`nodeclaim_instance(nodeclaim)` — a NodeClaim as the claim lifecycle sees an instance (so bind,
+timeouts, deletion and the orphan-free guarantees are the Provisioned ones; what was launched is
+read from the labels Karpenter sets at launch, the requirements only before), and
 `nodeclaim_instance_id` / `nodeclaim_name_of` for the `nodeclaim/<name>` ids the Karpenter
 Compute gives out (recorded in `status.instanceID`).
 
@@ -39,11 +48,14 @@ from gpupool.core.model.karpenter import (
     NodeClaimTemplate,
     NodeClaimTemplateMetadata,
 )
+from gpupool.core.model.karpenter_rules import label_problems, spec_problems
 from gpupool.core.model.nodeclaim import GPUNodeClaim
 from gpupool.core.model.pool import GPUPool
 from gpupool.core.quantity import Quantity
 
 __all__ = [
+    "ANNOTATION_KARPENTER_EXPIRE_AFTER",
+    "ANNOTATION_KARPENTER_TERMINATION_GRACE_PERIOD",
     "CONDITION_INITIALIZED",
     "CONDITION_LAUNCHED",
     "CONDITION_REGISTERED",
@@ -56,6 +68,8 @@ __all__ = [
     "nodeclaim_name_of",
     "nodeclaim_template",
     "owned_by",
+    "placement_of",
+    "template_problems",
 ]
 
 # Karpenter v1 NodeClaim status conditions, in the order Karpenter sets them
@@ -64,8 +78,22 @@ CONDITION_LAUNCHED = "Launched"
 CONDITION_REGISTERED = "Registered"
 CONDITION_INITIALIZED = "Initialized"
 NODECLAIM_ID_PREFIX = "nodeclaim/"
+# gpupool's own pool annotations (TensorFusion's GPUPool has no field for them).
+ANNOTATION_KARPENTER_EXPIRE_AFTER = "gpupool.io/karpenter-expire-after"
+ANNOTATION_KARPENTER_TERMINATION_GRACE_PERIOD = "gpupool.io/karpenter-termination-grace-period"
+EXPIRE_NEVER = "Never"
 _CAPACITY_TYPES = {"OnDemand": "on-demand", "Spot": "spot", "Reserved": "reserved"}
 _PLACEMENT_KEYS = (KEY_INSTANCE_TYPE, KEY_ZONE, KEY_REGION, KEY_CAPACITY_TYPE)
+# Karpenter's AWS provider labels these in lower kebab case (`lowerKabobCase`: "A10G" → "a10g").
+_LOWER_KEBAB_KEYS = frozenset(
+    f"karpenter.k8s.aws/{name}"
+    for name in (
+        "instance-gpu-name",
+        "instance-gpu-manufacturer",
+        "instance-accelerator-name",
+        "instance-accelerator-manufacturer",
+    )
+)
 
 
 class KarpenterModeError(ValueError):
@@ -115,10 +143,11 @@ def nodeclaim_template(pool: GPUPool) -> NodeClaimTemplate:
             f"pool {pool.name}: Karpenter mode needs nodeProvisioner.karpenterNodeClassRef"
         )
     requirements = [
-        KarpenterRequirement(key=r.key, operator=r.operator, values=r.values)
+        KarpenterRequirement(key=r.key, operator=r.operator, values=_karpenter_values(r.key, r.values))
         for r in provisioner.gpu_requirements
         if r.key not in _PLACEMENT_KEYS  # each claim narrows these to its chosen offering
     ]
+    annotations = pool.metadata.annotations
     return NodeClaimTemplate(
         metadata=NodeClaimTemplateMetadata(
             labels=dict(provisioner.gpu_node_labels),
@@ -128,8 +157,22 @@ def nodeclaim_template(pool: GPUPool) -> NodeClaimTemplate:
             node_class_ref=KarpenterNodeClassRef(group=ref.group, kind=ref.kind, name=ref.name),
             requirements=requirements,
             taints=[NodeTaint(key=t.key, value=t.value, effect=t.effect) for t in provisioner.gpu_taints],
+            expire_after=annotations.get(ANNOTATION_KARPENTER_EXPIRE_AFTER, EXPIRE_NEVER),
+            termination_grace_period=annotations.get(ANNOTATION_KARPENTER_TERMINATION_GRACE_PERIOD) or None,
         ),
     )
+
+
+def _karpenter_values(key: str, values: list[str]) -> list[str]:
+    """`values` as Karpenter's labels spell them for `key` (AWS GPU names in lower kebab case)."""
+    if key in _LOWER_KEBAB_KEYS:
+        return [v.replace(" ", "-").lower() for v in values]
+    return list(values)
+
+
+def template_problems(template: NodeClaimTemplate) -> list[str]:
+    """What Karpenter's API server would refuse in every NodeClaim made from `template`."""
+    return label_problems(template.metadata.labels, "gpuNodeLabels") + spec_problems(template.spec)
 
 
 def owned_by(nodeclaim: KarpenterNodeClaim, claim: GPUNodeClaim) -> KarpenterNodeClaim:
@@ -160,7 +203,8 @@ def build_karpenter_nodeclaim(template: NodeClaimTemplate, claim: GPUNodeClaim) 
         update={
             "requirements": [*_placement(claim), *template.spec.requirements],
             "resources": ResourceRequirements(requests={resource: Quantity(claim.spec.gpu_device_offered)}),
-            "termination_grace_period": params.get(EXTRA_PARAM_KARPENTER_TERMINATION_GRACE) or None,
+            "termination_grace_period": params.get(EXTRA_PARAM_KARPENTER_TERMINATION_GRACE)
+            or template.spec.termination_grace_period,
         }
     )
     labels = {**template.metadata.labels, LABEL_NODE_PROVISIONER: claim.name}
@@ -173,11 +217,22 @@ def _condition(nodeclaim: KarpenterNodeClaim, kind: str) -> str | None:
     return next((c.status for c in nodeclaim.status.conditions if c.type == kind), None)
 
 
+def placement_of(nodeclaim: KarpenterNodeClaim) -> dict[str, str]:
+    """What a NodeClaim launched (or will): instance type, zone, region and capacity type from the
+    labels Karpenter sets at launch (`PopulateNodeClaimDetails`), else each key's first `In`
+    value (a claim's NodeClaim pins one; a NodeClaim Karpenter made lists every compatible type)."""
+    pinned = {r.key: r.values[0] for r in nodeclaim.spec.requirements if r.operator == "In" and r.values}
+    labels = nodeclaim.metadata.labels
+    return {k: v for k in _PLACEMENT_KEYS if (v := labels.get(k) or pinned.get(k))}
+
+
 def nodeclaim_instance(nodeclaim: KarpenterNodeClaim) -> ManagedInstance:
     """The NodeClaim as an instance of its GPUNodeClaim: pending until Launched, running once
-    Launched, terminated when Karpenter gave up launching (Launched=False) or is deleting it.
-    `cluster` stays unset, so the cloud orphan sweep never touches NodeClaims (their owner
-    reference lets Kubernetes' garbage collector remove them with the claim)."""
+    Launched, shutting down while it is being deleted (Karpenter v1 deletes a NodeClaim it cannot
+    launch for capacity or a node class not ready, and one it was told is interrupted), terminated
+    on Launched=False (v1 never writes it; read as a failure all the same). `cluster` stays
+    unset, so the cloud orphan sweep never touches NodeClaims (their owner reference lets
+    Kubernetes' garbage collector remove them with the claim)."""
     launched = _condition(nodeclaim, CONDITION_LAUNCHED)
     state: InstanceLifecycle
     if nodeclaim.metadata.deletion_timestamp is not None:
@@ -188,9 +243,7 @@ def nodeclaim_instance(nodeclaim: KarpenterNodeClaim) -> ManagedInstance:
         state = "running"
     else:
         state = "pending"
-    requirements = {
-        r.key: r.values[0] for r in nodeclaim.spec.requirements if r.operator == "In" and r.values
-    }
+    requirements = placement_of(nodeclaim)
     return ManagedInstance(
         instance_id=nodeclaim_instance_id(nodeclaim.name),
         state=state,

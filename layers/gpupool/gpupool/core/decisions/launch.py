@@ -3,7 +3,8 @@
 Role: from one pool snapshot, the priced offerings and `now`, decide (1) which Pending claims
 still need their node (a previous invocation recorded the intent and died), and (2) which
 new claims fill the gap `max(min − total, warm − available)` counting in-flight claims,
-clipped at maxResources, with the cheapest offerings not remembered as out of capacity. Both
+clipped at maxResources, with the cheapest offerings not remembered as out of capacity (a Karpenter
+pool whose NodeClaims Karpenter's API server would refuse launches nothing and says why). Both
 modes plan the same `LaunchInstance` actions (the service launches each through the Compute of
 the claim's mode); they differ only in the class a claim records (a Provisioned pool's
 GPUNodeClass, a Karpenter pool's karpenterNodeClassRef). What a failed launch means for the
@@ -21,7 +22,11 @@ from collections import Counter
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 
-from gpupool.core.decisions.karpenter_nodeclaim import KarpenterModeError, nodeclaim_template
+from gpupool.core.decisions.karpenter_nodeclaim import (
+    KarpenterModeError,
+    nodeclaim_template,
+    template_problems,
+)
 from gpupool.core.decisions.launch_budget import apply_budget, plan_budget_overrun, pool_warning
 from gpupool.core.decisions.launch_failure import OFFERING_UNAVAILABLE_FOR, plan_lost_launches
 from gpupool.core.model.base import GroupKindName, ObjectMeta
@@ -66,13 +71,17 @@ __all__ = ["EVENT_NODE_LAUNCH_FAILED", "build_claim", "launch_template", "plan_l
 
 def _launch_class(snapshot: PoolSnapshot) -> tuple[str | None, str]:
     """(class name, "") when the pool can launch, else (None, the reason it cannot): a Provisioned
-    pool's GPUNodeClass must exist; a Karpenter pool's karpenterNodeClassRef must be set (the
-    Karpenter Compute checks that the class it names exists)."""
+    pool's GPUNodeClass must exist; a Karpenter pool's karpenterNodeClassRef must be set and its
+    NodeClaims must be ones Karpenter's API server accepts (the Karpenter Compute checks that the
+    class it names exists)."""
     provisioner = snapshot.pool.spec.node_manager_config.node_provisioner
     if snapshot.pool.spec.node_manager_config.provisioning_mode == "Karpenter":
         ref = provisioner.karpenter_node_class_ref if provisioner else None
         if ref is None:
             return None, "Karpenter mode needs nodeProvisioner.karpenterNodeClassRef"
+        problems = template_problems(nodeclaim_template(snapshot.pool))
+        if problems:
+            return None, "Karpenter's API server would refuse this pool's NodeClaims: " + "; ".join(problems)
         return ref.name, ""
     class_name = provisioner.node_class if provisioner else None
     if not class_name or snapshot.node_class is None:

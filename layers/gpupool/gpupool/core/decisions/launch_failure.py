@@ -4,8 +4,9 @@ Role: `plan_launch_failure` — a launch the Compute refused (Provisioned: RunIn
 InsufficientInstanceCapacity or rejected the parameters; either mode: a missing node class):
 the claim fails with the message, and a capacity error makes the offering unavailable for
 `unavailable_for`, so the next round picks the next cheapest. `plan_lost_launches` — the same
-failure found later: Karpenter reports a launch it could not make by failing or deleting the
-NodeClaim, which bind turns into the claim's Failed/InstanceTerminated; its offering is
+failure found later: Karpenter reports a launch it could not make by deleting the NodeClaim
+(InsufficientCapacity, NodeClassNotReady), which bind turns into the claim's
+Failed/InstanceTerminated; its offering is
 remembered the same way, from when the claim failed. `OFFERING_UNAVAILABLE_FOR` is how long
 (DESIGN: a few minutes; the service's default setting).
 
@@ -80,8 +81,9 @@ def plan_launch_failure(
 
 def plan_lost_launches(snapshot: PoolSnapshot, *, now: datetime, unavailable_for: timedelta) -> Plan:
     """Karpenter mode: the offerings of claims whose NodeClaim Karpenter gave up on before their
-    node ever joined (Karpenter deletes a NodeClaim it cannot launch, e.g. InsufficientCapacity,
-    or marks it Launched=False; bind then fails the claim with InstanceTerminated) — the same
+    node ever joined (Karpenter deletes a NodeClaim it cannot launch — InsufficientCapacity,
+    NodeClassNotReady — and never writes Launched=False; bind then fails the claim with
+    InstanceTerminated) — the same
     failure a Provisioned launch reports at once as CapacityUnavailable, found later — to
     remember as unavailable until `failed at + unavailable_for`. A Provisioned instance lost
     before its node joined is not one: its launch failures arrive as errors (`plan_launch_failure`)."""

@@ -40,9 +40,10 @@ __all__ = [
 FunctionName = Literal["launch", "bind", "compact"]
 FUNCTIONS: tuple[FunctionName, ...] = get_args(FunctionName)
 
-# The causes each function acts on; anything else reaching it is ignored with a reason.
-LaunchCause = Reconcile
-BindCause = InstanceStateChanged | InstanceInterruption | NodeChanged | ClaimDeleted | Sweep
+# The causes each function acts on; anything else reaching it is ignored with a reason. An
+# interruption warning goes to launch: it marks the claim and launches the replacement at once.
+LaunchCause = Reconcile | InstanceInterruption
+BindCause = InstanceStateChanged | NodeChanged | ClaimDeleted | Sweep
 CompactCause = Compact
 _HANDLES: Mapping[FunctionName, type | types.UnionType] = {
     "launch": LaunchCause,

@@ -7,6 +7,11 @@ AutoSelect, defaultVendor NVIDIA, defaultIsolationMode soft, nodeCompaction.peri
 oversubscription 500 % / 50 % / 70 %, budget 100 / 1000 / 3000 AlertOnly, rolling update
 100 % / 1s / 10m, QoS pricing), so an object means the same in both systems.
 
+A pool's name must leave room for its claims' names: each is `<pool>-<8 characters>` and is
+the value of its node's `tensor-fusion.ai/node-provisioner` label, which Kubernetes limits to
+63 characters, so a name longer than `MAX_POOL_NAME` (54) is refused with that reason (by
+`gpupool validate` and by every reader, which skips such a pool and says why).
+
 Must not: compute gaps or choose offerings (see the capacity planning modules).
 """
 
@@ -21,6 +26,7 @@ from gpupool.core.model.base import (
     Condition,
     Duration,
     Loose,
+    ObjectMeta,
     Qty,
     SpecModel,
     StatusModel,
@@ -30,6 +36,8 @@ from gpupool.core.model.base import (
 from gpupool.core.model.common import LabelSelector, NodeSelector, ProvisionerRequirement, Taint
 
 __all__ = [
+    "CLAIM_SUFFIX_LENGTH",
+    "MAX_POOL_NAME",
     "Budget",
     "CapacityConfig",
     "ComponentConfig",
@@ -254,6 +262,11 @@ class GPUPoolStatus(StatusModel):
     component_status: Loose | None = None
 
 
+LABEL_VALUE_MAX = 63  # Kubernetes' limit on a label value
+CLAIM_SUFFIX_LENGTH = 8  # `service.deps.random_suffix`: 8 hex characters
+MAX_POOL_NAME = LABEL_VALUE_MAX - CLAIM_SUFFIX_LENGTH - 1
+
+
 class GPUPool(TensorFusionObject):
     """tensor-fusion.ai/v1 GPUPool."""
 
@@ -272,3 +285,15 @@ class GPUPool(TensorFusionObject):
     kind: Literal["GPUPool"] = "GPUPool"
     spec: GPUPoolSpec = Field(default_factory=GPUPoolSpec)
     status: GPUPoolStatus | None = None
+
+    @field_validator("metadata")
+    @classmethod
+    def _name_leaves_room_for_claims(cls, metadata: ObjectMeta) -> ObjectMeta:
+        name = metadata.name or ""
+        if len(name) > MAX_POOL_NAME:
+            raise ValueError(
+                f"name {name!r} is {len(name)} characters; at most {MAX_POOL_NAME}: each claim is named "
+                f"<pool>-<{CLAIM_SUFFIX_LENGTH} characters> and that name is its node's "
+                "tensor-fusion.ai/node-provisioner label value, which may not pass 63 characters"
+            )
+        return metadata

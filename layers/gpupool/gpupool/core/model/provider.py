@@ -57,4 +57,5 @@ class ProviderConfig(TensorFusionObject):
     PRINTER_COLUMNS: ClassVar[tuple[tuple[str, str, str], ...]] = (("Vendor", ".spec.vendor", "string"),)
 
     kind: Literal["ProviderConfig"] = "ProviderConfig"
-    spec: ProviderConfigSpec
+    # TensorFusion's CRD does not require a spec (only its fields inside one): none is read as none.
+    spec: ProviderConfigSpec | None = None

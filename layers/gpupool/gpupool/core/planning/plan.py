@@ -33,7 +33,6 @@ __all__ = [
     "CreateClaim",
     "CreateNodeClaim",
     "DeleteClaim",
-    "DeleteNodeClaim",
     "DrainNode",
     "LabelNode",
     "LaunchInstance",
@@ -44,6 +43,7 @@ __all__ = [
     "Plan",
     "RecordEvent",
     "ReleaseClaim",
+    "RememberExpansions",
     "SetClaimPhase",
     "SetClusterCondition",
     "TerminateInstance",
@@ -241,11 +241,13 @@ class CreateNodeClaim(_Action):
     manifest: KarpenterNodeClaim
 
 
-class DeleteNodeClaim(_Action):
-    """AutoSelect: delete a Karpenter NodeClaim (one Karpenter failed to launch)."""
+class RememberExpansions(_Action):
+    """AutoSelect: write the pool's memory of each pending pod's expansions (its annotation's
+    whole value, `decisions.autoselect_memory`; empty removes it)."""
 
-    kind: Literal["delete-nodeclaim"] = "delete-nodeclaim"
-    nodeclaim: str
+    pool: str
+    kind: Literal["remember-expansions"] = "remember-expansions"
+    expansions: str
 
 
 class SetClusterCondition(_Action):
@@ -289,7 +291,7 @@ Action = Annotated[
     | PatchPoolStatus
     | SetClusterCondition
     | CreateNodeClaim
-    | DeleteNodeClaim
+    | RememberExpansions
     | RecordEvent,
     Field(discriminator="kind"),
 ]

@@ -1,11 +1,13 @@
-"""Minimal CustomResourceDefinitions for Karpenter's resources, so the sandbox serves them.
+"""CustomResourceDefinitions for Karpenter's resources, so the sandbox serves them as a cluster would.
 
 karpenter.sh/v1 NodePool and NodeClaim, karpenter.k8s.aws/v1 EC2NodeClass: all
-cluster-scoped with a status subresource (names and scopes as Karpenter's v1 API documents
-them, karpenter.sh/docs/concepts), with gpupool's own structural schemas
-(`karpenter_schemas`), so the sandbox prunes and rejects as a cluster with Karpenter would.
+cluster-scoped with a status subresource (names and scopes as Karpenter's published CRDs have
+them), with gpupool's own structural schemas written from those CRDs' rules
+(`karpenter_schemas`: required fields, defaults, patterns, bounds, `maxItems` and the CEL
+rules), so the sandbox prunes, defaults and refuses as a cluster with Karpenter would.
+Printer columns are left out (the sandbox's printer reads plain field paths only).
 
-Must not: carry Karpenter's real schemas (they are not ours to copy) or any behaviour.
+Must not: carry Karpenter's CRD files (they are not ours to copy) or any behaviour.
 """
 
 from __future__ import annotations

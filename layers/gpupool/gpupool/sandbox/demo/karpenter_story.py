@@ -1,17 +1,21 @@
 """The demo's Karpenter and AutoSelect stories: the real functions beside a simulated Karpenter.
 
 Role: `KarpenterStory(world, invoke, mode).run()` plays one story on an AWS `DemoWorld` (embedded
-API server on a manual clock, moto EC2) with the simulated cluster's `SimulatedKarpenter` as
-Karpenter (nodes register 60 s after launch; a NodeClaim that fails for capacity is deleted at
-its next step, after the functions saw the failure), delivering schedule ticks to the launch and
+API server with Karpenter's CRD rules, on a manual clock, moto EC2) with the simulated cluster's
+`SimulatedKarpenter` as Karpenter (nodes register 60 s after launch; a NodeClaim it cannot
+launch for capacity is deleted, as Karpenter does), delivering schedule ticks to the launch and
 bind functions through `invoke` and returning the timeline.
 - `karpenter`: a Karpenter-mode pool with a minimum; the launch function records GPUNodeClaims
-  and their NodeClaims; the first NodeClaim's instance type × zone is out of capacity, so its
-  claim fails and the refill takes the next offering; the others launch, register and bind.
-- `autoselect`: a NodePool with one GPU node Karpenter made (the template), an AutoSelect pool
-  and pending TensorFusion pods (one asks for more CPU than such a node has); the launch
-  function makes expansion NodeClaims (≤ 15 in flight), Karpenter registers them and the
-  stand-in scheduler places each pod on the node made for it.
+  and their NodeClaims (`expireAfter: Never`); the first NodeClaim's instance type × zone is out
+  of capacity, so Karpenter deletes those NodeClaims, their claims fail, and the refill takes the
+  next offering; the others launch, register and bind.
+- `autoselect`: a NodePool without a zone requirement, a GPU node Karpenter made from it (the
+  template: its NodeClaim lists every compatible type, its labels say what was launched), an
+  AutoSelect pool and pending TensorFusion pods (one asks for more CPU than such a node has);
+  the launch function makes expansion NodeClaims pinned to the launched type and zone (≤ 15 in
+  flight); that type × zone then runs out of capacity, Karpenter deletes them, and at the next
+  tick each pod gets one on the next candidate; Karpenter registers them and the stand-in
+  scheduler places each pod on the node made for it.
 
 Must not: decide anything (the functions do) or import the adapters (the CLI wires `invoke`).
 """
@@ -23,6 +27,7 @@ from datetime import timedelta
 from typing import Any, Literal
 
 from gpupool.core.model.constants import SCHEDULER_NAME
+from gpupool.core.model.karpenter import KarpenterNodePool
 from gpupool.sandbox.demo.provisioned_story import Invoke
 from gpupool.sandbox.demo.timeline import TimelineEntry
 from gpupool.sandbox.demo.world import DemoWorld
@@ -59,11 +64,11 @@ class KarpenterStory:
             CloudFates(FatesConfig.fixed(boot_seconds=BOOT.total_seconds())),
             clock=world.clock,
             region=world.region,
-            failed_linger=True,
         )
         self.start = world.clock.now()
         self.timeline: list[TimelineEntry] = []
         self._ice_declared = False
+        self._template = ""
 
     def _note(self, actor: str, summary: str, details: tuple[str, ...] = ()) -> None:
         self.timeline.append(TimelineEntry(self.world.clock.now(), actor, summary, details=details))
@@ -131,39 +136,23 @@ class KarpenterStory:
             "spec": {
                 "template": {
                     "spec": {
-                        "requirements": [
+                        "requirements": [  # no zone: Karpenter may use every zone of the region
                             {
-                                "key": "node.kubernetes.io/instance-type",
+                                "key": "karpenter.k8s.aws/instance-family",
                                 "operator": "In",
-                                "values": ["g4dn.xlarge", "g5.xlarge"],
+                                "values": ["g4dn", "g5"],
                             },
-                            {
-                                "key": "topology.kubernetes.io/zone",
-                                "operator": "In",
-                                "values": ["us-east-1a", "us-east-1b"],
-                            },
+                            {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]},
                         ],
                         "nodeClassRef": {k: v for k, v in CLASS_REF.items() if k != "version"},
+                        "taints": [GPU_TAINT],
                     }
                 }
             },
         }
-        objects.create("karpenter.sh", "nodepools", nodepool)
-        seed = {
-            "apiVersion": "karpenter.sh/v1",
-            "kind": "NodeClaim",
-            "metadata": {"name": "gpu-seed", "labels": {"karpenter.sh/nodepool": "gpu"}},
-            "spec": {
-                "nodeClassRef": {k: v for k, v in CLASS_REF.items() if k != "version"},
-                "requirements": [
-                    {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["g4dn.xlarge"]},
-                    {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["us-east-1a"]},
-                ],
-                "resources": {"requests": {"nvidia.com/gpu": "1"}},
-                "taints": [GPU_TAINT],
-            },
-        }
-        objects.create("karpenter.sh", "nodeclaims", seed)
+        stored = objects.create("karpenter.sh", "nodepools", nodepool)
+        seed = self.sim.provision(KarpenterNodePool.model_validate(stored))
+        self._template = seed.nodeclaim
         pool = {
             "apiVersion": "tensor-fusion.ai/v1",
             "kind": "GPUPool",
@@ -173,7 +162,8 @@ class KarpenterStory:
         objects.create("tensor-fusion.ai", "gpupools", pool)
         self._note(
             "setup",
-            "installed NodePool/gpu, its NodeClaim gpu-seed (the template), GPUPool/auto-gpu (AutoSelect)",
+            f"installed NodePool/gpu (no zone requirement), GPUPool/auto-gpu (AutoSelect); Karpenter made "
+            f"NodeClaim {self._template} from the NodePool (every compatible type, price-ordered, no zone)",
         )
 
     def _add_pods(self) -> None:
@@ -234,15 +224,27 @@ class KarpenterStory:
             self._note("scheduler", f"placed {len(placed)} pod(s) on the nodes made for them")
 
     def _declare_capacity_failure(self) -> None:
+        """Karpenter mode: the first NodeClaim's pinned type × zone runs out of capacity.
+        AutoSelect: once expansions are in flight, the template's launched type × zone does."""
         if self._ice_declared:
             return
         nodeclaims = self.world.objects.list("karpenter.sh", "nodeclaims")
-        if not nodeclaims:
-            return
-        pinned = {r["key"]: r["values"][0] for r in nodeclaims[0]["spec"]["requirements"] if r.get("values")}
+        if self.mode == "karpenter":
+            if not nodeclaims:
+                return
+            source = {
+                r["key"]: r["values"][0] for r in nodeclaims[0]["spec"]["requirements"] if r.get("values")
+            }
+        else:
+            if not any(
+                "tensor-fusion.ai/expansion-source" in n["metadata"].get("labels", {}) for n in nodeclaims
+            ):
+                return
+            template = next(n for n in nodeclaims if n["metadata"]["name"] == self._template)
+            source = template["metadata"].get("labels") or {}
         placement = (
-            pinned.get("node.kubernetes.io/instance-type", ""),
-            pinned.get("topology.kubernetes.io/zone", ""),
+            source.get("node.kubernetes.io/instance-type", ""),
+            source.get("topology.kubernetes.io/zone", ""),
         )
         self.sim.insufficient_capacity(*placement)
         self._ice_declared = True
@@ -261,8 +263,7 @@ class KarpenterStory:
                 self._add_pods()
             if elapsed % timedelta(minutes=1) == timedelta(0):
                 self._tick("launch")
-            if self.mode == "karpenter":
-                self._declare_capacity_failure()
+            self._declare_capacity_failure()
             self._karpenter()
             if self.mode == "autoselect":
                 self._place_pods()

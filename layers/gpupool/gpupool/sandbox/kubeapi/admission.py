@@ -3,7 +3,8 @@
 Built-in kinds: decoded along their Kubernetes 1.30 OpenAPI definition (wrong types → 400
 BadRequest "cannot be handled as a …"), defaulted (`builtin_defaults`), then checked
 (`builtin_rules`: required fields, enums, per-kind rules → 422 Invalid). Custom resources:
-pruned, defaulted and validated against their CRD's structural schema (`schema`). For both,
+pruned, defaulted and validated against their CRD's structural schema and its CEL rules
+(`schema`, `cel`; an update's transition rules against the stored object). For both,
 unknown fields follow the request's `fieldValidation`: Ignore drops them silently, Warn (the
 default) drops them and adds a `Warning`, Strict refuses the request with 400 BadRequest.
 
@@ -58,7 +59,7 @@ def admit(
     if not rt.builtin:
         if not enforce_schemas or rt.schema is None:
             return obj
-        pruned, problems, unknown = conform_reporting(rt.schema, obj)
+        pruned, problems, unknown = conform_reporting(rt.schema, obj, old)
         _unknown_fields(unknown, options)
         if problems:
             raise errors.invalid(rt.kind, rt.group, name, problems)

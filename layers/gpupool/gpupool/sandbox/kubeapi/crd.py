@@ -2,7 +2,9 @@
 
 A CRD named `<plural>.<group>` serves each version with `served: true`, cluster- or
 namespace-scoped, with a status subresource where the version declares one. Each version's
-schema travels with its type; `schema.conform` prunes and validates objects against it.
+schema travels with its type; `schema.conform` prunes and validates objects against it. A
+schema with a CEL rule the sandbox cannot evaluate (`cel.is_known`) is refused: the real server
+would enforce it, and serving it unenforced would accept what a cluster refuses.
 
 Must not: store objects or register types itself; `cluster` wires CRDs to the registry.
 """
@@ -12,6 +14,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from gpupool.sandbox.kubeapi.cel import is_known
 from gpupool.sandbox.kubeapi.errors import invalid
 from gpupool.sandbox.kubeapi.objects import metadata
 from gpupool.sandbox.kubeapi.resources import COMMON_FIELDS, ResourceType
@@ -64,8 +67,35 @@ def validate_crd(crd: JsonObject) -> None:
         for index, version in enumerate(versions):
             if not isinstance(version, dict) or not _DNS_LABEL.match(str(version.get("name") or "")):
                 problems.append((f"spec.versions[{index}].name", "Invalid value: must be a DNS label"))
+                continue
+            schema = (version.get("schema") or {}).get("openAPIV3Schema")
+            where = f"spec.versions[{index}].schema.openAPIV3Schema"
+            problems.extend(_unknown_rules(schema, where))
     if problems:
         raise invalid("CustomResourceDefinition", "apiextensions.k8s.io", name, problems)
+
+
+def _unknown_rules(schema: Any, path: str) -> list[tuple[str, str]]:
+    """Every `x-kubernetes-validations` rule in `schema` the sandbox has no check for."""
+    if isinstance(schema, list):
+        return [p for index, item in enumerate(schema) for p in _unknown_rules(item, f"{path}[{index}]")]
+    if not isinstance(schema, dict):
+        return []
+    found = [
+        (
+            f"{path}.x-kubernetes-validations[{index}].rule",
+            f"Invalid value: {rule.get('rule')!r}: the sandbox evaluates only the CEL rules it has a "
+            "check for (gpupool.sandbox.kubeapi.cel), and this is not one of them",
+        )
+        for index, rule in enumerate(schema.get("x-kubernetes-validations") or [])
+        if not isinstance(rule, dict) or not is_known(str(rule.get("rule") or ""))
+    ]
+    for key, child in schema.items():
+        if key in ("properties", "patternProperties", "definitions") and isinstance(child, dict):
+            found += [p for name, sub in child.items() for p in _unknown_rules(sub, f"{path}.{key}.{name}")]
+        elif key in ("items", "additionalProperties", "allOf", "anyOf", "oneOf", "not"):
+            found += _unknown_rules(child, f"{path}.{key}")
+    return found
 
 
 def resource_types(crd: JsonObject) -> list[ResourceType]:

@@ -5,9 +5,16 @@ use: unknown fields are dropped (and reported, for `fieldValidation`) unless
 `x-kubernetes-preserve-unknown-fields` (at any level); nulls are dropped unless `nullable`;
 then every absent field with a `default` gets it — at any depth, in every array item and map
 value, and inside defaults themselves (a `nullable` field sent as null keeps its null) — and
-types, `required`, `enum`, `minimum`/`maximum`, `minLength`/`maxLength`, `pattern` and
-`x-kubernetes-int-or-string` are checked. The root's `apiVersion`, `kind` and `metadata` are
-the server's business and are left alone. `anyOf`/`allOf`/`oneOf` and CEL rules are not applied.
+types, `required`, `enum`, `minimum`/`maximum`, `minLength`/`maxLength`, `pattern`,
+`minItems`/`maxItems`, `minProperties`/`maxProperties`, `x-kubernetes-int-or-string` and the
+uniqueness of `x-kubernetes-list-type: map` / `set` lists are checked. String checks apply to
+strings only, as kube-openapi's validator does (a `pattern` written beside an array's `items`
+constrains nothing). The CEL rules (`x-kubernetes-validations`) of every node that has a value
+are evaluated by `cel` on the pruned, defaulted value; on an update the old object is walked
+alongside (by property, map key and list-map key, as upstream correlates them), so transition
+rules (`oldSelf`) compare like with like and are skipped where there is nothing to compare.
+The root's `apiVersion`, `kind` and `metadata` are the server's business and are left alone.
+`anyOf`/`allOf`/`oneOf` and `format` are not applied.
 
 Must not: touch storage; it maps an object to its pruned copy or raises.
 """
@@ -15,9 +22,13 @@ Must not: touch storage; it maps an object to its pruned copy or raises.
 from __future__ import annotations
 
 import copy
+import json
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
+
+from gpupool.sandbox.kubeapi.cel import evaluate
 
 _TYPES: dict[str, tuple[type, ...]] = {
     "object": (dict,),
@@ -28,6 +39,13 @@ _TYPES: dict[str, tuple[type, ...]] = {
     "boolean": (bool,),
 }
 ROOT_FIELDS = ("apiVersion", "kind", "metadata")
+_ABSENT: Any = object()  # no old value at this path (a create, or nothing to correlate with)
+
+
+@dataclass
+class _Walk:
+    problems: list[tuple[str, str]] = field(default_factory=list)
+    unknown: list[str] = field(default_factory=list)
 
 
 def conform(schema: Mapping[str, Any], obj: dict[str, Any]) -> tuple[dict[str, Any], list[tuple[str, str]]]:
@@ -37,19 +55,22 @@ def conform(schema: Mapping[str, Any], obj: dict[str, Any]) -> tuple[dict[str, A
 
 
 def conform_reporting(
-    schema: Mapping[str, Any], obj: dict[str, Any]
+    schema: Mapping[str, Any], obj: dict[str, Any], old: Mapping[str, Any] | None = None
 ) -> tuple[dict[str, Any], list[tuple[str, str]], list[str]]:
-    """As `conform`, plus the paths of the unknown fields that were pruned."""
-    problems: list[tuple[str, str]] = []
-    unknown: list[str] = []
+    """As `conform`, plus the paths of the unknown fields that were pruned; `old` is the stored
+    object an update replaces (its transition rules compare against it)."""
+    walk = _Walk()
     root = {key: obj[key] for key in ROOT_FIELDS if key in obj}
     body = {key: value for key, value in obj.items() if key not in ROOT_FIELDS}
+    old_body = (
+        {key: value for key, value in old.items() if key not in ROOT_FIELDS} if old is not None else _ABSENT
+    )
     body_schema = {
         **schema,
         "properties": {k: v for k, v in (schema.get("properties") or {}).items() if k not in ROOT_FIELDS},
     }
-    pruned = _walk(body_schema, body, "", problems, unknown)
-    return {**root, **(pruned if isinstance(pruned, dict) else {})}, problems, unknown
+    pruned = _walk(body_schema, body, old_body, "", walk)
+    return {**root, **(pruned if isinstance(pruned, dict) else {})}, walk.problems, walk.unknown
 
 
 def _join(path: str, key: str) -> str:
@@ -68,35 +89,89 @@ def _type_ok(schema: Mapping[str, Any], value: Any) -> bool:
     return isinstance(value, allowed)
 
 
-def _walk(
-    schema: Mapping[str, Any], value: Any, path: str, problems: list[tuple[str, str]], unknown: list[str]
-) -> Any:
+def _walk(schema: Mapping[str, Any], value: Any, old: Any, path: str, walk: _Walk) -> Any:
     if not _type_ok(schema, value):
         expected = "integer or string" if schema.get("x-kubernetes-int-or-string") else schema.get("type")
-        problems.append(
+        walk.problems.append(
             (path, f"Invalid value: {type(value).__name__}: {path} in body must be of type {expected}")
         )
         return value
     if isinstance(value, dict):
-        return _walk_object(schema, value, path, problems, unknown)
-    if isinstance(value, list):
-        items = schema.get("items")
-        if isinstance(items, Mapping):
-            return [
-                _walk(items, item, f"{path}[{index}]", problems, unknown) for index, item in enumerate(value)
-            ]
-        return value
-    _check_scalar(schema, value, path, problems)
-    return value
+        result: Any = _walk_object(schema, value, old, path, walk)
+    elif isinstance(value, list):
+        result = _walk_array(schema, value, old, path, walk)
+    else:
+        _check_scalar(schema, value, path, walk.problems)
+        result = value
+    for rule in schema.get("x-kubernetes-validations") or []:
+        problem = evaluate(rule, result, None if old is _ABSENT else old, has_old=old is not _ABSENT)
+        if problem is not None:
+            walk.problems.append((path, problem))
+    return result
 
 
-def _walk_object(
-    schema: Mapping[str, Any],
-    value: dict[str, Any],
-    path: str,
-    problems: list[tuple[str, str]],
-    unknown: list[str],
-) -> Any:
+def _walk_array(schema: Mapping[str, Any], value: list[Any], old: Any, path: str, walk: _Walk) -> Any:
+    items = schema.get("items")
+    result = value
+    if isinstance(items, Mapping):
+        keys = schema.get("x-kubernetes-list-map-keys") or []
+        listed_map = schema.get("x-kubernetes-list-type") == "map" and keys
+        result = [
+            _walk(
+                items,
+                item,
+                _old_item(item, old, keys) if listed_map else _ABSENT,
+                f"{path}[{index}]",
+                walk,
+            )
+            for index, item in enumerate(value)
+        ]
+    if "maxItems" in schema and len(result) > schema["maxItems"]:
+        walk.problems.append((path, f"Too many: {len(result)}: must have at most {schema['maxItems']} items"))
+    if "minItems" in schema and len(result) < schema["minItems"]:
+        walk.problems.append(
+            (
+                path,
+                f"Invalid value: {len(result)}: {path} in body should have at least "
+                f"{schema['minItems']} items",
+            )
+        )
+    _check_unique(schema, result, path, walk.problems)
+    return result
+
+
+def _old_item(item: Any, old: Any, keys: list[str]) -> Any:
+    """The old list-map entry with the same keys as `item` (upstream's correlation), or absent."""
+    if not isinstance(old, list) or not isinstance(item, dict):
+        return _ABSENT
+    wanted = [item.get(k) for k in keys]
+    return next(
+        (o for o in old if isinstance(o, dict) and [o.get(k) for k in keys] == wanted),
+        _ABSENT,
+    )
+
+
+def _check_unique(
+    schema: Mapping[str, Any], items: list[Any], path: str, problems: list[tuple[str, str]]
+) -> None:
+    kind = schema.get("x-kubernetes-list-type")
+    keys = schema.get("x-kubernetes-list-map-keys") or []
+    if kind not in ("map", "set"):
+        return
+    seen: set[str] = set()
+    for index, item in enumerate(items):
+        identity = (
+            json.dumps([item.get(k) for k in keys], sort_keys=True)
+            if kind == "map" and isinstance(item, dict)
+            else json.dumps(item, sort_keys=True)
+        )
+        if identity in seen:
+            shown = {k: item.get(k) for k in keys} if kind == "map" and isinstance(item, dict) else item
+            problems.append((f"{path}[{index}]", f"Duplicate value: {json.dumps(shown, sort_keys=True)}"))
+        seen.add(identity)
+
+
+def _walk_object(schema: Mapping[str, Any], value: dict[str, Any], old: Any, path: str, walk: _Walk) -> Any:
     properties: Mapping[str, Any] = schema.get("properties") or {}
     additional = schema.get("additionalProperties")
     keep_unknown = bool(schema.get("x-kubernetes-preserve-unknown-fields")) or additional is True
@@ -109,41 +184,68 @@ def _walk_object(
             if keep_unknown:
                 result[key] = item
             else:
-                unknown.append(_join(path, key))  # pruned, as upstream
+                walk.unknown.append(_join(path, key))  # pruned, as upstream
             continue
         if item is None and not child.get("nullable"):
             continue  # nulls are dropped for non-nullable fields
-        result[key] = item if item is None else _walk(child, item, _join(path, key), problems, unknown)
+        old_item = old.get(key, _ABSENT) if isinstance(old, dict) else _ABSENT
+        result[key] = item if item is None else _walk(child, item, old_item, _join(path, key), walk)
     for key, child in properties.items():
         if key not in result and isinstance(child, Mapping) and "default" in child:
-            result[key] = _walk(child, copy.deepcopy(child["default"]), _join(path, key), problems, unknown)
+            old_item = old.get(key, _ABSENT) if isinstance(old, dict) else _ABSENT
+            result[key] = _walk(child, copy.deepcopy(child["default"]), old_item, _join(path, key), walk)
     for required in schema.get("required") or []:
         if required not in result:
-            problems.append((_join(path, str(required)), "Required value"))
+            walk.problems.append((_join(path, str(required)), "Required value"))
+    if "maxProperties" in schema and len(result) > schema["maxProperties"]:
+        walk.problems.append(
+            (path, f"Too many: {len(result)}: must have at most {schema['maxProperties']} items")
+        )
+    if "minProperties" in schema and len(result) < schema["minProperties"]:
+        walk.problems.append(
+            (
+                path,
+                f"Invalid value: {len(result)}: {path} in body should have at least "
+                f"{schema['minProperties']} properties",
+            )
+        )
     return result
 
 
 def _check_scalar(schema: Mapping[str, Any], value: Any, path: str, problems: list[tuple[str, str]]) -> None:
     enum = schema.get("enum")
     if enum is not None and value not in enum:
-        problems.append(
-            (path, f"Unsupported value: {value!r}: supported values: {', '.join(map(repr, enum))}")
-        )
+        supported = ", ".join(f'"{v}"' for v in enum)
+        problems.append((path, f'Unsupported value: "{value}": supported values: {supported}'))
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         if "minimum" in schema and value < schema["minimum"]:
             problems.append(
-                (path, f"Invalid value: {value}: should be greater than or equal to {schema['minimum']}")
+                (
+                    path,
+                    f"Invalid value: {value}: {path} in body should be greater than or equal to "
+                    f"{schema['minimum']}",
+                )
             )
         if "maximum" in schema and value > schema["maximum"]:
             problems.append(
-                (path, f"Invalid value: {value}: should be less than or equal to {schema['maximum']}")
+                (
+                    path,
+                    f"Invalid value: {value}: {path} in body should be less than or equal to "
+                    f"{schema['maximum']}",
+                )
             )
     if isinstance(value, str):
         if "minLength" in schema and len(value) < schema["minLength"]:
             problems.append(
-                (path, f"Invalid value: {value!r}: should be at least {schema['minLength']} chars long")
+                (
+                    path,
+                    f'Invalid value: "{value}": {path} in body should be at least '
+                    f"{schema['minLength']} chars long",
+                )
             )
         if "maxLength" in schema and len(value) > schema["maxLength"]:
-            problems.append((path, f"Invalid value: {value!r}: may not be longer than {schema['maxLength']}"))
+            problems.append((path, f"Too long: may not be more than {schema['maxLength']} bytes"))
         if "pattern" in schema and re.search(str(schema["pattern"]), value) is None:
-            problems.append((path, f"Invalid value: {value!r}: should match '{schema['pattern']}'"))
+            problems.append(
+                (path, f"Invalid value: \"{value}\": {path} in body should match '{schema['pattern']}'")
+            )

@@ -7,8 +7,9 @@ simulated pool, and plays, each engine step, every outside party the functions m
   launches;
 - EventBridge (AWS's, or Alibaba's): an instance state change (`running`, `terminated`) and
   a Spot (preemptible) interruption notice become the causes the intake makes of them
-  (`InstanceStateChanged`, `InstanceInterruption`), delivered to bind — the envelopes
-  themselves are not built (intake has its own tests; parsing them would only slow days down);
+  (`InstanceStateChanged` delivered to bind, `InstanceInterruption` to launch, which replaces
+  the instance at once) — the envelopes themselves are not built (intake has its own tests;
+  parsing them would only slow days down);
 - the kubelet and node agent (the simulated cluster's `Kubelet`, writing into `MemoryCluster`):
   a node, named after its claim, joins with its GPUNode reporting the instance's GPUs, and
   leaves with its instance; the relay's `node.joined` / `node.deleted` / `claim.deleted` reach
@@ -138,6 +139,12 @@ class GpupoolDriver:
         self.ledger.counters["invocations:launch"] += 1
         handle_launch(Reconcile(trigger=trigger, event_id=self._id("launch")), self.deps)
 
+    def _warn(self, instance_id: str) -> Outcome:
+        """The cloud's interruption notice, delivered to launch as EventBridge does."""
+        self.ledger.counters["invocations:launch"] += 1
+        cause = InstanceInterruption(instance_id=instance_id, reason=self._notice, event_id=self._id("spot"))
+        return handle_launch(cause, self.deps)
+
     def _compact(self) -> None:
         self.ledger.counters["invocations:compact"] += 1
         outcome = handle_compact(Compact(event_id=self._id("compact")), self.deps)
@@ -237,11 +244,7 @@ class GpupoolDriver:
                 continue
             if not tracked.warned and at >= tracked.launched + after:
                 tracked.warned = True
-                outcome = self._bind(
-                    InstanceInterruption(
-                        instance_id=instance_id, reason=self._notice, event_id=self._id("spot")
-                    )
-                )
+                outcome = self._warn(instance_id)
                 if not outcome.errors:
                     self.ledger.counters["interruptions_handled"] += 1
                 changed = True

@@ -7,11 +7,14 @@ controller in the same `CloudFates` as the Provisioned run (see `gpupool.simulat
 karpenter`): right after each launch invocation new NodeClaims launch — or fail for capacity
 (counted) and are deleted — the n-th launch taking the n-th fate, as the cloud's n-th instance
 does in Provisioned mode; before the services run, due nodes register (each named after its
-NodeClaim) and the relay's `node.joined` reaches bind, and due Spot interruption notices make
-Karpenter delete their NodeClaims (its node drained, its instance ended then, not 2 min later);
+NodeClaim) and the relay's `node.joined` reaches bind, and a due Spot interruption notice
+reaches both Karpenter's interruption controller (it marks the offering unavailable and deletes
+the NodeClaim: its node drained, its instance ended then, not 2 min later) and, as EventBridge
+delivers it to every rule, gpupool's launch (naming the EC2 instance of the NodeClaim's
+providerID: it marks the offering and the claim and launches the replacement at once);
 Karpenter's finalizer ends a deleting NodeClaim's instance and node (its pods back to the
 queue), then the NodeClaim goes (gpupool's bind then finds it gone).
-EC2's own instance events are not delivered: gpupool records `nodeclaim/<name>`, not an EC2 id.
+EC2's state-change events are not delivered (Karpenter's own termination follows the instance).
 `_wire_karpenter` is the one place the Karpenter port meets the service's `Deps`.
 
 Must not: decide anything about claims or NodeClaims' placement (the services do).
@@ -56,7 +59,12 @@ class KarpenterDriver(GpupoolDriver):
         self.deps = _wire_karpenter(self.deps, self.karpenter)
         self.store.karpenter = self.karpenter
         self.controller = SimulatedKarpenter(
-            self.kubelet, fates, clock=self.clock, region=spec.region, node_name=lambda name: name
+            self.kubelet,
+            fates,
+            clock=self.clock,
+            region=spec.region,
+            offerings=self.offerings,
+            node_name=lambda name: name,
         )
         self._by_offering = {o.key: o for o in self.offerings}
         self._failures = 0
@@ -64,7 +72,7 @@ class KarpenterDriver(GpupoolDriver):
     # ---- Karpenter's launch ------------------------------------------------------------------
     def _see_launches(self, at: float) -> None:
         for change in self.controller.launch():
-            if change.change == "launch-failed":
+            if change.change in ("insufficient-capacity", "node-class-not-ready", "launch-error"):
                 self._failures += 1
                 continue
             if change.fate is None:
@@ -84,7 +92,8 @@ class KarpenterDriver(GpupoolDriver):
                 yield instance_id, change.node is not None
 
     def _cloud(self, at: float) -> bool:
-        """Joins and interruption notices (Karpenter deletes the NodeClaim); True when any."""
+        """Joins and interruption notices (Karpenter deletes the NodeClaim, gpupool replaces it);
+        True when any."""
         changed = False
         for change in self.controller.progress():
             tracked = self.tracked[nodeclaim_instance_id(change.nodeclaim)]
@@ -92,9 +101,15 @@ class KarpenterDriver(GpupoolDriver):
                 tracked.booted = tracked.joined = True
                 name = tracked.claim
                 self._bind(NodeChanged(node=name, change="joined", claim=name, event_id=self._id("node")))
-            else:  # interrupted: Karpenter's interruption handling drains and deletes the NodeClaim
+            elif change.change == "interrupted":  # Karpenter's interruption controller deletes it
                 tracked.warned = True
-                self.ledger.counters["interruptions_handled"] += 1
+                nodeclaim = self.karpenter.nodeclaims.get(change.nodeclaim)
+                provider_id = nodeclaim.status.provider_id if nodeclaim is not None else None
+                # EventBridge delivers the same warning to gpupool's launch: it replaces at once.
+                if provider_id and not self._warn(provider_id.rsplit("/", 1)[-1]).errors:
+                    self.ledger.counters["interruptions_handled"] += 1
+            else:  # expired: gpupool's NodeClaims say Never, so this counts what should not happen
+                self.ledger.counters["expired"] += 1
             changed = True
         return changed
 

@@ -83,6 +83,9 @@ class JsonStore:
             *_RESOURCES[type(obj)], obj.name, status, namespace=obj.metadata.namespace or ""
         )
 
+    def merge_labels(self, kind: type[KarpenterNodeClaim], name: str, labels: dict[str, str]) -> None:
+        self.objects.patch(*_RESOURCES[kind], name, {"metadata": {"labels": labels}})
+
     def delete(self, kind: type[ClusterObject], name: str, *, namespace: str = "") -> bool:
         return self.objects.delete(*_RESOURCES[kind], name, namespace=namespace)
 

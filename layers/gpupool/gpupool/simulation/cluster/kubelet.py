@@ -29,6 +29,7 @@ from decimal import Decimal
 from fractions import Fraction
 
 from gpupool.core.catalog import Catalog, InstanceType
+from gpupool.core.catalog.model import Cloud
 from gpupool.core.model.base import Condition, ObjectMeta, ObservedResource
 from gpupool.core.model.constants import (
     INITIAL_GPU_NODE_LABEL,
@@ -86,6 +87,15 @@ class Kubelet:
         self.store = store
         self._catalog = catalog
         self._clock = clock
+
+    @property
+    def catalog(self) -> Catalog:
+        """The catalog its nodes' capacity comes from (the simulated Karpenter prices from it too)."""
+        return self._catalog
+
+    @property
+    def cloud(self) -> Cloud:
+        return self._catalog.cloud
 
     # ---- joining -------------------------------------------------------------------------
     def register(self, node: NodeRegistration) -> bool:

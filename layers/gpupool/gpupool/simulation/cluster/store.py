@@ -3,8 +3,9 @@
 Role: `ClusterStore` is the one small interface the simulated kubelet, node agent and Karpenter
 (`kubelet`, `instance_nodes`, `karpenter`) write through: typed objects of the kinds they touch
 (`Node`, `Pod`, `GPUNode`, `GPU`, `GPUNodeClaim`, karpenter.sh `NodeClaim`) read, listed in name
-order, created, their status written (the status subresource), deleted, and a deleting NodeClaim
-let go once Karpenter's finalizer is done. It has two backings, so the members are written once:
+order, created, their status written (the status subresource), a NodeClaim's labels merged (what
+Karpenter launched), deleted, and a deleting NodeClaim let go once Karpenter's finalizer is done.
+It has two backings, so the members are written once:
 - `MemoryStore` (here): the in-memory ports — `MemoryCluster` for the Kubernetes objects,
   `MemoryKarpenter` for NodeClaims — the typed objects stored as they are, with no encoding,
   as `gpupool simulate capacity` needs to replay days of demand in a minute or two;
@@ -46,6 +47,10 @@ class ClusterStore(Protocol):
 
     def write_status(self, obj: ClusterObject) -> None:
         """Replace the status of the stored object named like `obj` with `obj.status`."""
+        ...
+
+    def merge_labels(self, kind: type[KarpenterNodeClaim], name: str, labels: dict[str, str]) -> None:
+        """Merge `labels` into a NodeClaim's labels (Karpenter records what it launched there)."""
         ...
 
     def delete(self, kind: type[ClusterObject], name: str, *, namespace: str = "") -> bool:
@@ -113,6 +118,15 @@ class MemoryStore:
                 if current is None:
                     raise NotFound(f"{obj.kind} {obj.name} not found")
                 self.cluster.add(current.model_copy(update={"status": obj.status}))
+
+    def merge_labels(self, kind: type[KarpenterNodeClaim], name: str, labels: dict[str, str]) -> None:
+        karpenter = self._nodeclaims()
+        with karpenter.lock:
+            current = karpenter.nodeclaims.get(name)
+            if current is None:
+                raise NotFound(f"NodeClaim {name} not found")
+            meta = current.metadata.model_copy(update={"labels": {**current.metadata.labels, **labels}})
+            karpenter.nodeclaims[name] = current.model_copy(update={"metadata": meta})
 
     def delete(self, kind: type[ClusterObject], name: str, *, namespace: str = "") -> bool:
         if kind is KarpenterNodeClaim:

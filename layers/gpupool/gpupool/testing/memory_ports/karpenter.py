@@ -3,8 +3,11 @@
 Role: `MemoryKarpenter` stores NodeClaims by name (AlreadyExists on a second create), keeps a
 deleting NodeClaim until `finish_deletion` (Karpenter's finalizer), knows which node classes
 exist, records every call and takes injected errors (`CallRecorder`). The helpers play
-Karpenter's controller, in its order (Launched → Registered → Initialized): `launched`,
-`launch_failed` (Launched=False, e.g. InsufficientCapacity) and `registered` (the node joined).
+Karpenter's controller as it behaves (kubernetes-sigs/karpenter `pkg/controllers/nodeclaim/
+lifecycle/launch.go`), in its order (Launched → Registered → Initialized → Ready): `launched`
+(what was launched merged into the labels, providerID, Launched=True), `insufficient_capacity`
+and `node_class_not_ready` (Karpenter deletes the NodeClaim: no Launched=False is ever written),
+`launch_error` (any other error: Launched=Unknown, retried) and `registered` (the node joined).
 Service tests (`tests/service/fake_karpenter.py`) and `gpupool simulate capacity --mode
 karpenter` use it; the contract test holds the Kubernetes adapter to the same behaviour.
 
@@ -17,7 +20,12 @@ import uuid
 from collections.abc import Iterable
 
 from gpupool.core.model.base import Condition
-from gpupool.core.model.constants import LABEL_NODE_PROVISIONER
+from gpupool.core.model.constants import (
+    KEY_CAPACITY_TYPE,
+    KEY_INSTANCE_TYPE,
+    KEY_ZONE,
+    LABEL_NODE_PROVISIONER,
+)
 from gpupool.core.model.karpenter import (
     KarpenterNodeClaim,
     KarpenterNodeClaimStatus,
@@ -115,24 +123,53 @@ class MemoryKarpenter(CallRecorder):
             new_status = current.status.model_copy(update={"conditions": [*kept, *added], **status})
             self.nodeclaims[name] = current.model_copy(update={"status": new_status})
 
-    def launched(self, name: str, provider_id: str | None = None) -> None:
-        """The cloud accepted the instance (Launched=True, providerID set)."""
+    def launched(self, name: str, provider_id: str | None = None, **launched: str) -> None:
+        """The cloud accepted the instance: what was launched (`instance_type`, `zone`,
+        `capacity_type`; by default each requirement's first `In` value) merged into the labels,
+        providerID set, Launched=True."""
+        with self.lock:
+            current = self.nodeclaims[name]
+            pinned = {
+                r.key: r.values[0] for r in current.spec.requirements if r.operator == "In" and r.values
+            }
+            labels = {
+                key: launched.get(field) or pinned.get(key, "")
+                for field, key in (
+                    ("instance_type", KEY_INSTANCE_TYPE),
+                    ("zone", KEY_ZONE),
+                    ("capacity_type", KEY_CAPACITY_TYPE),
+                )
+            }
+            meta = current.metadata.model_copy(
+                update={"labels": {**current.metadata.labels, **{k: v for k, v in labels.items() if v}}}
+            )
+            self.nodeclaims[name] = current.model_copy(update={"metadata": meta})
+        zone = labels[KEY_ZONE] or "us-east-1a"
         self._set(
-            name, ("Launched", "True", "Launched"), provider_id=provider_id or f"aws:///us-east-1a/i-{name}"
+            name, ("Launched", "True", "Launched"), provider_id=provider_id or f"aws:///{zone}/i-{name}"
         )
 
-    def launch_failed(self, name: str, reason: str = "InsufficientCapacity") -> None:
-        """Karpenter gave up launching (Launched=False with `reason`)."""
-        self._set(name, ("Launched", "False", reason))
+    def insufficient_capacity(self, name: str) -> None:
+        """Karpenter could not launch it for capacity (or its node class is not ready): it deletes
+        the NodeClaim, whose finalizer has no instance to wait for."""
+        with self.lock:
+            self.nodeclaims.pop(name, None)
+
+    node_class_not_ready = insufficient_capacity
+
+    def launch_error(self, name: str, reason: str = "LaunchFailed") -> None:
+        """Any other launch error: Launched=Unknown with `reason`; Karpenter retries."""
+        self._set(name, ("Launched", "Unknown", reason))
 
     def registered(self, name: str, node_name: str) -> None:
-        """The node `node_name` joined (Registered, Initialized); Launched first if it was not."""
+        """The node `node_name` joined (Registered, Initialized, Ready); Launched first if it was not."""
         if self.nodeclaims[name].status.provider_id is None:
             self.launched(name)
         self._set(
             name,
             ("Registered", "True", "Registered"),
             ("Initialized", "True", "Initialized"),
+            ("Ready", "True", "Ready"),
             node_name=node_name,
         )
 
