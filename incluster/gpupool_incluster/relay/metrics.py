@@ -55,7 +55,7 @@ class RelayMetrics:
         )
         self.events_dropped = Counter(
             "gpupool_relay_events_dropped",
-            "Events given up: rejected with a 4xx, or pushed out of a full queue",
+            "Events given up: rejected with a 4xx, pushed out of a full queue, or with no --forward URL",
             (*labels, "reason"),
             registry=self.registry,
         )
