@@ -1,6 +1,6 @@
-"""`gpupool simulate capacity` end to end on a two-hour fixture trace: both policies, JSON, table,
-plot, the budget held, gpupool in Karpenter mode, bad input refused with one clear line and
-nothing written."""
+"""`gpupool simulate capacity` end to end on a two-hour fixture trace: both policies, JSON, table
+(with the cost ratio), plot, the budget held, gpupool in Karpenter mode, the shipped sample when
+no trace is given, bad input refused with one clear line and nothing written."""
 
 from __future__ import annotations
 
@@ -100,6 +100,7 @@ def test_table_and_plot(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> N
     assert any(line.startswith("gpupool ") for line in out.splitlines())
     assert "tensorfusion" not in out
     assert "launch(es) cut by the budget" in out
+    assert "cost: " not in out  # one policy: nothing to compare
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
@@ -137,15 +138,16 @@ def test_a_bad_trace_row_names_the_line(capsys: pytest.CaptureFixture[str], tmp_
     assert f"{trace}:3: departure 50 is not after arrival 100" in capsys.readouterr().err
 
 
-def test_without_a_trace_and_without_openb_it_says_to_pass_one(
+def test_without_a_trace_it_plays_the_shipped_sample_wherever_it_runs(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from gpupool.simulation.capacity import run
+    from gpupool.simulation.traces import sample_paths
 
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(run, "_REPOSITORY", tmp_path / "nowhere")
-    assert main(["simulate", "capacity", "--days", "0.01"]) == 2
-    assert "pass --trace FILE" in capsys.readouterr().err
+    monkeypatch.chdir(tmp_path)  # no ../shared, no repository around the working directory
+    assert main(["simulate", "capacity", "--days", "0.05", "--policy", "gpupool"]) == 0
+    out = capsys.readouterr().out
+    assert "; trace the shipped openb-shaped sample" in out.splitlines()[0]
+    assert sample_paths()[1].is_file()
 
 
 def test_karpenter_mode_serves_the_same_demand_without_a_violation(

@@ -20,6 +20,8 @@ spec:
       vram: 15Gi
   nodeManagerConfig:
     provisioningMode: Provisioned
+    nodeProvisioner:
+      nodeClass: gpu-nodes
 """
 
 

@@ -4,8 +4,10 @@ Role: `Forwarder.start()` subscribes to the process's shared streams (`informers
 Nodes, GPUNodeClaims, GPUPools, TensorFusionClusters and Karpenter NodeClaims (idle when that
 CRD is absent), translates each change (`changes`), passes it through the batching windows
 (`batching`, ticked by a timer thread) and queues what leaves on the lane of the function it is
-for (`delivery`). Events for a function without a `--forward` URL are counted as seen and not
-queued. `stop()` unsubscribes and stops the lanes; the streams go on (the hub reads them too).
+for (`delivery`). An event for a function without a `--forward` URL has nowhere to go: it is
+counted in `gpupool_relay_events_dropped{reason="no-forward"}` and logged (a warning the first
+time per function, naming the flag that would send it; debug after that), never queued.
+`stop()` unsubscribes and stops the lanes; the streams go on (the hub reads them too).
 A later `start()` (leadership regained) is replayed the current state, each object as first
 seen, so what changed meanwhile is delivered again (the functions are idempotent), as a
 restarted relay's first listing does.
@@ -82,6 +84,7 @@ class Forwarder:
         self._lanes: dict[str, DeliveryLane] = {}
         self._batcher = Batcher(idle=settings.idle, max_window=settings.max_window)
         self._translator = ChangeTranslator()
+        self._unrouted: set[str] = set()  # functions whose events had nowhere to go (warned once)
         self.running = False
 
     # ---- lifecycle ---------------------------------------------------------------------------
@@ -159,5 +162,22 @@ class Forwarder:
             if event.coalesced > 1:
                 self.metrics.events_coalesced.labels(event.kind, event.function).inc(event.coalesced - 1)
             lane = self._lanes.get(event.function)
-            if lane is not None and not self._stop.is_set():
+            if lane is None:
+                self._unroutable(event)
+            elif not self._stop.is_set():
                 lane.put(event)
+
+    def _unroutable(self, event: RelayEvent) -> None:
+        """An event for a function with no --forward URL: counted, logged, not queued."""
+        self.metrics.events_dropped.labels(event.kind, event.function, "no-forward").inc()
+        if event.function in self._unrouted:
+            log.debug("%s for %s dropped: no --forward %s=URL", event.kind, event.function, event.function)
+            return
+        self._unrouted.add(event.function)
+        log.warning(
+            "%s for %s dropped: no --forward %s=URL is configured; further ones are counted in "
+            'gpupool_relay_events_dropped{reason="no-forward"}',
+            event.kind,
+            event.function,
+            event.function,
+        )

@@ -3,7 +3,9 @@
 Covers: a provisioning Lease is held by one holder at a time (renewal by the holder, takeover
 only after expiry, release only by the holder); of 8 concurrent acquirers exactly one wins;
 eviction deletes a pod, a PodDisruptionBudget that forbids it is `Throttled` (not a crash), a
-missing pod `NotFound`; events carry reason, type and involvedObject; invalid events are
+missing pod `NotFound`; events carry reason, type and the full involvedObject reference (uid and
+resourceVersion of an object that exists, so `kubectl describe` finds them), live in the
+object's namespace or `default`, and a recreated object gets its own; invalid events are
 `PermanentError`.
 """
 
@@ -20,7 +22,7 @@ from kubernetes import client as k8s
 from gpupool.adapters.kube import KubeCluster
 from gpupool.service.errors import NotFound, PermanentError, Throttled
 
-from .conftest import FIXED_NOW
+from .conftest import FIXED_NOW, make_pool
 
 MINUTE = timedelta(minutes=1)
 
@@ -205,3 +207,88 @@ def test_invalid_events_are_permanent_errors(
             kind=kind, name=name, namespace=None, event_type=event_type, reason=reason, message="m"
         )
     assert _events(api_client) == []
+
+
+def test_an_event_names_its_object_by_uid_and_resource_version(cluster: KubeCluster, api_client: Any) -> None:
+    # kubectl describe finds an object's Events by involvedObject.uid: client-go's recorder
+    # writes the full object reference, and so does the adapter.
+    cluster.create_pool(make_pool())
+    stored = cluster.get_pool("pool-a")
+    cluster.record_event(
+        kind="GPUPool", name="pool-a", namespace=None, event_type="Normal", reason="Compaction", message="m"
+    )
+    (event,) = _events(api_client)
+    assert event["involvedObject"] == {
+        "apiVersion": "tensor-fusion.ai/v1",
+        "kind": "GPUPool",
+        "name": "pool-a",
+        "uid": stored.metadata.uid,
+        "resourceVersion": stored.metadata.resource_version,
+    }
+
+
+def test_a_pod_event_lives_in_the_pods_namespace_with_its_uid(cluster: KubeCluster, api_client: Any) -> None:
+    core = k8s.CoreV1Api(api_client)
+    core.create_namespace({"metadata": {"name": "ml"}})
+    pod = core.create_namespaced_pod(
+        "ml", {"metadata": {"name": "w1"}, "spec": {"containers": [{"name": "c", "image": "busybox"}]}}
+    )
+    cluster.record_event(
+        kind="Pod", name="w1", namespace="ml", event_type="Warning", reason="NoOffering", message="m"
+    )
+    (event,) = _events(api_client)
+    assert event["metadata"]["namespace"] == "ml"
+    assert event["involvedObject"]["uid"] == pod.metadata.uid
+    assert event["involvedObject"]["apiVersion"] == "v1"
+
+
+def test_events_about_cluster_scoped_objects_go_to_default(api_client: Any) -> None:
+    # kube-apiserver refuses an Event without eventTime whose involvedObject has no namespace
+    # anywhere but in `default`, whatever namespace the functions keep their Leases in.
+    cluster = KubeCluster(api_client, namespace="tensor-fusion-sys", now=lambda: FIXED_NOW)
+    k8s.CoreV1Api(api_client).create_namespace({"metadata": {"name": "tensor-fusion-sys"}})
+    cluster.record_event(
+        kind="GPUNodeClaim", name="c1", namespace=None, event_type="Normal", reason="R", message="m"
+    )
+    (event,) = _events(api_client)
+    assert event["metadata"]["namespace"] == "default"
+    assert "namespace" not in event["involvedObject"]
+
+
+def test_an_object_recreated_under_its_name_gets_events_of_its_own(
+    cluster: KubeCluster, api_client: Any
+) -> None:
+    def compaction() -> None:
+        cluster.record_event(
+            kind="GPUPool",
+            name="pool-a",
+            namespace=None,
+            event_type="Normal",
+            reason="Compaction",
+            message="m",
+        )
+
+    cluster.create_pool(make_pool())
+    compaction()
+    k8s.CustomObjectsApi(api_client).delete_cluster_custom_object(
+        "tensor-fusion.ai", "v1", "gpupools", "pool-a"
+    )
+    cluster.create_pool(make_pool())
+    compaction()
+    compaction()
+    uids = {event["involvedObject"]["uid"]: event["count"] for event in _events(api_client)}
+    assert sorted(uids.values()) == [1, 2] and len(uids) == 2
+
+
+def test_an_event_about_an_object_that_is_gone_keeps_a_plain_reference(
+    cluster: KubeCluster, api_client: Any
+) -> None:
+    cluster.record_event(
+        kind="GPUNodeClaim", name="gone", namespace=None, event_type="Warning", reason="R", message="m"
+    )
+    (event,) = _events(api_client)
+    assert event["involvedObject"] == {
+        "apiVersion": "tensor-fusion.ai/v1",
+        "kind": "GPUNodeClaim",
+        "name": "gone",
+    }

@@ -1,4 +1,5 @@
-"""`gpupool relay serve` argument checks: bad input is one clear line and exit 2, nothing started."""
+"""`gpupool relay serve` argument checks: bad input (and a flag that does not apply to the others
+given) is one clear line and exit 2, nothing started."""
 
 from __future__ import annotations
 
@@ -59,6 +60,51 @@ from gpupool.cli.main import main
             "cannot read the Alibaba Cloud credential file /no/ak",
         ),
         (["relay", "serve", "--queue-limit", "0"], "--queue-limit must be at least 1"),
+        # a flag that does not apply is an error, not ignored
+        (["relay", "serve", "--forward-auth", "sigv4"], "--forward-auth applies to forwarded events only"),
+        (
+            ["relay", "serve", "--hmac-secret-file", "/s"],
+            "--hmac-secret-file applies to forwarded events only",
+        ),
+        (
+            [
+                "relay",
+                "serve",
+                "--forward",
+                "bind=https://a/",
+                "--forward-auth",
+                "sigv4",
+                "--hmac-secret-file",
+                "/s",
+            ],
+            "--hmac-secret-file applies to --forward-auth hmac only, not sigv4",
+        ),
+        (
+            [
+                "relay",
+                "serve",
+                "--forward",
+                "bind=https://a/",
+                "--forward-auth",
+                "hmac",
+                "--region",
+                "us-east-1",
+            ],
+            "--region applies to --forward-auth sigv4 only, not hmac",
+        ),
+        (
+            [
+                "relay",
+                "serve",
+                "--forward",
+                "bind=https://a/",
+                "--forward-auth",
+                "none",
+                "--fc-credentials-dir",
+                "/d",
+            ],
+            "--fc-credentials-dir applies to --forward-auth fc only, not none",
+        ),
     ],
 )
 def test_bad_arguments(

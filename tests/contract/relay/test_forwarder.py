@@ -4,13 +4,17 @@ Acceptance of issue 16: a provisioned Node reaches bind as `node.joined` within 
 1,000 unschedulable worker pods in one pool reaches launch as at most 10 deliveries; every event
 the functions get is one intake reads as the right cause; a restarted forwarder re-lists and
 delivers what changed while it was down (a forwarder restarted in the same process, the
-leadership case, is covered by test_shared_watches.py).
+leadership case, is covered by test_shared_watches.py); an event for a function with no
+`--forward` URL is counted as dropped (reason no-forward) and warned about once per function.
 """
 
 from __future__ import annotations
 
+import logging
 import sys
 from pathlib import Path
+
+import pytest
 
 from gpupool.core.intake.causes import NodeChanged, Reconcile
 from gpupool.core.intake.relay import intake_cloudevent
@@ -128,3 +132,27 @@ def test_a_restarted_forwarder_relists_and_delivers_what_changed_while_it_was_do
             assert ids.count(ids[0]) == 2  # the same change keeps its id, so functions can recognise it
         finally:
             second.stop()
+
+
+def test_events_with_nowhere_to_go_are_counted_and_logged_once_per_function(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with rig() as r:
+        forwarder = r.forwarder(urls={"launch": r.receiver.url("/launch")})  # no --forward bind=URL
+        forwarder.start()
+        try:
+            wait_for(forwarder.synced, "the forwarder's watches to sync")
+            with caplog.at_level(logging.DEBUG, logger="gpupool.relay.forward"):
+                for number in (1, 2):
+                    r.create("nodes", provisioned_node(f"gpu-node-{number}", f"claim-{number}"))
+                labels = {"type": "node.joined", "function": "bind", "reason": "no-forward"}
+                wait_for(
+                    lambda: sample(r.metrics, "gpupool_relay_events_dropped_total", **labels) == 2,
+                    "both node.joined counted as dropped",
+                )
+            warnings = [m for m in caplog.records if m.levelno == logging.WARNING]
+            assert len(warnings) == 1
+            assert "no --forward bind=URL" in warnings[0].getMessage()
+            assert not r.receiver.events()
+        finally:
+            forwarder.stop()

@@ -1,5 +1,6 @@
 """The in-memory ports as the simulation uses them: a clock that never goes back, exact call
-counts with the call log off, and the package names the service tests' fakes re-export."""
+counts with the call log off, the package names the service tests' fakes re-export, and Events
+naming their object by uid and resourceVersion as the Kubernetes adapter does."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from datetime import timedelta
 
 import pytest
 
+from gpupool.core.model.pool import GPUPool
 from gpupool.testing.memory_ports import START, MemoryClock, MemoryCluster, MemoryCompute
 from tests.service import fakes
 
@@ -34,3 +36,29 @@ def test_the_service_fakes_are_the_package_ports() -> None:
     assert fakes.FakeClock is MemoryClock
     assert fakes.FakeCompute is MemoryCompute
     assert fakes.FakeCluster is MemoryCluster
+
+
+def test_an_event_names_its_object_by_uid_as_the_adapter_does() -> None:
+    cluster = MemoryCluster(MemoryClock())
+    pool = cluster.create_pool(GPUPool.model_validate({"metadata": {"name": "pool-a"}}))
+
+    def compaction(name: str) -> None:
+        cluster.record_event(
+            kind="GPUPool", name=name, namespace=None, event_type="Normal", reason="Compaction", message="m"
+        )
+
+    compaction("pool-a")
+    compaction("pool-a")
+    compaction("gone")
+    found, missing = cluster.events
+    assert (found["uid"], found["resourceVersion"], found["count"]) == (
+        pool.metadata.uid,
+        pool.metadata.resource_version,
+        2,
+    )
+    assert found["uid"]
+    assert (missing["uid"], missing["resourceVersion"]) == (None, None)
+    del cluster.objects["GPUPool"]["pool-a"]  # recreated under its name: a new uid, Events of its own
+    cluster.create_pool(GPUPool.model_validate({"metadata": {"name": "pool-a"}}))
+    compaction("pool-a")
+    assert [e["count"] for e in cluster.events_with("Compaction") if e["name"] == "pool-a"] == [2, 1]

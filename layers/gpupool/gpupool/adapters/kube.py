@@ -67,8 +67,8 @@ def _without_server_fields(manifest: dict[str, Any], *, resource_version: str | 
 class KubeCluster:
     """The Cluster port for one Kubernetes cluster.
 
-    `namespace` holds the Leases and the Events about cluster-scoped objects; `now` stamps
-    Events (the sandbox passes its simulated clock).
+    `namespace` holds the Leases (Events about cluster-scoped objects go to `default`, as
+    kube-apiserver requires); `now` stamps Events (the sandbox passes its simulated clock).
     """
 
     def __init__(

@@ -4,7 +4,14 @@ Role: the per-pool provisioning guard as a `coordination.k8s.io/v1` Lease taken 
 optimistic concurrency (create, or replace carrying the read resourceVersion: whoever loses
 the race gets 409 and is told "not taken"); pod eviction through `policy/v1` Eviction (a
 PodDisruptionBudget that blocks it is HTTP 429 → `Throttled`); core/v1 Events about any
-object (`involvedObject`), stamped with the time passed in.
+object, stamped with the time passed in. An Event's `involvedObject` is the object reference
+client-go's recorder writes (apiVersion, kind, name, namespace, uid, resourceVersion): `kubectl
+describe` finds an object's Events by a field selector on its uid, so the object is read once
+(GET, a verb the functions' RBAC already grants for the kinds in `_LOOKED_UP`) for its uid and
+resourceVersion; an object that cannot be read (gone, or a kind not looked up) keeps a reference
+without them, as an Event about a deleted object has. An Event about a namespaced object lives
+in its namespace; about a cluster-scoped one in `default`, the only namespace kube-apiserver's
+validation of a core/v1 Event without eventTime allows (involvedObject.namespace must match).
 
 Must not: decide who should hold a lease, wait or retry, or read the wall clock.
 """
@@ -22,6 +29,7 @@ from kubernetes import client as k8s
 
 from gpupool.adapters.kube_errors import read_body, translated
 from gpupool.core.model.constants import API_GROUP
+from gpupool.core.model.registry import FOREIGN_KINDS, TENSOR_FUSION_KINDS
 from gpupool.service.errors import AlreadyExists, Conflict, DomainError, NotFound, PermanentError
 from gpupool.service.ports import EventType
 
@@ -30,12 +38,25 @@ __all__ = ["EVENT_SOURCE", "Coordination", "lease_expired", "micro_time"]
 EVENT_SOURCE = "gpupool"
 EVENT_MESSAGE_LIMIT = 1024
 CORE_KINDS = frozenset({"Node", "Pod", "Namespace", "Event"})
+# The apiVersion of each kind gpupool models (a Karpenter NodeClaim is karpenter.sh/v1).
+_API_VERSIONS = {model.KIND: model.API_VERSION for model in (*TENSOR_FUSION_KINDS, *FOREIGN_KINDS)}
 _NAME_LIMIT = 253
+# Where Events about cluster-scoped objects go (kube-apiserver refuses them in any other namespace).
+EVENT_NAMESPACE_CLUSTER_SCOPED = "default"
+# Kinds whose uid an Event looks up: (group, plural, namespaced). Each GET is in kube_calls.
+_LOOKED_UP: dict[str, tuple[str, str, bool]] = {
+    "GPUPool": (API_GROUP, "gpupools", False),
+    "GPUNodeClaim": (API_GROUP, "gpunodeclaims", False),
+    "GPUNode": (API_GROUP, "gpunodes", False),
+    "Node": ("", "nodes", False),
+    "Pod": ("", "pods", True),
+}
 
 
 def event_name(*parts: str | None) -> str:
-    """A stable Event name for one (object, type, reason, message): the object's name plus a
-    digest, so recording the same event again finds the first one."""
+    """A stable Event name for one (object, its uid, type, reason, message): the object's name
+    plus a digest, so recording the same event again finds the first one, and an object
+    recreated under the same name (a new uid) gets Events of its own."""
     digest = hashlib.sha256("\x00".join(p or "" for p in parts).encode()).hexdigest()[:16]
     prefix = (parts[1] or "event")[: _NAME_LIMIT - len(digest) - 1]
     return f"{prefix}.{digest}"
@@ -70,6 +91,7 @@ class Coordination:
 
     def __init__(self, api_client: Any, *, namespace: str, request_timeout_s: float) -> None:
         self._core: Any = k8s.CoreV1Api(api_client)
+        self._custom: Any = k8s.CustomObjectsApi(api_client)
         self._leases: Any = k8s.CoordinationV1Api(api_client)
         self._namespace = namespace
         self._timeout = request_timeout_s
@@ -195,20 +217,14 @@ class Coordination:
             raise PermanentError(f"invalid event: kind={kind!r} name={name!r} reason={reason!r}")
         if event_type not in ("Normal", "Warning"):
             raise PermanentError(f"invalid event type {event_type!r} (Normal or Warning)")
-        event_namespace = namespace or self._namespace
-        involved: dict[str, Any] = {
-            "apiVersion": "v1" if kind in CORE_KINDS else f"{API_GROUP}/v1",
-            "kind": kind,
-            "name": name,
-        }
-        if namespace:
-            involved["namespace"] = namespace
+        event_namespace = namespace or EVENT_NAMESPACE_CLUSTER_SCOPED
+        involved = self._involved_object(kind, name, namespace)
         stamp = micro_time(now)
         body = {
             "apiVersion": "v1",
             "kind": "Event",
             "metadata": {
-                "name": event_name(kind, name, namespace, event_type, reason, message),
+                "name": event_name(kind, name, namespace, involved.get("uid"), event_type, reason, message),
                 "namespace": event_namespace,
             },
             "involvedObject": involved,
@@ -232,6 +248,41 @@ class Coordination:
             if isinstance(error, PermanentError):
                 raise
             raise PermanentError(error.message, code=error.code) from error
+
+    def _involved_object(self, kind: str, name: str, namespace: str | None) -> dict[str, Any]:
+        """The Event's object reference: with uid and resourceVersion when the object reads."""
+        involved: dict[str, Any] = {
+            "apiVersion": "v1" if kind in CORE_KINDS else _API_VERSIONS.get(kind, f"{API_GROUP}/v1"),
+            "kind": kind,
+            "name": name,
+        }
+        if namespace:
+            involved["namespace"] = namespace
+        found = _LOOKED_UP.get(kind)
+        if found is None or (found[2] and not namespace):
+            return involved
+        group, plural, namespaced = found
+        try:
+            with translated(f"get {kind} {name} for its Event"):
+                if group:
+                    response = self._custom.get_cluster_custom_object(
+                        group, "v1", plural, name, _preload_content=False, _request_timeout=self._timeout
+                    )
+                elif namespaced:
+                    response = self._core.read_namespaced_pod(
+                        name, namespace, _preload_content=False, _request_timeout=self._timeout
+                    )
+                else:
+                    response = self._core.read_node(
+                        name, _preload_content=False, _request_timeout=self._timeout
+                    )
+                metadata = json.loads(read_body(response)).get("metadata") or {}
+        except (DomainError, ValueError, AttributeError):
+            return involved  # gone, or unreadable now: the reference a deleted object's Event keeps
+        for key in ("uid", "resourceVersion"):
+            if metadata.get(key):
+                involved[key] = str(metadata[key])
+        return involved
 
     def _create_or_count(self, body: dict[str, Any], stamp: str) -> None:
         """Create the Event, or — when the same event was recorded before — bump its count and

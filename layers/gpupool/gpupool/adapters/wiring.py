@@ -22,7 +22,7 @@ Variables (defaults in brackets; durations as `90s`, `5m`, `1h30m` or plain seco
   GPUPOOL_KUBECONFIG_SECRET (Secrets Manager id of the content, for kubeconfig-secret)
   GPUPOOL_EKS_CLUSTER_NAME [GPUPOOL_CLUSTER_NAME], GPUPOOL_KUBE_ENDPOINT + GPUPOOL_KUBE_CA_DATA
       [from eks:DescribeCluster]
-  GPUPOOL_KUBE_NAMESPACE [default] — Leases and Events about cluster-scoped objects
+  GPUPOOL_KUBE_NAMESPACE [default] — the provisioning Leases
   GPUPOOL_KUBE_TIMEOUT [10s], GPUPOOL_AWS_TIMEOUT [20s]
   GPUPOOL_LAUNCH_TIMEOUT [5m], GPUPOOL_REGISTRATION_TIMEOUT [15m],
   GPUPOOL_OFFERING_UNAVAILABLE_FOR [3m], GPUPOOL_ORPHAN_GRACE [10m],

@@ -9,6 +9,10 @@ the sandbox's cloud reports: a node (GPUNode, GPUs) for each running claim insta
 terminated one. What differs by cloud is one small piece each (`_Aws`, `_Alibaba`): the env file's
 keys, how the instances are read (boto3 against moto; the real ECS adapter against the sandbox
 endpoint, as an operator would), the errors that mean "cannot reach it", and the next command.
+A sandbox plays one cloud: the one its TensorFusionCluster's computingVendor.type names once
+prepared. `refuse_unready_sandbox` (also run by `gpupool invoke --env`) says exactly what to run
+when nothing answers at the env file's API server (`gpupool sandbox up`) or when the sandbox was
+prepared for the other cloud (`gpupool sandbox down`, `up`, `--prepare-sandbox --cloud OTHER`).
 
 Must not: decide anything, or be imported by code that runs in the cloud.
 """
@@ -22,7 +26,7 @@ from typing import Any, Protocol
 from gpupool.cli.errors import UserError
 from gpupool.core.catalog import Cloud
 
-__all__ = ["join_nodes", "next_step", "prepare_sandbox"]
+__all__ = ["join_nodes", "next_step", "prepare_sandbox", "refuse_unready_sandbox"]
 
 Instances = Callable[[], list[Any]]  # SimInstance lists (imported lazily, as every heavy module here)
 
@@ -123,6 +127,58 @@ class _Alibaba:
 _CLOUDS: dict[str, _SandboxCloud] = {"aws": _Aws(), "alibaba": _Alibaba()}
 
 
+def _answers(url: str) -> bool:
+    """Whether something accepts connections at the host and port of `url`."""
+    import socket
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    try:
+        with socket.create_connection((parts.hostname or "127.0.0.1", parts.port or 80), timeout=2):
+            return True
+    except OSError:
+        return False
+
+
+def _prepared_cloud(kubeconfig: str, cluster: str) -> str | None:
+    """The cloud the sandbox's TensorFusionCluster `cluster` is for (None: not prepared yet)."""
+    from kubernetes import client
+    from kubernetes.client.exceptions import ApiException
+    from urllib3.exceptions import HTTPError
+
+    try:
+        found: Any = client.CustomObjectsApi(_api_client(kubeconfig)).get_cluster_custom_object(
+            "tensor-fusion.ai", "v1", "tensorfusionclusters", cluster, _request_timeout=10
+        )
+    except (ApiException, HTTPError, OSError):
+        return None
+    vendor = str(((found.get("spec") or {}).get("computingVendor") or {}).get("type") or "")
+    return None if not vendor else "alibaba" if vendor == "alibaba" else "aws"
+
+
+def refuse_unready_sandbox(env: dict[str, str], env_file: Path, cloud: str) -> None:
+    """For a sandbox's env file: UserError saying what to run when nothing answers at its API
+    server, or when it was prepared for the other cloud. Any other env file passes."""
+    directory = env.get("GPUPOOL_SANDBOX_DIR")
+    url = env.get("GPUPOOL_KUBE_API_URL")
+    if not directory or not url:
+        return
+    if not _answers(url):
+        raise UserError(
+            f"no sandbox answers at {url} ({env_file} is left from one that stopped): run "
+            f"`gpupool sandbox up --background --dir {directory}`, then "
+            f"`gpupool demo --prepare-sandbox {env_file} --cloud {cloud}`"
+        )
+    prepared = _prepared_cloud(env["KUBECONFIG"], env.get("GPUPOOL_CLUSTER_NAME") or "tensor-fusion")
+    if prepared is not None and prepared != cloud:
+        raise UserError(
+            f"the sandbox in {directory} is prepared for {prepared} and plays one cloud: use --cloud "
+            f"{prepared}, or for {cloud} start a fresh one: `gpupool sandbox down --dir {directory}; "
+            f"gpupool sandbox up --background --dir {directory}; "
+            f"gpupool demo --prepare-sandbox {env_file} --cloud {cloud}`"
+        )
+
+
 def _env(env_file: Path, cloud: Cloud) -> dict[str, str]:
     from gpupool.cli.commands.invoke import read_env_file
 
@@ -133,6 +189,7 @@ def _env(env_file: Path, cloud: Cloud) -> dict[str, str]:
             f"{env_file}: needs {' and '.join(required)} (the env file `gpupool sandbox up` writes)"
         )
     env.setdefault("AWS_REGION", env.get("AWS_DEFAULT_REGION") or "us-east-1")
+    refuse_unready_sandbox(env, env_file, cloud)
     return env
 
 

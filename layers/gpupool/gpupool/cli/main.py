@@ -2,7 +2,9 @@
 
 Each module in `gpupool.cli.commands` defines `NAME`, `HELP`, `register(parser)` and
 `run(args) -> int`. Registration must stay cheap (no SDK imports): heavy imports belong in
-`run`, so `gpupool --help` answers instantly.
+`run`, so `gpupool --help` answers instantly. A reader that goes away (`gpupool demo | head`)
+ends the command quietly with exit 141 (128 + SIGPIPE, as a shell reports a writer a closed
+pipe stopped), never with a traceback.
 
 Must not: hold any decision logic — subcommands call the core, the service or `gpupool.sandbox`.
 """
@@ -11,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import pkgutil
 import sys
 from collections.abc import Sequence
@@ -56,6 +59,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exc.exit_code
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        _silence_stdout()
+        return 141
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, so what is still buffered for the closed pipe is not flushed
+    into it again at exit (which Python would report as a second BrokenPipeError)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # no real stdout (captured): nothing left to flush
+        pass
+    finally:
+        os.close(devnull)
 
 
 if __name__ == "__main__":

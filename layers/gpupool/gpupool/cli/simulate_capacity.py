@@ -3,9 +3,10 @@
 Role: the `capacity` subcommand of `gpupool simulate` — `register(sub)` adds it and its flags;
 `run(args)` is the I/O around `gpupool.simulation.capacity`: every argument checked before any
 work (bad input: one clear line, exit 2, nothing written), the demand read (a trace file, or
-openb's pod list beside the repository), a progress bar on stderr when it is a terminal, a
-table (or `--json`: `{"policies": [...]}`) on stdout, and `--plot` (demand, capacity and cost
-over time per policy, matplotlib). The simulation is imported only when it runs.
+the openb-shaped sample the package ships), a progress bar on stderr when it is a terminal, a
+table (or `--json`: `{"policies": [...]}`) on stdout, and `--plot` (matplotlib, one panel
+each: GPUs asked and bought, the cost so far with each policy's total and their ratio, and the
+pods waiting for capacity, over simulated hours). The simulation is imported only when it runs.
 
 Must not: simulate or decide anything (gpupool.simulation.capacity does).
 """
@@ -43,6 +44,10 @@ TFLOPS/VRAM, g4dn/g5/g6 (aws) or gn6i/gn7i/gn6v (alibaba), OnDemand and Spot.
 them in the same world (same boot/join times, interruptions and capacity failures).
 Trace format: CSV `name,arrival,departure,gpus` (seconds from the start; 0.5 = half a GPU) or
 JSONL with those keys; openb's pod list is detected and rescaled onto the window.
+Without --trace: the openb-shaped sample the package ships (815 pods, generated from openb's
+published mix; gpupool/simulation/traces). The full trace: openb_pod_list_default.csv from
+github.com/alibaba/clusterdata (cluster-trace-gpu-v2023/csv), e.g.
+  gpupool simulate capacity --trace clusterdata/cluster-trace-gpu-v2023/csv/openb_pod_list_default.csv
 See docs/simulation.md for the rules and the figures.
 """
 
@@ -59,8 +64,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "--trace",
         type=Path,
         metavar="FILE",
-        help="demand trace (CSV/JSONL, or openb's pod list); default: "
-        "../shared/data/openb/openb_pod_list_default.csv rescaled onto the window",
+        help="demand trace (CSV/JSONL, or openb's pod list, rescaled onto the window); default: the "
+        "openb-shaped sample the package ships (see below for the full openb trace)",
     )
     capacity.add_argument(
         "--days", type=positive_float, default=2.0, metavar="N", help="simulated days (default 2)"
@@ -108,7 +113,11 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     )
     capacity.add_argument("--json", action="store_true", help='print {"policies": [...]} instead of a table')
     capacity.add_argument(
-        "--plot", type=Path, metavar="OUT.png", help="PNG of demand, capacity and cost over time (matplotlib)"
+        "--plot",
+        type=Path,
+        metavar="OUT.png",
+        help="PNG comparing the policies over time: GPUs bought against demand, cost so far, pods "
+        "waiting for capacity (matplotlib)",
     )
 
 
@@ -143,30 +152,71 @@ def reports_table(reports: Sequence[PolicyReport]) -> str:
     return "\n".join(lines)
 
 
+_COLOURS = {"gpupool": "tab:blue", "tensorfusion": "tab:orange"}
+
+
+def cost_ratio(reports: Sequence[PolicyReport]) -> str:
+    """`gpupool $104 vs tensorfusion $293: 0.35 ×` when both ran (else "")."""
+    costs = {r.policy: r.cost for r in reports}
+    if "gpupool" not in costs or not costs.get("tensorfusion"):
+        return ""
+    ratio = costs["gpupool"] / costs["tensorfusion"]
+    return f"gpupool ${costs['gpupool']:,.0f} vs tensorfusion ${costs['tensorfusion']:,.0f}: {ratio:.2f} ×"
+
+
 def plot_reports(reports: Sequence[PolicyReport], path: Path, pyplot: Any, *, title: str) -> None:
-    figure, (top, bottom) = pyplot.subplots(2, 1, figsize=(9, 6.5), sharex=True)
-    demand = reports[0].samples
-    top.plot(
-        [s.hours for s in demand],
-        [s.demand_gpus for s in demand],
-        color="black",
-        linewidth=1,
-        label="demand (GPUs asked)",
+    """Three panels over simulated hours, one line per policy: GPUs bought against the demand,
+    the cost so far (each total in the legend, their ratio in the panel's title), and the pods
+    waiting for capacity (what is unserved at that minute)."""
+    figure, (gpus, cost, waiting) = pyplot.subplots(
+        3, 1, figsize=(9, 8.5), sharex=True, gridspec_kw={"height_ratios": [3, 2, 1.4]}
     )
+
+    def text(line: str) -> str:  # matplotlib reads $…$ as mathematics
+        return line.replace("$", r"\$")
+
+    demand = reports[0].samples
+    hours = [s.hours for s in demand]
+    gpus.fill_between(hours, [s.demand_gpus for s in demand], color="0.85", label="demand (GPUs asked)")
     for r, style in zip(reports, ("-", "--", ":"), strict=False):
-        hours = [s.hours for s in r.samples]
-        top.plot(
-            hours, [s.capacity_gpus for s in r.samples], style, linewidth=1, label=f"{r.policy}: GPUs bought"
+        colour = _COLOURS.get(r.policy)
+        at = [s.hours for s in r.samples]
+        gpus.step(
+            at,
+            [s.capacity_gpus for s in r.samples],
+            where="post",
+            color=colour,
+            linestyle=style,
+            label=r.policy,
         )
-        bottom.plot(
-            hours, [s.cost for s in r.samples], style, linewidth=1.2, label=f"{r.policy}: ${r.cost:,.0f}"
+        cost.plot(
+            at,
+            [s.cost for s in r.samples],
+            color=colour,
+            linewidth=1.6,
+            label=text(f"{r.policy}: ${r.cost:,.0f}"),
         )
-    top.set_ylabel("GPUs")
-    top.legend(loc="upper left", fontsize=8)
-    top.set_title(title, fontsize=10)
-    bottom.set_ylabel("cost so far (USD)")
-    bottom.set_xlabel("simulated hours")
-    bottom.legend(loc="upper left", fontsize=8)
+        waiting.step(
+            at,
+            [s.waiting_pods for s in r.samples],
+            where="post",
+            color=colour,
+            linestyle=style,
+            linewidth=1,
+            label=f"{r.policy}: {r.unserved} of {r.pods} never served",
+        )
+    gpus.set_title("GPUs bought by each policy against the demand", fontsize=9)
+    gpus.set_ylabel("GPUs")
+    gpus.legend(loc="upper left", fontsize=8)
+    ratio = cost_ratio(reports)
+    cost.set_title(text("cost so far" + (f" — {ratio}" if ratio else "")), fontsize=9)
+    cost.set_ylabel("USD")
+    cost.legend(loc="upper left", fontsize=8)
+    waiting.set_title("pods waiting for capacity (unserved at that minute)", fontsize=9)
+    waiting.set_ylabel("pods")
+    waiting.set_xlabel("simulated hours")
+    waiting.legend(loc="upper left", fontsize=8)
+    figure.suptitle(text(title), fontsize=10)
     figure.tight_layout()
     figure.savefig(path, dpi=110)
     pyplot.close(figure)
@@ -219,6 +269,9 @@ def run(args: argparse.Namespace) -> int:
     except TraceError as error:
         raise UserError(str(error)) from None
     reports = simulate(job, demands, progress=_progress_bar())
+    trace = (
+        str(args.trace) if args.trace is not None else "the shipped openb-shaped sample (--trace for openb's)"
+    )
     if args.json:
         print(json.dumps({"policies": [r.to_json() for r in reports]}, indent=2))
     else:
@@ -228,10 +281,19 @@ def run(args: argparse.Namespace) -> int:
             + (f", budgetPerDay ${job.pool.budget_per_day}" if job.pool.budget_per_day is not None else "")
             + (", OnDemand only" if args.on_demand_only else "")
             + (", gpupool in Karpenter mode" if job.pool.mode == "karpenter" else "")
+            + f"; trace {trace}"
         )
         print(reports_table(reports))
+        ratio = cost_ratio(reports)
+        if ratio:
+            print(f"cost: {ratio}")
     if pyplot is not None and args.plot is not None:
-        mode = ", Karpenter mode" if job.pool.mode == "karpenter" else ""
-        title = f"{job.days:g} day(s), {job.pool.cloud}, seed {job.fates.seed}{mode}"
+        mode = ", gpupool in Karpenter mode" if job.pool.mode == "karpenter" else ""
+        trace = args.trace.name if args.trace is not None else "the shipped openb-shaped sample"
+        compared = " vs ".join(r.policy for r in reports)
+        title = (
+            f"{compared} on one seeded world\n{len(demands)} pods of {trace} over {job.days:g} day(s), "
+            f"{job.pool.cloud} {job.pool.region}, seed {job.fates.seed}{mode}"
+        )
         plot_reports(reports, args.plot, pyplot, title=title)
     return 0

@@ -4,7 +4,10 @@ Role: the `placement` subcommand of `gpupool simulate` — `register(sub)` adds 
 `run(args)` is the I/O around `gpupool.simulation.placement`: read the two CSV files as they are
 (parsed by `gpupool.simulation.openb`), check every argument before any work (bad input: one
 clear line, exit 2, nothing written), show a progress bar on a terminal, print a table or JSON,
-write `--assignments` and `--plot`. The simulation is imported only when it runs.
+write `--assignments` and `--plot` (the GPU allocated as the workload arrives per mode, and
+below it each mode's gap to the best mode at that point, where the differences show). With no
+`--nodes`/`--pods`, the openb-shaped sample the package ships (`gpupool.simulation.traces`) is
+replayed. The simulation is imported only when it runs.
 
 Must not: decide placement or compute figures (the core does).
 """
@@ -53,10 +56,35 @@ PLACEMENTS = (
 )
 
 
+EPILOG = """\
+Without --nodes and --pods: the openb-shaped sample the package ships (125 nodes, 630 GPUs, 815
+pods, generated from openb's published mix; gpupool/simulation/traces). The full trace: the two
+CSV files of github.com/alibaba/clusterdata, folder cluster-trace-gpu-v2023/csv, e.g.
+  gpupool simulate placement --nodes csv/openb_node_list_gpu_node.csv --pods csv/openb_pod_list_default.csv
+See docs/placement.md for the modes and the figures.
+"""
+
+
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    placement = sub.add_parser("placement", help=HELP, description=HELP)
-    placement.add_argument("--nodes", type=Path, required=True, metavar="NODES.csv", help="openb node list")
-    placement.add_argument("--pods", type=Path, required=True, metavar="PODS.csv", help="openb pod list")
+    placement = sub.add_parser(
+        "placement",
+        help=HELP,
+        description=HELP,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    placement.add_argument(
+        "--nodes",
+        type=Path,
+        metavar="NODES.csv",
+        help="openb node list (default: the shipped openb-shaped sample; give --pods with it)",
+    )
+    placement.add_argument(
+        "--pods",
+        type=Path,
+        metavar="PODS.csv",
+        help="openb pod list (default: the shipped openb-shaped sample; give --nodes with it)",
+    )
     placement.add_argument(
         "--placement",
         action="append",
@@ -79,7 +107,11 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     )
     placement.add_argument("--json", action="store_true", help="print JSON instead of a table")
     placement.add_argument(
-        "--plot", type=Path, metavar="OUT.png", help="PNG of GPU allocated vs. arrived (needs matplotlib)"
+        "--plot",
+        type=Path,
+        metavar="OUT.png",
+        help="PNG of GPU allocated as the workload arrives, per mode, and each mode's gap to the best "
+        "(needs matplotlib)",
     )
 
 
@@ -161,16 +193,60 @@ def _check_writable(path: Path | None, flag: str) -> None:
         raise UserError(f"{flag} {path}: folder {path.parent} does not exist")
 
 
-def plot_results(results: Sequence[ModeResult], path: Path, pyplot: Any) -> None:
-    figure, axes = pyplot.subplots(figsize=(7, 4.5))
+def gaps_to_best(
+    results: Sequence[ModeResult], points: int = 400
+) -> tuple[list[float], dict[str, list[float]]]:
+    """Each mode's GPU allocated below the best mode's, at `points` amounts of GPU requested
+    (each curve read as a step function: what was allocated once that much had arrived)."""
+    import bisect
+
+    end = min(r.curve[-1][0] for r in results)
+    grid = [end * i / (points - 1) for i in range(points)]
+
+    def at(curve: Sequence[tuple[float, float]], x: float) -> float:
+        index = bisect.bisect_right([c[0] for c in curve], x) - 1
+        return curve[max(index, 0)][1]
+
+    values = {r.placement: [at(r.curve, x) for x in grid] for r in results}
+    best = [max(column) for column in zip(*values.values(), strict=True)]
+    return grid, {name: [b - v for b, v in zip(best, row, strict=True)] for name, row in values.items()}
+
+
+def plot_results(results: Sequence[ModeResult], path: Path, pyplot: Any, *, trace: str = "") -> None:
+    figure, (curves, gaps) = pyplot.subplots(
+        2, 1, figsize=(10.5, 7), sharex=True, gridspec_kw={"height_ratios": [3, 2]}
+    )
     for r in results:
-        axes.plot([c[0] for c in r.curve], [c[1] for c in r.curve], label=r.placement, linewidth=1.2)
+        curves.plot([c[0] for c in r.curve], [c[1] for c in r.curve], label=r.placement, linewidth=1.2)
     total = results[0].gpus_total
-    axes.axhline(total, color="grey", linestyle=":", linewidth=0.8, label=f"GPUs ({total})")
-    axes.set_xlabel("GPU requested by arrived tasks")
-    axes.set_ylabel("GPU allocated")
-    axes.set_title("Allocated GPUs as the workload arrives")
-    axes.legend(fontsize=8)
+    curves.axhline(total, color="grey", linestyle=":", linewidth=0.8, label=f"GPUs ({total})")
+    curves.set_ylabel("GPU allocated")
+    curves.set_title("GPU allocated as the workload arrives", fontsize=9)
+    curves.legend(fontsize=8)
+    grid, gap = gaps_to_best(results)
+    for r in results:
+        final = r.gpu_allocated
+        gaps.plot(
+            grid, gap[r.placement], label=f"{r.placement}: {final:.1f} allocated at the end", linewidth=1.2
+        )
+    differing = [
+        x for x, column in zip(grid, zip(*gap.values(), strict=True), strict=True) if max(column) > 0
+    ]
+    if differing:  # zoom both panels onto where the modes part ways
+        start = differing[0] * 0.9
+        low = min(v for r in results for x, v in r.curve if x >= start)
+        curves.set_xlim(start, grid[-1])
+        curves.set_ylim(low * 0.98, total * 1.02)
+        curves.set_title(
+            f"GPU allocated as the workload arrives (zoomed: from {start:.0f} GPU requested, where "
+            "the modes part ways)",
+            fontsize=9,
+        )
+    gaps.set_xlabel("GPU requested by arrived tasks")
+    gaps.set_ylabel("GPUs below the best")
+    gaps.set_title("each mode's gap to the best mode at that point (0 = the best)", fontsize=9)
+    gaps.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    figure.suptitle(f"Placement modes compared on {trace or 'the trace'}", fontsize=10)
     figure.tight_layout()
     figure.savefig(path, dpi=120)
     pyplot.close(figure)
@@ -185,7 +261,16 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("--assignments needs exactly one --placement (the file has no placement column)")
     _check_writable(args.assignments, "--assignments")
     _check_writable(args.plot, "--plot")
+    if (args.nodes is None) != (args.pods is None):
+        raise UserError("--nodes and --pods go together (or neither: the shipped sample)")
     pyplot = load_pyplot() if args.plot is not None else None
+    if args.nodes is None:
+        from gpupool.simulation.traces import sample_paths
+
+        args.nodes, args.pods = sample_paths()
+        trace = "the shipped openb-shaped sample"
+    else:
+        trace = f"{args.nodes.name} + {args.pods.name}"
     nodes, tasks = read_trace(args.nodes, args.pods)
     specs = catalog_specs()
     defaulted = sorted({n.model for n in nodes if n.gpus and not spec_for(n.model, specs).known})
@@ -214,7 +299,7 @@ def run(args: argparse.Namespace) -> int:
     if args.assignments is not None:
         args.assignments.write_text(assignments_csv(results[0].assignments), encoding="utf-8")
     if pyplot is not None:
-        plot_results(results, args.plot, pyplot)
+        plot_results(results, args.plot, pyplot, trace=trace)
     if args.json:
         print(json.dumps({"modes": [result_json(r) for r in results]}, indent=2))
     else:

@@ -1,4 +1,5 @@
-"""`gpupool simulate placement`: bad input is one clear line (exit 2) and writes nothing; outputs."""
+"""`gpupool simulate placement`: bad input is one clear line (exit 2) and writes nothing; outputs;
+each mode's gap to the best mode (what the plot's lower panel draws)."""
 
 from __future__ import annotations
 
@@ -35,6 +36,8 @@ def test_the_cli_offers_exactly_the_simulators_placements() -> None:
         (["--nodes", NODES, "--pods", PODS, "--assignments", "{tmp}/no/out.csv", "--placement", "BestFit"],
          "folder"),
         (["--nodes", PODS, "--pods", PODS], "missing column(s) sn"),
+        (["--nodes", NODES], "--nodes and --pods go together"),
+        (["--pods", PODS], "--nodes and --pods go together"),
     ],
 )  # fmt: skip
 def test_bad_input_is_one_line_and_writes_nothing(
@@ -88,3 +91,13 @@ def test_table_and_plot(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
     assert [line.split()[0] for line in table[1:3]] == ["BestFit", "FragmentationAware"]
     assert table[1].endswith("+0.0 %")
     assert out.read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
+
+
+def test_the_gap_to_the_best_is_zero_for_the_best_and_the_shortfall_for_the_others() -> None:
+    from types import SimpleNamespace
+
+    best = SimpleNamespace(placement="A", curve=((0.0, 0.0), (10.0, 10.0), (20.0, 18.0)))
+    worse = SimpleNamespace(placement="B", curve=((0.0, 0.0), (10.0, 9.0), (20.0, 15.0)))
+    grid, gaps = simulate_placement.gaps_to_best([best, worse], points=3)  # type: ignore[list-item]
+    assert grid == [0.0, 10.0, 20.0]
+    assert gaps == {"A": [0.0, 0.0, 0.0], "B": [0.0, 1.0, 3.0]}

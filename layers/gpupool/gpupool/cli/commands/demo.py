@@ -13,7 +13,9 @@ never-join`; `--mode karpenter|autoselect` plays `gpupool.sandbox.demo.karpenter
 Prints the timeline (simulated time, who acted, what the functions did and why, through
 `gpupool.cli.report`); `--json` prints it as JSON. Exit 0 when every invocation succeeded, 1
 when one reported an error. `--prepare-sandbox` / `--join-nodes` act on a running sandbox
-instead (`gpupool.cli.demo_sandbox`).
+instead (`gpupool.cli.demo_sandbox`). A flag that does not apply to what runs is an error, not
+ignored (`--story` outside provisioned mode, `--mode karpenter|autoselect` off AWS, the story's
+flags with a sandbox step, both sandbox steps at once, `--verbose` with `--json`).
 
 Must not: decide anything or re-implement the service (it only wires and prints).
 """
@@ -62,13 +64,12 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--story",
         choices=["scale", "never-join"],
-        default="scale",
-        help="scale (default): launch, bind, spike, compaction; never-join: the registration timeout",
+        help="scale (default): launch, bind, spike, compaction; never-join: the registration timeout "
+        "(provisioned mode only)",
     )
     parser.add_argument(
         "--mode",
         choices=["provisioned", "karpenter", "autoselect"],
-        default="provisioned",
         help="provisioningMode to play: provisioned (default, the --story), karpenter or autoselect "
         "(with a simulated Karpenter; docs/provisioning-modes.md)",
     )
@@ -166,7 +167,8 @@ def _wire(world: Any, functions_dir: Path | None) -> Any:
     cloud = world.cloud_name
     modules = {name: load_function(name, functions_dir, cloud=cloud) for name in FUNCTIONS}
     build = build_alibaba_deps if cloud == "alibaba" else build_aws_deps
-    deps = replace(build(world.environ), clock=world.clock, new_suffix=world.new_suffix)
+    # The world's clock also stamps the Events, so `kubectl get events` ages them in simulated time.
+    deps = replace(build(world.environ, clock=world.clock), new_suffix=world.new_suffix)
     handlers: dict[str, Any] = {
         name: load_handler(module, lambda: deps, environ=world.environ) for name, module in modules.items()
     }
@@ -177,7 +179,37 @@ def _wire(world: Any, functions_dir: Path | None) -> Any:
     return invoke
 
 
+def _refuse_what_does_not_apply(args: argparse.Namespace) -> None:
+    """One line for the first flag that does not apply to what this invocation runs."""
+    if args.join_nodes is not None and args.prepare_sandbox is not None:
+        raise UserError("--prepare-sandbox and --join-nodes are separate steps: run one at a time")
+    step = "--join-nodes" if args.join_nodes is not None else "--prepare-sandbox"
+    story_flags = (
+        ("--json", args.json),
+        ("--verbose", args.verbose),
+        ("--story", args.story is not None),
+        ("--mode", args.mode is not None),
+        ("--functions-dir", args.functions_dir is not None),
+    )
+    if args.join_nodes is not None or args.prepare_sandbox is not None:
+        given = next((flag for flag, present in story_flags if present), None)
+        if given is not None:
+            raise UserError(f"{given} applies to the story, not to {step}: drop it")
+        return
+    mode = args.mode or "provisioned"
+    if args.story is not None and mode != "provisioned":
+        raise UserError(
+            f"--story plays in provisioned mode; --mode {mode} has a story of its own: drop --story"
+        )
+    if mode != "provisioned" and args.cloud != "aws":
+        raise UserError(f"--mode {mode} plays on AWS only (an EC2NodeClass, g4dn / g5): drop --cloud")
+    if args.verbose and args.json:
+        raise UserError("--verbose applies to the printed timeline; --json prints every invocation: use one")
+
+
 def run(args: argparse.Namespace) -> int:
+    _refuse_what_does_not_apply(args)
+    args.story, args.mode = args.story or "scale", args.mode or "provisioned"
     if args.join_nodes is not None or args.prepare_sandbox is not None:
         from gpupool.cli import demo_sandbox
 
@@ -187,8 +219,6 @@ def run(args: argparse.Namespace) -> int:
         print("\n".join(demo_sandbox.prepare_sandbox(args.prepare_sandbox, args.cloud)))
         print(demo_sandbox.next_step(args.prepare_sandbox, args.cloud))
         return 0
-    if args.mode != "provisioned" and args.cloud != "aws":
-        raise UserError(f"--mode {args.mode} plays on AWS only (an EC2NodeClass, g4dn / g5): drop --cloud")
 
     from gpupool.cli.commands.invoke import quiet_handler_output
     from gpupool.sandbox.demo.provisioned_story import STORIES, ProvisionedStory

@@ -16,9 +16,13 @@ then `./functions`.
 Exit: 0 when the event was handled, deliberately ignored, or a replayed relay delivery
 acknowledged without acting (`duplicate`); 1 when the invocation failed or the function refused
 the call (the errors are printed); 2 for bad input (unknown function, unreadable or non-JSON
-event file, bad env file or environment), as one line, without a traceback. The relay
+event file, an event of the other cloud — one the other cloud's intake reads and this one's
+ignores —, bad env file or environment), as one line, without a traceback. The relay
 authentication an HTTP event is checked against comes from the same environment as the deps
-(`--env` over the process environment): GPUPOOL_HTTP_AUTH and its variables.
+(`--env` over the process environment): GPUPOOL_HTTP_AUTH and its variables. Against a sandbox
+(an env file that `gpupool sandbox up` wrote), what to run first is said: `gpupool sandbox up`
+when the env file is missing or nothing answers at its API server, and a fresh sandbox (or the
+other `--cloud`) when it was prepared for the other cloud (`gpupool.cli.demo_sandbox`).
 
 Must not: decide, check dry-run itself (the handler passes it to the service), or change the
 process environment.
@@ -165,6 +169,11 @@ def read_event(path: Path) -> dict[str, Any]:
 
 def read_env_file(path: Path) -> dict[str, str]:
     """`KEY=VALUE` lines (optionally `export KEY=VALUE`, values optionally quoted; # comments)."""
+    if not path.exists():
+        raise UserError(
+            f"{path}: the env file: no such file; run `gpupool sandbox up --background` first "
+            "(it writes .gpupool/sandbox/env; --dir D writes D/env)"
+        )
     lines = read_text(path, what="the env file").splitlines()
     values: dict[str, str] = {}
     for number, raw in enumerate(lines, start=1):
@@ -256,6 +265,27 @@ def print_outcome(
         print(line)
 
 
+_CLOUD_NAMES = {"aws": "AWS", "alibaba": "Alibaba Cloud"}
+
+
+def refuse_other_clouds_event(event: Mapping[str, Any], cloud: str, path: Path) -> None:
+    """UserError when `event` is the other cloud's: its intake reads it, this cloud's ignores it."""
+    from gpupool.core.intake.alibaba import intake_alibaba
+    from gpupool.core.intake.aws import intake_aws
+    from gpupool.core.intake.causes import Ignored
+
+    intakes = {"aws": intake_aws, "alibaba": intake_alibaba}
+    if not isinstance(intakes[cloud](event).cause, Ignored):
+        return
+    other = "alibaba" if cloud == "aws" else "aws"
+    theirs = intakes[other](event)
+    if not isinstance(theirs.cause, Ignored):
+        raise UserError(
+            f"{path}: an {_CLOUD_NAMES[other]} {theirs.trigger} event, which the {cloud} functions "
+            f"never receive: run it with --cloud {other}"
+        )
+
+
 def _deps_factory(cloud: str, environ: dict[str, str], env_file: Path | None) -> Callable[[], Any]:
     """The wiring a deployed function of `cloud` uses, after checking `environ` (UserError if bad)."""
     from gpupool.adapters.wiring import ConfigError, build_aws_deps, read_aws_environment
@@ -276,12 +306,17 @@ def _deps_factory(cloud: str, environ: dict[str, str], env_file: Path | None) ->
 
 
 def run(args: argparse.Namespace) -> int:
+    from gpupool.cli.demo_sandbox import refuse_unready_sandbox
+
     module = load_function(args.function, args.functions_dir, cloud=args.cloud)
     event = read_event(args.event_file)
+    refuse_other_clouds_event(event, args.cloud, args.event_file)
     environ = {**os.environ, **(read_env_file(args.env) if args.env else {})}
     if args.cluster:
         environ["GPUPOOL_CLUSTER_NAME"] = args.cluster
     factory = _deps_factory(args.cloud, environ, args.env)
+    if args.env is not None:
+        refuse_unready_sandbox(environ, args.env, args.cloud)
     with quiet_handler_output(verbose=args.verbose):
         handler = load_handler(module, factory, dry_run=args.dry_run, environ=environ)
         body = call_handler(handler, event, as_bytes=args.cloud == "alibaba")

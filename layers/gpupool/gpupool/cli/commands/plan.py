@@ -171,7 +171,8 @@ def _state(path: Path | None, pool: GPUPool) -> PoolSnapshot:
     return pool_snapshot(pool.metadata.labels.get(LABEL_CLUSTER, ""), pool, objects)
 
 
-def _cloud_and_region(args: argparse.Namespace, vendor: ComputingVendor | None) -> tuple[str, str]:
+def cloud_and_region(args: argparse.Namespace, vendor: ComputingVendor | None) -> tuple[str, str]:
+    """The catalog and region a cluster's pools are planned in (`--cloud`/`--region` first)."""
     cloud = args.cloud
     if cloud is None:
         cloud = "alibaba" if vendor is not None and vendor.type == "alibaba" else "aws"
@@ -209,7 +210,7 @@ def plan_from_files(args: argparse.Namespace) -> tuple[CapacityPlan, str, str]:
 
     chosen = _choose(args.pool, _pools(args.pool), args.pool_name)
     snapshot = _state(args.state, chosen.pool)
-    cloud, region = _cloud_and_region(args, chosen.vendor)
+    cloud, region = cloud_and_region(args, chosen.vendor)
     catalog_cloud: Cloud = "alibaba" if cloud == "alibaba" else "aws"
     catalog = load_catalog(catalog_cloud)
     if catalog.region(region) is None:

@@ -22,6 +22,13 @@ HELP = "run the in-cluster relay: scheduler extender, pod webhook, simulate API,
 AUTH_MODES = ("sigv4", "fc", "hmac", "none")
 
 MODES = ("CompactFirst", "LowLoadFirst", "NodeCompactGPULowLoad", "FragmentationAware")
+FC_CREDENTIALS_DIR = "/etc/gpupool/alibaba"
+# Flags that say how deliveries are signed: each applies to one --forward-auth only.
+_AUTH_FLAGS: tuple[tuple[str, str, str], ...] = (
+    ("hmac_secret_file", "--hmac-secret-file", "hmac"),
+    ("region", "--region", "sigv4"),
+    ("fc_credentials_dir", "--fc-credentials-dir", "fc"),
+)
 
 
 def register(parser: argparse.ArgumentParser) -> None:
@@ -36,10 +43,34 @@ def register(parser: argparse.ArgumentParser) -> None:
     serve.add_argument("--tls-cert", help="PEM certificate (default: a generated self-signed one)")
     serve.add_argument("--tls-key", help="PEM private key for --tls-cert")
     serve.add_argument("--default-pool", default="", help="pool for pods without tensor-fusion.ai/gpupool")
-    serve.add_argument("--placement-mode", choices=MODES, default="NodeCompactGPULowLoad")
-    serve.add_argument("--vram-weight", type=float, default=0.7)
-    serve.add_argument("--tflops-weight", type=float, default=0.3)
-    serve.add_argument("--max-worker-per-node", type=int, default=256)
+    serve.add_argument(
+        "--placement-mode",
+        choices=MODES,
+        default="NodeCompactGPULowLoad",
+        help="how the extender places TensorFusion workers on GPUs (default NodeCompactGPULowLoad; "
+        "docs/scheduling.md)",
+    )
+    serve.add_argument(
+        "--vram-weight",
+        type=float,
+        default=0.7,
+        metavar="W",
+        help="weight of VRAM in a GPU's score, 0..1; with --tflops-weight it sums to 1 (default 0.7)",
+    )
+    serve.add_argument(
+        "--tflops-weight",
+        type=float,
+        default=0.3,
+        metavar="W",
+        help="weight of TFLOPS in a GPU's score, 0..1 (default 0.3)",
+    )
+    serve.add_argument(
+        "--max-worker-per-node",
+        type=int,
+        default=256,
+        metavar="N",
+        help="most TensorFusion workers placed on one node (default 256)",
+    )
     serve.add_argument(
         "--progressive-migration",
         action="store_true",
@@ -89,9 +120,9 @@ def register(parser: argparse.ArgumentParser) -> None:
     )
     serve.add_argument(
         "--fc-credentials-dir",
-        default="/etc/gpupool/alibaba",
         metavar="DIR",
-        help="directory with files ak and sk (Secret tf-cloud-vendor-credentials) for --forward-auth fc",
+        help="directory with files ak and sk (Secret tf-cloud-vendor-credentials) for --forward-auth fc "
+        f"(default {FC_CREDENTIALS_DIR})",
     )
     serve.add_argument(
         "--cluster", default="cluster", help="cluster name in the events' source /gpupool/relay/NAME"
@@ -133,9 +164,19 @@ def _signer(args: argparse.Namespace, urls: dict[str, str]) -> Signer | None:
     from gpupool_incluster.relay.signing import make_signer
 
     if not urls:
+        given = [flag for attribute, flag, _mode in _AUTH_FLAGS if getattr(args, attribute)]
+        if args.forward_auth is not None:
+            given.insert(0, "--forward-auth")
+        if given:
+            raise UserError(
+                f"{given[0]} applies to forwarded events only: add --forward FUNCTION=URL or drop it"
+            )
         return None
     if args.forward_auth is None:
         raise UserError("--forward needs --forward-auth (sigv4, fc, hmac, or none for local use)")
+    for attribute, flag, mode in _AUTH_FLAGS:
+        if getattr(args, attribute) and args.forward_auth != mode:
+            raise UserError(f"{flag} applies to --forward-auth {mode} only, not {args.forward_auth}")
     secret: bytes | None = None
     if args.forward_auth == "hmac":
         if not args.hmac_secret_file:
@@ -149,7 +190,7 @@ def _signer(args: argparse.Namespace, urls: dict[str, str]) -> Signer | None:
             args.forward_auth,
             hmac_secret=secret,
             region=args.region or os.environ.get("AWS_REGION", ""),
-            fc_credentials_dir=Path(args.fc_credentials_dir),
+            fc_credentials_dir=Path(args.fc_credentials_dir or FC_CREDENTIALS_DIR),
         )
     except ValueError as exc:
         raise UserError(str(exc)) from None

@@ -8,7 +8,10 @@ struct and field. Per kind: container names are unique DNS labels, ports in rang
 ConfigMap/Secret keys valid and frozen once `immutable`, a workload's selector matches its
 template and never changes, a Job's pods restart `OnFailure` or `Never`, a Service's
 cluster IP never changes, a PDB sets at most one of `minAvailable` / `maxUnavailable`, an
-APIService's priorities are positive.
+APIService's priorities are positive, a core/v1 Event lives in its object's namespace (upstream's
+legacyValidateEvent: without `eventTime`, an Event about a cluster-scoped object only in
+`default`; with it, in `default` or `kube-system`; the reporting fields an Event with `eventTime`
+must also carry are not checked here).
 Problems are (field path, message) pairs, as the real server lists its causes.
 
 Must not: change the object or reach storage.
@@ -235,11 +238,24 @@ def _api_service_problems(obj: JsonObject, _old: JsonObject | None) -> Problems:
     ]
 
 
+def _event_problems(obj: JsonObject, _old: JsonObject | None) -> Problems:
+    namespace = str((obj.get("metadata") or {}).get("namespace") or "")
+    involved = str((obj.get("involvedObject") or {}).get("namespace") or "")
+    if involved:
+        allowed = involved == namespace
+    else:
+        allowed = namespace in (("default", "kube-system") if obj.get("eventTime") else ("default",))
+    if allowed:
+        return []
+    return [("involvedObject.namespace", f'Invalid value: "{involved}": does not match event.namespace')]
+
+
 KIND_RULES: dict[tuple[str, str], Callable[[JsonObject, JsonObject | None], Problems]] = {
     ("", "Pod"): lambda obj, _old: pod_spec_problems(obj.get("spec"), "spec"),
     ("", "ConfigMap"): _data_problems,
     ("", "Secret"): _data_problems,
     ("", "Service"): _service_problems,
+    ("", "Event"): _event_problems,
     ("apps", "Deployment"): _workload_problems,
     ("apps", "ReplicaSet"): _workload_problems,
     ("apps", "DaemonSet"): _workload_problems,

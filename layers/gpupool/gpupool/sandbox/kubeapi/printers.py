@@ -3,7 +3,14 @@
 Names and order follow upstream's printers (pkg/printers/internalversion); priority 1
 columns are the ones `kubectl get -o wide` adds. Kinds not listed print Name and Age.
 Each cell is computed from the stored object alone (no controllers run here, so counts
-come from `status` as controllers would have written it).
+come from `status` as controllers would have written it). Ages and an Event's times print
+as upstream's `duration.HumanDuration` (`human_duration`); an Event prints as `printEvent`:
+Last Seen (lastTimestamp, else the first seen; a series' lastObservedTime), Type, Reason,
+Object (`kind/name`, the kind lower-cased), Message (trimmed), and wide Subobject, Source
+(component or reportingComponent, then `, host` or reportingInstance), First Seen
+(firstTimestamp, else eventTime), Count (the series' count, else count, else 1) and Name.
+An events.k8s.io/v1 Event is printed from the same fields under its own names (regarding,
+note, deprecated*), as upstream converts it to the core form first.
 
 Must not: change objects or know about HTTP.
 """
@@ -21,15 +28,47 @@ Cell = Callable[[JsonObject, datetime], Any]
 Column = tuple[str, int, Cell]  # (name, priority, cell)
 
 
+def human_duration(seconds: float) -> str:
+    """Upstream's k8s.io/apimachinery duration.HumanDuration, branch by branch."""
+    whole = int(seconds)
+    if whole < -1:
+        return "<invalid>"
+    if whole < 0:
+        return "0s"
+    if whole < 120:
+        return f"{whole}s"
+    minutes = whole // 60
+    if minutes < 10:
+        rest = whole % 60
+        return f"{minutes}m" if rest == 0 else f"{minutes}m{rest}s"
+    if minutes < 180:
+        return f"{minutes}m"
+    hours = whole // 3600
+    if hours < 8:
+        rest = minutes % 60
+        return f"{hours}h" if rest == 0 else f"{hours}h{rest}m"
+    if hours < 48:
+        return f"{hours}h"
+    if hours < 24 * 8:
+        rest = hours % 24
+        return f"{hours // 24}d" if rest == 0 else f"{hours // 24}d{rest}h"
+    if hours < 24 * 365 * 2:
+        return f"{hours // 24}d"
+    if hours < 24 * 365 * 8:
+        days = (hours // 24) % 365
+        return f"{hours // 24 // 365}y" if days == 0 else f"{hours // 24 // 365}y{days}d"
+    return f"{hours // 24 // 365}y"
+
+
+def _since(moment: str | None, now: datetime) -> str | None:
+    """The age of an RFC 3339 time as upstream prints it; None when unset (Go's zero time)."""
+    if not moment:
+        return None
+    return human_duration((now - datetime.fromisoformat(moment.replace("Z", "+00:00"))).total_seconds())
+
+
 def age(created: str | None, now: datetime) -> str:
-    if not created:
-        return "<unknown>"
-    seconds = int((now - datetime.fromisoformat(created.replace("Z", "+00:00"))).total_seconds())
-    seconds = max(seconds, 0)
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        if seconds >= size:
-            return f"{seconds // size}{unit}"
-    return f"{seconds}s"
+    return _since(created, now) or "<unknown>"
 
 
 def _field(path: str, empty: str = "<none>") -> Cell:
@@ -138,6 +177,60 @@ def _ratio(ready: str, wanted: str) -> Cell:
     return lambda obj, _now: f"{int(field_value(obj, ready) or 0)}/{int(field_value(obj, wanted) or 0)}"
 
 
+# Where each Event field lives: core/v1 names, and events.k8s.io/v1's for the same field.
+_CORE_EVENT = {
+    "first": "firstTimestamp", "last": "lastTimestamp", "time": "eventTime", "count": "count",
+    "object": "involvedObject", "message": "message", "component": "source.component",
+    "host": "source.host",
+}  # fmt: skip
+_EVENTS_V1 = {
+    "first": "deprecatedFirstTimestamp", "last": "deprecatedLastTimestamp", "time": "eventTime",
+    "count": "deprecatedCount", "object": "regarding", "message": "note",
+    "component": "deprecatedSource.component", "host": "deprecatedSource.host",
+}  # fmt: skip
+
+
+def _event_columns(names: dict[str, str]) -> list[Column]:
+    def first_seen(event: JsonObject, now: datetime) -> str:
+        return _since(field_value(event, names["first"]), now) or age(field_value(event, names["time"]), now)
+
+    def last_seen(event: JsonObject, now: datetime) -> str:
+        series = event.get("series")
+        if isinstance(series, dict):
+            return age(series.get("lastObservedTime"), now)
+        return _since(field_value(event, names["last"]), now) or first_seen(event, now)
+
+    def count(event: JsonObject, _now: datetime) -> int:
+        series = event.get("series")
+        if isinstance(series, dict):
+            return int(series.get("count") or 0)
+        return int(field_value(event, names["count"]) or 0) or 1
+
+    def target(event: JsonObject, _now: datetime) -> str:
+        kind = field_value(event, f"{names['object']}.kind").lower()
+        name = field_value(event, f"{names['object']}.name")
+        return f"{kind}/{name}" if name else kind
+
+    def source(event: JsonObject, _now: datetime) -> str:
+        component = field_value(event, names["component"]) or field_value(event, "reportingController")
+        component = component or field_value(event, "reportingComponent")
+        instance = field_value(event, names["host"]) or field_value(event, "reportingInstance")
+        return f"{component}, {instance}" if instance else component
+
+    return [
+        ("Last Seen", 0, last_seen),
+        ("Type", 0, lambda event, _now: field_value(event, "type")),
+        ("Reason", 0, lambda event, _now: field_value(event, "reason")),
+        ("Object", 0, target),
+        ("Subobject", 1, lambda event, _now: field_value(event, f"{names['object']}.fieldPath")),
+        ("Source", 1, source),
+        ("Message", 0, lambda event, _now: field_value(event, names["message"]).strip()),
+        ("First Seen", 1, first_seen),
+        ("Count", 1, count),
+        ("Name", 1, lambda event, _now: field_value(event, "metadata.name")),
+    ]
+
+
 _WORKLOAD_WIDE: list[Column] = [
     ("Containers", 1, lambda obj, _now: ",".join(str(c.get("name")) for c in _containers(obj))),
     ("Images", 1, lambda obj, _now: ",".join(str(c.get("image")) for c in _containers(obj))),
@@ -171,6 +264,8 @@ PRINTERS: dict[tuple[str, str], list[Column]] = {
         ("Container-Runtime", 1, _field("status.nodeInfo.containerRuntimeVersion", "<unknown>")),
     ],
     ("", "Namespace"): [_NAME, ("Status", 0, _field("status.phase", "")), _AGE],
+    ("", "Event"): _event_columns(_CORE_EVENT),
+    ("events.k8s.io", "Event"): _event_columns(_EVENTS_V1),
     ("", "Service"): [
         _NAME,
         ("Type", 0, _field("spec.type")),

@@ -3,7 +3,9 @@
 Label selectors support the full set-based grammar the client sends: `k=v`, `k==v`, `k!=v`,
 `k in (a,b)`, `k notin (a,b)`, `k` and `!k`. As in Kubernetes, `!=` and `notin` also match
 objects that lack the key. Field selectors support `=`, `==` and `!=` on the paths a resource
-declares (always `metadata.name` and `metadata.namespace`).
+declares (always `metadata.name` and `metadata.namespace`), read as upstream's selectable field
+sets do: the value at the path, except an Event's `source` (its `source.component`, else its
+`reportingComponent`, as pkg/registry/core/event's ToSelectableFields).
 
 Must not: touch storage; a compiled selector is a pure predicate over one object.
 """
@@ -152,6 +154,13 @@ def field_value(obj: Mapping[str, Any], path: str) -> str:
     return str(current)
 
 
+def selectable_value(obj: Mapping[str, Any], path: str) -> str:
+    """What a field selector compares at `path` (see the module docstring)."""
+    if path == "source" and obj.get("kind") == "Event":
+        return field_value(obj, "source.component") or field_value(obj, "reportingComponent")
+    return field_value(obj, path)
+
+
 FieldPredicate = Callable[[Mapping[str, Any]], bool]
 
 
@@ -160,7 +169,7 @@ class FieldSelector:
     terms: tuple[tuple[str, bool, str], ...]  # (path, equal?, value)
 
     def matches(self, obj: Mapping[str, Any]) -> bool:
-        return all((field_value(obj, path) == value) == equal for path, equal, value in self.terms)
+        return all((selectable_value(obj, path) == value) == equal for path, equal, value in self.terms)
 
     def required_value(self, path: str) -> str | None:
         """The value an `=` term pins `path` to, so storage can use its index."""

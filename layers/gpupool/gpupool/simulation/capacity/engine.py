@@ -5,7 +5,7 @@ Role: `run_policy(driver, demands, window_seconds=…)` steps the clock (`step_s
 services / rules run each minute and after any change); the ready nodes it offers are synced
 into the shared `Placement`, pods its drains evicted are pending again, and pending pods are
 placed by the shared rule (a pod's time to capacity is from its arrival to its first
-placement). Each minute the ledger samples demand, capacity and cost and the
+placement). Each minute the ledger samples demand, capacity, cost and the pods waiting, and the
 `ViolationDetector` checks the driver's state. `Driver` is what both drivers offer.
 
 Must not: decide capacity (the drivers do) or know which policy runs.
@@ -101,7 +101,8 @@ def run_policy(
             placed(pod, node, at)
             changed = True
         if tick:
-            ledger.sample(at, float(sum((d.gpus for d in present.values()), start=Decimal(0))))
+            asked = float(sum((d.gpus for d in present.values()), start=Decimal(0)))
+            ledger.sample(at, asked, waiting_pods=len(placement.pending))
             detector.check(driver.sample(at))
             if progress is not None:
                 progress(at / window_seconds if window_seconds else 1.0)

@@ -42,12 +42,13 @@ class InstanceRecord:
 @dataclass(frozen=True)
 class Sample:
     """One minute of the run: demand (GPUs asked by pods present), capacity (GPUs of live
-    instances), cost so far (USD)."""
+    instances), cost so far (USD), and the pods present but waiting for capacity (unserved now)."""
 
     hours: float
     demand_gpus: float
     capacity_gpus: int
     cost: float
+    waiting_pods: int = 0
 
 
 def percentile(values: list[float], share: float) -> float | None:
@@ -160,8 +161,8 @@ class Ledger:
     def live_gpus(self) -> int:
         return sum(r.gpus for r in self.instances.values() if r.ended is None)
 
-    def sample(self, at: float, demand_gpus: float) -> None:
-        self.samples.append(Sample(at / 3600, demand_gpus, self.live_gpus(), self.cost(at)))
+    def sample(self, at: float, demand_gpus: float, *, waiting_pods: int = 0) -> None:
+        self.samples.append(Sample(at / 3600, demand_gpus, self.live_gpus(), self.cost(at), waiting_pods))
 
     def report(self, *, until: float, pods: int, violations: dict[str, int]) -> PolicyReport:
         bought = sum(r.gpus * r.seconds(until) for r in self.instances.values()) / 3600

@@ -4,8 +4,9 @@ Role: `CapacityRun` (days, cloud, policies, seed, fates and pool settings, step)
 `simulate(run, demands)`, which builds seeded `CloudFates` and plays the same demand through a
 fresh driver per policy (gpupool's real services, in the pool's Provisioned or Karpenter
 mode; TensorFusion's replayed rules), returning a `PolicyReport` each. `load_demand` reads a
-trace file, or openb's pod list (rescaled onto the window) when none is given, found at
-`../shared/data/openb/openb_pod_list_default.csv` from the working directory or the repository.
+trace file — an openb pod list is rescaled onto the window — or, when none is given, the
+openb-shaped sample the package ships (`gpupool.simulation.traces`), so a fresh clone or an
+installed `gpupool` runs with no data beside it.
 
 Must not: print (the CLI does) or decide capacity.
 """
@@ -27,13 +28,11 @@ from gpupool.simulation.capacity.pool_spec import PoolSpec
 from gpupool.simulation.capacity.tensorfusion_side import TensorFusionDriver
 from gpupool.simulation.capacity.violations import Limits
 from gpupool.simulation.cluster.fates import CloudFates, FatesConfig
-from gpupool.simulation.openb import TraceError
+from gpupool.simulation.traces import sample_paths
 
 __all__ = ["POLICIES", "CapacityRun", "default_trace", "load_demand", "simulate"]
 
 POLICIES = ("gpupool", "tensorfusion")
-OPENB_RELATIVE = Path("..", "shared", "data", "openb", "openb_pod_list_default.csv")
-_REPOSITORY = Path(__file__).resolve().parents[5]
 
 
 @dataclass(frozen=True)
@@ -63,22 +62,15 @@ class CapacityRun:
         return Limits(spec.min_tflops, spec.min_vram, spec.max_tflops, spec.max_vram)
 
 
-def default_trace() -> Path | None:
-    """openb's pod list beside the repository (the benchmarks' `../shared`), or None."""
-    for candidate in (Path.cwd() / OPENB_RELATIVE, _REPOSITORY / OPENB_RELATIVE):
-        if candidate.is_file():
-            return candidate.resolve()
-    return None
+def default_trace() -> Path:
+    """The openb-shaped pod list the package ships (`gpupool.simulation.traces`)."""
+    return sample_paths()[1]
 
 
 def load_demand(trace: Path | None, *, window_seconds: float) -> list[Demand]:
-    """The demand of a trace file, or of openb's pod list rescaled onto the window."""
+    """The demand of a trace file (an openb pod list rescaled onto the window), or of the
+    shipped openb-shaped sample when `trace` is None."""
     path = trace or default_trace()
-    if path is None:
-        raise TraceError(
-            f"no trace given and openb's pod list is not at {OPENB_RELATIVE} (from the working "
-            "directory or the repository): pass --trace FILE (CSV name,arrival,departure,gpus or JSONL)"
-        )
     if trace_kind(path) == "openb":
         return load_openb(path, window_seconds=window_seconds)
     return load_trace(path)

@@ -6,7 +6,9 @@ NotFound on a missing object, does not take status from a create (status subreso
 deleting claim until its finalizers are gone, raises Throttled on an eviction a PDB refuses
 (`pdb_blocked`), lets an evicted pod stay deleting for a grace (`termination_grace`; reads drop
 it once the clock passes it), raises the count of the same Event again, and holds a Lease until
-it expires. `join_node` / `add_pod` play the kubelet and node agent for tests and for
+it expires. An Event names its object as the adapter's does: kind, name, namespace, and the uid
+and resourceVersion of the object when it exists (an Event about a missing object has none).
+`join_node` / `add_pod` play the kubelet and node agent for tests and for
 `gpupool simulate capacity`. Thread-safe (one lock), so concurrent invocations can be tested.
 
 Must not: decide anything; talk to a real API server.
@@ -297,19 +299,23 @@ class MemoryCluster(CallRecorder):
     def record_event(
         self, *, kind: str, name: str, namespace: str | None, event_type: str, reason: str, message: str
     ) -> None:
-        event: dict[str, Any] = {
-            "kind": kind,
-            "name": name,
-            "namespace": namespace,
-            "type": event_type,
-            "reason": reason,
-            "message": message,
-        }
-
         def work() -> None:
+            involved = self.objects[kind].get(name) if kind in self.objects else None
+            meta = _meta(involved) if involved is not None else None
+            event: dict[str, Any] = {
+                "kind": kind,
+                "name": name,
+                "namespace": namespace,
+                "uid": (meta.uid or None) if meta is not None else None,
+                "resourceVersion": meta.resource_version if meta is not None else None,
+                "type": event_type,
+                "reason": reason,
+                "message": message,
+            }
+            identity = ("kind", "name", "namespace", "uid", "type", "reason", "message")
             # The port aggregates: the same event again raises the count of the first.
             for recorded in self.events:
-                if all(recorded[key] == value for key, value in event.items()):
+                if all(recorded[key] == event[key] for key in identity):
                     recorded["count"] += 1
                     return
             self.events.append({**event, "count": 1})
