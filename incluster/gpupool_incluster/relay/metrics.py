@@ -57,7 +57,7 @@ class RelayMetrics:
         )
         self.events_dropped = Counter(
             "gpupool_relay_events_dropped",
-            "Events given up: pushed out of a full queue, dead-lettered (rejected, attempts), or no --forward",
+            "Events given up: out of a full queue, dead-lettered (rejected, attempts), or no --forward",
             (*labels, "reason"),
             registry=self.registry,
         )
