@@ -166,7 +166,9 @@ def _wire(world: Any, functions_dir: Path | None) -> Any:
     cloud = world.cloud_name
     modules = {name: load_function(name, functions_dir, cloud=cloud) for name in FUNCTIONS}
     build = build_alibaba_deps if cloud == "alibaba" else build_aws_deps
-    deps = replace(build(world.environ), clock=world.clock, new_suffix=world.new_suffix)
+    deps = replace(
+        build(world.environ, clock=world.clock), new_suffix=world.new_suffix
+    )  # Events on its clock
     handlers: dict[str, Any] = {name: load_handler(module, lambda: deps) for name, module in modules.items()}
 
     def invoke(function: str, event: Mapping[str, Any]) -> Mapping[str, Any]:
