@@ -61,7 +61,10 @@ __all__ = [
 
 PAGE = 500
 REQUEST_TIMEOUT = (5, 30)  # connect, read (seconds)
-_WATCH_LOGGER = "gpupool.relay.watch"  # ListWatch's logger
+# ListWatch's logger, and the HTTP library's (its retry warnings come from the watch threads):
+# captured while watching, so nothing prints over the screen or from a thread at exit.
+_WATCH_LOGGERS = ("gpupool.relay.watch", "urllib3")
+_JOIN_SECONDS = 3.0
 
 
 class StatusSourceError(Exception):
@@ -301,7 +304,7 @@ class _Problems(logging.Handler):
         self.by_stream: dict[str, str] = {}
 
     def emit(self, record: logging.LogRecord) -> None:
-        if record.levelno < logging.WARNING or not record.args:
+        if record.levelno < logging.WARNING or not record.args or record.name != _WATCH_LOGGERS[0]:
             return
         args = record.args if isinstance(record.args, tuple) else (record.args,)
         with self.guard:
@@ -339,7 +342,8 @@ class WatchedCluster:
             )
             for stream in STREAMS
         ]
-        self._logger = logging.getLogger(_WATCH_LOGGER)
+        self._loggers = [logging.getLogger(name) for name in _WATCH_LOGGERS]
+        self._threads: list[threading.Thread] = []
 
     def _changed(self, key: str) -> None:
         self.problems.clear(key)
@@ -348,17 +352,21 @@ class WatchedCluster:
             self._wake.notify_all()
 
     def start(self) -> None:
-        self._logger.addHandler(self.problems)
-        self._logger.propagate = False  # the screen shows the problem; nothing prints over it
-        for watch in self._watches:
-            watch.start()
+        for logger in self._loggers:
+            logger.addHandler(self.problems)
+            logger.propagate = False  # the screen shows the problem; nothing prints over it
+        self._threads = [watch.start() for watch in self._watches]
 
     def close(self) -> None:
+        """Stop every watch and wait (a few seconds at most) for its thread to end."""
         self.stop.set()
         for watch in self._watches:
             watch.interrupt()
-        self._logger.removeHandler(self.problems)
-        self._logger.propagate = True
+        for thread in self._threads:
+            thread.join(timeout=_JOIN_SECONDS / max(1, len(self._threads)))
+        for logger in self._loggers:
+            logger.removeHandler(self.problems)
+            logger.propagate = True
 
     def wait_for_change(self, seen: int, timeout: float) -> int:
         """The change count once it passes `seen`, or after `timeout` seconds (ages move on)."""

@@ -60,6 +60,13 @@ def _view(raw: Any, pool: str | None) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
+    try:
+        import kubernetes  # noqa: F401
+        import rich  # noqa: F401
+    except ImportError as error:
+        raise UserError(
+            f"gpupool status needs the cli extra ({error.name} is missing): pip install 'gpupool[cli]'"
+        ) from error
     from gpupool.cli.status_source import StatusSourceError, connect, read_once
     from gpupool.core.views.cluster import UnknownPool
 
@@ -103,14 +110,20 @@ def _watch(connection: Any, raw: Any, args: argparse.Namespace) -> int:
     seen = -1
     try:
         if args.json:
+            last: dict[str, Any] | None = None
             while True:
-                changes = cluster.wait_for_change(seen, timeout=args.refresh)
-                if changes != seen:
-                    seen = changes
-                    try:
-                        print(json.dumps(_view(cluster.raw(), args.pool).to_json()), flush=True)
-                    except UnknownPool as error:
-                        print(json.dumps({"error": str(error)}), flush=True)
+                if cluster.wait_for_change(seen, timeout=args.refresh) == seen:
+                    continue
+                cluster.stop.wait(0.2)  # fold a burst of changes into one line
+                seen = cluster.changes
+                try:
+                    body = _view(cluster.raw(), args.pool).to_json()
+                except UnknownPool as error:
+                    body = {"error": str(error)}
+                facts = {k: v for k, v in body.items() if k != "generated_at"}
+                if facts != last:
+                    last = facts
+                    print(json.dumps(body), flush=True)
         with Live(console=console, screen=True, auto_refresh=False, redirect_stderr=False) as live:
             while True:
                 trouble = cluster.trouble()
