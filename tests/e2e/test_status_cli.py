@@ -32,7 +32,6 @@ from tests.e2e.status_worlds import (
     AUTOSELECT_FOR,
     PROVISIONED_FOR,
     autoselect_world,
-    captured,
     provisioned_world,
 )
 
@@ -443,6 +442,16 @@ def test_watch_without_a_terminal_asks_for_json(
 
 
 def test_the_docs_quote_the_view_as_the_sandbox_draws_it() -> None:
+    # A fresh process: moto's EC2 state is per process, and the stories start from an empty account.
+    printed = subprocess.run(
+        [sys.executable, "-m", "tests.e2e.status_worlds"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+    )
+    assert printed.returncode == 0, printed.stderr[-2000:]
     text = (ROOT / "docs" / "observability.md").read_text()
-    fresh = captured()
-    assert fresh in text, f"docs/observability.md should quote, verbatim:\n{fresh}"
+    assert printed.stdout.rstrip("\n") in text, (
+        f"docs/observability.md should quote, verbatim:\n{printed.stdout}"
+    )

@@ -303,3 +303,18 @@ def test_the_docs_list_every_panel() -> None:
         if f"| {p['title']} |" not in text
     ]
     assert not missing, missing
+
+
+def test_every_alert_points_at_a_panel_that_exists() -> None:
+    objects = render({"prometheusRule": {"enabled": True}})
+    [rule] = [o for o in objects if o["kind"] == "PrometheusRule"]
+    alerts = {r["alert"] for group in rule["spec"]["groups"] for r in group["rules"]}
+    by_title = {board["title"]: {p["title"] for p in panels(board)} for board in dashboards().values()}
+    text = (ROOT / "docs" / "observability.md").read_text()
+    rows = {
+        found.group(1): (found.group(2), found.group(3))
+        for found in re.finditer(r"^\| `(\w+)` \| (gpupool / [^|]+?) \| ([^|]+?) \|$", text, re.MULTILINE)
+    }
+    assert set(rows) == alerts, set(rows) ^ alerts
+    for alert, (board, panel) in rows.items():
+        assert panel in by_title[board], (alert, board, panel)

@@ -368,6 +368,10 @@ class WatchedCluster:
             logger.removeHandler(self.problems)
             logger.propagate = True
 
+    def still_running(self) -> bool:
+        """Whether a watch thread outlived `close()` (blocked in a read the interrupt did not reach)."""
+        return any(thread.is_alive() for thread in self._threads)
+
     def wait_for_change(self, seen: int, timeout: float) -> int:
         """The change count once it passes `seen`, or after `timeout` seconds (ages move on)."""
         with self._wake:

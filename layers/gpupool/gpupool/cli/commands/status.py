@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from datetime import UTC, datetime
 from typing import Any
@@ -142,4 +143,10 @@ def _watch(connection: Any, raw: Any, args: argparse.Namespace) -> int:
         cluster.close()
     if not args.json:
         print(f"gpupool status: stopped watching {connection.server}", file=sys.stderr)
+    if cluster.still_running():
+        # A watch thread still blocked in a read: leave without finalizing the interpreter under
+        # it (a daemon thread waking in a finalizing interpreter can abort the process).
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
     return 0
