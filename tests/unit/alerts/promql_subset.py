@@ -5,6 +5,9 @@ over a run of evaluations. Supported, with Prometheus's precedence (`* /` > `+ -
 `and` > `or`): number literals; instant selectors `name{label="v", label!="v", label=~"re",
 label!~"re"}` (5-minute lookback); `increase` / `rate` over a range selector (last − first
 sample, counter resets added back, no extrapolation — a documented simplification);
+`histogram_quantile(φ, v)` (Prometheus's bucket interpolation: the `le` buckets of each label set,
+cumulative, ending in `+Inf`; the lower bound of the first bucket is 0; a rank in the `+Inf`
+bucket gives the highest finite bound; no buckets or no observations give NaN);
 `sum` / `min` / `max` / `avg` / `count` with `by (...)` before or after the argument; arithmetic
 and comparison between scalars and vectors and between vectors (one-to-one on every label but
 the metric name; a comparison keeps the left sample where it holds); `and` / `or` by label set.
@@ -70,7 +73,7 @@ def seconds(text: str) -> float:
 
 @dataclass(frozen=True)
 class Node:
-    kind: str  # num | sel | range_fn | agg | binop
+    kind: str  # num | sel | range_fn | agg | quantile | binop
     value: float = 0.0
     name: str = ""
     matchers: tuple[tuple[str, str, str], ...] = ()
@@ -146,6 +149,15 @@ class _Parser:
                 self.take()
                 by = self.labels()
             return Node("agg", name=name, by=by, args=(argument,))
+        if name == "histogram_quantile":
+            self.take("(")
+            phi = self.unary()
+            if phi.kind != "num":
+                raise PromqlError("histogram_quantile takes a number literal as its quantile")
+            self.take(",")
+            buckets = self.binary(0)
+            self.take(")")
+            return Node("quantile", value=phi.value, args=(buckets,))
         if name in ("increase", "rate"):
             self.take("(")
             selector = self.selector(self.take())
@@ -233,6 +245,26 @@ def _binop(op: str, left: Value, right: Value) -> Value:
     return {k: b for k, a, b in pairs if _COMPARE[op](a, b)}
 
 
+def _bucket_quantile(phi: float, buckets: list[tuple[float, float]]) -> float:
+    """Prometheus's bucketQuantile over (upper bound, cumulative count) pairs."""
+    if phi < 0:
+        return float("-inf")
+    if phi > 1:
+        return float("inf")
+    buckets = sorted(buckets)
+    if len(buckets) < 2 or buckets[-1][0] != float("inf") or buckets[-1][1] == 0:
+        return float("nan")
+    rank = phi * buckets[-1][1]
+    index = next(i for i, (_, count) in enumerate(buckets) if count >= rank)
+    if index == len(buckets) - 1:
+        return buckets[-2][0]
+    end, count = buckets[index]
+    start, below = (0.0, 0.0) if index == 0 else buckets[index - 1]
+    if index == 0 and end <= 0:
+        return end
+    return start + (end - start) * ((rank - below) / (count - below)) if count > below else end
+
+
 def evaluate(tree: Node, series: Series, at: float) -> Value:
     """The expression's value at time `at` (seconds) over `series`."""
     if tree.kind == "num":
@@ -262,6 +294,18 @@ def evaluate(tree: Node, series: Series, at: float) -> Value:
             group = frozenset((k, v) for k, v in labels if k in tree.by)
             groups.setdefault(group, []).append(value)
         return {group: _AGGREGATE[tree.name](values) for group, values in groups.items()}
+    if tree.kind == "quantile":
+        inner = evaluate(tree.args[0], series, at)
+        if not isinstance(inner, dict):
+            raise PromqlError("histogram_quantile needs a vector")
+        grouped: dict[Labels, list[tuple[float, float]]] = {}
+        for labels, value in inner.items():
+            bound = dict(labels).get("le")
+            if bound is None:
+                continue
+            group = frozenset((k, v) for k, v in labels if k not in ("le", "__name__"))
+            grouped.setdefault(group, []).append((float(bound), value))
+        return {group: _bucket_quantile(tree.value, found) for group, found in grouped.items()}
     left, right = (evaluate(a, series, at) for a in tree.args)
     return _binop(tree.name, left, right)
 

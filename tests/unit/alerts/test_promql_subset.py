@@ -66,8 +66,28 @@ def test_for_needs_the_condition_to_hold_long_enough() -> None:
 
 
 @pytest.mark.parametrize(
-    "expr", ["histogram_quantile(0.9, x)", "x offset 5m", "x unless y", "sum without (a) (x)", "x[5m]", "x +"]
+    "expr", ["clamp_min(x, 0)", "x offset 5m", "x unless y", "sum without (a) (x)", "x[5m]", "x +"]
 )
 def test_syntax_outside_the_subset_is_refused(expr: str) -> None:
     with pytest.raises(PromqlError):
         parse(expr)
+
+
+def test_histogram_quantile_interpolates_in_the_bucket_as_prometheus_does() -> None:
+    # 10 observations: 4 under 0.1 s, 9 under 0.5 s, all under +Inf — per route
+    series = [
+        ("lat_bucket", {"route": "r", "le": le}, [(0, 0.0), (60, count)])
+        for le, count in (("0.1", 4.0), ("0.5", 9.0), ("+Inf", 10.0))
+    ]
+
+    def quantile(phi: str) -> object:
+        return evaluate(
+            parse(f"histogram_quantile({phi}, sum by (le, route) (increase(lat_bucket[5m])))"), series, 60
+        )
+
+    route = frozenset({("route", "r")})
+    assert quantile("0.2") == {route: 0.05}  # rank 2 of the first bucket's 4, from 0
+    assert quantile("0.5") == {route: pytest.approx(0.1 + 0.4 * (1 / 5))}  # rank 5: 1 of the next 5
+    assert quantile("0.95") == {route: 0.5}  # in the +Inf bucket: the highest finite bound
+    with pytest.raises(PromqlError, match="number literal"):
+        parse("histogram_quantile(x, lat_bucket)")
