@@ -3,7 +3,7 @@
 `provisioned_world(start)`: the demo's Provisioned story (embedded API server, moto EC2, the real
 functions) stopped 4 minutes in — a training spike has just raised capacity, so claims are in
 flight beside Bound ones. `autoselect_world(start)`: the AutoSelect story (simulated Karpenter)
-stopped 2½ minutes in — expansion NodeClaims launched for the pending pods, none registered yet.
+stopped 5 minutes in — expansion NodeClaims for the pending pods, some initialized, some just launched.
 `start` places the story in time (so that ages against the wall clock read naturally).
 `captured(width)` is the text `gpupool status` draws for both, read through the command's own
 path (kubeconfig, list, parse, view, render) but aged at each world's clock instead of the wall
@@ -26,7 +26,7 @@ from gpupool.sandbox.demo.provisioned_story import ProvisionedStory, Scenario
 from gpupool.sandbox.demo.world import DEMO_START, DemoWorld
 
 PROVISIONED_FOR = timedelta(minutes=4)
-AUTOSELECT_FOR = timedelta(minutes=2, seconds=30)
+AUTOSELECT_FOR = timedelta(minutes=5)
 
 
 @contextmanager
@@ -69,7 +69,7 @@ def captured(width: int = 132) -> str:
     with autoselect_world() as world:
         autoselect = render_world(world, width=width)
     return f"$ gpupool status   # Provisioned story, 4 minutes in\n{provisioned}\n\n" + (
-        f"$ gpupool status   # AutoSelect story, 2½ minutes in\n{autoselect}\n"
+        f"$ gpupool status   # AutoSelect story, 5 minutes in\n{autoselect}\n"
     )
 
 

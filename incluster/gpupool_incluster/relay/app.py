@@ -47,6 +47,7 @@ from gpupool.core.allocator.pod_request import RequestError
 from gpupool.core.extender import (
     WireError,
     binding_result,
+    failure_reason,
     filter_error,
     parse_binding_args,
     parse_extender_args,
@@ -123,7 +124,10 @@ def create_app(
         if metrics is not None and args.node_names and not passed and not result.get("Error"):
             annotations = (args.pod.get("metadata") or {}).get("annotations") or {}
             pool = annotations.get(ANNOTATION_GPU_POOL) or hub.default_pool
-            metrics.allocation_failures.labels(str(pool)).inc()  # WorkerAllocationFailed (docs/alerts.md)
+            reason = failure_reason(result)
+            metrics.allocation_failures.labels(
+                str(pool), reason
+            ).inc()  # WorkerAllocationFailed (docs/alerts.md)
         return result
 
     async def scheduler_filter(request: Request) -> Response:

@@ -101,8 +101,9 @@ class RelayMetrics:
         )
         self.allocation_failures = Counter(
             "gpupool_relay_allocation_failures",
-            "Filter calls that left a GPU pod no node (kube-scheduler retries count again)",
-            ("pool",),
+            "Filter calls that left a GPU pod no node (kube-scheduler retries count again), by the filter "
+            "stage most nodes were lost at",
+            ("pool", "reason"),
             registry=self.registry,
         )
 

@@ -28,6 +28,7 @@ from gpupool.core.allocator import Allocator
 from gpupool.core.planning.plan import Plan, RecordEvent
 from gpupool.core.planning.pool_gauges import PoolGauges
 from gpupool.handlers import aws_lambda, common
+from gpupool.handlers.relay_auth import HMAC_SECRET_VARIABLE, HTTP_AUTH_VARIABLE
 from gpupool.service.errors import PermanentError, Throttled
 from gpupool.service.outcome import Outcome
 from gpupool_incluster.agent.metrics import AgentMetrics
@@ -112,7 +113,7 @@ def emf_metrics(monkeypatch: pytest.MonkeyPatch) -> dict[tuple[str, str], set[fr
         (service(busy), {"unknown": "event"}, {}),
         (service(error=PermanentError("no")), scheduled, {}),
         (service(error=Throttled("later")), scheduled, {}),
-        (service(busy), relay_call, {common.HMAC_SECRET_VARIABLE: "s3cret"}),
+        (service(busy), relay_call, {HTTP_AUTH_VARIABLE: "hmac", HMAC_SECRET_VARIABLE: "s3cret"}),  # unsigned
     ]
     printed = io.StringIO()
     for entry, body, env in calls:

@@ -56,9 +56,9 @@ def test_allocation_gauges_follow_the_allocator() -> None:
     assert after[("gpupool_node_vram_available_bytes", node("a"))] == 36 * 2**30
 
 
-def test_a_pod_no_node_fits_counts_as_an_allocation_failure_of_its_pool() -> None:
+def test_a_pod_no_node_fits_counts_as_an_allocation_failure_of_its_pool_and_the_stage_it_failed() -> None:
     http, _, _, metrics = relay()
-    key = ("gpupool_relay_allocation_failures_total", (("pool", "shared"),))
+    key = ("gpupool_relay_allocation_failures_total", (("pool", "shared"), ("reason", "resources")))
     fits = http.post("/scheduler/filter", json={"Pod": tf_pod("p"), "NodeNames": ["a", "b"]}).json()
     assert fits["NodeNames"] == ["a"] and key not in scrape(metrics)
     too_big = {"Pod": tf_pod("q", tflops="500"), "NodeNames": ["a", "b"]}

@@ -1,6 +1,13 @@
 """kube-scheduler extender (pure): exact wire shapes and filter / prioritize / bind decisions."""
 
-from gpupool.core.extender.handle import classify, handle_filter, handle_prioritize, reserve_for_bind
+from gpupool.core.extender.handle import (
+    FAILURE_REASONS,
+    classify,
+    failure_reason,
+    handle_filter,
+    handle_prioritize,
+    reserve_for_bind,
+)
 from gpupool.core.extender.wire import (
     BindingArgs,
     ExtenderArgs,
@@ -14,11 +21,13 @@ from gpupool.core.extender.wire import (
 )
 
 __all__ = [
+    "FAILURE_REASONS",
     "BindingArgs",
     "ExtenderArgs",
     "WireError",
     "binding_result",
     "classify",
+    "failure_reason",
     "filter_error",
     "filter_result",
     "handle_filter",

@@ -18,6 +18,7 @@ from pydantic import ValidationError
 
 from gpupool.core.admission.mutate import NATIVE_GPU_RESOURCE
 from gpupool.core.allocator.allocator import AllocationError, Allocator
+from gpupool.core.allocator.filters import STAGES
 from gpupool.core.allocator.pod_request import RequestError, request_from_pod
 from gpupool.core.allocator.records import Allocation
 from gpupool.core.allocator.request import GpuRequest
@@ -25,7 +26,14 @@ from gpupool.core.extender.wire import ExtenderArgs, filter_result, host_priorit
 from gpupool.core.model import constants as c
 from gpupool.core.model.foreign import Pod
 
-__all__ = ["classify", "handle_filter", "handle_prioritize", "reserve_for_bind"]
+__all__ = [
+    "FAILURE_REASONS",
+    "classify",
+    "failure_reason",
+    "handle_filter",
+    "handle_prioritize",
+    "reserve_for_bind",
+]
 
 _GPU_KEYS = (
     c.ANNOTATION_TFLOPS_REQUEST,
@@ -98,6 +106,30 @@ def handle_filter(allocator: Allocator, args: ExtenderArgs, *, default_pool: str
         return filter_result(args, passed=[n for n in args.node_names if n == held.node], failed=others)
     result = allocator.filter(kind, args.node_names)
     return filter_result(args, passed=result.passed, failed=result.failed)
+
+
+# A filter that left a pod no node, said in a word a metric label can carry (a bounded set): the
+# allocator's filter stage most nodes were lost at, or why the pod was refused before any stage.
+INVALID_REQUEST = "invalidRequest"
+GANG = "gang"
+FAILURE_REASONS: tuple[str, ...] = (*STAGES, INVALID_REQUEST, GANG, "other")
+
+
+def failure_reason(result: Mapping[str, Any]) -> str:
+    """The `FAILURE_REASONS` word for a filter result that passed no node (from its reasons'
+    `stage:` prefixes, the most frequent first; ties by stage order)."""
+    if result.get("FailedAndUnresolvableNodes"):
+        return INVALID_REQUEST
+    failed = result.get("FailedNodes") or {}
+    counts: dict[str, int] = {}
+    for reason in failed.values():
+        text = str(reason)
+        stage = GANG if text.startswith("pod holds GPUs") else text.split(":", 1)[0]
+        word = stage if stage in FAILURE_REASONS else "other"
+        counts[word] = counts.get(word, 0) + 1
+    if not counts:
+        return "other"
+    return max(counts, key=lambda word: (counts[word], -FAILURE_REASONS.index(word)))
 
 
 def handle_prioritize(allocator: Allocator, args: ExtenderArgs, *, default_pool: str) -> list[dict[str, Any]]:
