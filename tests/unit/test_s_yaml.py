@@ -8,7 +8,7 @@ needs are set; 1-minute timers whose names match the FC timer sample; EventBridg
 match exactly the ECS sample events each is meant for; POST-only HTTP triggers that FC itself
 authenticates (`authType: function`, never anonymous) on functions that check the signed body
 (`GPUPOOL_HTTP_AUTH=fc-signature`); no secret in a plaintext variable (the kubeconfig is a KMS
-secret the role may read and decrypt with its key, and nothing else); async retries with a failure destination; and a
+secret the role may read and decrypt, nothing else); async retries with a failure destination; and a
 least-privilege RAM policy, evaluated as RAM evaluates it (`_allowed`: an Allow statement whose
 action, resource pattern and every StringEquals condition match): RunInstances only with both the
 managed-by and this cluster's tag on the request, no TagResources at all, DeleteInstances only on
