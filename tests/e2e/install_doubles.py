@@ -25,9 +25,11 @@ tool would refuse. Simpler than the real tools, rule by rule:
   scheduler.kubeVersion), validates every object for that version, refuses images nobody pushed,
   and applies the CRDs and the objects to the cluster with kubectl ($GPUPOOL_KUBECTL).
 - s (Serverless Devs): `deploy` needs every `${env('X')}` s.yaml reads set, its AccountID configured
-  and its failure queue created; `info -o json` prints tests/fixtures/install/s-info.json.
+  and its failure queue created, and records the functions' environment and the RAM policies as
+  s.yaml resolves them (for doubles_fc.py); `info -o json` prints tests/fixtures/install/s-info.json.
 - aliyun: each API call the ACK guide makes is answered from the state, with its required
-  parameters checked (the calls are listed in ALIYUN_CALLS with their sources).
+  parameters checked (the calls are listed in ALIYUN_CALLS with their sources); KMS keys and
+  secrets and RAM users, policies and AccessKeys follow their APIs' rules (doubles_alibaba.py).
 
 Must not: reach a network beyond 127.0.0.1.
 """

@@ -12,14 +12,22 @@ with kubectl 1.30 against the embedded Kubernetes API server and doubles of the 
 (tests/e2e/install_doubles.py: each refuses what the real tool would, and `sam deploy` creates the
 stack in moto's CloudFormation, where the real `gpupool values --stack` reads it). Before the
 "Uninstall" section, the relay is started from the arguments the chart rendered (listeners on
-loopback, the rendered TLS pair, the Function URLs pointed at a receiver that verifies each
-signature as the functions would: SigV4 for EKS, HMAC for ACK) and must deliver a signed
-`node.joined` for a provisioned node; after it, nothing the guide made may be left.
+loopback, the rendered TLS pair, the files of the Secrets the pod mounts, the Function URLs pointed
+at a receiver) and must deliver a signed `node.joined` for a provisioned node. For EKS the receiver
+verifies SigV4 as the Function URLs would. For ACK it is Function Compute as `s deploy` left it
+(tests/e2e/doubles_fc.py): FC's gateway checks the relay's ACS3 signature with the AccessKey RAM
+issued and that key's user's right to invoke the function, then the real bind handler runs with
+s.yaml's environment, reading its kubeconfig from the KMS secret the guide stored (only as the
+functions' role, with s.yaml's policy, may) and answering the relay. After the uninstall nothing the
+guide made may be left. The ACK walk is also run on the guide broken on purpose — the relay given a
+wrong AccessKey secret, the KMS secret step left out, the relay's policy never attached — and must
+stop at each with the refusal that names it.
 """
 
 from __future__ import annotations
 
 import base64
+import json
 import os
 import re
 import shlex
@@ -63,6 +71,7 @@ LOCAL_TOOLS = {
     "rm",
     "cd",
     "json",
+    "sleep",
 }
 SHELL_WORDS = {"then", "fi", "if", "else", "while", "{", "}"}
 STANDARD_VARIABLES = {"PATH", "PWD", "HOME"}
@@ -83,10 +92,11 @@ class Block:
     section: str
 
 
-def blocks(guide: Path) -> list[Block]:
-    """The guide's ```sh blocks in order, each with whether the walk runs it and its section heading."""
+def blocks(guide: Path, text: str | None = None) -> list[Block]:
+    """The guide's ```sh blocks in order, each with whether the walk runs it and its section heading
+    (`text`: the guide's text instead of the file's)."""
     found: list[Block] = []
-    lines = guide.read_text().splitlines()
+    lines = (guide.read_text() if text is None else text).splitlines()
     section, previous, at = "", "", 0
     while at < len(lines):
         line = lines[at]
@@ -349,6 +359,9 @@ def _relay_command(
             function = value.split("=", 1)[0]
             arg = f"--forward={function}={receiver.url('/' + function)}"
         elif flag == "--hmac-secret-file":
+            folder, key = value.rsplit("/", 1)
+            arg = f"{flag}={_mounted_secret(pod, relay, folder, kubeconfig, tmp_path) / key}"
+        elif flag == "--fc-credentials-dir":
             arg = f"{flag}={_mounted_secret(pod, relay, value, kubeconfig, tmp_path)}"
         args.append(arg)
     command = [sys.executable, "-m", "gpupool.cli.main", *args, "--kubeconfig", str(kubeconfig)]
@@ -358,24 +371,33 @@ def _relay_command(
         "AWS_ACCESS_KEY_ID": "relay-key",
         "AWS_SECRET_ACCESS_KEY": "relay-secret",
     }
-    env.pop("AWS_SESSION_TOKEN", None)
+    for name in ("AWS_SESSION_TOKEN", "ALIBABA_CLOUD_ROLE_ARN", "ALIBABA_CLOUD_OIDC_PROVIDER_ARN"):
+        env.pop(name, None)
     return command, env, f"http://127.0.0.1:{metrics}/readyz"
 
 
 def _mounted_secret(
-    pod: dict[str, Any], container: dict[str, Any], path: str, kubeconfig: Path, tmp_path: Path
+    pod: dict[str, Any], container: dict[str, Any], folder: str, kubeconfig: Path, tmp_path: Path
 ) -> Path:
-    """The file at `path` in the container, as the kubelet would mount it: the key of the Secret
-    whose volume is mounted at its folder, read from the cluster."""
+    """The folder `folder` of the container, as the kubelet would mount it: a file per key of the
+    Secret whose volume is mounted there, read from the cluster (empty when an `optional` Secret
+    does not exist)."""
     from kubernetes import client, config
+    from kubernetes.client.exceptions import ApiException
 
-    folder, key = path.rsplit("/", 1)
     (mount,) = [m for m in container["volumeMounts"] if m["mountPath"] == folder]
     (volume,) = [v for v in pod["volumes"] if v["name"] == mount["name"]]
     api = client.CoreV1Api(config.new_client_from_config(config_file=str(kubeconfig)))
-    secret = api.read_namespaced_secret(volume["secret"]["secretName"], pod["_namespace"])
-    local = tmp_path / f"mounted-{key}"
-    local.write_bytes(base64.b64decode(secret.data[key]))
+    local = tmp_path / f"mounted-{mount['name']}"
+    local.mkdir()
+    try:
+        secret = api.read_namespaced_secret(volume["secret"]["secretName"], pod["_namespace"])
+    except ApiException as error:
+        if error.status == 404 and volume["secret"].get("optional"):
+            return local
+        raise
+    for key, data in (secret.data or {}).items():
+        (local / key).write_bytes(base64.b64decode(data))
     return local
 
 
@@ -408,7 +430,11 @@ def _relay_delivers_a_signed_node_joined(
         )
         deadline = time.monotonic() + 60
         while not [r for r in receiver.received if r.event["type"].endswith(".node.joined")]:
-            assert time.monotonic() < deadline, f"no node.joined delivered; refused: {receiver.refused}"
+            assert not receiver.refused, f"a delivery was refused: {receiver.refused}"
+            failed = receiver.failures() if hasattr(receiver, "failures") else []
+            assert not failed, f"a function did not handle a delivery: {failed}"
+            assert process.poll() is None, process.stderr.read().decode() if process.stderr else ""
+            assert time.monotonic() < deadline, "no node.joined delivered"
             time.sleep(0.1)
         (joined,) = [r for r in receiver.received if r.event["type"].endswith(".node.joined")]
         assert joined.path == "/bind" and not receiver.refused
@@ -433,8 +459,8 @@ def _nothing_left(state: dict[str, Any], walk: Walk) -> None:
     assert "tensor-fusion.ai" not in crds.stdout
 
 
-def _split(guide: Path) -> tuple[list[Block], list[Block]]:
-    run = [b for b in blocks(guide) if b.run]
+def _split(guide: Path, text: str | None = None) -> tuple[list[Block], list[Block]]:
+    run = [b for b in blocks(guide, text) if b.run]
     install = [b for b in run if "Uninstall" not in b.section]
     return install, [b for b in run if "Uninstall" in b.section]
 
@@ -469,21 +495,89 @@ def test_the_eks_guide_installs_and_uninstalls(walk: Walk, tmp_path: Path) -> No
     _nothing_left(load_state_at(walk), walk)
 
 
+def _ack_walk_to_the_relay(walk: Walk, tmp_path: Path, guide: str) -> tuple[dict[str, Any], Any]:
+    """The ACK guide's install blocks (of `guide`, its text), then the relay delivering a signed
+    node.joined to bind through Function Compute as deployed; the delivery's handler answer."""
+    from doubles_fc import function_compute
+
+    install, _ = _split(GUIDES["ack"], guide)
+    walk.run(install, first=True)
+    documents, _ = _rendered(load_state_at(walk))
+    with function_compute(lambda: load_state_at(walk), run={"bind"}) as functions:
+        event = _relay_delivers_a_signed_node_joined(documents, functions, walk, tmp_path)
+        (answer,) = [a for a in functions.function_answers if a[1].endswith(".node.joined")]
+    return event, answer
+
+
 @pytest.mark.slow
 @WALK
 def test_the_ack_guide_installs_and_uninstalls(walk: Walk, tmp_path: Path) -> None:
-    from gpupool.testing.relay_receiver import RelayReceiver
+    from kubernetes import client, config
 
-    install, uninstall = _split(GUIDES["ack"])
-    walk.run(install, first=True)
-    state = load_state_at(walk)
-    documents, _ = _rendered(state)
-    secret = walk.session()["GPUPOOL_RELAY_HMAC_SECRET"]  # what `s deploy` gave the functions
-    with RelayReceiver(auth="hmac", hmac_secret=secret.encode()) as receiver:
-        event = _relay_delivers_a_signed_node_joined(documents, receiver, walk, tmp_path)
+    from gpupool.adapters.kube_deliveries import LABEL_RECORD
+
+    event, (function, _, status, body) = _ack_walk_to_the_relay(walk, tmp_path, GUIDES["ack"].read_text())
     assert event["source"] == "/gpupool/relay/tensor-fusion"
+    assert function == "bind" and status == 200 and json.loads(body)["status"] == "handled", body
+    state = load_state_at(walk)
+    # The relay signs as a RAM user whose only policy is s.yaml's vars.relayInvokePolicy.
+    (relay_user,) = state["ram"]["users"].values()
+    assert [state["ram"]["policies"][p] for p in relay_user["policies"]] == [
+        state["s_deployed"]["relay_invoke_policy"]
+    ]
+    # The functions' kubeconfig, read from KMS, is the functions' ServiceAccount token, nothing else.
+    (stored,) = state["kms"]["secrets"].values()
+    (user,) = yaml.safe_load(stored["data"])["users"]
+    api = client.CoreV1Api(config.new_client_from_config(config_file=str(walk.api.kubeconfig_path)))
+    token = api.read_namespaced_secret("gpupool-functions-token", "gpupool-system").data["token"]
+    assert user["user"] == {"token": base64.b64decode(token).decode()}
+    # bind recorded the delivery in its ledger (a Lease), through that kubeconfig.
+    leases = client.CoordinationV1Api(api.api_client).list_namespaced_lease(
+        "default", label_selector=LABEL_RECORD
+    )
+    assert len(leases.items) == 1
+    assert not (walk.workdir / "functions-kubeconfig.yaml").exists(), "the token file is left behind"
+    _, uninstall = _split(GUIDES["ack"])
     walk.run(uninstall, first=False)
-    _nothing_left(load_state_at(walk), walk)
+    state = load_state_at(walk)
+    _nothing_left(state, walk)
+    assert not state["ram"]["users"] and not state["ram"]["policies"]
+    assert not state["kms"]["secrets"]
+    assert {key["state"] for key in state["kms"]["keys"].values()} == {"PendingDeletion"}
+
+
+# Each break of the ACK guide, and the refusal the walk must stop at.
+BROKEN_ACK_GUIDES = {
+    "wrong-access-key-secret": (  # the Secret gets another secret than the key's
+        """key["AccessKeySecret"])' | kubectl -n "$NAMESPACE" create secret generic """
+        "tf-cloud-vendor-credentials --from-env-file=/dev/stdin\n",
+        """key["AccessKeySecret"][::-1])' | kubectl -n "$NAMESPACE" create secret generic """
+        "tf-cloud-vendor-credentials --from-env-file=/dev/stdin\n",
+        "ACS3 signature does not match",
+    ),
+    "no-kms-secret": (
+        "aliyun kms CreateSecret ",
+        "true aliyun kms CreateSecret ",
+        "GPUPOOL_KUBECONFIG_SECRET=gpupool/kubeconfig: KMS secret gpupool/kubeconfig: cannot read it",
+    ),
+    "relay-policy-not-attached": (
+        "aliyun ram AttachPolicyToUser ",
+        "true aliyun ram AttachPolicyToUser ",
+        "may not fc:InvokeFunction on acs:fc:cn-hangzhou:",
+    ),
+}
+
+
+@pytest.mark.slow
+@WALK
+@pytest.mark.parametrize("broken", sorted(BROKEN_ACK_GUIDES))
+def test_the_ack_walk_stops_at_a_broken_guide(walk: Walk, tmp_path: Path, broken: str) -> None:
+    step, replacement, refusal = BROKEN_ACK_GUIDES[broken]
+    text = GUIDES["ack"].read_text()
+    assert text.count(step) == 1, f"the guide no longer has {step!r}: update this break"
+    with pytest.raises(AssertionError) as stopped:
+        _ack_walk_to_the_relay(walk, tmp_path, text.replace(step, replacement))
+    assert refusal in str(stopped.value), str(stopped.value)[-3000:]
 
 
 def load_state_at(walk: Walk) -> dict[str, Any]:

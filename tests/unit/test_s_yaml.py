@@ -8,7 +8,7 @@ needs are set; 1-minute timers whose names match the FC timer sample; EventBridg
 match exactly the ECS sample events each is meant for; POST-only HTTP triggers that FC itself
 authenticates (`authType: function`, never anonymous) on functions that check the signed body
 (`GPUPOOL_HTTP_AUTH=fc-signature`); no secret in a plaintext variable (the kubeconfig is a KMS
-secret the role may read, and nothing else); async retries with a failure destination; and a
+secret the role may read and decrypt, nothing else); async retries with a failure destination; and a
 least-privilege RAM policy, evaluated as RAM evaluates it (`_allowed`: an Allow statement whose
 action, resource pattern and every StringEquals condition match): RunInstances only with both the
 managed-by and this cluster's tag on the request, no TagResources at all, DeleteInstances only on
@@ -122,7 +122,13 @@ def test_no_secret_is_a_plaintext_variable(name: str) -> None:
             "Effect": "Allow",
             "Action": ["kms:GetSecretValue"],
             "Resource": f"acs:kms:{S['vars']['region']}:${{config('AccountID')}}:secret/{secret}",
-        }
+        },
+        {  # GetSecretValue of a secret encrypted with a key you created needs kms:Decrypt on that key
+            "Effect": "Allow",
+            "Action": ["kms:Decrypt"],
+            "Resource": f"acs:kms:{S['vars']['region']}:${{config('AccountID')}}:key/"
+            "${env('GPUPOOL_KUBECONFIG_KEY_ID')}",
+        },
     ]
 
 
@@ -309,6 +315,7 @@ def test_the_ram_policy_is_least_privilege() -> None:
         "ecs:DescribeRegions",
         "ram:PassRole",
         "kms:GetSecretValue",
+        "kms:Decrypt",
         "mns:SendMessage",
     }
     assert not any("*" in action for action in actions)

@@ -1,16 +1,19 @@
 """`gpupool values`: a template.yaml stack (from DescribeStacks, answered by moto, or from the saved
 `aws cloudformation describe-stacks` JSON) and `s info -o json` on Alibaba Cloud become the chart's
-values — the URLs, the signing, the region and cluster, the functions' group, IRSA's annotation — that
-the chart's schema accepts and that render into the relay's flags; every unusable input is one line
-on stderr (exit 2, nothing on stdout), flags that do not apply are refused, and the secrets `s info`
-prints never reach the output. The fixtures' outputs and functions are checked against template.yaml
-and s.yaml so they cannot drift from what the stack and `s deploy` make.
+values — the URLs, the signing, the region and cluster, the functions' group, IRSA's annotation; on
+Alibaba Cloud FC signing with the relay's AccessKey Secret or an RRSA role — that the chart's schema
+accepts and that render into the relay's flags and volumes; every unusable input (an anonymous
+trigger, a function that does not check the signed body, …) is one line on stderr (exit 2, nothing
+on stdout), flags that do not apply are refused, and nothing of the functions' environment but the
+cluster name reaches the output. The fixtures' outputs and functions are checked against
+template.yaml and s.yaml so they cannot drift from what the stack and `s deploy` make.
 """
 
 from __future__ import annotations
 
 import copy
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -174,8 +177,12 @@ def test_the_release_and_namespace_must_be_the_ones_the_stack_trusts(
             "--region does not apply to --stack-description",
         ),
         (
-            ["--stack", "gpupool", "--hmac-secret-name", "x"],
-            "--hmac-secret-name does not apply to an AWS stack",
+            ["--stack", "gpupool", "--credentials-secret", "x"],
+            "--credentials-secret does not apply to an AWS stack",
+        ),
+        (
+            ["--stack-description", "{fixture}", "--rrsa-role", "gpupool-relay"],
+            "--rrsa-role does not apply to an AWS stack",
         ),
         (["--s-info", "{s_info}", "--release", "gp"], "--release does not apply to --s-info"),
         (["--s-info", "{s_info}", "--region", "cn-hangzhou"], "--region does not apply to --s-info"),
@@ -186,7 +193,8 @@ def test_the_release_and_namespace_must_be_the_ones_the_stack_trusts(
     ],
     ids=[
         "region",
-        "hmac-on-aws",
+        "credentials-secret-on-aws",
+        "rrsa-role-on-aws",
         "release-on-alibaba",
         "region-on-alibaba",
         "missing",
@@ -246,18 +254,22 @@ FC_URLS = {
 
 
 def _s_info(auth_type: str | None = None, **changes: Any) -> dict[str, Any]:
+    """The fixture with every HTTP trigger's authType replaced, and resources updated ({name: {key: value}});
+    `environment` in a change updates that function's environment variables."""
     info = copy.deepcopy(S_INFO)
     for resource, item in info.items():
         for trigger in item.get("triggers", []):
             if auth_type is not None and trigger["triggerType"] == "http":
                 trigger["triggerConfig"]["authType"] = auth_type
         if resource in changes:
-            item.update(changes[resource])
+            change = dict(changes[resource])
+            item["function"]["environmentVariables"].update(change.pop("environment", {}))
+            item.update(change)
     return info
 
 
-def test_s_info_becomes_the_http_trigger_urls_hmac_region_and_cluster(
-    capsys: pytest.CaptureFixture[str],
+def test_s_info_becomes_the_http_trigger_urls_fc_signing_the_credentials_secret_and_cluster(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert main(["values", "--s-info", str(FIXTURES / "s-info.json")]) == 0
     captured = capsys.readouterr()
@@ -265,23 +277,42 @@ def test_s_info_becomes_the_http_trigger_urls_hmac_region_and_cluster(
         "scheduler": {
             "forward": {
                 "urls": FC_URLS,
-                "auth": "hmac",
-                "hmacExistingSecret": "gpupool-relay-hmac",
-                "region": "cn-hangzhou",
+                "auth": "fc",
+                "alibabaCredentialsSecret": "tf-cloud-vendor-credentials",
                 "cluster": "tensor-fusion",
             }
         }
     }
+    assert "tf-cloud-vendor-credentials (files ak, sk)" in captured.out.splitlines()[1]
+    # Nothing of the functions' environment but the cluster name is written, whatever it holds.
+    leaky = _s_info(**{"gpupool-bind": {"environment": {"SOME_TOKEN": "FIXTURE-MUST-NOT-LEAK"}}})
+    assert main(["values", "--s-info", _write(tmp_path, leaky)]) == 0
+    captured = capsys.readouterr()
     assert "MUST-NOT-LEAK" not in captured.out + captured.err
+    assert "gpupool/kubeconfig" not in captured.out
 
 
-def test_function_authenticated_triggers_are_signed_by_fc_and_the_secret_name_can_be_chosen(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+def test_the_credentials_secret_can_be_named_or_replaced_by_an_rrsa_role(
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
-    forward = _values(capsys, "--s-info", _write(tmp_path, _s_info("function")))["scheduler"]["forward"]
-    assert forward["auth"] == "fc" and "hmacExistingSecret" not in forward
-    forward = _values(capsys, "--s-info", str(FIXTURES / "s-info.json"), "--hmac-secret-name", "relay-key")
-    assert forward["scheduler"]["forward"]["hmacExistingSecret"] == "relay-key"
+    fixture = str(FIXTURES / "s-info.json")
+    forward = _values(capsys, "--s-info", fixture, "--credentials-secret", "relay-key")["scheduler"][
+        "forward"
+    ]
+    assert forward["alibabaCredentialsSecret"] == "relay-key"
+    scheduler = _values(capsys, "--s-info", fixture, "--rrsa-role", "gpupool-relay")["scheduler"]
+    assert scheduler["serviceAccountAnnotations"] == {
+        "pod-identity.alibabacloud.com/role-name": "gpupool-relay"
+    }
+    assert scheduler["forward"]["auth"] == "fc" and "alibabaCredentialsSecret" not in scheduler["forward"]
+    with pytest.raises(SystemExit) as exited:  # one identity or the other
+        main(["values", "--s-info", fixture, "--rrsa-role", "r", "--credentials-secret", "s"])
+    assert exited.value.code == 2
+    capsys.readouterr()
+    assert "is not a Secret name" in _refused(
+        capsys, "--s-info", fixture, "--credentials-secret", "Relay_Key"
+    )
+    assert "is not a RAM role name" in _refused(capsys, "--s-info", fixture, "--rrsa-role", "relay role")
 
 
 def test_s_info_from_stdin(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
@@ -295,7 +326,12 @@ def test_s_info_from_stdin(monkeypatch: pytest.MonkeyPatch, capsys: pytest.Captu
     ("info", "message"),
     [
         (_s_info(**{"gpupool-bind": {"region": "cn-shanghai"}}), "the functions are in 2 regions"),
+        (_s_info("anonymous"), "its HTTP trigger is anonymous, so anyone could call it"),
         (_s_info("basic"), "HTTP trigger authType 'basic'"),
+        (
+            _s_info(**{"gpupool-compact": {"environment": {"GPUPOOL_HTTP_AUTH": "hmac"}}}),
+            "GPUPOOL_HTTP_AUTH is 'hmac', not fc-signature, so the function would not check the signed body",
+        ),
         (
             _s_info(**{"gpupool-compact": {"triggers": []}}),
             "expected one HTTP trigger on gpupool-compact, found 0",
@@ -303,13 +339,54 @@ def test_s_info_from_stdin(monkeypatch: pytest.MonkeyPatch, capsys: pytest.Captu
         ({k: v for k, v in S_INFO.items() if k != "gpupool-launch"}, "shows no launch function"),
         ([1, 2], "an object keyed by s.yaml's resources"),
     ],
-    ids=["regions", "auth-type", "no-http-trigger", "no-launch", "not-an-object"],
+    ids=[
+        "regions",
+        "anonymous",
+        "auth-type",
+        "unchecked-body",
+        "no-http-trigger",
+        "no-launch",
+        "not-an-object",
+    ],
 )
 def test_unusable_s_info_is_one_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], info: Any, message: str
 ) -> None:
     line = _refused(capsys, "--s-info", _write(tmp_path, info))
     assert message in line, line
+
+
+def _relay(values: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any], list[dict[str, Any]]]:
+    """The rendered relay container, its pod spec, and all documents."""
+    rendered = helm.Chart.load(ROOT / "incluster" / "chart").render(
+        values, name="gpupool", namespace="gpupool-system"
+    )
+    docs = [d for text in rendered.values() for d in yaml.safe_load_all(text) if d]
+    (deployment,) = [d for d in docs if d["kind"] == "Deployment"]
+    pod = deployment["spec"]["template"]["spec"]
+    (relay,) = [c for c in pod["containers"] if c["name"] == "relay"]
+    return relay, pod, docs
+
+
+def test_the_fc_values_render_into_the_relays_flags_and_its_credentials_volume(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    relay, pod, _ = _relay(_values(capsys, "--s-info", str(FIXTURES / "s-info.json")))
+    assert {f"--forward={f}={u}" for f, u in FC_URLS.items()} <= set(relay["args"])
+    assert {
+        "--forward-auth=fc",
+        "--fc-credentials-dir=/etc/gpupool/alibaba",
+        "--cluster=tensor-fusion",
+    } <= set(relay["args"])
+    assert not [a for a in relay["args"] if a.startswith(("--hmac", "--region"))]
+    (mount,) = [m for m in relay["volumeMounts"] if m["mountPath"] == "/etc/gpupool/alibaba"]
+    (volume,) = [v for v in pod["volumes"] if v["name"] == mount["name"]]
+    assert volume["secret"]["secretName"] == "tf-cloud-vendor-credentials"
+    _, _, docs = _relay(_values(capsys, "--s-info", str(FIXTURES / "s-info.json"), "--rrsa-role", "relay"))
+    (account,) = [
+        d for d in docs if d["kind"] == "ServiceAccount" and d["metadata"]["name"] == "gpupool-scheduler"
+    ]
+    assert account["metadata"]["annotations"] == {"pod-identity.alibabacloud.com/role-name": "relay"}
 
 
 def test_the_s_info_fixture_is_what_s_yaml_deploys() -> None:
@@ -328,4 +405,9 @@ def test_the_s_info_fixture_is_what_s_yaml_deploys() -> None:
         assert [t["triggerType"] for t in item["triggers"]] == [t["triggerType"] for t in props["triggers"]]
         (http,) = [t for t in item["triggers"] if t["triggerType"] == "http"]
         assert http["triggerConfig"]["authType"] == s_yaml["vars"]["http"]["authType"]
-        assert set(item["function"]["environmentVariables"]) == set(s_yaml["vars"]["environment"])
+        assert props["region"] == "${vars.region}" and item["region"] == s_yaml["vars"]["region"]
+        expected = {
+            key: re.sub(r"\$\{vars\.(\w+)\}", lambda m: str(s_yaml["vars"][m.group(1)]), str(value))
+            for key, value in s_yaml["vars"]["environment"].items()
+        }
+        assert item["function"]["environmentVariables"] == expected

@@ -8,9 +8,14 @@ region, the events' cluster name, the functions' Kubernetes group and, for IRSA,
 annotation. It refuses a stack that is not complete, lacks an output, gives the relay no role, or
 trusts another ServiceAccount than the release's `<release>-scheduler` in `--namespace`. On Alibaba
 Cloud `--s-info FILE` reads `s info -o json` (Serverless Devs with s.yaml): each function's HTTP
-trigger URL, HMAC (anonymous triggers) or FC signatures, the region and the cluster name. Only
-those fields are read: `s info` also prints the functions' environment, secrets included, and none
-of it is written out.
+trigger URL and the cluster name, and writes them with `auth: fc` (the relay signs ACS3-HMAC-SHA256
+as FC checks an `authType: function` trigger) and the relay's identity: the Secret holding its RAM
+user's AccessKey (`--credentials-secret`, default tf-cloud-vendor-credentials) or, with
+`--rrsa-role`, the ServiceAccount annotation ACK's RRSA webhook reads. It refuses triggers that
+are not `authType: function` (an anonymous trigger takes anyone's call), functions that do not
+check the signed body (`GPUPOOL_HTTP_AUTH` other than fc-signature), and functions in several
+regions. Only those fields are read: `s info` also prints the functions' whole environment, and
+none of it is written out.
 
 Must not: call anything but DescribeStacks, or print a secret.
 """
@@ -19,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -35,7 +41,13 @@ HELP = (
 )
 DEFAULT_RELEASE = "gpupool"
 DEFAULT_NAMESPACE = "gpupool-system"
-DEFAULT_HMAC_SECRET = "gpupool-relay-hmac"
+# Alibaba Cloud: the Secret (files ak, sk) the chart mounts for `--forward-auth fc` (TensorFusion's name).
+DEFAULT_CREDENTIALS_SECRET = "tf-cloud-vendor-credentials"
+RRSA_ANNOTATION = "pod-identity.alibabacloud.com/role-name"  # read by ACK's ack-pod-identity-webhook
+FC_TRIGGER_AUTH = "function"  # s.yaml's vars.http.authType: FC checks the caller's signature
+FC_FUNCTION_AUTH = "fc-signature"  # s.yaml's GPUPOOL_HTTP_AUTH: the function checks the signed body
+_SECRET_NAME = re.compile(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?")  # a Kubernetes Secret's name
+_RAM_ROLE_NAME = re.compile(r"[A-Za-z0-9.-]{1,64}")  # RAM CreateRole's RoleName
 # What `gpupool values` reads from template.yaml's Outputs (RelayRoleArn only when the relay has a role).
 STACK_OUTPUTS = (
     "LaunchUrl",
@@ -77,11 +89,18 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--namespace", help=f"AWS: the namespace the chart is installed in (default {DEFAULT_NAMESPACE})"
     )
-    parser.add_argument(
-        "--hmac-secret-name",
+    identity = parser.add_mutually_exclusive_group()
+    identity.add_argument(
+        "--credentials-secret",
         metavar="NAME",
-        help="Alibaba Cloud, anonymous HTTP triggers: the Secret (key `secret`) holding the relay's HMAC "
-        f"secret, in the chart's namespace (default {DEFAULT_HMAC_SECRET})",
+        help="Alibaba Cloud: the Secret in the chart's namespace holding the relay's RAM AccessKey as files "
+        f"ak and sk (default {DEFAULT_CREDENTIALS_SECRET})",
+    )
+    identity.add_argument(
+        "--rrsa-role",
+        metavar="ROLE",
+        help="Alibaba Cloud: sign with RRSA instead of an AccessKey, as this RAM role (annotates the "
+        f"relay's ServiceAccount {RRSA_ANNOTATION})",
     )
 
 
@@ -212,12 +231,19 @@ def _function_of(name: str) -> str | None:
     return last if last in FUNCTIONS else None
 
 
-def values_from_s_info(info: Any, *, hmac_secret: str) -> dict[str, Any]:
-    """The chart's values for the FC functions `s info -o json` describes (UserError when unusable)."""
+def _environment(function: Mapping[str, Any]) -> Mapping[str, Any]:
+    environment = function.get("environmentVariables")
+    return environment if isinstance(environment, Mapping) else {}
+
+
+def values_from_s_info(
+    info: Any, *, credentials_secret: str | None = None, rrsa_role: str | None = None
+) -> dict[str, Any]:
+    """The chart's values for the FC functions `s info -o json` describes (UserError when unusable):
+    the relay signs for FC with the AccessKey in `credentials_secret` or, given `rrsa_role`, RRSA."""
     if not isinstance(info, Mapping):
         raise UserError("expected the output of `s info -o json`: an object keyed by s.yaml's resources")
     urls: dict[str, str] = {}
-    auth_types: set[str] = set()
     regions: set[str] = set()
     clusters: set[str] = set()
     for resource, item in info.items():
@@ -230,32 +256,38 @@ def values_from_s_info(info: Any, *, hmac_secret: str) -> dict[str, Any]:
             continue
         if which in urls:
             raise UserError(f"two functions end in -{which}: keep one gpupool deployment per s.yaml")
+        where = f"{resource} ({function_name})"
         http = [
             t for t in item.get("triggers") or [] if isinstance(t, Mapping) and t.get("triggerType") == "http"
         ]
         if len(http) != 1:
             raise UserError(f"{resource}: expected one HTTP trigger on {function_name}, found {len(http)}")
         trigger = http[0]
-        url = str((trigger.get("httpTrigger") or {}).get("urlInternet") or "")
-        urls[which] = _https(url, f"{resource} ({function_name}) urlInternet")
         config = trigger.get("triggerConfig")
-        auth_types.add(str(config.get("authType") if isinstance(config, Mapping) else ""))
+        auth_type = str(config.get("authType") if isinstance(config, Mapping) else "")
+        if auth_type == "anonymous":
+            raise UserError(
+                f"{where}: its HTTP trigger is anonymous, so anyone could call it: deploy this repository's "
+                "s.yaml, whose triggers take only calls FC verified (authType function)"
+            )
+        if auth_type != FC_TRIGGER_AUTH:
+            raise UserError(
+                f"{where}: HTTP trigger authType {auth_type!r}: the relay signs only for authType function"
+            )
+        checks = str(_environment(function).get("GPUPOOL_HTTP_AUTH") or "")
+        if checks != FC_FUNCTION_AUTH:
+            raise UserError(
+                f"{where}: GPUPOOL_HTTP_AUTH is {checks or 'unset'!r}, not {FC_FUNCTION_AUTH}, so the "
+                "function would not check the signed body: deploy it from this repository's s.yaml"
+            )
+        url = str((trigger.get("httpTrigger") or {}).get("urlInternet") or "")
+        urls[which] = _https(url, f"{where} urlInternet")
         regions.add(str(item.get("region") or ""))
-        environment = function.get("environmentVariables")
-        clusters.add(
-            str(environment.get("GPUPOOL_CLUSTER_NAME") or "") if isinstance(environment, Mapping) else ""
-        )
+        clusters.add(str(_environment(function).get("GPUPOOL_CLUSTER_NAME") or ""))
     missing = [function for function in FUNCTIONS if function not in urls]
     if missing:
         raise UserError(
             f"`s info` shows no {', '.join(missing)} function: run it beside s.yaml after `s deploy`"
-        )
-    if len(auth_types) != 1:
-        raise UserError(f"the HTTP triggers disagree on authType ({', '.join(sorted(auth_types))}): use one")
-    (auth_type,) = auth_types
-    if auth_type not in ("anonymous", "function"):
-        raise UserError(
-            f"HTTP trigger authType {auth_type!r}: the relay signs for anonymous (HMAC) or function"
         )
     if len(regions) != 1 or "" in regions:
         raise UserError(f"the functions are in {len(regions)} regions: deploy them to one")
@@ -263,13 +295,41 @@ def values_from_s_info(info: Any, *, hmac_secret: str) -> dict[str, Any]:
         raise UserError(
             "the functions disagree on GPUPOOL_CLUSTER_NAME (or lack it): deploy them from one s.yaml"
         )
-    forward: dict[str, Any] = {"urls": {function: urls[function] for function in FUNCTIONS}}
-    if auth_type == "anonymous":
-        forward.update({"auth": "hmac", "hmacExistingSecret": hmac_secret})
+    forward: dict[str, Any] = {"urls": {function: urls[function] for function in FUNCTIONS}, "auth": "fc"}
+    scheduler: dict[str, Any] = {"forward": forward}
+    if rrsa_role is not None:
+        if not _RAM_ROLE_NAME.fullmatch(rrsa_role):
+            raise UserError(
+                f"--rrsa-role {rrsa_role!r} is not a RAM role name (1 to 64 letters, digits, '.' or '-')"
+            )
+        scheduler["serviceAccountAnnotations"] = {RRSA_ANNOTATION: rrsa_role}
     else:
-        forward["auth"] = "fc"
-    forward.update({"region": regions.pop(), "cluster": clusters.pop()})
-    return {"scheduler": {"forward": forward}}
+        secret = DEFAULT_CREDENTIALS_SECRET if credentials_secret is None else credentials_secret
+        if not _SECRET_NAME.fullmatch(secret):
+            raise UserError(
+                f"--credentials-secret {secret!r} is not a Secret name (lower-case letters, digits, '-', '.')"
+            )
+        forward["alibabaCredentialsSecret"] = secret
+    forward["cluster"] = clusters.pop()
+    return {"scheduler": scheduler}
+
+
+def _s_info_header(values: dict[str, Any]) -> list[str]:
+    scheduler = values["scheduler"]
+    if "serviceAccountAnnotations" in scheduler:
+        identity = (
+            f"RRSA: the RAM role {scheduler['serviceAccountAnnotations'][RRSA_ANNOTATION]}, trusted for the "
+            "relay's ServiceAccount, with s.yaml's vars.relayInvokePolicy."
+        )
+    else:
+        identity = (
+            f"the AccessKey in Secret {scheduler['forward']['alibabaCredentialsSecret']} (files ak, sk) in "
+            "the chart's namespace, of a RAM user with s.yaml's vars.relayInvokePolicy."
+        )
+    return [
+        "Chart values for gpupool's Function Compute functions, from `gpupool values --s-info`.",
+        f"The relay signs each delivery for FC (ACS3-HMAC-SHA256) with {identity}",
+    ]
 
 
 # ---- the command -----------------------------------------------------------------------------
@@ -296,11 +356,14 @@ def run(args: argparse.Namespace) -> int:
             info = json.loads(text)
         except json.JSONDecodeError as exc:
             raise UserError(f"{args.s_info}: not JSON ({exc.msg}, line {exc.lineno})") from None
-        values = values_from_s_info(info, hmac_secret=args.hmac_secret_name or DEFAULT_HMAC_SECRET)
-        header = ["Chart values for gpupool's Function Compute functions, from `gpupool values --s-info`."]
-        print(_render(values, header), end="")
+        values = values_from_s_info(
+            info, credentials_secret=args.credentials_secret, rrsa_role=args.rrsa_role
+        )
+        print(_render(values, _s_info_header(values)), end="")
         return 0
-    _refuse_flags(args, "an AWS stack", {"hmac_secret_name": "--hmac-secret-name"})
+    _refuse_flags(
+        args, "an AWS stack", {"credentials_secret": "--credentials-secret", "rrsa_role": "--rrsa-role"}
+    )
     if args.stack_description is not None:
         _refuse_flags(args, "--stack-description", {"region": "--region"})
         text = read_text(args.stack_description, what="a stack description", allow_stdin=True)
