@@ -221,3 +221,20 @@ def test_the_relay_is_told_the_audience_its_api_tokens_must_carry() -> None:
         deployment = _documents(values)["gpupool/templates/scheduler-deployment.yaml"][0]
         relay = deployment["spec"]["template"]["spec"]["containers"][0]
         assert f"--api-audience={audience}" in relay["args"]
+
+
+@pytest.mark.parametrize("auth", ["sigv4", "fc", "hmac"])
+def test_the_region_reaches_the_relay_only_for_sigv4(auth: str) -> None:
+    """The relay refuses `--region` with `--forward-auth fc|hmac` (it signs nothing with it), so a
+    values file that sets `forward.region` for every cloud must still start the relay."""
+    forward = {
+        "urls": {"bind": "https://bind.example/"},
+        "auth": auth,
+        "region": "us-east-1",
+        "hmacSecret": "s3cret",
+    }
+    deployment = _documents({"scheduler": {"forward": forward}})[
+        "gpupool/templates/scheduler-deployment.yaml"
+    ][0]
+    relay = deployment["spec"]["template"]["spec"]["containers"][0]
+    assert ("--region=us-east-1" in relay["args"]) == (auth == "sigv4")

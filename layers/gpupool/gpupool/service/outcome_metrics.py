@@ -44,7 +44,7 @@ POOL_METRIC_NAMES: Final = {
 }
 
 _LAUNCHES = ("launch-instance", "create-nodeclaim")  # a claim's node in either mode; an expansion
-_TERMINATIONS = ("terminate-instance", "delete-nodeclaim")
+_TERMINATIONS = ("terminate-instance",)  # Karpenter-mode NodeClaims end through the same action
 
 
 class PoolMetric(NamedTuple):
