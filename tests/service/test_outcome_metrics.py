@@ -50,7 +50,7 @@ def busy_outcome() -> Outcome:
         {"action": "terminate-instance", "result": "dry-run"},
         {"action": "launch-instance", "result": "applied"},  # a Karpenter-mode claim's NodeClaim
         {"action": "create-nodeclaim", "result": "failed"},
-        {"action": "delete-nodeclaim", "result": "applied"},
+        {"action": "terminate-instance", "result": "applied"},  # a Karpenter-mode claim's NodeClaim deleted
     ]
     gauges = [
         PoolGauges("p", 65.0, 17179869184.0, 1.052, 84.16, 12.5, None),
@@ -62,7 +62,7 @@ def busy_outcome() -> Outcome:
 def test_counts_from_what_was_decided_and_applied() -> None:
     assert outcome_metrics(busy_outcome()) == {
         "InstancesLaunched": 3,  # two instances and one Karpenter-mode NodeClaim
-        "InstancesTerminated": 2,  # one instance and one NodeClaim (the dry run does not count)
+        "InstancesTerminated": 2,  # an instance and a NodeClaim, one action kind (the dry run does not count)
         "LaunchFailures": 2,
         "ClaimsFailed": 1,
         "BudgetRefusals": 2,
