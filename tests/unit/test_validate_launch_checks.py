@@ -8,7 +8,10 @@ maxResources below every allowed instance (the launch would otherwise blame capa
 cluster's region that the catalog does not price, and a bad `--region` (exit 2); a lone GPUPool
 is judged against every region unless `--cloud`/`--region` narrow it; the same pool in
 AutoSelect mode is not held to the catalog; a YAML list of objects validates entry by entry;
-each refusal exits 1; every file under gpupool/examples validates.
+each refusal exits 1; every file under gpupool/examples validates. An install guide's `@NAME@`
+placeholders: a placeholder region is judged against every region of its catalog, a requirement
+on a placeholder counts as Exists (keeping the other requirements' indexes), the placeholders
+left to fill are listed, and a placeholder does not hide a real problem.
 """
 
 from __future__ import annotations
@@ -156,6 +159,24 @@ def test_a_region_the_catalog_does_not_price(tmp_path: Path) -> None:
         lines, "spec.computingVendor.params.defaultRegion"
     )
     code, _lines = _validate(tmp_path, _cluster(), "--region", "mars-north-1")
+    assert code == 2
+
+
+def test_placeholders_are_listed_and_judged_in_any_region_without_hiding_problems(
+    tmp_path: Path,
+) -> None:
+    zone = "              - {key: topology.kubernetes.io/zone, operator: In, values: ['@ZONE_ID@']}\n"
+    placeholder = _cluster().replace("us-east-1", "'@AWS_REGION@'")
+    at_zone = placeholder.replace("            gpuRequirements:\n", "            gpuRequirements:\n" + zone)
+    code, lines = _validate(tmp_path, at_zone)
+    assert code == 0, lines
+    assert "placeholders to fill before applying: @AWS_REGION@, @ZONE_ID@" in lines
+    code, lines = _validate(tmp_path, at_zone.replace("g4dn.xlarge, g5.xlarge", "p9.nonesuch"))
+    assert code == 1
+    assert "leaves no priced offering in any aws region" in _problem(
+        lines, PREFIX + "nodeManagerConfig.nodeProvisioner.gpuRequirements[2]"
+    )
+    code, lines = _validate(tmp_path, placeholder, "--region", "@AWS_REGION@")
     assert code == 2
 
 

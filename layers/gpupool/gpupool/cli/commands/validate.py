@@ -11,7 +11,10 @@ on (`core.planning.readiness`: min or warm above max, a Provisioned pool without
 Karpenter pool without karpenterNodeClassRef, gpuRequirements that leave no priced offering, a
 maxResources below every allowed instance), against the catalog and region `gpupool plan` would
 use for a cluster (`--cloud`/`--region`, else computingVendor), and for a lone GPUPool against
-every region of both bundled catalogs unless `--cloud`/`--region` narrow it.
+every region of both bundled catalogs unless `--cloud`/`--region` narrow it. The install guides'
+examples hold `@NAME@` placeholders their sed fills: a defaultRegion still a placeholder is judged
+against every region of its catalog, a requirement naming one counts as `Exists` in the launch check, and
+the valid document's notes list the placeholders left to fill.
 A valid document is followed by the fields and TensorFusion keys it sets that gpupool keeps but
 does not act on, and by what it uses beyond TensorFusion's schema (neither makes it invalid).
 `--compat-table` prints the field table of docs/compatibility.md instead.
@@ -22,6 +25,7 @@ Must not: hold validation rules (they live in the models and the core's readines
 from __future__ import annotations
 
 import argparse
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -36,6 +40,8 @@ if TYPE_CHECKING:
 
 NAME = "validate"
 HELP = "check tensor-fusion.ai/v1 manifests (GPUPool, TensorFusionCluster, …); exit 1 if any is invalid"
+PLACEHOLDER = re.compile(r"@[A-Z][A-Z0-9_]*@")
+"""An install guide's unfilled value (`@AWS_REGION@`), which the guide's sed replaces."""
 
 
 def register(parser: argparse.ArgumentParser) -> None:
@@ -96,13 +102,16 @@ def _launch_problems(obj: Any, args: argparse.Namespace) -> list[str]:
     vendor = obj.spec.computing_vendor
     cloud, region = cloud_and_region(args, vendor)
     catalog = load_catalog("alibaba" if cloud == "alibaba" else "aws")
-    if catalog.region(region) is None:
+    if not args.region and PLACEHOLDER.fullmatch(region):
+        offerings, where = _offerings(cloud, None)
+    elif catalog.region(region) is None:
         known = ", ".join(catalog.region_names)
         if args.region:
             raise UserError(f"--region {region!r} is not in the {cloud} catalog ({known})")
         where = "spec.computingVendor.params.defaultRegion"
         return [f"{where}: {region!r} is not in the {cloud} catalog; use one of {known}"]
-    offerings, where = _offerings(cloud, region)
+    else:
+        offerings, where = _offerings(cloud, region)
     problems: list[str] = []
     for index, entry in enumerate(obj.spec.gpu_pools):
         prefix = f"spec.gpuPools[{index}].specTemplate"
@@ -140,7 +149,32 @@ def _check_document(document: Any, args: argparse.Namespace) -> tuple[str, list[
         obj = parse_manifest(document)
     except ManifestError as exc:
         return what, [str(error) for error in exc.errors], True
+    if _placeholders(document):
+        obj = parse_manifest(_without_placeholder_entries(document))
     return what, _launch_problems(obj, args), True
+
+
+def _placeholders(value: Any) -> list[str]:
+    """The `@NAME@` placeholders in a document's strings, in order of first appearance."""
+    if isinstance(value, str):
+        return PLACEHOLDER.findall(value)
+    children = value.values() if isinstance(value, Mapping) else value if isinstance(value, list) else ()
+    found: list[str] = []
+    for child in children:
+        found += [name for name in _placeholders(child) if name not in found]
+    return found
+
+
+def _without_placeholder_entries(value: Any) -> Any:
+    """`value` with every requirement that names a placeholder relaxed to `Exists` (a gpuRequirement
+    on `@ZONE_ID@` says nothing yet about where the pool can launch; its index stays the same)."""
+    if isinstance(value, Mapping):
+        if "key" in value and "operator" in value and _placeholders(value):
+            return {"key": value["key"], "operator": "Exists"}
+        return {key: _without_placeholder_entries(child) for key, child in value.items()}
+    if isinstance(value, list):
+        return [_without_placeholder_entries(item) for item in value]
+    return value
 
 
 def _compat_notes(document: Any) -> list[str]:
@@ -149,6 +183,8 @@ def _compat_notes(document: Any) -> list[str]:
     if not isinstance(document, Mapping):
         return []
     notes = [f"not acted on: {path}" for path in not_acted_on(document)]
+    if names := _placeholders(document):
+        notes.append(f"placeholders to fill before applying: {', '.join(names)}")
     return notes + [f"beyond TensorFusion's schema: {use}" for use in extensions_used(document)]
 
 
