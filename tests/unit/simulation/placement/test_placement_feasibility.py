@@ -25,11 +25,15 @@ VRAM_GIB = {"T4": 16, "V100M16": 16, "V100M32": 32, "A10": 24}
 MODES = (
     "RandomFit",
     "BestFit",
+    "DotProduct",
+    "FGD",
     "CompactFirst",
     "LowLoadFirst",
     "NodeCompactGPULowLoad",
     "FragmentationAware",
+    "BalancedFit",
 )
+PROTOCOLS = ("rule", "least-allocated")
 
 
 def _rows(path: Path) -> list[dict[str, str]]:
@@ -90,18 +94,18 @@ def check_feasible(nodes_csv: Path, pods_csv: Path, assignments_csv: Path) -> in
     return len(rows)
 
 
-@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize(("mode", "protocol"), [(m, p) for m in MODES for p in PROTOCOLS])
 def test_every_assignment_of_every_mode_is_feasible(
-    mode: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    mode: str, protocol: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = tmp_path / "assignments.csv"
     code = main(
         ["simulate", "placement", "--nodes", str(NODES), "--pods", str(PODS), "--placement", mode,
-         "--assignments", str(out), "--json"]
+         "--assignments", str(out), "--json", "--cpu-only", protocol]
     )  # fmt: skip
     assert code == 0
     report = json.loads(capsys.readouterr().out)["modes"]
-    assert [m["placement"] for m in report] == [mode]
+    assert [(m["placement"], m["protocol"]) for m in report] == [(mode, protocol)]
     placed = check_feasible(NODES, PODS, out)
     assert placed == report[0]["tasksPlaced"] > 0
     assert report[0]["tasksFailed"] > 0, "the slice at inflation 1.3 overfills the cluster"
@@ -117,7 +121,7 @@ def test_gpu_spec_is_respected_and_files_without_time_are_read(tmp_path: Path) -
         lines.append(f"task-{i:03d},1000,2048,{num_gpu},{milli},{spec}")
     pods.write_text("\n".join(lines) + "\n", encoding="utf-8")
     out = tmp_path / "assignments.csv"
-    for mode in ("BestFit", "FragmentationAware"):
+    for mode in ("BestFit", "FGD", "FragmentationAware", "BalancedFit"):
         args = ["simulate", "placement", "--nodes", str(NODES), "--pods", str(pods), "--placement", mode]
         assert main([*args, "--assignments", str(out), "--inflation", "0.8"]) == 0
         assert check_feasible(NODES, pods, out) > 0

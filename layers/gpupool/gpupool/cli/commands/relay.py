@@ -21,7 +21,7 @@ HELP = "run the in-cluster relay: scheduler extender, pod webhook, simulate API,
 
 AUTH_MODES = ("sigv4", "fc", "hmac", "none")
 
-MODES = ("CompactFirst", "LowLoadFirst", "NodeCompactGPULowLoad", "FragmentationAware")
+MODES = ("CompactFirst", "LowLoadFirst", "NodeCompactGPULowLoad", "FragmentationAware", "BalancedFit")
 
 
 def register(parser: argparse.ArgumentParser) -> None:
