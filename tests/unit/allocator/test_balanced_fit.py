@@ -285,3 +285,22 @@ def test_demand_profile_window_weights_and_refresh() -> None:
     assert gpus_per_request(RequestShape(tflops=50_000), 100_000) == 0.5
     with pytest.raises(ValueError, match="at least 1"):
         DemandProfile(window=0)
+
+
+def test_the_change_log_serves_any_number_of_readers() -> None:
+    allocator = _cluster(gpus=2)
+    state = allocator.state
+    state.ensure_layout()
+    start = state.change_position
+    assert state.changes_since(start) == []
+    placed = allocator.reserve(GpuRequest("ns", "x", "p", gpu_share_milli=300), node="b")
+    slot = state.slot_of[placed.gpus[0]]
+    assert state.changes_since(start) == [slot]
+    middle = state.change_position
+    allocator.release(placed.key)
+    assert state.changes_since(start) == [slot, slot] and state.changes_since(middle) == [slot]
+    assert state.take_changed_slots() is not None  # FragmentationAware's journal drains on its own
+    assert state.changes_since(start) == [slot, slot]
+    state.upsert_gpu(GpuInfo("d-0", "d", "p", 100_000, 16 * GI, index=0))  # a new layout: read all again
+    state.ensure_layout()
+    assert state.changes_since(start) is None and state.changes_since(state.change_position) == []

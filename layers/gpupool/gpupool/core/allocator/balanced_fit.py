@@ -19,11 +19,14 @@ today) have S = 0: there the mode is Best-fit with leftovers.
 Keeping it within the extender's budget: slots with the same TFLOPS and VRAM capacity and model
 form a GPU *kind*; per kind, the demand's shapes have one pair of thresholds, so W of a slot is a
 lookup: its free TFLOPS and VRAM are ranked among the kind's sorted thresholds (`searchsorted`)
-and a (shapes + 1)² table of cumulative weights gives W. ΔL per slot is cached per request shape
-with the position in the state's change log it was computed at (`AllocatorState.changes_since`);
-a decision recomputes only the slots changed since, and an entry is rebuilt when the layout, a
-capacity or the demand's reading changes. With more kinds than `max_kinds`, W is summed shape by
-shape instead (the same numbers, slower). G per node is kept the same way.
+and a (shapes + 1)² table of cumulative weights gives W. L before (shared) and L after one GPU of
+each request shape are cached per slot, with the position in the state's change log they were
+computed at (`AllocatorState.changes_since`): a decision recomputes only the slots changed since;
+new weights re-read W from the cached table indices (one gather); the demand's shapes changing,
+the layout or a capacity rebuilds them. Each node's best ΔL (and runner-up, for one GPU) is kept
+too, so a decision reads again only the nodes whose best GPUs the filters removed. With more
+kinds than `max_kinds`, W is summed shape by shape instead (the same numbers, slower). G per node
+is kept the same way.
 
 Must not: filter (the filters already ran), change the allocator's state, or do I/O.
 """

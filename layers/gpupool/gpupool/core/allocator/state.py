@@ -6,8 +6,10 @@ bounds), its worker count, its two scores and its tenancy records, as numpy arra
 by node (nodes sorted by name, one row per node, `width` columns of GPU slots; `_empty_arrays`
 declares every column in one place). Beside the GPUs it keeps what it knows of each node: the
 Node's labels (node affinity), host memory and disk (VRAM expansion), CPU and memory left for
-pods (FragmentationAware's host terms, the simulator) and pods holding native `nvidia.com/gpu`
-(progressive migration), mirrored into per-node arrays. Layout changes (a GPU added, removed or
+pods (FragmentationAware's and BalancedFit's host terms, the simulator) and pods holding native
+`nvidia.com/gpu` (progressive migration), mirrored into per-node arrays. Which slots' free
+capacity changed is journaled twice: `take_changed_slots` (one reader, FragmentationAware) and
+`changes_since` (any number of readers, BalancedFit). Layout changes (a GPU added, removed or
 moved, a node's labels or host memory and disk) rebuild the arrays lazily; everything else
 updates a few cells in place, so a reservation costs O(GPUs of the pod), not O(cluster).
 
