@@ -14,7 +14,8 @@ NodeCompactGPULowLoad measured in the same run (the ratio survives a loaded mach
 figure does not).
 
 Usage: .venv/bin/python benchmarks/scheduler.py [--pods 2000] [--requests 400] [--mode MODE]...
-Targets (issues 5, 12): >= 800 pods/s at 5,000 nodes in every mode; filter p99 <= 20 ms at 1,000 nodes.
+Targets (issues 5, 12, 24): >= 800 pods/s at 5,000 nodes in every mode (BalancedFit included); filter p99
+<= 20 ms at 1,000 nodes.
 """
 
 from __future__ import annotations

@@ -1,4 +1,7 @@
-"""GPU shares in thousandths (the simulator's `gpu_milli`), and the simulator's baseline rules."""
+"""GPU shares in thousandths (the simulator's `gpu_milli`), `among`, and a chooser replacing the mode.
+
+(The simulator's baseline rules have their own tests in tests/unit/simulation/placement/test_baselines.py.)
+"""
 
 from __future__ import annotations
 
@@ -6,7 +9,7 @@ import numpy as np
 import pytest
 
 from gpupool.core.allocator import AllocationError, Allocator, GpuInfo, GpuRequest
-from gpupool.simulation.placement.baselines import BestFit, RandomFit
+from gpupool.core.allocator.state import AllocatorState
 
 GI = 1 << 30
 
@@ -50,26 +53,21 @@ def test_among_narrows_the_candidates_and_refuses_when_none_fit() -> None:
         allocator.reserve(GpuRequest("ns", "z", "p", gpu_share_milli=300), node="a", among=["a"])
 
 
-def test_best_fit_takes_the_tightest_node_then_gpu() -> None:
-    allocator = _allocator({"a": 2, "b": 2, "c": 2})
-    allocator.reserve(GpuRequest("ns", "b1", "p", gpu_share_milli=600), node="b")
-    allocator.reserve(GpuRequest("ns", "c1", "p", gpu_share_milli=300), node="c")
-    placed = allocator.reserve(GpuRequest("ns", "x", "p", gpu_share_milli=400), chooser=BestFit())
-    assert (placed.node, placed.gpus) == ("b", ("b-0",))  # b has 1.4 GPUs free, the least; b-0 is 0.4 free
+def test_a_chooser_replaces_the_modes_choice_among_the_surviving_slots() -> None:
+    allocator = _allocator({"a": 2, "b": 2})
+    allocator.reserve(GpuRequest("ns", "full", "p", gpu_share_milli=1000), node="b")
+    seen: list[np.ndarray] = []
 
+    def last_surviving(
+        state: AllocatorState, alive: np.ndarray, request: GpuRequest
+    ) -> tuple[int, list[int]]:
+        seen.append(alive.copy())
+        slot = int(np.flatnonzero(alive.ravel())[-1])
+        return slot // alive.shape[1], [slot]
 
-def test_random_fit_is_seeded_and_stays_feasible() -> None:
-    def run(seed: int) -> list[tuple[str, tuple[str, ...]]]:
-        allocator = _allocator({f"n{i}": 2 for i in range(12)})
-        chooser = RandomFit(seed)
-        out = []
-        for i in range(10):
-            a = allocator.reserve(
-                GpuRequest("ns", f"p{i}", "p", gpu_share_milli=500, gpu_count=1 + i % 2), chooser=chooser
-            )
-            out.append((a.node, a.gpus))
-        assert np.all(allocator.state.avail_t >= 0)
-        return out
-
-    assert run(3) == run(3)
-    assert len({node for node, _ in run(3)}) > 1
+    placed = allocator.reserve(GpuRequest("ns", "x", "p", gpu_share_milli=600), chooser=last_surviving)
+    assert (placed.node, placed.gpus) == ("b", ("b-1",))  # b-0 is full: the filters removed it
+    assert seen[0].sum() == 3
+    with pytest.raises(AllocationError, match="no node can take"):
+        allocator.reserve(GpuRequest("ns", "y", "p", gpu_share_milli=100), chooser=lambda *_: None)
+    assert np.all(allocator.state.avail_t >= 0)

@@ -209,7 +209,7 @@ def _set(manifest: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
             TEMPLATE,
             "spec.placement.mode",
             "Random",
-            "spec.placement.mode: Input should be 'CompactFirst', 'LowLoadFirst', 'NodeCompactGPULowLoad' or",
+            "spec.placement.mode: Input should be 'CompactFirst', 'LowLoadFirst', 'NodeCompactGPULowLoad',",
         ),
         (QUOTA, "spec.single.max", {}, "spec.single.max: unknown field"),
         (node_class_manifest(), "spec.amiFamily", "AL2023", "spec.amiFamily: unknown field"),

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 __all__ = [
     "HELP",
     "PLACEMENTS",
+    "PROTOCOLS",
     "assignments_csv",
     "plot_results",
     "read_trace",
@@ -49,11 +50,16 @@ HELP = "replay an openb-format trace (nodes, pods) through every placement mode 
 PLACEMENTS = (
     "RandomFit",
     "BestFit",
+    "DotProduct",
+    "FGD",
     "CompactFirst",
     "LowLoadFirst",
     "NodeCompactGPULowLoad",
     "FragmentationAware",
+    "BalancedFit",
 )
+# `gpupool.simulation.placement.PROTOCOLS`: who places CPU-only tasks.
+PROTOCOLS = ("rule", "least-allocated")
 
 
 EPILOG = """\
@@ -103,6 +109,12 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "--seed", type=int, default=0, metavar="N", help="breaks exact score ties; seeds Random-fit"
     )
     placement.add_argument(
+        "--cpu-only",
+        choices=PROTOCOLS,
+        default="rule",
+        help="who places CPU-only tasks: the placement under test (default) or LeastAllocated",
+    )
+    placement.add_argument(
         "--assignments", type=Path, metavar="OUT.csv", help="write pod,node,gpus (needs one --placement)"
     )
     placement.add_argument("--json", action="store_true", help="print JSON instead of a table")
@@ -131,6 +143,7 @@ def read_trace(nodes_path: Path, pods_path: Path) -> tuple[list[TraceNode], list
 def result_json(result: ModeResult) -> dict[str, Any]:
     return {
         "placement": result.placement,
+        "protocol": result.protocol,
         "gpusTotal": result.gpus_total,
         "gpuRequested": round(result.gpu_requested, 3),
         "gpuAllocated": round(result.gpu_allocated, 3),
@@ -292,6 +305,7 @@ def run(args: argparse.Namespace) -> int:
                     specs=specs,
                     clock=time.perf_counter,
                     progress=_progress(placement),
+                    protocol=args.cpu_only,
                 )
             )
         except TraceError as exc:

@@ -1,5 +1,6 @@
-"""The replay protocol: passes, inflation, errors, baselines, measure (the trace reader's own
-tests are in tests/unit/simulation/test_openb_trace.py).
+"""The replay protocol: passes, inflation, errors, who places CPU-only tasks, the measure and its
+causes (the trace reader's own tests are in tests/unit/simulation/test_openb_trace.py; the
+baselines' rules in test_baselines.py).
 
 Table tests on tiny hand-made traces, whose expected outcomes follow from docs/placement.md.
 """
@@ -12,8 +13,14 @@ import numpy as np
 import pytest
 
 from gpupool.simulation.openb import TraceError, TraceTask, parse_nodes
-from gpupool.simulation.placement import DEFAULT_SPEC, arrivals, catalog_specs, replay, spec_for
-from gpupool.simulation.placement.measure import ClusterBooks, TaskType, fragmented_gpus
+from gpupool.simulation.placement import DEFAULT_SPEC, PLACEMENTS, arrivals, catalog_specs, replay, spec_for
+from gpupool.simulation.placement.measure import (
+    CAUSES,
+    ClusterBooks,
+    TaskType,
+    fragmented_gpus,
+    unallocated_by_cause,
+)
 
 NODE_HEADER = ["sn", "cpu_milli", "memory_mib", "gpu", "model"]
 TASK_HEADER = ["name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli", "gpu_spec", "creation_time"]
@@ -99,3 +106,56 @@ def test_replay_is_deterministic_per_seed_and_counts_every_task() -> None:
         assert np.isclose(first.free_gpus, first.gpus_total - first.gpu_allocated)
     with pytest.raises(TraceError, match="unknown placement"):
         replay(nodes, tasks, "Nope", inflation=1.3, seed=0, specs={}, clock=time.perf_counter)
+
+
+def test_unallocated_gpus_split_by_cause_add_up_to_the_measure() -> None:
+    nodes = parse_nodes(
+        NODE_HEADER,
+        _rows(
+            NODE_HEADER,
+            ("a", 8000, 8192, 2, "T4"),
+            ("b", 8000, 8192, 2, "G2"),
+            ("c", 8000, 8192, 4, "G2"),
+            ("d", 8000, 8192, 2, "G2"),
+        ),
+        source="n",
+    )
+    books = ClusterBooks.empty(nodes)
+    books.gpu_free[0, :2] = [1000, 1000]  # a: a T4, which the G2-only type cannot use
+    books.gpu_free[1, :2] = [1000, 0]  # b: no CPU left
+    books.cpu_free[1] = 0
+    books.gpu_free[2, :4] = [1000, 0, 0, 0]  # c: one whole GPU where the type needs two
+    books.gpu_free[3, :2] = [200, 0]  # d: a leftover too small for its share
+    kind = TaskType(2, 1000, 1000, 1024, ("G2",))
+    share = TaskType(1, 500, 1000, 1024, ())
+    mix = [(kind, 0.5), (share, 0.5)]
+    parts = unallocated_by_cause(books, mix)
+    assert tuple(parts) == CAUSES
+    assert sum(parts.values()) == pytest.approx(fragmented_gpus(books, mix))
+    assert parts["model constraints"] == pytest.approx(0.5 * 2.0)  # a, for the G2-only type
+    assert parts["CPU or memory"] == pytest.approx(0.5 * 1.0 + 0.5 * 1.0)  # b, for both types
+    assert parts["multi-GPU"] == pytest.approx(0.5 * 1.0 + 0.5 * 0.2)  # c and d lack two whole GPUs
+    assert parts["fractional leftovers"] == pytest.approx(0.5 * 0.2)  # d's 200 milli, for the 500 type
+
+
+def test_under_least_allocated_every_rule_leaves_cpu_only_tasks_to_kube_scheduler() -> None:
+    nodes = parse_nodes(
+        NODE_HEADER,
+        _rows(NODE_HEADER, ("small", 8000, 65536, 2, "T4"), ("big", 64000, 65536, 2, "T4")),
+        source="n",
+    )
+    tasks = [_task("cpu", num_gpu=0, created=0, cpu=4000), _task("gpu", milli=500, created=1)]
+    for placement in PLACEMENTS:
+        result = replay(
+            nodes, tasks, placement, inflation=0.2, seed=0, specs={}, clock=time.perf_counter,
+            protocol="least-allocated",
+        )  # fmt: skip
+        first = result.assignments[0]
+        assert (first.pod, first.node) == ("cpu", "big"), placement  # the most CPU left, as a fraction
+        assert result.protocol == "least-allocated"
+    best_fit = replay(nodes, tasks, "BestFit", inflation=0.2, seed=0, specs={}, clock=time.perf_counter)
+    assert best_fit.assignments[0].node == "small"  # by its own rule: ties on free GPUs, least CPU left
+    with pytest.raises(TraceError, match="unknown protocol"):
+        replay(
+            nodes, tasks, "BestFit", inflation=0.2, seed=0, specs={}, clock=time.perf_counter, protocol="x"
+        )

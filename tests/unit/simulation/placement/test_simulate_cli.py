@@ -10,7 +10,7 @@ import pytest
 
 from gpupool.cli import simulate_placement
 from gpupool.cli.main import main
-from gpupool.simulation.placement import PLACEMENTS
+from gpupool.simulation.placement import PLACEMENTS, PROTOCOLS
 
 DATA = Path(__file__).parent / "data"
 NODES = str(DATA / "openb_nodes_slice.csv")
@@ -25,6 +25,7 @@ def _error(capsys: pytest.CaptureFixture[str]) -> str:
 
 def test_the_cli_offers_exactly_the_simulators_placements() -> None:
     assert simulate_placement.PLACEMENTS == PLACEMENTS
+    assert simulate_placement.PROTOCOLS == PROTOCOLS
 
 
 @pytest.mark.parametrize(

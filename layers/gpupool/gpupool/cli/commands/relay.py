@@ -21,7 +21,7 @@ HELP = "run the in-cluster relay: scheduler extender, pod webhook, simulate API,
 
 AUTH_MODES = ("sigv4", "fc", "hmac", "none")
 
-MODES = ("CompactFirst", "LowLoadFirst", "NodeCompactGPULowLoad", "FragmentationAware")
+MODES = ("CompactFirst", "LowLoadFirst", "NodeCompactGPULowLoad", "FragmentationAware", "BalancedFit")
 FC_CREDENTIALS_DIR = "/etc/gpupool/alibaba"
 # Flags that say how deliveries are signed: each applies to one --forward-auth only.
 _AUTH_FLAGS: tuple[tuple[str, str, str], ...] = (

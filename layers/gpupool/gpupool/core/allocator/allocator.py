@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
+from gpupool.core.allocator.balanced_fit import BalancedFitScorer
 from gpupool.core.allocator.filters import FilterOutcome, run_filters
 from gpupool.core.allocator.fragmentation import FragmentationScorer
 from gpupool.core.allocator.mix import RequestShape
@@ -79,6 +80,7 @@ class Allocator:
         self.quotas: dict[str, QuotaLimits] = {}
         self.usage: dict[str, QuotaUsage] = {}
         self.fragmentation = FragmentationScorer()
+        self.balanced = BalancedFitScorer()
 
     # ---- inputs -----------------------------------------------------------------------------
     def mode_for(self, pool: str) -> PlacementMode:
@@ -181,6 +183,8 @@ class Allocator:
         mode = self.mode_for(request.pool)
         if mode is PlacementMode.FRAGMENTATION_AWARE:
             return self.fragmentation.node_scores(self.state, alive, RequestShape.of(request))
+        if mode is PlacementMode.BALANCED_FIT:
+            return self.balanced.node_scores(self.state, alive, RequestShape.of(request))
         return node_scores(self.state, alive, mode)
 
     def _choose(
@@ -196,6 +200,8 @@ class Allocator:
         mode = self.mode_for(request.pool)
         if mode is PlacementMode.FRAGMENTATION_AWARE:
             return self.fragmentation.choose(self.state, alive, shape or RequestShape.of(request))
+        if mode is PlacementMode.BALANCED_FIT:
+            return self.balanced.choose(self.state, alive, shape or RequestShape.of(request))
         row = select_node(self.state, alive, mode)
         if row is None:
             return None
@@ -223,6 +229,7 @@ class Allocator:
             )
         shape = RequestShape.of(request)
         self.fragmentation.mix.record(shape)
+        self.balanced.profile.record(shape)
         narrowed = among if node is None else [node]
         outcome, unknown = self._filter(request, narrowed, record=node is not None)
         if unknown and node is not None:

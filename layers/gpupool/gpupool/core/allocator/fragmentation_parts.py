@@ -22,6 +22,7 @@ from gpupool.core.allocator.state import AllocatorState
 __all__ = [
     "NEVER",
     "REMOVED",
+    "amounts_at",
     "gpu_needs",
     "masked_deltas",
     "shape_amounts",
@@ -62,7 +63,7 @@ def shape_amounts(
     return np.full(cap_t.size, shape.tflops, dtype=np.int64), np.full(cap_t.size, shape.vram, dtype=np.int64)
 
 
-def _amounts_at(
+def amounts_at(
     state: AllocatorState, shape: RequestShape, pick: slice | npt.NDArray[np.intp]
 ) -> tuple[I64 | int, I64 | int]:
     """`shape_amounts`, as plain numbers when they are the same on every GPU (absolute amounts)."""
@@ -133,7 +134,7 @@ def slot_parts(
     """
     thr_t, thr_v = thresholds
     width = state.width
-    amount_t, amount_v = _amounts_at(state, shape, pick)
+    amount_t, amount_v = amounts_at(state, shape, pick)
     avail_t, avail_v = state.avail_t[pick], state.avail_v[pick]
     after_t, after_v = avail_t - amount_t, avail_v - amount_v
     scale = scales[pick]

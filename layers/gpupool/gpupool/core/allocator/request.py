@@ -16,13 +16,16 @@ class PlacementMode(StrEnum):
     """Placement modes (SchedulingConfigTemplate `placement.mode`): TensorFusion's three, plus ours.
 
     FragmentationAware places each pod where it grows the expected fragmentation of the cluster,
-    measured against the recent mix of requests, the least (see docs/placement.md).
+    measured against the recent mix of requests, the least; BalancedFit is Best-fit that keeps
+    nodes' CPU and memory in step with their free GPUs and leaves GPU leftovers the recent
+    requests can still use (see docs/placement.md).
     """
 
     COMPACT_FIRST = "CompactFirst"
     LOW_LOAD_FIRST = "LowLoadFirst"
     NODE_COMPACT_GPU_LOW_LOAD = "NodeCompactGPULowLoad"
     FRAGMENTATION_AWARE = "FragmentationAware"
+    BALANCED_FIT = "BalancedFit"
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,8 +107,8 @@ class GpuRequest:
     gpu_share_milli: int | None = None
     gpu_model: str | None = None
     vendor: str | None = None
-    # The pod's CPU (milli) and memory (bytes) requests: FragmentationAware weighs them against
-    # what nodes have left when it is told (AllocatorState.set_host_free); no filter uses them.
+    # The pod's CPU (milli) and memory (bytes) requests: FragmentationAware and BalancedFit weigh
+    # them against what nodes have left when told (AllocatorState.set_host_free); no filter uses them.
     cpu_milli: int = 0
     memory: int = 0
     gpu_indices: frozenset[int] | None = None

@@ -6,8 +6,10 @@ bounds), its worker count, its two scores and its tenancy records, as numpy arra
 by node (nodes sorted by name, one row per node, `width` columns of GPU slots; `_empty_arrays`
 declares every column in one place). Beside the GPUs it keeps what it knows of each node: the
 Node's labels (node affinity), host memory and disk (VRAM expansion), CPU and memory left for
-pods (FragmentationAware's host terms, the simulator) and pods holding native `nvidia.com/gpu`
-(progressive migration), mirrored into per-node arrays. Layout changes (a GPU added, removed or
+pods (FragmentationAware's and BalancedFit's host terms, the simulator) and pods holding native
+`nvidia.com/gpu` (progressive migration), mirrored into per-node arrays. Which slots' free
+capacity changed is journaled twice: `take_changed_slots` (one reader, FragmentationAware) and
+`changes_since` (any number of readers, BalancedFit). Layout changes (a GPU added, removed or
 moved, a node's labels or host memory and disk) rebuild the arrays lazily; everything else
 updates a few cells in place, so a reservation costs O(GPUs of the pod), not O(cluster).
 
@@ -42,6 +44,7 @@ B = npt.NDArray[np.bool_]
 
 UNBOUNDED = np.int64(UNBOUNDED_LIMIT)
 MAX_TRACKED_CHANGES = 4096
+MAX_LOGGED_CHANGES = 65_536
 HOST_UNKNOWN = 2**62  # CPU or memory left on a node nobody told us about: never short
 
 
@@ -87,6 +90,10 @@ class AllocatorState:
         self.changed_slots: list[int] = []
         self.changes_overflowed = False
         self.static_version = 0
+        # The same changes for any number of readers (BalancedFit): slots in the order their free
+        # capacity changed; a reader keeps the position it read up to (see `changes_since`).
+        self.change_log: list[int] = []
+        self.change_base = 0
 
     # ---- the per-slot columns --------------------------------------------------------------
     def _empty_arrays(self, size: int = 0) -> None:
@@ -186,10 +193,27 @@ class AllocatorState:
         self.avail_t[slot] = int(self.cap_t[slot]) - int(self._placed_t[slot]) - external_t
         self.avail_v[slot] = int(self.cap_v[slot]) - int(self._placed_v[slot]) - external_v
         self._rescore(slot)
+        self.change_log.append(slot)
+        if len(self.change_log) > MAX_LOGGED_CHANGES:
+            half = len(self.change_log) // 2
+            del self.change_log[:half]
+            self.change_base += half
         if len(self.changed_slots) < MAX_TRACKED_CHANGES:
             self.changed_slots.append(slot)
         else:
             self.changes_overflowed = True
+
+    @property
+    def change_position(self) -> int:
+        """The position after the last logged change (what a reader that is up to date holds)."""
+        return self.change_base + len(self.change_log)
+
+    def changes_since(self, position: int) -> list[int] | None:
+        """Slots whose free capacity changed since `position` (repeats possible); None when that is
+        too long ago (or everything changed): read every slot again."""
+        if position < self.change_base:
+            return None
+        return self.change_log[position - self.change_base :]
 
     def take_changed_slots(self) -> list[int] | None:
         """Slots whose free capacity changed since the last call; None when too many to list."""
@@ -225,6 +249,8 @@ class AllocatorState:
                 free_v[slot] -= external_v
         self.avail_t[:] = free_t
         self.avail_v[:] = free_v
+        self.change_base += len(self.change_log) + 1  # every slot changed: readers start again
+        self.change_log.clear()
         with np.errstate(divide="ignore", invalid="ignore"):
             used_t = np.where(self.cap_t > 0, 1.0 - self.avail_t / np.maximum(self.cap_t, 1), 1.0)
             used_v = np.where(self.cap_v > 0, 1.0 - self.avail_v / np.maximum(self.cap_v, 1), 1.0)

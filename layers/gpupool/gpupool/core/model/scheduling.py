@@ -28,8 +28,11 @@ __all__ = [
     "VerticalScalingRule",
 ]
 
-# FragmentationAware is gpupool's own mode (docs/placement.md); the other three are TensorFusion's.
-PlacementMode = Literal["CompactFirst", "LowLoadFirst", "NodeCompactGPULowLoad", "FragmentationAware"]
+# FragmentationAware and BalancedFit are gpupool's own modes (docs/placement.md); the other three
+# are TensorFusion's.
+PlacementMode = Literal[
+    "CompactFirst", "LowLoadFirst", "NodeCompactGPULowLoad", "FragmentationAware", "BalancedFit"
+]
 
 
 class GPUFilter(SpecModel):

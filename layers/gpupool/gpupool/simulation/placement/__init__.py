@@ -5,11 +5,20 @@ files are opened by `gpupool simulate placement`.
 """
 
 from gpupool.simulation.placement.gpu_specs import DEFAULT_SPEC, GpuSpec, catalog_specs, spec_for
-from gpupool.simulation.placement.replay import PLACEMENTS, Arrival, Assignment, ModeResult, arrivals, replay
+from gpupool.simulation.placement.replay import (
+    PLACEMENTS,
+    PROTOCOLS,
+    Arrival,
+    Assignment,
+    ModeResult,
+    arrivals,
+    replay,
+)
 
 __all__ = [
     "DEFAULT_SPEC",
     "PLACEMENTS",
+    "PROTOCOLS",
     "Arrival",
     "Assignment",
     "GpuSpec",

@@ -7,6 +7,10 @@ than it needs whole); otherwise the free capacity of the GPUs that cannot take m
 whole-GPU types: every GPU not entirely free). The cluster's *fragmented* GPUs are the sum over
 nodes of Σ_m weight(m) × that, weights being each type's share of the trace's GPU tasks. This is
 computed from the simulator's own books, independently of the allocator's placement scores.
+`unallocated_by_cause` splits the same sum by why m cannot use the capacity, the first that holds:
+m's `gpu_spec` excludes the node's model; the node lacks the CPU or memory for m; m needs k > 1
+whole GPUs and the node has fewer free; else the free milli on GPUs too small for m's share
+(fractional leftovers, for whole-GPU types every GPU not entirely free).
 
 Must not: place tasks, or depend on the allocator.
 """
@@ -22,7 +26,9 @@ import numpy.typing as npt
 
 from gpupool.simulation.openb import TraceNode, TraceTask
 
-__all__ = ["ClusterBooks", "TaskType", "fragmented_gpus", "task_mix"]
+__all__ = ["CAUSES", "ClusterBooks", "TaskType", "fragmented_gpus", "task_mix", "unallocated_by_cause"]
+
+CAUSES = ("model constraints", "CPU or memory", "multi-GPU", "fractional leftovers")
 
 I64 = npt.NDArray[np.int64]
 
@@ -92,3 +98,28 @@ def fragmented_gpus(books: ClusterBooks, mix: Sequence[tuple[TaskType, float]]) 
         lost = np.where(runnable, node_free - usable, node_free)
         total += weight * float(lost.sum())
     return total / 1000
+
+
+def unallocated_by_cause(books: ClusterBooks, mix: Sequence[tuple[TaskType, float]]) -> dict[str, float]:
+    """`fragmented_gpus`, split by cause (CAUSES, in order); the parts sum to it (GPUs)."""
+    free = np.maximum(books.gpu_free, 0)
+    node_free = free.sum(axis=1)
+    whole = books.gpu_free == 1000
+    whole_count = whole.sum(axis=1)
+    models = np.array([n.model for n in books.nodes], dtype=object)
+    parts = dict.fromkeys(CAUSES, 0.0)
+    for kind, weight in mix:
+        model_ok = np.isin(models, kind.gpu_spec) if kind.gpu_spec else np.ones(node_free.size, dtype=bool)
+        host_ok = (books.cpu_free >= kind.cpu_milli) & (books.memory_free >= kind.memory_mib)
+        if kind.num_gpu > 1 or kind.share_milli == 1000:
+            usable = np.where(whole, free, 0).sum(axis=1)
+            enough = whole_count >= kind.num_gpu if kind.num_gpu > 1 else np.ones(node_free.size, dtype=bool)
+        else:
+            usable = np.where(free >= kind.share_milli, free, 0).sum(axis=1)
+            enough = np.ones(node_free.size, dtype=bool)
+        parts["model constraints"] += weight * float(node_free[~model_ok].sum())
+        parts["CPU or memory"] += weight * float(node_free[model_ok & ~host_ok].sum())
+        rest = model_ok & host_ok
+        parts["multi-GPU"] += weight * float(node_free[rest & ~enough].sum())
+        parts["fractional leftovers"] += weight * float((node_free - usable)[rest & enough].sum())
+    return {cause: value / 1000 for cause, value in parts.items()}
