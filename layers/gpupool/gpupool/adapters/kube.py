@@ -6,8 +6,9 @@ optimistic (a stale one is `Conflict`); statuses go through the status subresour
 patches are sent as `application/merge-patch+json` (the client's default is JSON patch).
 Every failure is translated by `kube_errors`; a listed object that does not fit its model is
 skipped with a Warning Event on it (`kube_reading`), so one bad pool never fails a whole list.
-Lists are paged and parsed from the bytes, and the big kinds reuse unchanged objects
-(`kube_reader`); leases and evictions live in `kube_coordination`.
+Lists are paged and parsed from the bytes; claims, GPUNodes and node summaries are listed once
+per warm function and then kept current by short watches (`kube_reader`); leases and evictions
+live in `kube_coordination`.
 
 Must not: decide anything, retry, check dry-run, or build its own client (the wiring passes
 an `ApiClient` in, authenticated by `kube_auth`).
@@ -26,7 +27,7 @@ from gpupool.adapters.kube_coordination import Coordination
 from gpupool.adapters.kube_errors import read_body, translated
 from gpupool.adapters.kube_reader import KubeReader
 from gpupool.core.model.cluster import TensorFusionCluster, TensorFusionClusterStatus
-from gpupool.core.model.constants import API_GROUP, COMPONENT_WORKER, LABEL_COMPONENT, LABEL_ENABLED
+from gpupool.core.model.constants import API_GROUP
 from gpupool.core.model.foreign import Node, Pod
 from gpupool.core.model.node import GPU, GPUNode
 from gpupool.core.model.nodeclaim import GPUNodeClaim, GPUNodeClaimStatus
@@ -156,25 +157,28 @@ class KubeCluster:
         return self._reader.custom_objects(GPUNodeClass, GPUNodeClass.PLURAL)
 
     def list_claims(self) -> list[GPUNodeClaim]:
-        return self._reader.custom_objects(GPUNodeClaim, GPUNodeClaim.PLURAL, reuse=True)
+        return self._reader.custom_objects(GPUNodeClaim, GPUNodeClaim.PLURAL, kept=True)
 
     def get_claim(self, name: str) -> GPUNodeClaim:
         return self._get(GPUNodeClaim, GPUNodeClaim.PLURAL, name)
 
     def list_gpu_nodes(self) -> list[GPUNode]:
-        return self._reader.custom_objects(GPUNode, GPUNode.PLURAL, reuse=True)
+        return self._reader.custom_objects(GPUNode, GPUNode.PLURAL, kept=True)
 
     def list_gpus(self) -> list[GPU]:
         return self._reader.custom_objects(GPU, GPU.PLURAL)
 
     # ---- nodes and pods (raw JSON: the client's models are not needed) -------------------------
-    def list_nodes(self) -> list[Node]:
-        return self._reader.nodes(Node)
+    def list_nodes(self, *, summary: bool = False, labels: Mapping[str, str] | None = None) -> list[Node]:
+        return self._reader.nodes(summary=summary, labels=labels)
 
-    def list_pods(self, *, node_name: str | None = None, worker_only: bool = False) -> list[Pod]:
-        field_selector = f"spec.nodeName={node_name}" if node_name is not None else None
-        label_selector = f"{LABEL_ENABLED}=true,{LABEL_COMPONENT}={COMPONENT_WORKER}" if worker_only else None
-        return self._reader.pods(Pod, field_selector=field_selector, label_selector=label_selector)
+    def list_pods(self, *, node_name: str | None = None, phase: str | None = None) -> list[Pod]:
+        terms = [
+            f"{path}={value}"
+            for path, value in (("spec.nodeName", node_name), ("status.phase", phase))
+            if value is not None
+        ]
+        return self._reader.pods(field_selector=",".join(terms) or None)
 
     # ---- pools ---------------------------------------------------------------------------------
     def create_pool(self, pool: GPUPool) -> GPUPool:

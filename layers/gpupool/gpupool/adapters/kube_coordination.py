@@ -1,9 +1,12 @@
 """Leases, evictions and events on the official Kubernetes client (part of `KubeCluster`).
 
-Role: the per-pool provisioning guard as a `coordination.k8s.io/v1` Lease taken with
-optimistic concurrency (create, or replace carrying the read resourceVersion: whoever loses
-the race gets 409 and is told "not taken"); pod eviction through `policy/v1` Eviction (a
-PodDisruptionBudget that blocks it is HTTP 429 → `Throttled`); core/v1 Events about any
+Role: the per-pool provisioning guard as a `coordination.k8s.io/v1` Lease taken with optimistic
+concurrency (create, or replace carrying the read resourceVersion: whoever loses the race gets 409
+and is told "not taken"). The Lease as this client last wrote it is kept (its resourceVersion and
+spec, from the API server's answer), so a warm function takes, renews and gives back a Lease with
+one replace each, carrying that resourceVersion: if anyone wrote the Lease since, the replace is
+refused (409) and the Lease is read and decided on as it is now; pod eviction through `policy/v1`
+Eviction (a PodDisruptionBudget that blocks it is HTTP 429 → `Throttled`); core/v1 Events about any
 object (`involvedObject`), stamped with the time passed in.
 
 Must not: decide who should hold a lease, wait or retry, or read the wall clock.
@@ -73,6 +76,7 @@ class Coordination:
         self._leases: Any = k8s.CoordinationV1Api(api_client)
         self._namespace = namespace
         self._timeout = request_timeout_s
+        self._written: dict[str, dict[str, Any]] = {}  # lease name → the Lease as we last wrote it
 
     # ---- leases ------------------------------------------------------------------------------
     def _read_lease(self, name: str) -> dict[str, Any]:
@@ -89,81 +93,101 @@ class Coordination:
             metadata["resourceVersion"] = resource_version
         return {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": metadata, "spec": spec}
 
+    def _replace_lease(self, name: str, spec: dict[str, Any], version: str | None, action: str) -> None:
+        with translated(f"{action} Lease {self._namespace}/{name}"):
+            answer = read_body(
+                self._leases.replace_namespaced_lease(
+                    name,
+                    self._namespace,
+                    self._lease_body(name, spec, version),
+                    _preload_content=False,
+                    _request_timeout=self._timeout,
+                )
+            )
+        self._written[name] = json.loads(answer)
+
     def try_acquire_lease(self, name: str, *, holder: str, now: datetime, duration: timedelta) -> bool:
         if not holder:
             raise ValueError("a lease holder must be named")
         seconds = max(1, math.ceil(duration.total_seconds()))
-        stamp = micro_time(now)
+        written = self._written.get(name)
+        if written is not None:  # as we last wrote it: unless someone wrote it since, this is it
+            try:
+                return self._take(name, written, holder=holder, now=now, seconds=seconds)
+            except (Conflict, NotFound):
+                self._written.pop(name, None)
         try:
             current = self._read_lease(name)
         except NotFound:
-            fresh: dict[str, Any] = {
-                "holderIdentity": holder,
-                "leaseDurationSeconds": seconds,
-                "acquireTime": stamp,
-                "renewTime": stamp,
-                "leaseTransitions": 0,
-            }
-            try:
-                with translated(f"create Lease {self._namespace}/{name}"):
-                    read_body(
-                        self._leases.create_namespaced_lease(
-                            self._namespace,
-                            self._lease_body(name, fresh, None),
-                            _preload_content=False,
-                            _request_timeout=self._timeout,
-                        )
+            return self._create_lease(name, holder=holder, now=now, seconds=seconds)
+        try:
+            return self._take(name, current, holder=holder, now=now, seconds=seconds)
+        except (Conflict, NotFound):  # a concurrent writer won the race
+            return False
+
+    def _create_lease(self, name: str, *, holder: str, now: datetime, seconds: int) -> bool:
+        stamp = micro_time(now)
+        fresh: dict[str, Any] = {
+            "holderIdentity": holder,
+            "leaseDurationSeconds": seconds,
+            "acquireTime": stamp,
+            "renewTime": stamp,
+            "leaseTransitions": 0,
+        }
+        try:
+            with translated(f"create Lease {self._namespace}/{name}"):
+                answer = read_body(
+                    self._leases.create_namespaced_lease(
+                        self._namespace,
+                        self._lease_body(name, fresh, None),
+                        _preload_content=False,
+                        _request_timeout=self._timeout,
                     )
-            except Conflict:  # AlreadyExists included: another invocation created it first
-                return False
-            return True
+                )
+        except Conflict:  # AlreadyExists included: another invocation created it first
+            return False
+        self._written[name] = json.loads(answer)
+        return True
+
+    def _take(self, name: str, current: dict[str, Any], *, holder: str, now: datetime, seconds: int) -> bool:
+        """Take `current` (the Lease as read or as last written) for `holder` if it is free,
+        expired or already theirs; raises Conflict / NotFound when it changed meanwhile."""
         spec = dict(current.get("spec") or {})
         previous = spec.get("holderIdentity")
         if previous != holder and not lease_expired(spec, now):
             return False
+        stamp = micro_time(now)
         spec.update({"holderIdentity": holder, "leaseDurationSeconds": seconds, "renewTime": stamp})
         if previous != holder:
             spec["acquireTime"] = stamp
             spec["leaseTransitions"] = int(spec.get("leaseTransitions") or 0) + 1
         version = (current.get("metadata") or {}).get("resourceVersion")
-        try:
-            with translated(f"replace Lease {self._namespace}/{name}"):
-                read_body(
-                    self._leases.replace_namespaced_lease(
-                        name,
-                        self._namespace,
-                        self._lease_body(name, spec, version),
-                        _preload_content=False,
-                        _request_timeout=self._timeout,
-                    )
-                )
-        except (Conflict, NotFound):  # a concurrent writer won the race
-            return False
+        self._replace_lease(name, spec, version, "replace")
         return True
 
     def release_lease(self, name: str, *, holder: str) -> None:
+        written = self._written.get(name)
+        if written is not None and (written.get("spec") or {}).get("holderIdentity") == holder:
+            try:
+                self._give_back(name, written)
+                return
+            except (Conflict, NotFound):
+                self._written.pop(name, None)
         try:
             current = self._read_lease(name)
         except NotFound:
             return
-        spec = dict(current.get("spec") or {})
-        if spec.get("holderIdentity") != holder:
+        if (current.get("spec") or {}).get("holderIdentity") != holder:
             return
-        spec.pop("holderIdentity", None)
-        version = (current.get("metadata") or {}).get("resourceVersion")
         try:
-            with translated(f"release Lease {self._namespace}/{name}"):
-                read_body(
-                    self._leases.replace_namespaced_lease(
-                        name,
-                        self._namespace,
-                        self._lease_body(name, spec, version),
-                        _preload_content=False,
-                        _request_timeout=self._timeout,
-                    )
-                )
+            self._give_back(name, current)
         except (Conflict, NotFound):  # someone else took it or removed it: nothing of ours to give back
             return
+
+    def _give_back(self, name: str, current: dict[str, Any]) -> None:
+        spec = dict(current.get("spec") or {})
+        spec.pop("holderIdentity", None)
+        self._replace_lease(name, spec, (current.get("metadata") or {}).get("resourceVersion"), "release")
 
     # ---- evictions ---------------------------------------------------------------------------
     def evict_pod(self, namespace: str, name: str) -> None:

@@ -1,13 +1,16 @@
 """The launch entry point: close every (or one) pool's capacity gap, claim first, instance second.
 
 Role: `handle_launch(cause, deps, *, dry_run=False) -> Outcome` for Reconcile causes. Keeps
-GPUPools in sync with TensorFusionCluster.spec.gpuPools, then per pool: takes the pool's
-Lease (`pool_lease`: two invocations never fill one gap twice, and a compaction never runs in
-between — the loser reports that the pool is busy; the next trigger re-decides), and in
-rounds: fresh snapshot → plan_launch → apply (each claim's node through the Compute of its
-mode: the cloud's, or Karpenter's NodeClaims); launch failures become plan_launch_failure
-plans (capacity errors mark the offering unavailable in the pool, so the next round picks the
-next cheapest). Ends with the pool status.
+GPUPools in sync with TensorFusionCluster.spec.gpuPools, takes the Lease of every pool it
+reconciles (`pool_lease`: two invocations never fill one gap twice, and a compaction never runs
+in between — the loser reports that the pool is busy; the next trigger re-decides) before it
+reads what the decisions need, then per pool in rounds: snapshot → plan_launch → apply (each
+claim's node through the Compute of its mode: the cloud's, or Karpenter's NodeClaims); launch
+failures become plan_launch_failure plans (capacity errors mark the offering unavailable in the
+pool, so the next round picks the next cheapest). Ends with the pool status. The invocation
+reads the cluster once (`cluster_view`): claims, node summaries, GPUNodes and node classes — no
+pods — and every round and the closing status decide from that read with this invocation's
+writes folded in.
 
 Must not: decide itself (decisions are pure core functions) or keep state between invocations.
 """
@@ -24,6 +27,7 @@ from gpupool.core.planning.plan import ApplyPool, LaunchInstance, OfferingRef, P
 from gpupool.core.planning.pool_gauges import measure_pool
 from gpupool.core.planning.snapshot import PoolSnapshot
 from gpupool.service.autoselect import expand_autoselect
+from gpupool.service.cluster_view import reading_once
 from gpupool.service.connection import refresh_connection_status
 from gpupool.service.deps import Deps
 from gpupool.service.errors import CapacityUnavailable, DomainError, NotFound, PermanentError
@@ -51,6 +55,7 @@ def handle_launch(cause: object, deps: Deps, *, dry_run: bool = False) -> Outcom
     """Reconcile one pool (`cause.pool`) or all; other causes are acknowledged with a reason."""
     if not isinstance(cause, LaunchCause):
         return acknowledge(cause, function="launch")
+    deps = reading_once(deps)
     outcome = Outcome()
     executor = Executor(deps, event_id=cause.event_id, dry_run=dry_run)
     try:
@@ -69,14 +74,46 @@ def handle_launch(cause: object, deps: Deps, *, dry_run: bool = False) -> Outcom
     pools = [by_name[n] for n in sorted(by_name)]
     if cause.pool and not pools:
         outcome.note(f"pool {cause.pool} not found")
+    leases = _hold_leases(pools, deps, outcome, dry_run=dry_run)
+    try:
+        for pool in pools:
+            lease = leases.get(pool.name)
+            if lease is None:
+                continue
+            try:
+                _launch_pool(pool.name, deps, executor, outcome, lease, preview=preview.get(pool.name))
+            except DomainError as error:
+                outcome.fail(
+                    f"pool {pool.name}: {type(error).__name__}: {error.message}", retryable=error.retryable
+                )
+    finally:
+        for lease in leases.values():
+            lease.release()
+    return outcome
+
+
+def _hold_leases(
+    pools: list[GPUPool], deps: Deps, outcome: Outcome, *, dry_run: bool
+) -> dict[str, PoolLease]:
+    """The Lease of each pool this invocation may reconcile, taken before anything is read for
+    them (so no other invocation's writes to those pools land between the read and the decision)."""
+    held: dict[str, PoolLease] = {}
     for pool in pools:
+        lease = PoolLease(deps, pool.name, dry_run=dry_run)
         try:
-            _launch_pool(pool.name, deps, executor, outcome, dry_run=dry_run, preview=preview.get(pool.name))
+            taken = lease.hold()
         except DomainError as error:
             outcome.fail(
                 f"pool {pool.name}: {type(error).__name__}: {error.message}", retryable=error.retryable
             )
-    return outcome
+            continue
+        if taken:
+            held[pool.name] = lease
+        else:
+            outcome.note(
+                f"pool {pool.name}: another invocation holds the pool's lease; the next trigger re-decides"
+            )
+    return held
 
 
 def _pools_after(sync_plan: Plan) -> dict[str, GPUPool]:
@@ -89,31 +126,25 @@ def _launch_pool(
     deps: Deps,
     executor: Executor,
     outcome: Outcome,
+    lease: PoolLease,
     *,
-    dry_run: bool,
     preview: GPUPool | None = None,
 ) -> None:
     cluster, settings = deps.cluster, deps.settings
-    lease = PoolLease(deps, name, dry_run=dry_run)
-    if not lease.hold():
-        outcome.note(f"pool {name}: another invocation holds the pool's lease; the next trigger re-decides")
-        return
-    try:
-        for _ in range(settings.max_launch_rounds):
-            if not _launch_round(name, deps, executor, outcome, preview=preview) or dry_run:
-                break
-            if not lease.hold():  # renew before the next round; lost it → someone else continues
-                outcome.note(f"pool {name}: the pool's lease was lost; another invocation continues")
-                return
-        try:
-            snapshot = snapshot_of(deps, preview or cluster.get_pool(name), ClusterReads.load(deps))
-        except NotFound:
+    for _ in range(settings.max_launch_rounds):
+        if not _launch_round(name, deps, executor, outcome, preview=preview) or executor.dry_run:
+            break
+        if not lease.hold():  # renew before the next round; lost it → someone else continues
+            outcome.note(f"pool {name}: the pool's lease was lost; another invocation continues")
             return
-        status = plan_pool_status(snapshot, now=deps.clock.now())
-        _record(outcome, status, executor.apply(status))
-        outcome.gauges.append(measure_pool(snapshot))  # gap, cost, budget use: the handler emits them
-    finally:
-        lease.release()
+    try:
+        reads = ClusterReads.load(deps, node_classes=True)
+        snapshot = snapshot_of(deps, preview or cluster.get_pool(name), reads)
+    except NotFound:
+        return
+    status = plan_pool_status(snapshot, now=deps.clock.now())
+    _record(outcome, status, executor.apply(status))
+    outcome.gauges.append(measure_pool(snapshot))  # gap, cost, budget use: the handler emits them
 
 
 def _launchable(deps: Deps, snapshot: PoolSnapshot) -> list[OfferingRef]:
@@ -143,7 +174,7 @@ def _launch_round(
     if pool.spec.node_manager_config.provisioning_mode == "AutoSelect":  # expands per pod instead
         expand_autoselect(pool, deps, executor, outcome)
         return False
-    snapshot = snapshot_of(deps, pool, ClusterReads.load(deps))
+    snapshot = snapshot_of(deps, pool, ClusterReads.load(deps, node_classes=True))
     suffixes = [deps.new_suffix() for _ in range(settings.max_nodes_per_plan)]
     plan = plan_launch(
         snapshot,

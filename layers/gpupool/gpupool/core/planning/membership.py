@@ -2,9 +2,10 @@
 
 Role: `pool_snapshot(cluster_name, pool, objects)` — the pool's claims (by
 `tensor-fusion.ai/managed-by` or the pool label), its nodes (by the claim they were provisioned
-for, or the pool label on the node or its GPUNode), the GPUNodes of those nodes and the worker
-pods on them. The launch service cuts what it listed from the cluster with it, and `gpupool plan
---state` cuts the objects of its state file with it, so both plan from the same snapshot.
+for, or the pool label on the node or its GPUNode), the GPUNodes of those nodes and the
+TensorFusion pods read on them. The services cut what they read from the cluster with it, and
+`gpupool plan --state` cuts the objects of its state file with it, so both plan from the same
+snapshot.
 
 Must not: read anything (the caller lists the objects) or decide.
 """
@@ -35,6 +36,8 @@ class ClusterObjects:
     gpu_nodes: Sequence[GPUNode] = ()
     worker_pods: Sequence[Pod] = ()
     node_classes: Sequence[GPUNodeClass] = ()
+    # The nodes whose pods `worker_pods` holds; None: every node's (see PoolSnapshot).
+    pods_read_on: frozenset[str] | None = None
 
 
 def claim_in_pool(claim: GPUNodeClaim, pool: str) -> bool:
@@ -72,4 +75,5 @@ def pool_snapshot(cluster_name: str, pool: GPUPool, objects: ClusterObjects) -> 
         nodes=tuple(nodes),
         gpu_nodes=tuple(g for g in objects.gpu_nodes if g.name in node_names),
         worker_pods=tuple(p for p in objects.worker_pods if p.spec.node_name in node_names),
+        pods_read_on=None if objects.pods_read_on is None else objects.pods_read_on & node_names,
     )

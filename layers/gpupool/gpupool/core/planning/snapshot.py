@@ -1,9 +1,10 @@
 """The typed view a decision reads: one pool and everything that belongs to it, and its capacity.
 
 Role: `PoolSnapshot`, the frozen record the service assembles from the `Cluster` port (the
-pool, its node class, claims, nodes, GPUNodes and TensorFusion workers, cut by
-`planning.membership`), and `pool_capacity` — what the pool has and has coming, the one
-accounting the gap, the pool status and the gauges use. What a claim's record means (phase,
+pool, its node class, claims, nodes, GPUNodes and the TensorFusion pods on the nodes whose pods
+were read, cut by `planning.membership`), `gpus_in_use` (a GPUNode reporting less available
+than its total), and `pool_capacity` — what the pool has and has coming, the one accounting the
+gap, the pool status and the gauges use. What a claim's record means (phase,
 whether it counts, which node it owns) is the model's (`core.model.claim_state`).
 
 Must not: load anything, read the clock, or decide; decisions live in `gpupool.core.decisions`.
@@ -25,7 +26,7 @@ from gpupool.core.model.nodeclass import GPUNodeClass
 from gpupool.core.model.pool import GPUPool
 from gpupool.core.quantity import Quantity
 
-__all__ = ["PoolCapacity", "PoolSnapshot", "pool_capacity"]
+__all__ = ["PoolCapacity", "PoolSnapshot", "gpus_in_use", "pool_capacity"]
 
 ZERO = Quantity(0)
 
@@ -38,7 +39,9 @@ class PoolSnapshot(_Frozen):
     """One pool as read at one moment: its claims, nodes, GPUNodes and TensorFusion workers.
 
     `nodes` and `gpu_nodes` are the pool's (by claim label or GPUNode pool label);
-    `worker_pods` are TensorFusion worker pods on those nodes.
+    `worker_pods` are the TensorFusion pods (`core.vocabulary.pods.is_tensorfusion_pod`) on those
+    nodes — on every one when `pods_read_on` is None, else on the nodes it names (the service reads
+    pods node by node, only where a decision needs them; `pods_known` tells which).
     """
 
     cluster_name: str
@@ -48,6 +51,7 @@ class PoolSnapshot(_Frozen):
     nodes: tuple[Node, ...] = ()
     gpu_nodes: tuple[GPUNode, ...] = ()
     worker_pods: tuple[Pod, ...] = ()
+    pods_read_on: frozenset[str] | None = None
 
     @property
     def name(self) -> str:
@@ -85,6 +89,30 @@ class PoolSnapshot(_Frozen):
 
     def workers_on(self, node_name: str) -> tuple[Pod, ...]:
         return tuple(self._index("worker_pods", lambda p: p.spec.node_name).get(node_name, ()))
+
+    def pods_known(self, node_name: str) -> bool:
+        """Whether `worker_pods` holds this node's pods (they were read)."""
+        return self.pods_read_on is None or node_name in self.pods_read_on
+
+    def in_use(self, node_name: str) -> bool:
+        """The node runs TensorFusion pods (as far as they were read) or its GPUNode reports
+        some of its GPUs' capacity allocated."""
+        return bool(self.workers_on(node_name)) or gpus_in_use(self.gpu_node(node_name))
+
+
+def gpus_in_use(gpu_node: GPUNode | None) -> bool:
+    """The GPUNode reports less TFLOPS or VRAM available than its total: some of it is allocated
+    (TensorFusion's allocator and gpupool's lower `available*` as they place workers)."""
+    status = gpu_node.status if gpu_node is not None else None
+    if status is None:
+        return False
+    return any(
+        total is not None and available is not None and available < total
+        for total, available in (
+            (status.total_tflops, status.available_tflops),
+            (status.total_vram, status.available_vram),
+        )
+    )
 
 
 # ---- capacity ----------------------------------------------------------------------------
