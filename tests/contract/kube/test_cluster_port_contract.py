@@ -5,7 +5,7 @@ Covers the contract points the service relies on: create returns uid and resourc
 refuses a duplicate; status and metadata writes with a stale resourceVersion are Conflict and
 change nothing; a finalizer holds a deleted claim until it is removed; pool spec, annotation
 and status writes; the provisioning Lease (one holder, expiry, release by the holder only);
-NotFound for missing objects; node summaries as a `kubectl get nodes` row holds them; nodes picked
+NotFound for missing objects; node and GPUNode summaries as a `kubectl get` row holds them; nodes picked
 by labels and pods by `spec.nodeName` ("" for none) and `status.phase`, in the API server's order.
 """
 
@@ -22,8 +22,10 @@ from gpupool.adapters.kube_auth import KubeAccess, build_api_client
 from gpupool.core.model.base import OwnerReference
 from gpupool.core.model.constants import FINALIZER
 from gpupool.core.model.foreign import Node, Pod
+from gpupool.core.model.node import GPUNode
 from gpupool.core.model.nodeclaim import GPUNodeClaimStatus
 from gpupool.core.model.pool import GPUPoolStatus
+from gpupool.core.quantity import Quantity
 from gpupool.sandbox.kubeapi import EmbeddedKubeAPI
 from gpupool.service.errors import AlreadyExists, Conflict, NotFound
 from tests.service.fakes import FakeClock, FakeCluster
@@ -170,7 +172,7 @@ def seeded(request: pytest.FixtureRequest) -> Iterator[tuple[Any, Put]]:
     """A port and a way to store a Node or Pod manifest behind it (as a kubelet or a controller would)."""
     if request.param == "fake":
         fake = FakeCluster(FakeClock(FIXED_NOW))
-        models = {"Node": Node, "Pod": Pod}
+        models = {"Node": Node, "Pod": Pod, "GPUNode": GPUNode}
         yield fake, lambda kind, manifest: fake.add(models[kind].model_validate(manifest))
         return
     with EmbeddedKubeAPI() as api:
@@ -179,6 +181,16 @@ def seeded(request: pytest.FixtureRequest) -> Iterator[tuple[Any, Put]]:
         api.cluster.create(namespaces, None, {"metadata": {"name": "ml"}})
 
         def put(kind: str, manifest: dict[str, Any]) -> None:
+            if kind == "GPUNode":
+                rt = api.cluster.resolve("tensor-fusion.ai", "v1", "gpunodes")
+                body = {"apiVersion": "tensor-fusion.ai/v1", "kind": "GPUNode", **manifest}
+                stored = api.cluster.create(rt, None, {k: v for k, v in body.items() if k != "status"})
+                if "status" in body:
+                    name = stored["metadata"]["name"]
+                    api.cluster.update(
+                        rt, "", name, {**stored, "status": body["status"]}, subresource="status"
+                    )
+                return
             rt = api.cluster.resolve("", "v1", "nodes" if kind == "Node" else "pods")
             api.cluster.create(
                 rt, manifest["metadata"].get("namespace", "default") if kind == "Pod" else None, manifest
@@ -253,3 +265,34 @@ def test_pods_are_picked_by_node_and_phase(seeded: tuple[Any, Put]) -> None:
     assert names(node_name="", phase="Pending") == [("default", "waiting")]  # Pending: set on create
     assert names(phase="Running") == []
     assert len(names()) == 4
+
+
+def test_gpu_node_summaries_hold_what_a_table_row_holds(seeded: tuple[Any, Put]) -> None:
+    port, put = seeded
+    status = {
+        "phase": "Running",
+        "totalTFlops": "1000",
+        "totalVRAM": "192Gi",
+        "availableTFlops": "250",
+        "availableVRAM": "48Gi",
+        "totalGPUs": 8,
+        "managedGPUs": 8,
+        "managedGPUDeviceIDs": ["gpu-0"],
+        "nodeInfo": {"gpuModel": "A10G"},
+    }
+    put("GPUNode", {"metadata": {"name": "busy", "labels": {"pool": "a"}}, "status": status})
+    put("GPUNode", {"metadata": {"name": "new"}})
+    summaries = {g.name: g for g in port.list_gpu_nodes(summary=True)}
+    assert list(summaries) == ["busy", "new"]
+    busy = summaries["busy"]
+    assert (
+        busy.status is not None and busy.metadata.labels == {"pool": "a"} and busy.metadata.resource_version
+    )
+    got = busy.status
+    assert (got.phase, got.total_gpus) == ("Running", 8)
+    assert (got.total_tflops, got.total_vram) == (Quantity(1000), Quantity.parse("192Gi"))
+    assert (got.available_tflops, got.available_vram) == (Quantity(250), Quantity.parse("48Gi"))
+    assert got.managed_gpus is None and got.node_info is None and not got.managed_gpu_device_ids
+    assert summaries["new"].status is None
+    whole = next(g for g in port.list_gpu_nodes() if g.name == "busy")
+    assert whole.status is not None and whole.status.managed_gpus == 8 and whole.status.node_info is not None

@@ -3,7 +3,8 @@ server: pages of 500 following `continue`; the pod field selectors (`spec.nodeNa
 and the node label selector sent, not filtered here; node summaries read as Table rows; a second
 read of a kept kind is a watch from the list's resourceVersion that returns every object, the
 changed one as it is now and the others as the same objects; a watch the server's history no
-longer reaches (410) lists in full again."""
+longer reaches (410) lists in full again; GPUNode summaries are Table rows, or whole objects trimmed
+to a row's fields when the server's GPUNode table lacks a printer column a row is read from."""
 
 from __future__ import annotations
 
@@ -13,9 +14,10 @@ from urllib.parse import parse_qs, urlsplit
 
 from gpupool.adapters.kube import KubeCluster
 from gpupool.adapters.kube_auth import KubeAccess, build_api_client
-from gpupool.adapters.kube_reader import PAGE_SIZE
+from gpupool.adapters.kube_reader import KEPT_PAGE_SIZE, PAGE_SIZE
 from gpupool.adapters.kube_tables import TABLE
 from gpupool.sandbox.kubeapi import EmbeddedKubeAPI
+from gpupool.sandbox.kubeapi.server import gpupool_crds
 
 MERGE = "application/merge-patch+json"
 
@@ -100,7 +102,7 @@ def test_a_second_read_watches_from_the_list_and_keeps_what_did_not_change(
     second = cluster.list_nodes(summary=True)
     (_m1, _p1, listing, list_accept), (_m2, path, watching, watch_accept) = requests.sent
     assert list_accept == TABLE and watch_accept == TABLE and path == "/api/v1/nodes"
-    assert "watch" not in listing and listing["limit"] == [str(PAGE_SIZE)]
+    assert "watch" not in listing and listing["limit"] == [str(KEPT_PAGE_SIZE)]
     assert watching["watch"] == ["true"] and watching["resourceVersion"] == [str(listed_at)]
     assert watching["allowWatchBookmarks"] == ["true"] and watching["timeoutSeconds"]
     assert [n.name for n in second] == [n.name for n in first]
@@ -122,3 +124,51 @@ def test_an_expired_resource_version_lists_in_full_again() -> None:
         again = cluster.list_nodes(summary=True)
         assert [n.name for n in again] == [f"n{index}" for index in range(8)]
         assert ["watch" in q for _, _, q, _ in requests.sent] == [True, False]
+
+
+def _gpu_node(name: str, available: str) -> dict[str, Any]:
+    status = {"phase": "Running", "totalTFlops": "125", "totalVRAM": "24Gi", "totalGPUs": 1}
+    status |= {"availableTFlops": available, "availableVRAM": "24Gi", "nodeInfo": {"gpuModel": "A10G"}}
+    return {
+        "apiVersion": "tensor-fusion.ai/v1",
+        "kind": "GPUNode",
+        "metadata": {"name": name},
+        "status": status,
+    }
+
+
+def _put_gpu_node(api: EmbeddedKubeAPI, body: dict[str, Any]) -> None:
+    rt = api.cluster.resolve("tensor-fusion.ai", "v1", "gpunodes")
+    stored = api.cluster.create(rt, None, {k: v for k, v in body.items() if k != "status"})
+    api.cluster.update(
+        rt, "", body["metadata"]["name"], {**stored, "status": body["status"]}, subresource="status"
+    )
+
+
+def test_gpu_node_summaries_are_table_rows_and_whole_objects_when_the_crd_prints_too_little() -> None:
+    crds = gpupool_crds()
+    for crd in crds:
+        if crd["spec"]["names"]["plural"] == "gpunodes":
+            for version in crd["spec"]["versions"]:
+                version.pop("additionalPrinterColumns", None)
+    for columns, crd_list in (("printed", gpupool_crds()), ("not printed", crds)):
+        with EmbeddedKubeAPI(install_gpupool_crds=False, extra_crds=crd_list) as api:
+            api_client = build_api_client(
+                KubeAccess(mode="kubeconfig", kubeconfig_path=str(api.kubeconfig_path))
+            )
+            _put_gpu_node(api, _gpu_node("g1", "100"))
+            cluster = KubeCluster(api_client)
+            requests = Requests(api_client)
+            first = cluster.list_gpu_nodes(summary=True)
+            _put_gpu_node(api, _gpu_node("g2", "125"))
+            second = cluster.list_gpu_nodes(summary=True)
+            accepts = [accept for _, path, _, accept in requests.sent if path.endswith("/gpunodes")]
+            assert [g.name for g in second] == ["g1", "g2"], columns
+            assert [str(g.status.available_tflops) for g in second if g.status] == ["100", "125"], columns
+            assert first[0].status is not None and first[0].status.node_info is None, (
+                columns
+            )  # a row's fields only
+            if columns == "printed":
+                assert accepts == [TABLE, TABLE]
+            else:  # the Table lacks the columns: whole objects from then on, trimmed to a row's fields
+                assert accepts[0] == TABLE and all(a != TABLE for a in accepts[1:]) and len(accepts) == 3

@@ -162,8 +162,8 @@ class KubeCluster:
     def get_claim(self, name: str) -> GPUNodeClaim:
         return self._get(GPUNodeClaim, GPUNodeClaim.PLURAL, name)
 
-    def list_gpu_nodes(self) -> list[GPUNode]:
-        return self._reader.custom_objects(GPUNode, GPUNode.PLURAL, kept=True)
+    def list_gpu_nodes(self, *, summary: bool = False) -> list[GPUNode]:
+        return self._reader.gpu_nodes(summary=summary)
 
     def list_gpus(self) -> list[GPU]:
         return self._reader.custom_objects(GPU, GPU.PLURAL)

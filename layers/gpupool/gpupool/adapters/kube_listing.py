@@ -1,22 +1,24 @@
 """Listing a kind once, then keeping it current from the list's resourceVersion with short watches.
 
-Role: `WatchedList(decoder, list_page=…, open_watch=…)`; `read(current=…)` returns every object
-of the kind, in (namespace, name) order as a list returns them. The first read lists the kind in
-full, page by page (`limit` / `continue`), keeping each object under its (namespace, name) and
-the resourceVersion the list was served at. Each later read watches from that resourceVersion —
-the API server replays every change since (client-go's reflector resumes the same way) — and
-applies the events: ADDED and MODIFIED replace the object, DELETED forgets it, BOOKMARK only
-moves the resourceVersion on. The watch is short and bounded: `open_watch` ends its stream once
-the server has been quiet for a moment (`kube_reader`), and the read stops early at the first
-event or bookmark at or past `current` (a resourceVersion the caller saw the server answer with,
-so the kept objects are at least that fresh). When the server's history no longer reaches back
-(an ERROR event with a 410 Status, or a 410 answer: `Expired`) the kind is listed in full again,
-as client-go relists. An object the model cannot read is reported (`decoder`) and left out, on
-either path. What a read returns is what a list at that moment returns, without reading or
-parsing the objects that did not change.
+Role: `WatchedList(decoder, list_page=…, open_watch=…)`; `read()` returns every object of the kind,
+in (namespace, name) order as a list returns them. The first read lists the kind in full, page by
+page (`limit` / `continue`), keeping each object under its (namespace, name) and the resourceVersion
+the list was served at. Each later read watches from that resourceVersion — the API server replays
+every change since (client-go's reflector resumes the same way) — and applies the events: ADDED and
+MODIFIED replace the object, DELETED forgets it, BOOKMARK only moves the resourceVersion on. The
+watch is short and bounded: `open_watch` ends its stream once the server has been quiet for a
+moment, or after a short while at most (`kube_reader`); the events come in resourceVersion order, so
+what was kept is the kind's state at the last one. When the server's history no longer reaches back
+(an ERROR event with a 410 Status, or a 410 answer: `Expired`) the kind is listed in full again, as
+client-go relists. A full list is read with the cyclic garbage collector paused, and what it read is
+then frozen out of the collector's walks (`gc.freeze`): the kept objects hold no reference cycles
+and live as long as the function, and walking a 5,000-node cluster's worth at every full collection
+cost more than reading it. An object the model cannot read is reported (`decoder`) and left out, on
+either path. What a read returns is what a list at that moment returns, without reading or parsing
+the objects that did not change.
 
 `ObjectDecoder(model, kind=…, report=…)` reads pages and events of whole objects into a model;
-`kube_tables.NodeSummaryDecoder` reads `Table` pages and events into node summaries.
+`kube_tables` reads `Table` pages and events into node and GPUNode summaries.
 
 Must not: decide anything, retry, translate errors (the fetchers do), or keep anything but parsed
 objects at the resourceVersion the server gave them.
@@ -24,8 +26,11 @@ objects at the resourceVersion the server gave them.
 
 from __future__ import annotations
 
+import gc
 import json
+import threading
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -43,7 +48,6 @@ __all__ = [
     "Page",
     "WatchedList",
     "object_key",
-    "resource_version_of",
 ]
 
 Model = TypeVar("Model", bound=BaseModel)
@@ -85,11 +89,6 @@ def object_key(meta: Any) -> Key:
     return (getattr(meta, "namespace", None) or "", getattr(meta, "name", None) or "")
 
 
-def resource_version_of(text: str) -> int:
-    """A resourceVersion as the number the API server makes it ("" or foreign text: 0)."""
-    return int(text) if text.isdigit() else 0
-
-
 def expired_status(status: dict[str, Any]) -> bool:
     return status.get("code") == 410 or status.get("reason") in ("Expired", "Gone")
 
@@ -123,6 +122,32 @@ class ObjectDecoder(Generic[Model]):
         return Change(kind, key, readable[0] if readable else None, version)
 
 
+_paused = {"depth": 0, "was_enabled": True}
+_pause_lock = threading.Lock()
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Reading a big list allocates hundreds of thousands of objects in no reference cycle; the
+    cyclic collector would walk every object kept so far each time it ran meanwhile (its cost
+    grows with what is alive), so it waits until the list is read (lists read on several threads
+    at once share one pause). Refcounting frees as usual."""
+    with _pause_lock:
+        if _paused["depth"] == 0:
+            _paused["was_enabled"] = gc.isenabled()
+            gc.disable()
+        _paused["depth"] += 1
+    try:
+        yield
+    finally:
+        with _pause_lock:
+            _paused["depth"] -= 1
+            if _paused["depth"] == 0:
+                gc.freeze()  # what was just read is kept for the function's life: out of the collector's walk
+                if _paused["was_enabled"]:
+                    gc.enable()
+
+
 class WatchedList(Generic[Model]):
     def __init__(self, decoder: Decoder[Model], *, list_page: ListPage, open_watch: OpenWatch) -> None:
         self._decoder, self._list_page, self._open_watch = decoder, list_page, open_watch
@@ -135,12 +160,12 @@ class WatchedList(Generic[Model]):
         """The resourceVersion the kept objects are at (None before the first read)."""
         return self._version
 
-    def read(self, *, current: int = 0) -> list[Model]:
+    def read(self) -> list[Model]:
         if self._version is None:
             self._list()
         else:
             try:
-                self._follow(self._version, current)
+                self._follow(self._version)
             except Expired:
                 self._list()
         if self._ordered is None:
@@ -152,7 +177,9 @@ class WatchedList(Generic[Model]):
         version: str | None = None
         token: str | None = None
         while True:
-            page = self._decoder.page(self._list_page(token))
+            raw = self._list_page(token)
+            with _collector_paused():
+                page = self._decoder.page(raw)
             if version is None:  # later pages continue the first page's snapshot
                 version = page.resource_version
             objects.update(page.objects)
@@ -161,7 +188,7 @@ class WatchedList(Generic[Model]):
                 break
         self._objects, self._version, self._ordered = objects, version or "0", None
 
-    def _follow(self, since: str, current: int) -> None:
+    def _follow(self, since: str) -> None:
         lines = self._open_watch(since)
         try:
             for line in lines:
@@ -176,8 +203,6 @@ class WatchedList(Generic[Model]):
                         self._objects[change.key] = change.obj
                 if change.resource_version:
                     self._version = change.resource_version
-                if current and resource_version_of(change.resource_version) >= current:
-                    break
         finally:
             close = getattr(lines, "close", None)
             if close is not None:

@@ -1,16 +1,16 @@
 """The reads behind `KubeCluster`'s lists: paged, parsed from the bytes, kept current by short watches.
 
 Role: `KubeReader(api_client, …)` lists tensor-fusion.ai objects, nodes and pods the way a client
-that reads big clusters must: every list is paged (`limit` = `PAGE_SIZE`, then `continue`), so no
-response holds more than one page, and each page is parsed straight from its bytes into gpupool's
-models (`kube_reading.read_page`). The kinds the functions read on every invocation — claims,
-GPUNodes, node summaries — go through `kube_listing.WatchedList`: listed in full once per warm
-function, then brought up to date by a watch from the list's resourceVersion
-(`allowWatchBookmarks`, `timeoutSeconds` = `WATCH_TIMEOUT_S`) whose stream is read until the
-server has sent nothing for `quiet_s` (the replay of what changed comes at once; a quiet stream
-means it is over) or for at most `WATCH_LIMIT_S` (a busy kind keeps streaming; what came by then
-is a consistent state at the last event's resourceVersion), then closed. Node summaries are read
-as `Table` rows (`kube_tables`). Selectors are sent to the API server: pods by `spec.nodeName` /
+that reads big clusters must: every list is paged (`limit` = `PAGE_SIZE`, `KEPT_PAGE_SIZE` for the
+kinds kept, then `continue`), so no response holds more than one page, and each page is parsed
+straight from its bytes into gpupool's models (`kube_reading.read_page`). The kinds the functions
+read on every invocation — claims, node and GPUNode summaries (Table rows, `kube_tables`) — go
+through `kube_listing.WatchedList`: listed in full once per warm function, then brought up to date
+by a watch from the list's resourceVersion (`allowWatchBookmarks`, `timeoutSeconds` =
+`WATCH_TIMEOUT_S`) whose stream is read until the server has sent nothing for `quiet_s` (the replay
+of what changed comes at once; a quiet stream means it is over) or for at most `WATCH_LIMIT_S` (a
+busy kind keeps streaming; what came by then is a consistent state at the last event's
+resourceVersion), then closed. Selectors are sent to the API server: pods by `spec.nodeName` /
 `status.phase`, nodes by equality labels.
 
 Must not: decide anything, retry, or keep anything but parsed objects at the resourceVersion the
@@ -31,16 +31,35 @@ from urllib3.exceptions import HTTPError
 from gpupool.adapters.kube_errors import read_body, translated
 from gpupool.adapters.kube_listing import Expired, ListPage, ObjectDecoder, OpenWatch, WatchedList
 from gpupool.adapters.kube_reading import read_page
-from gpupool.adapters.kube_tables import TABLE, NodeSummaryDecoder, node_summary
+from gpupool.adapters.kube_tables import (
+    TABLE,
+    GPUNodeSummaryDecoder,
+    MissingColumns,
+    NodeSummaryDecoder,
+    gpu_node_summary,
+    node_summary,
+)
 from gpupool.core.model.constants import API_GROUP
 from gpupool.core.model.foreign import Node, Pod
+from gpupool.core.model.node import GPUNode
 from gpupool.core.model.unreadable import UnreadableObject
 
-__all__ = ["PAGE_SIZE", "QUIET_S", "WATCH_LIMIT_S", "WATCH_TIMEOUT_S", "KubeReader", "label_selector"]
+__all__ = [
+    "KEPT_PAGE_SIZE",
+    "PAGE_SIZE",
+    "QUIET_S",
+    "WATCH_LIMIT_S",
+    "WATCH_TIMEOUT_S",
+    "KubeReader",
+    "label_selector",
+]
 
 VERSION = "v1"
 # Items per list request: client-go's pager and kubectl use 500 (a page of pods: ~1 MB).
 PAGE_SIZE = 500
+# Items per list request of a kept kind (listed once per warm function, then watched): a 10,000-node
+# cluster in one page (claims ~0.8 KB, node rows ~1.2 KB, GPUNodes ~1 KB each: under 12 MB a page).
+KEPT_PAGE_SIZE = 10_000
 # A refreshing watch ends once the server sent nothing for this long…
 QUIET_S = 0.1
 # … or once it has been read this long (wall seconds)…
@@ -88,6 +107,7 @@ class KubeReader:
         self._quiet = quiet_s
         self._report = report
         self._watched: dict[str, WatchedList[Any]] = {}
+        self._gpu_node_rows = True  # False once the server's GPUNode table lacked a column
 
     # ---- fetching ------------------------------------------------------------------------
     def _fetch(self, action: str, call: Callable[..., Any], *args: Any, **kwargs: Any) -> bytes:
@@ -95,10 +115,16 @@ class KubeReader:
             return read_body(call(*args, _preload_content=False, _request_timeout=self._timeout, **kwargs))
 
     def _pages(
-        self, action: str, call: Callable[..., Any], *args: Any, accept: str | None = None, **kwargs: Any
+        self,
+        action: str,
+        call: Callable[..., Any],
+        *args: Any,
+        accept: str | None = None,
+        size: int = PAGE_SIZE,
+        **kwargs: Any,
     ) -> ListPage:
         def page(token: str | None) -> bytes:
-            extra: dict[str, Any] = {"limit": PAGE_SIZE}
+            extra: dict[str, Any] = {"limit": size}
             if token:
                 extra["_continue"] = token
             if accept:
@@ -155,9 +181,9 @@ class KubeReader:
         """Every object of a cluster-scoped tensor-fusion.ai kind; `kept`: through WatchedList."""
         kind = str(getattr(model, "KIND", plural))
         action, call = f"list {plural}", self._custom.list_cluster_custom_object
-        pages = self._pages(action, call, API_GROUP, VERSION, plural)
         if not kept:
-            return self._all(model, pages, kind=kind)
+            return self._all(model, self._pages(action, call, API_GROUP, VERSION, plural), kind=kind)
+        pages = self._pages(action, call, API_GROUP, VERSION, plural, size=KEPT_PAGE_SIZE)
         decoder = ObjectDecoder(model, kind=kind, report=self._report)
         watch = self._watch(f"watch {plural}", call, API_GROUP, VERSION, plural)
         found: list[Model] = self._kept(
@@ -165,16 +191,36 @@ class KubeReader:
         )
         return found
 
+    def gpu_nodes(self, *, summary: bool) -> list[GPUNode]:
+        """Every GPUNode, kept by a WatchedList: whole, or (`summary`) as Table rows — or, when
+        the server's GPUNode table lacks a column a row is read from, whole ones trimmed to a row."""
+        if summary and self._gpu_node_rows:
+            call = self._custom.list_cluster_custom_object
+            args = (API_GROUP, VERSION, GPUNode.PLURAL)
+            decoder = GPUNodeSummaryDecoder(report=self._report)
+            pages = self._pages("list gpunodes", call, *args, accept=TABLE, size=KEPT_PAGE_SIZE)
+            watch = self._watch("watch gpunodes", call, *args, accept=TABLE)
+            try:
+                rows: list[GPUNode] = self._kept(
+                    "gpunodes:summary", lambda: WatchedList(decoder, list_page=pages, open_watch=watch)
+                )
+                return rows
+            except MissingColumns:
+                self._gpu_node_rows = False
+                self._watched.pop("gpunodes:summary", None)
+        whole = self.custom_objects(GPUNode, GPUNode.PLURAL, kept=True)
+        return [gpu_node_summary(g) for g in whole] if summary else whole
+
     # ---- nodes and pods ----------------------------------------------------------------------
     def nodes(self, *, summary: bool, labels: Mapping[str, str] | None) -> list[Node]:
         """Nodes by equality labels; `summary` without labels: Table rows kept by a WatchedList."""
         call = self._core.list_node
-        selectors = {"label_selector": label_selector(labels)} if labels else {}
+        selectors: dict[str, Any] = {"label_selector": label_selector(labels)} if labels else {}
         if not summary or selectors:
             full = self._all(Node, self._pages("list nodes", call, **selectors), kind="Node")
             return [self._summary(n) for n in full] if summary else full
         decoder = NodeSummaryDecoder(report=self._report)
-        pages = self._pages("list nodes", call, accept=TABLE)
+        pages = self._pages("list nodes", call, accept=TABLE, size=KEPT_PAGE_SIZE)
         watch = self._watch("watch nodes", call, accept=TABLE)
         found: list[Node] = self._kept(
             "nodes:summary", lambda: WatchedList(decoder, list_page=pages, open_watch=watch)
@@ -190,6 +236,6 @@ class KubeReader:
 
     def pods(self, *, field_selector: str | None) -> list[Pod]:
         """Pods in all namespaces, by field selector (sent to the server)."""
-        selectors = {"field_selector": field_selector} if field_selector else {}
+        selectors: dict[str, Any] = {"field_selector": field_selector} if field_selector else {}
         call = self._core.list_pod_for_all_namespaces
         return self._all(Pod, self._pages("list pods", call, **selectors), kind="Pod")

@@ -25,8 +25,8 @@ from gpupool.core.model.pool import GPUPool
 from gpupool.core.vocabulary.pods import is_unschedulable, pool_of
 from gpupool.service.deps import Deps
 from gpupool.service.executor import Executor
-from gpupool.service.outcome import Outcome
 from gpupool.service.karpenter_ports import KarpenterApi
+from gpupool.service.outcome import Outcome
 from gpupool.service.results import record_results
 
 __all__ = ["AutoSelectReads", "autoselect_reads", "expand_autoselect"]

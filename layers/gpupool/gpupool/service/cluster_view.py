@@ -2,7 +2,7 @@
 
 Role: `ClusterView(cluster)` is the `Cluster` port for one invocation (`reading_once(deps)` puts it
 in the deps an entry point passes on). The kinds a decision's snapshot is cut from —
-TensorFusionClusters, GPUPools, GPUNodeClasses, GPUNodeClaims, node summaries, GPUNodes — are
+TensorFusionClusters, GPUPools, GPUNodeClasses, GPUNodeClaims, node and GPUNode summaries — are
 read through the real port the first time they are needed (`prefetch` reads several at once, on
 threads, so one's answer is parsed while the next is served) and every later read of the
 invocation is answered from what was read. A write's answer (the object as the API server stored
@@ -56,6 +56,7 @@ class _Kind(Generic[T]):
         self.objects: dict[Key, T] | None = None  # None: not read yet
         self.stale: set[Key] = set()
         self.relist = False
+        self._ordered: list[T] | None = None
 
     @property
     def loaded(self) -> bool:
@@ -65,6 +66,7 @@ class _Kind(Generic[T]):
         self.objects = {_key(o): o for o in listed}
         self.stale.clear()
         self.relist = False
+        self._ordered = None
 
     def all(self) -> list[T]:
         if self.objects is None or self.relist or (self.stale and self._get_one is None):
@@ -75,7 +77,9 @@ class _Kind(Generic[T]):
             except NotFound:  # gone since it was read: `get` forgot it
                 continue
         assert self.objects is not None
-        return [self.objects[k] for k in sorted(self.objects)]
+        if self._ordered is None:
+            self._ordered = [self.objects[k] for k in sorted(self.objects)]
+        return list(self._ordered)
 
     def get(self, name: str) -> T:
         key = ("", name)
@@ -90,6 +94,7 @@ class _Kind(Generic[T]):
         except NotFound:
             if self.objects is not None:
                 self.objects.pop(key, None)
+                self._ordered = None
             raise
         self.fold(found)
         return found
@@ -99,11 +104,13 @@ class _Kind(Generic[T]):
         if self.objects is not None:
             self.objects[_key(obj)] = obj
             self.stale.discard(_key(obj))
+            self._ordered = None
         return obj
 
     def forget(self, obj: T) -> None:
         if self.objects is not None:
             self.objects.pop(_key(obj), None)
+            self._ordered = None
 
     def mark(self, name: str) -> None:
         if self.objects is not None:
@@ -134,7 +141,7 @@ class ClusterView:
         self._classes: _Kind[GPUNodeClass] = _Kind(cluster.list_node_classes)
         self._claims: _Kind[GPUNodeClaim] = _Kind(cluster.list_claims, cluster.get_claim)
         self._nodes: _Kind[Node] = _Kind(lambda: cluster.list_nodes(summary=True))
-        self._gpu_nodes: _Kind[GPUNode] = _Kind(cluster.list_gpu_nodes)
+        self._gpu_nodes: _Kind[GPUNode] = _Kind(lambda: cluster.list_gpu_nodes(summary=True))
 
     # ---- the invocation's reads ------------------------------------------------------------
     def prefetch(self, *, node_classes: bool = True) -> None:
@@ -179,8 +186,10 @@ class ClusterView:
             return self._nodes.all()
         return self.inner.list_nodes(summary=summary, labels=labels)
 
-    def list_gpu_nodes(self) -> list[GPUNode]:
-        return self._gpu_nodes.all()
+    def list_gpu_nodes(self, *, summary: bool = False) -> list[GPUNode]:
+        if summary:
+            return self._gpu_nodes.all()
+        return self.inner.list_gpu_nodes()
 
     def list_gpus(self) -> list[GPU]:
         return self.inner.list_gpus()

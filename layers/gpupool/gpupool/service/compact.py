@@ -33,7 +33,7 @@ from gpupool.service.errors import DomainError, NotFound
 from gpupool.service.executor import Executor
 from gpupool.service.outcome import Outcome, acknowledge
 from gpupool.service.pool_lease import PoolLease
-from gpupool.service.pools import ClusterReads, select_pools, snapshot_of
+from gpupool.service.pools import ClusterReads, select_pools, snapshot_of, with_pods_of
 from gpupool.service.results import record_results
 
 __all__ = ["handle_compact"]
@@ -110,15 +110,16 @@ def _confirmed(
 ) -> tuple[PoolSnapshot | None, Plan, ClusterReads]:
     """plan_compaction on a snapshot holding the pods of every node it removes (read as needed)."""
     protection = deps.settings.new_node_protection
+    snapshot = _snapshot(deps, name, reads)
+    if snapshot is None:
+        return None, Plan(), reads
     while True:
-        snapshot = _snapshot(deps, name, reads)
-        if snapshot is None:
-            return None, Plan(), reads
         plan = plan_compaction(snapshot, now=now, protection=protection)
         unread = unconfirmed_removals(snapshot, plan)
         if not unread:
             return snapshot, plan, reads
         reads = reads.with_pods_on(deps, unread)
+        snapshot = with_pods_of(snapshot, reads)
 
 
 def _removals(plan: Plan) -> list[tuple[Action, ...]]:

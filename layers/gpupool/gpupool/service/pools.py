@@ -2,7 +2,8 @@
 
 Role: pools come from TensorFusionCluster.spec.gpuPools (materialised as GPUPool objects by
 `sync_cluster_pools`, which launch calls) and from standalone GPUPools. `ClusterReads` is what a
-pool snapshot is cut from — claims, node summaries, GPUNodes, node classes (launch's only) and the
+pool snapshot is cut from — claims, node and GPUNode summaries (what `kubectl get` prints of
+them: all the decisions read), node classes (launch's only) and the
 pods read so far on chosen nodes, TensorFusion ones only (`core.vocabulary.pods`) — taken from the
 invocation's `ClusterView` (each kind read once per invocation; `with_pods_on` reads one node's
 pods with the API server's `spec.nodeName` field selector). `snapshot_of` cuts one pool's
@@ -15,6 +16,7 @@ Must not: decide anything, re-implement membership, or keep anything between inv
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import cached_property
 
 from gpupool.core.decisions.pool_sync import plan_pool_sync
 from gpupool.core.model.foreign import Node, Pod
@@ -30,7 +32,14 @@ from gpupool.service.cluster_view import ClusterView
 from gpupool.service.deps import Deps
 from gpupool.service.executor import ActionResult, Executor
 
-__all__ = ["ClusterReads", "claim_in_pool", "select_pools", "snapshot_of", "sync_cluster_pools"]
+__all__ = [
+    "ClusterReads",
+    "claim_in_pool",
+    "select_pools",
+    "snapshot_of",
+    "sync_cluster_pools",
+    "with_pods_of",
+]
 
 
 def sync_cluster_pools(deps: Deps, executor: Executor) -> tuple[Plan, list[ActionResult]]:
@@ -67,8 +76,20 @@ class ClusterReads:
         return cls(
             claims=tuple(cluster.list_claims()),
             nodes=tuple(cluster.list_nodes(summary=True)),
-            gpu_nodes=tuple(cluster.list_gpu_nodes()),
+            gpu_nodes=tuple(cluster.list_gpu_nodes(summary=True)),
             node_classes=tuple(cluster.list_node_classes()) if node_classes else (),
+        )
+
+    @cached_property
+    def objects(self) -> ClusterObjects:
+        """These reads as the core's membership cuts them (one index for every pool)."""
+        return ClusterObjects(
+            self.claims,
+            self.nodes,
+            self.gpu_nodes,
+            self.pods,
+            self.node_classes,
+            pods_read_on=self.pods_read_on,
         )
 
     def with_pods_on(self, deps: Deps, nodes: tuple[str, ...]) -> ClusterReads:
@@ -81,14 +102,18 @@ class ClusterReads:
         return replace(self, pods=tuple(kept), pods_read_on=self.pods_read_on | wanted)
 
 
+def with_pods_of(snapshot: PoolSnapshot, reads: ClusterReads) -> PoolSnapshot:
+    """`snapshot` (cut from reads that differ from `reads` only in their pods) with `reads`' pods
+    on its nodes: no membership to cut again."""
+    names = {n.name for n in snapshot.nodes}
+    return snapshot.model_copy(
+        update={
+            "worker_pods": tuple(p for p in reads.pods if p.spec.node_name in names),
+            "pods_read_on": reads.pods_read_on & names,
+        }
+    )
+
+
 def snapshot_of(deps: Deps, pool: GPUPool, reads: ClusterReads) -> PoolSnapshot:
     """The pool's snapshot cut from one read (`planning.membership.pool_snapshot`)."""
-    objects = ClusterObjects(
-        reads.claims,
-        reads.nodes,
-        reads.gpu_nodes,
-        reads.pods,
-        reads.node_classes,
-        pods_read_on=reads.pods_read_on,
-    )
-    return pool_snapshot(deps.settings.cluster_name, pool, objects)
+    return pool_snapshot(deps.settings.cluster_name, pool, reads.objects)

@@ -161,8 +161,11 @@ class Cluster(Protocol):
         Raises: Throttled, PermanentError."""
         ...
 
-    def list_gpu_nodes(self) -> list[GPUNode]:
-        """Every GPUNode. Raises: Throttled, PermanentError."""
+    def list_gpu_nodes(self, *, summary: bool = False) -> list[GPUNode]:
+        """Every GPUNode, in name order. `summary`: each holds what its row in `kubectl get
+        gpunodes` holds and nothing more — its metadata, and in its status the phase, total and
+        available TFLOPS and VRAM and the GPU count (no status when it has none); the spec and
+        the rest of the status are empty. Raises: Throttled, PermanentError."""
         ...
 
     def list_gpus(self) -> list[GPU]:

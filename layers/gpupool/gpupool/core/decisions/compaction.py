@@ -31,7 +31,7 @@ from gpupool.core.model.foreign import Node
 from gpupool.core.model.pool import ResourceAmount
 from gpupool.core.planning.plan import Action, DeleteClaim, LabelNode, Plan, RecordEvent
 from gpupool.core.planning.snapshot import PoolSnapshot, gpus_in_use
-from gpupool.core.quantity import Quantity
+from gpupool.core.quantity import Quantity, sum_quantities
 
 __all__ = ["compaction_due", "compaction_period", "plan_compaction", "unconfirmed_removals"]
 
@@ -116,8 +116,7 @@ def plan_compaction(snapshot: PoolSnapshot, *, now: datetime, protection: timede
     minimum = config.min_resources if config else None
     mode = pool.spec.node_manager_config.provisioning_mode
     candidates, reasons = _candidates(snapshot, now, protection)
-    totals = {"tflops": ZERO, "vram": ZERO}
-    available = {"tflops": ZERO, "vram": ZERO}
+    counted = []
     for node in snapshot.nodes:
         gpu_node = snapshot.gpu_node(node.name)
         owner = node_claim(node)
@@ -125,9 +124,15 @@ def plan_compaction(snapshot: PoolSnapshot, *, now: datetime, protection: timede
             continue
         if owner is not None and (claim := snapshot.claim(owner)) is not None and not claim_counts(claim):
             continue
-        for dim in totals:
-            totals[dim] += getattr(gpu_node.status, f"total_{dim}") or ZERO
-            available[dim] += getattr(gpu_node.status, f"available_{dim}") or ZERO
+        counted.append(gpu_node.status)
+    totals = {
+        "tflops": sum_quantities(s.total_tflops or ZERO for s in counted),
+        "vram": sum_quantities(s.total_vram or ZERO for s in counted),
+    }
+    available = {
+        "tflops": sum_quantities(s.available_tflops or ZERO for s in counted),
+        "vram": sum_quantities(s.available_vram or ZERO for s in counted),
+    }
     actions: list[Action] = []
     for node in candidates:
         status = snapshot.gpu_node(node.name).status  # type: ignore[union-attr]

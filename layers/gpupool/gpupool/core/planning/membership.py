@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 from gpupool.core.model.claim_state import node_claim
 from gpupool.core.model.constants import LABEL_GPU_POOL, LABEL_MANAGED_BY, pool_label
@@ -39,6 +40,11 @@ class ClusterObjects:
     # The nodes whose pods `worker_pods` holds; None: every node's (see PoolSnapshot).
     pods_read_on: frozenset[str] | None = None
 
+    @cached_property
+    def gpu_nodes_by_name(self) -> dict[str, GPUNode]:
+        """Built once for every pool cut from these objects."""
+        return {g.name: g for g in self.gpu_nodes}
+
 
 def claim_in_pool(claim: GPUNodeClaim, pool: str) -> bool:
     labels = claim.metadata.labels
@@ -54,7 +60,7 @@ def pool_snapshot(cluster_name: str, pool: GPUPool, objects: ClusterObjects) -> 
     name = pool.name
     claims = tuple(c for c in objects.claims if claim_in_pool(c, name))
     claim_names = {c.name for c in claims}
-    gpu_by_name = {g.name: g for g in objects.gpu_nodes}
+    gpu_by_name = objects.gpu_nodes_by_name
     nodes = []
     for node in objects.nodes:
         gpu_node = gpu_by_name.get(node.name)
