@@ -241,7 +241,8 @@ def _table(world: ScaleWorld, server: WorldServer, measured: list[Measured], *, 
         verdict = "met" if not missed else "MISSED: " + ", ".join(missed)
         lines.append(
             f"{m.function:<13} {m.status:<8} {m.wall_s:>7.2f} {m.cpu_s:>6.2f} {m.calls:>9,}"
-            f" {m.read_mb:>8.1f} {m.peak_mb:>11.0f} {m.delta_mb:>6.0f} {m.counters.server_cpu_s:>12.2f}  {verdict}"
+            f" {m.read_mb:>8.1f} {m.peak_mb:>11.0f} {m.delta_mb:>6.0f}"
+            f" {m.counters.server_cpu_s:>12.2f}  {verdict}"
         )
         if calls:
             listed = ", ".join(f"{name} ×{count}" for name, count in sorted(m.counters.calls.items()))
