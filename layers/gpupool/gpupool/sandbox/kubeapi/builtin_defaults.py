@@ -1,14 +1,14 @@
 """Defaults of built-in kinds: what kube-apiserver fills in on create and update.
 
-Values are upstream's (pkg/apis/*/v1/defaults.go and the admission plugins enabled by
-default): pod `restartPolicy: Always`, `dnsPolicy: ClusterFirst`, `schedulerName:
-default-scheduler`, `terminationGracePeriodSeconds: 30`, `serviceAccountName: default`
-(ServiceAccount admission), `enableServiceLinks`, `priority: 0`; container
-`imagePullPolicy` (Always for `:latest` or no tag, else IfNotPresent),
-`terminationMessagePath` / `Policy`, port `protocol: TCP`; Service `type: ClusterIP`,
-`sessionAffinity: None`, IP families and a cluster IP from 10.96.0.0/12; workloads' replicas,
-strategies and history limits; a ReplicationController's selector and labels from its template; Job's generated selector; Secret `stringData` merged into
-base64 `data` and `type: Opaque`; Namespace's `kubernetes` finalizer and name label.
+Values are upstream's (pkg/apis/*/v1/defaults.go and the admission plugins enabled by default): pod
+`restartPolicy: Always`, `dnsPolicy: ClusterFirst`, `schedulerName: default-scheduler`,
+`terminationGracePeriodSeconds: 30`, `serviceAccountName: default` (ServiceAccount admission),
+`enableServiceLinks`, `priority: 0`; container `imagePullPolicy` (Always for `:latest` or no tag,
+else IfNotPresent), `terminationMessagePath` / `Policy`, port `protocol: TCP`; Service `type:
+ClusterIP`, `sessionAffinity: None`, IP families and a cluster IP from 10.96.0.0/12; workloads'
+replicas, strategies and history limits; a ReplicationController's selector and labels from its
+template; Job's generated selector; Secret `stringData` merged into base64 `data` and `type:
+Opaque`; Namespace's `kubernetes` finalizer and name label.
 
 Must not: validate (see `builtin_rules`) or keep state beyond the cluster-IP allocator passed in.
 """

@@ -1,14 +1,13 @@
 """Semantic validation of built-in kinds (422 Invalid), after decoding and defaulting.
 
-From the OpenAPI definition: every `required` field that is absent or an empty string
-(`Required value`; missing numbers and booleans decode to Go's zero values, which the
-per-kind range rules judge) outside `status`, and upstream's enums
-(`Unsupported value`), which the published schemas leave in prose — listed here per Go
-struct and field. Per kind: container names are unique DNS labels, ports in range,
-ConfigMap/Secret keys valid and frozen once `immutable`, a workload's selector matches its
-template and never changes (a v1 ReplicationController's equality selector may), a Job's pods restart `OnFailure` or `Never`, a Service's
-cluster IP never changes, a PDB sets at most one of `minAvailable` / `maxUnavailable`, an
-APIService's priorities are positive.
+From the OpenAPI definition: every `required` field that is absent or an empty string (`Required
+value`; missing numbers and booleans decode to Go's zero values, which the per-kind range rules
+judge) outside `status`, and upstream's enums (`Unsupported value`), which the published schemas
+leave in prose — listed here per Go struct and field. Per kind: container names are unique DNS
+labels, ports in range, ConfigMap/Secret keys valid and frozen once `immutable`, a workload's
+selector matches its template and never changes (a v1 ReplicationController's equality selector
+may), a Job's pods restart `OnFailure` or `Never`, a Service's cluster IP never changes, a PDB sets
+at most one of `minAvailable` / `maxUnavailable`, an APIService's priorities are positive.
 Problems are (field path, message) pairs, as the real server lists its causes.
 
 Must not: change the object or reach storage.
