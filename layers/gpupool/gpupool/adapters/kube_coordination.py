@@ -15,15 +15,13 @@ Must not: decide who should hold a lease, wait or retry, or read the wall clock.
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import math
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from kubernetes import client as k8s
-
-from gpupool.adapters.kube_errors import read_body, translated
+from gpupool.adapters.kube_errors import translated
+from gpupool.adapters.kube_transport import KubeTransport, core_path, group_path
 from gpupool.core.model.constants import API_GROUP
 from gpupool.service.errors import AlreadyExists, Conflict, DomainError, NotFound, PermanentError
 from gpupool.service.ports import EventType
@@ -31,6 +29,7 @@ from gpupool.service.ports import EventType
 __all__ = ["EVENT_SOURCE", "Coordination", "lease_expired", "micro_time"]
 
 EVENT_SOURCE = "gpupool"
+STRATEGIC_MERGE = "application/strategic-merge-patch+json"  # what the generated client sends a dict patch as
 EVENT_MESSAGE_LIMIT = 1024
 CORE_KINDS = frozenset({"Node", "Pod", "Namespace", "Event"})
 _NAME_LIMIT = 253
@@ -72,20 +71,18 @@ class Coordination:
     """Leases (in `namespace`), evictions and events for one cluster."""
 
     def __init__(self, api_client: Any, *, namespace: str, request_timeout_s: float) -> None:
-        self._core: Any = k8s.CoreV1Api(api_client)
-        self._leases: Any = k8s.CoordinationV1Api(api_client)
+        self._http = KubeTransport(api_client)
         self._namespace = namespace
         self._timeout = request_timeout_s
         self._written: dict[str, dict[str, Any]] = {}  # lease name → the Lease as we last wrote it
 
     # ---- leases ------------------------------------------------------------------------------
+    def _lease_path(self, name: str | None = None) -> str:
+        return group_path("coordination.k8s.io", "v1", "leases", name, namespace=self._namespace)
+
     def _read_lease(self, name: str) -> dict[str, Any]:
         with translated(f"get Lease {self._namespace}/{name}"):
-            response = self._leases.read_namespaced_lease(
-                name, self._namespace, _preload_content=False, _request_timeout=self._timeout
-            )
-            lease: dict[str, Any] = json.loads(read_body(response))
-        return lease
+            return self._http.call_json("GET", self._lease_path(name), timeout=self._timeout)
 
     def _lease_body(self, name: str, spec: dict[str, Any], resource_version: str | None) -> dict[str, Any]:
         metadata: dict[str, Any] = {"name": name, "namespace": self._namespace}
@@ -95,16 +92,12 @@ class Coordination:
 
     def _replace_lease(self, name: str, spec: dict[str, Any], version: str | None, action: str) -> None:
         with translated(f"{action} Lease {self._namespace}/{name}"):
-            answer = read_body(
-                self._leases.replace_namespaced_lease(
-                    name,
-                    self._namespace,
-                    self._lease_body(name, spec, version),
-                    _preload_content=False,
-                    _request_timeout=self._timeout,
-                )
+            self._written[name] = self._http.call_json(
+                "PUT",
+                self._lease_path(name),
+                body=self._lease_body(name, spec, version),
+                timeout=self._timeout,
             )
-        self._written[name] = json.loads(answer)
 
     def try_acquire_lease(self, name: str, *, holder: str, now: datetime, duration: timedelta) -> bool:
         if not holder:
@@ -136,17 +129,14 @@ class Coordination:
         }
         try:
             with translated(f"create Lease {self._namespace}/{name}"):
-                answer = read_body(
-                    self._leases.create_namespaced_lease(
-                        self._namespace,
-                        self._lease_body(name, fresh, None),
-                        _preload_content=False,
-                        _request_timeout=self._timeout,
-                    )
+                self._written[name] = self._http.call_json(
+                    "POST",
+                    self._lease_path(),
+                    body=self._lease_body(name, fresh, None),
+                    timeout=self._timeout,
                 )
         except Conflict:  # AlreadyExists included: another invocation created it first
             return False
-        self._written[name] = json.loads(answer)
         return True
 
     def _take(self, name: str, current: dict[str, Any], *, holder: str, now: datetime, seconds: int) -> bool:
@@ -197,11 +187,8 @@ class Coordination:
             "metadata": {"name": name, "namespace": namespace},
         }
         with translated(f"evict Pod {namespace}/{name}"):
-            read_body(
-                self._core.create_namespaced_pod_eviction(
-                    name, namespace, body, _preload_content=False, _request_timeout=self._timeout
-                )
-            )
+            path = core_path("pods", name, namespace=namespace, sub="eviction")
+            self._http.call("POST", path, body=body, timeout=self._timeout)
 
     # ---- events ------------------------------------------------------------------------------
     def record_event(
@@ -264,23 +251,15 @@ class Coordination:
         namespace, name = body["metadata"]["namespace"], body["metadata"]["name"]
         try:
             with translated(f"create Event {name}"):
-                read_body(
-                    self._core.create_namespaced_event(
-                        namespace, body, _preload_content=False, _request_timeout=self._timeout
-                    )
+                self._http.call(
+                    "POST", core_path("events", namespace=namespace), body=body, timeout=self._timeout
                 )
             return
         except AlreadyExists:
             pass
+        path = core_path("events", name, namespace=namespace)
         with translated(f"get Event {name}"):
-            response = self._core.read_namespaced_event(
-                name, namespace, _preload_content=False, _request_timeout=self._timeout
-            )
-            current: dict[str, Any] = json.loads(read_body(response))
+            current = self._http.call_json("GET", path, timeout=self._timeout)
         patch = {"count": int(current.get("count") or 1) + 1, "lastTimestamp": stamp}
         with translated(f"patch Event {name}"):
-            read_body(
-                self._core.patch_namespaced_event(
-                    name, namespace, patch, _preload_content=False, _request_timeout=self._timeout
-                )
-            )
+            self._http.call("PATCH", path, body=patch, content_type=STRATEGIC_MERGE, timeout=self._timeout)

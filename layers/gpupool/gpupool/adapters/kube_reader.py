@@ -23,12 +23,11 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, TypeVar
 
-from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 from pydantic import BaseModel
 from urllib3.exceptions import HTTPError
 
-from gpupool.adapters.kube_errors import read_body, translated
+from gpupool.adapters.kube_errors import translated
 from gpupool.adapters.kube_listing import Expired, ListPage, ObjectDecoder, OpenWatch, WatchedList
 from gpupool.adapters.kube_reading import read_page
 from gpupool.adapters.kube_tables import (
@@ -39,6 +38,7 @@ from gpupool.adapters.kube_tables import (
     gpu_node_summary,
     node_summary,
 )
+from gpupool.adapters.kube_transport import KubeTransport, core_path, group_path
 from gpupool.core.model.constants import API_GROUP
 from gpupool.core.model.foreign import Node, Pod
 from gpupool.core.model.node import GPUNode
@@ -101,8 +101,7 @@ class KubeReader:
         report: Callable[[UnreadableObject], None],
         quiet_s: float = QUIET_S,
     ) -> None:
-        self._custom: Any = k8s.CustomObjectsApi(api_client)
-        self._core: Any = k8s.CoreV1Api(api_client)
+        self._http = KubeTransport(api_client)
         self._timeout = request_timeout_s
         self._quiet = quiet_s
         self._report = report
@@ -110,46 +109,36 @@ class KubeReader:
         self._gpu_node_rows = True  # False once the server's GPUNode table lacked a column
 
     # ---- fetching ------------------------------------------------------------------------
-    def _fetch(self, action: str, call: Callable[..., Any], *args: Any, **kwargs: Any) -> bytes:
-        with translated(action):
-            return read_body(call(*args, _preload_content=False, _request_timeout=self._timeout, **kwargs))
-
     def _pages(
         self,
         action: str,
-        call: Callable[..., Any],
-        *args: Any,
+        path: str,
+        *,
         accept: str | None = None,
         size: int = PAGE_SIZE,
-        **kwargs: Any,
+        selectors: Mapping[str, str] | None = None,
     ) -> ListPage:
         def page(token: str | None) -> bytes:
-            extra: dict[str, Any] = {"limit": size}
+            query: dict[str, object] = {**(selectors or {}), "limit": size}
             if token:
-                extra["_continue"] = token
-            if accept:
-                extra["_headers"] = {"Accept": accept}
-            return self._fetch(action, call, *args, **kwargs, **extra)
+                query["continue"] = token
+            with translated(action):
+                return self._http.call("GET", path, query=query, accept=accept, timeout=self._timeout)
 
         return page
 
-    def _watch(
-        self, action: str, call: Callable[..., Any], *args: Any, accept: str | None = None, **kwargs: Any
-    ) -> OpenWatch:
+    def _watch(self, action: str, path: str, *, accept: str | None = None) -> OpenWatch:
         def open_watch(resource_version: str) -> Iterator[bytes]:
-            extra: dict[str, Any] = {"_headers": {"Accept": accept}} if accept else {}
+            query = {
+                "watch": True,
+                "resourceVersion": resource_version,
+                "allowWatchBookmarks": True,
+                "timeoutSeconds": WATCH_TIMEOUT_S,
+            }
             try:
                 with translated(action):
-                    response = call(
-                        *args,
-                        watch=True,
-                        resource_version=resource_version,
-                        allow_watch_bookmarks=True,
-                        timeout_seconds=WATCH_TIMEOUT_S,
-                        _preload_content=False,
-                        _request_timeout=(self._timeout, self._quiet),
-                        **kwargs,
-                        **extra,
+                    response = self._http.open(
+                        "GET", path, query=query, accept=accept, timeout=(self._timeout, self._quiet)
                     )
             except Exception as error:  # 410 Gone at the start: the history no longer reaches back
                 cause = error.__cause__
@@ -180,12 +169,12 @@ class KubeReader:
     def custom_objects(self, model: type[Model], plural: str, *, kept: bool = False) -> list[Model]:
         """Every object of a cluster-scoped tensor-fusion.ai kind; `kept`: through WatchedList."""
         kind = str(getattr(model, "KIND", plural))
-        action, call = f"list {plural}", self._custom.list_cluster_custom_object
+        path = group_path(API_GROUP, VERSION, plural)
         if not kept:
-            return self._all(model, self._pages(action, call, API_GROUP, VERSION, plural), kind=kind)
-        pages = self._pages(action, call, API_GROUP, VERSION, plural, size=KEPT_PAGE_SIZE)
+            return self._all(model, self._pages(f"list {plural}", path), kind=kind)
+        pages = self._pages(f"list {plural}", path, size=KEPT_PAGE_SIZE)
         decoder = ObjectDecoder(model, kind=kind, report=self._report)
-        watch = self._watch(f"watch {plural}", call, API_GROUP, VERSION, plural)
+        watch = self._watch(f"watch {plural}", path)
         found: list[Model] = self._kept(
             plural, lambda: WatchedList(decoder, list_page=pages, open_watch=watch)
         )
@@ -195,11 +184,10 @@ class KubeReader:
         """Every GPUNode, kept by a WatchedList: whole, or (`summary`) as Table rows — or, when
         the server's GPUNode table lacks a column a row is read from, whole ones trimmed to a row."""
         if summary and self._gpu_node_rows:
-            call = self._custom.list_cluster_custom_object
-            args = (API_GROUP, VERSION, GPUNode.PLURAL)
+            path = group_path(API_GROUP, VERSION, GPUNode.PLURAL)
             decoder = GPUNodeSummaryDecoder(report=self._report)
-            pages = self._pages("list gpunodes", call, *args, accept=TABLE, size=KEPT_PAGE_SIZE)
-            watch = self._watch("watch gpunodes", call, *args, accept=TABLE)
+            pages = self._pages("list gpunodes", path, accept=TABLE, size=KEPT_PAGE_SIZE)
+            watch = self._watch("watch gpunodes", path, accept=TABLE)
             try:
                 rows: list[GPUNode] = self._kept(
                     "gpunodes:summary", lambda: WatchedList(decoder, list_page=pages, open_watch=watch)
@@ -214,14 +202,14 @@ class KubeReader:
     # ---- nodes and pods ----------------------------------------------------------------------
     def nodes(self, *, summary: bool, labels: Mapping[str, str] | None) -> list[Node]:
         """Nodes by equality labels; `summary` without labels: Table rows kept by a WatchedList."""
-        call = self._core.list_node
-        selectors: dict[str, Any] = {"label_selector": label_selector(labels)} if labels else {}
-        if not summary or selectors:
-            full = self._all(Node, self._pages("list nodes", call, **selectors), kind="Node")
+        path = core_path("nodes")
+        if not summary or labels:
+            selectors = {"labelSelector": label_selector(labels)} if labels else {}
+            full = self._all(Node, self._pages("list nodes", path, selectors=selectors), kind="Node")
             return [self._summary(n) for n in full] if summary else full
         decoder = NodeSummaryDecoder(report=self._report)
-        pages = self._pages("list nodes", call, accept=TABLE, size=KEPT_PAGE_SIZE)
-        watch = self._watch("watch nodes", call, accept=TABLE)
+        pages = self._pages("list nodes", path, accept=TABLE, size=KEPT_PAGE_SIZE)
+        watch = self._watch("watch nodes", path, accept=TABLE)
         found: list[Node] = self._kept(
             "nodes:summary", lambda: WatchedList(decoder, list_page=pages, open_watch=watch)
         )
@@ -236,6 +224,5 @@ class KubeReader:
 
     def pods(self, *, field_selector: str | None) -> list[Pod]:
         """Pods in all namespaces, by field selector (sent to the server)."""
-        selectors: dict[str, Any] = {"field_selector": field_selector} if field_selector else {}
-        call = self._core.list_pod_for_all_namespaces
-        return self._all(Pod, self._pages("list pods", call, **selectors), kind="Pod")
+        selectors = {"fieldSelector": field_selector} if field_selector else {}
+        return self._all(Pod, self._pages("list pods", core_path("pods"), selectors=selectors), kind="Pod")
