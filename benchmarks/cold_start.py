@@ -134,12 +134,14 @@ def _python(code: str, *args: str, env: dict[str, str] | None = None) -> str:
 
 
 def compile_package() -> int:
-    """Byte-compile gpupool and the functions as the layer ships them (hash-checked .pyc)."""
+    """Byte-compile gpupool and the functions, as the layer ships them, in place: hash-checked
+    against the source (the layer's are unchecked — it never changes — but a working tree does,
+    and an unchecked .pyc would run old code after an edit)."""
     import compileall
     import py_compile
 
     folders = (ROOT / "layers" / "gpupool" / "gpupool", ROOT / "functions")
-    mode = py_compile.PycInvalidationMode.UNCHECKED_HASH
+    mode = py_compile.PycInvalidationMode.CHECKED_HASH
     for folder in folders:
         if not compileall.compile_dir(str(folder), quiet=1, invalidation_mode=mode):
             raise RuntimeError(f"byte-compiling {folder} failed")

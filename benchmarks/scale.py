@@ -47,7 +47,6 @@ from typing import Any
 
 if __package__ in (None, ""):  # run as a script: make `benchmarks` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")  # the service's INFO lines would fill the table
 
 from benchmarks.scale_compute import ScaleCompute
 from benchmarks.scale_server import Counters, WorldServer
@@ -256,6 +255,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pools", type=int, default=2, help="GPUPools the nodes are split over")
     parser.add_argument("--calls", action="store_true", help="list each invocation's API calls")
     args = parser.parse_args(argv)
+    # The service's INFO lines would fill the table (set here, not at import: a test importing
+    # this module must not change how the handlers log in the rest of its session).
+    os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
     try:
         sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
         worlds = [ScaleWorld(nodes=n, pools=args.pools) for n in sizes]

@@ -57,6 +57,7 @@ class _Kind(Generic[T]):
         self.stale: set[Key] = set()
         self.relist = False
         self._ordered: list[T] | None = None
+        self.changes = 0  # bumped whenever what `all()` would answer may have changed
 
     @property
     def loaded(self) -> bool:
@@ -67,6 +68,7 @@ class _Kind(Generic[T]):
         self.stale.clear()
         self.relist = False
         self._ordered = None
+        self.changes += 1
 
     def all(self) -> list[T]:
         if self.objects is None or self.relist or (self.stale and self._get_one is None):
@@ -95,6 +97,7 @@ class _Kind(Generic[T]):
             if self.objects is not None:
                 self.objects.pop(key, None)
                 self._ordered = None
+                self.changes += 1
             raise
         self.fold(found)
         return found
@@ -105,21 +108,25 @@ class _Kind(Generic[T]):
             self.objects[_key(obj)] = obj
             self.stale.discard(_key(obj))
             self._ordered = None
+            self.changes += 1
         return obj
 
     def forget(self, obj: T) -> None:
         if self.objects is not None:
             self.objects.pop(_key(obj), None)
             self._ordered = None
+            self.changes += 1
 
     def mark(self, name: str) -> None:
         if self.objects is not None:
             self.stale.add(("", name))
+            self.changes += 1
 
     def mark_all(self) -> None:
         if self.objects is not None:
             self.stale.update(self.objects)
             self.relist = True
+            self.changes += 1
 
 
 def _guarded(kind: _Kind[Any], name: str, write: Callable[[], T]) -> T:
@@ -142,6 +149,14 @@ class ClusterView:
         self._claims: _Kind[GPUNodeClaim] = _Kind(cluster.list_claims, cluster.get_claim)
         self._nodes: _Kind[Node] = _Kind(lambda: cluster.list_nodes(summary=True))
         self._gpu_nodes: _Kind[GPUNode] = _Kind(lambda: cluster.list_gpu_nodes(summary=True))
+        # What callers work out from the reads (pools.ClusterReads), kept while nothing changed.
+        self.memo: dict[object, tuple[int, object]] = {}
+
+    @property
+    def changes(self) -> int:
+        """Grows whenever an answer of this view may differ from the one before."""
+        kinds = (self._clusters, self._pools, self._classes, self._claims, self._nodes, self._gpu_nodes)
+        return sum(kind.changes for kind in kinds)
 
     # ---- the invocation's reads ------------------------------------------------------------
     def prefetch(self, *, node_classes: bool = True) -> None:

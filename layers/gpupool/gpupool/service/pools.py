@@ -73,12 +73,18 @@ class ClusterReads:
         cluster = deps.cluster
         if isinstance(cluster, ClusterView):
             cluster.prefetch(node_classes=node_classes)
-        return cls(
+            kept = cluster.memo.get(("reads", node_classes))
+            if kept is not None and kept[0] == cluster.changes and isinstance(kept[1], ClusterReads):
+                return kept[1]  # nothing changed since: the same reads, their indexes built once
+        reads = cls(
             claims=tuple(cluster.list_claims()),
             nodes=tuple(cluster.list_nodes(summary=True)),
             gpu_nodes=tuple(cluster.list_gpu_nodes(summary=True)),
             node_classes=tuple(cluster.list_node_classes()) if node_classes else (),
         )
+        if isinstance(cluster, ClusterView):
+            cluster.memo[("reads", node_classes)] = (cluster.changes, reads)
+        return reads
 
     @cached_property
     def objects(self) -> ClusterObjects:
