@@ -106,11 +106,12 @@ def _snapshot(deps: Deps, name: str, reads: ClusterReads) -> PoolSnapshot | None
 
 
 def _confirmed(
-    deps: Deps, name: str, reads: ClusterReads, now: datetime
+    deps: Deps, name: str, reads: ClusterReads, now: datetime, *, cut: PoolSnapshot | None = None
 ) -> tuple[PoolSnapshot | None, Plan, ClusterReads]:
-    """plan_compaction on a snapshot holding the pods of every node it removes (read as needed)."""
+    """plan_compaction on a snapshot holding the pods of every node it removes (read as needed);
+    `cut`: the pool's snapshot already cut from reads that differ from `reads` only in pods."""
     protection = deps.settings.new_node_protection
-    snapshot = _snapshot(deps, name, reads)
+    snapshot = with_pods_of(cut, reads) if cut is not None else _snapshot(deps, name, reads)
     if snapshot is None:
         return None, Plan(), reads
     while True:
@@ -173,7 +174,8 @@ def _compact_held_pool(
             return
         if not dry_run:
             reads = _before_removal(deps, removal, reads, again=applied > 0)
-            _fresh, again, reads = _confirmed(deps, name, reads, deps.clock.now())
+            cut = snapshot if applied == 0 else None  # nothing but the node's pods was read again
+            _fresh, again, reads = _confirmed(deps, name, reads, deps.clock.now(), cut=cut)
             if not any(_same_removal(removal, a) for a in again.actions):
                 node = removal.targets().get("node")
                 outcome.note(f"node {node}: no longer removable on re-validation; kept")

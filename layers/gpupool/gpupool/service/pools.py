@@ -98,6 +98,12 @@ class ClusterReads:
             pods_read_on=self.pods_read_on,
         )
 
+    @cached_property
+    def cuts(self) -> dict[str, tuple[GPUPool, PoolSnapshot]]:
+        """The pool snapshots cut from these reads so far, by pool name, with the pool object
+        each was cut for (`snapshot_of` cuts a pool again only for another pool object)."""
+        return {}
+
     def with_pods_on(self, deps: Deps, nodes: tuple[str, ...]) -> ClusterReads:
         """These reads with the TensorFusion pods of `nodes` read now (one field-selected list
         per node), in place of any read before."""
@@ -121,5 +127,11 @@ def with_pods_of(snapshot: PoolSnapshot, reads: ClusterReads) -> PoolSnapshot:
 
 
 def snapshot_of(deps: Deps, pool: GPUPool, reads: ClusterReads) -> PoolSnapshot:
-    """The pool's snapshot cut from one read (`planning.membership.pool_snapshot`)."""
-    return pool_snapshot(deps.settings.cluster_name, pool, reads.objects)
+    """The pool's snapshot cut from one read (`planning.membership.pool_snapshot`); the same
+    snapshot again for the same reads and pool object (what it worked out stays worked out)."""
+    kept = reads.cuts.get(pool.name)
+    if kept is not None and kept[0] is pool:
+        return kept[1]
+    snapshot = pool_snapshot(deps.settings.cluster_name, pool, reads.objects)
+    reads.cuts[pool.name] = (pool, snapshot)
+    return snapshot
