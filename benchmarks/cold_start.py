@@ -102,6 +102,16 @@ LAZY_MODULES = (
     "gpupool.adapters.kube",
     "gpupool.adapters.ec2",
 )
+# Not imported by the functions: the kubernetes client's generated core API (the adapters send
+# requests by path instead, adapters/kube_transport.py), timed for comparison.
+COMPARED_MODULES = ("kubernetes.client.api.core_v1_api",)
+_EC2_CLIENT = """
+import sys, time
+import boto3
+began = time.perf_counter()
+boto3.client("ec2", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="y")
+print(time.perf_counter() - began)
+"""
 
 
 def lazy_import_times(repeats: int) -> None:
@@ -116,6 +126,12 @@ def lazy_import_times(repeats: int) -> None:
             print(f"  {module:<26} not importable: {error}")
             continue
         print(f"  {module:<26} {statistics.median(samples) * 1000:7.1f} ms")
+    print("For comparison (not what the functions import; median of the same):")
+    for module in COMPARED_MODULES:
+        samples = [float(_python(_LAZY, module)) for _ in range(repeats)]
+        print(f"  {module:<36} {statistics.median(samples) * 1000:7.1f} ms")
+    samples = [float(_python(_EC2_CLIENT)) for _ in range(repeats)]
+    print(f"  {'boto3.client(ec2), boto3 imported':<36} {statistics.median(samples) * 1000:7.1f} ms")
 
 
 def _python(code: str, *args: str, env: dict[str, str] | None = None) -> str:
