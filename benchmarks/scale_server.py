@@ -4,8 +4,10 @@ Role: `WorldServer.start(world)` forks a process that creates every object of `w
 the embedded server's in-process API (`gpupool.sandbox.kubeapi.Cluster`: the same admission,
 defaulting and validation as over HTTP, without the HTTP), then serves it on 127.0.0.1 and
 counts, per request, the call (verb and resource, as RBAC names them) and the response bytes.
-`counters()` returns the counts since the last call and resets them. The server lives in its
-own process so that the function's memory and CPU are measured alone, as on Lambda.
+`counters()` returns the counts since the last call and resets them, with the CPU seconds the
+serving process spent meanwhile (its own serving time, reported apart from the function's). The
+server lives in its own process so that the function's memory and CPU are measured alone, as on
+Lambda.
 
 Must not: be used by the functions' code, or change the world after loading it (the functions do).
 """
@@ -38,6 +40,7 @@ _VERBS = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete
 class Counters:
     calls: Counter[str]
     response_bytes: int
+    server_cpu_s: float = 0.0
 
 
 def call_name(method: str, path: str) -> str:
@@ -58,11 +61,13 @@ class _Tally:
         self.lock = threading.Lock()
         self.calls: Counter[str] = Counter()
         self.bytes = 0
+        self.cpu = time.process_time()
 
-    def take(self) -> tuple[dict[str, int], int]:
+    def take(self) -> tuple[dict[str, int], int, float]:
         with self.lock:
-            taken = (dict(self.calls), self.bytes)
-            self.calls, self.bytes = Counter(), 0
+            now = time.process_time()
+            taken = (dict(self.calls), self.bytes, now - self.cpu)
+            self.calls, self.bytes, self.cpu = Counter(), 0, now
             return taken
 
 
@@ -150,8 +155,8 @@ class WorldServer:
 
     def counters(self) -> Counters:
         self._conn.send("counters")
-        calls, sent = self._conn.recv()
-        return Counters(Counter(calls), sent)
+        calls, sent, cpu = self._conn.recv()
+        return Counters(Counter(calls), sent, cpu)
 
     def stop(self) -> None:
         self._conn.send("stop")

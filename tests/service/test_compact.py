@@ -1,16 +1,22 @@
 """Compaction service against fakes: idle nodes go only after the 5-minute protection, never
 when do-not-disrupt is set on the node or its GPUNode, never below warm or min; removals are
-re-validated right before deleting; the pool's nodeCompaction.period and the manual-compaction
-annotation decide when it runs; a removed claim's instance is terminated by bind.
+re-validated right before deleting; a pod gpupool's own webhook admitted (labelled
+`tensor-fusion.ai/enabled=true`, no component label) keeps its node; a GPUNode reporting capacity
+allocated keeps its node without its pods being read; only the nodes compaction would remove have
+their pods read; the pool's nodeCompaction.period and the manual-compaction annotation decide when it
+runs; a removed claim's instance is terminated by bind.
 """
 
 from __future__ import annotations
 
 from datetime import timedelta
 
+from gpupool.core.admission.mutate import AdmissionContext, PoolInfo, mutate_pod
 from gpupool.core.intake.causes import ClaimDeleted, Compact, Reconcile, Sweep
 from gpupool.core.model.constants import ANNOTATION_MANUAL_COMPACTION, LABEL_DO_NOT_DISRUPT
+from gpupool.core.model.foreign import Pod
 from gpupool.core.model.pool import GPUPool
+from gpupool.sandbox.kubeapi.patch import json_patch
 from gpupool.service.bind import handle_bind
 from gpupool.service.compact import handle_compact
 from gpupool.service.launch import handle_launch
@@ -87,6 +93,45 @@ def test_workers_keep_a_node_and_warm_keeps_enough_available() -> None:
     assert deleting == [claims[1]]
 
 
+def test_a_pod_gpupools_webhook_admitted_keeps_its_node() -> None:
+    """The webhook labels a pod `tensor-fusion.ai/enabled=true` and sets no component label:
+    it is a TensorFusion pod all the same (`core.vocabulary.pods`), so its node is not idle."""
+    world, nodes = world_with_nodes(3, min_tflops=None, min_vram=None)
+    raw: dict[str, object] = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": "trainer",
+            "namespace": "team",
+            "labels": {"tensor-fusion.ai/enabled": "true"},
+            "annotations": {"tensor-fusion.ai/tflops-request": "10", "tensor-fusion.ai/vram-request": "1Gi"},
+        },
+        "spec": {"containers": [{"name": "main", "image": "cuda"}]},
+    }
+    admitted = mutate_pod(
+        raw, "team", AdmissionContext(pools={"pool-a": PoolInfo("pool-a")}, default_pool="pool-a")
+    )
+    pod = Pod.model_validate(json_patch(raw, admitted.patch))
+    assert "tensor-fusion.ai/component" not in pod.metadata.labels
+    world.cluster.add(pod.model_copy(update={"spec": pod.spec.model_copy(update={"node_name": nodes[1]})}))
+    world.clock.advance(timedelta(minutes=6))
+    deleting = compact(world)
+    claims = sorted(c.name for c in world.claims())
+    assert deleting == [claims[0], claims[2]]
+
+
+def test_only_the_nodes_compaction_would_remove_have_their_pods_read() -> None:
+    world, nodes = world_with_nodes(
+        4, min_tflops="195", min_vram="48Gi", busy_node_0="1", busy_node_1="1"
+    )  # 0 and 1 report GPUs allocated; min keeps three nodes
+    world.clock.advance(timedelta(minutes=6))
+    deleting = compact(world)
+    claims = sorted(c.name for c in world.claims())
+    assert deleting == [claims[2]]
+    read_on = [args[0] for name, args in world.cluster.calls if name == "list_pods"]
+    assert set(read_on) == {nodes[2]}, read_on  # confirmed, then re-validated right before deleting
+
+
 def test_min_keeps_total_capacity() -> None:
     world, _ = world_with_nodes(3, min_tflops="130", min_vram="32Gi")
     world.clock.advance(timedelta(minutes=6))
@@ -101,8 +146,8 @@ def test_removal_is_revalidated_right_before_deleting() -> None:
     reads = {"count": 0}
     original = world.cluster.list_pods
 
-    def list_pods(*, node_name=None, worker_only=False):  # type: ignore[no-untyped-def]
-        pods = original(node_name=node_name, worker_only=worker_only)
+    def list_pods(*, node_name=None, phase=None):  # type: ignore[no-untyped-def]
+        pods = original(node_name=node_name, phase=phase)
         reads["count"] += 1
         if reads["count"] == 1:  # after the plan was made, a workload lands on both nodes
             for node in nodes:

@@ -61,7 +61,7 @@ def test_a_compaction_waits_while_a_launch_holds_the_pool() -> None:
     world = racing_world()
     preview = handle_compact(Compact(pool="pool-a", manual=True, event_id="c0"), world.deps, dry_run=True)
     assert any(isinstance(a, DeleteClaim) for a in preview.plan.actions)  # it has removals to make
-    pause = Paused(world.cluster, "get_pool")  # launch's first read once it holds the pool
+    pause = Paused(world.cluster, "list_claims")  # launch's first read once it holds the pool
     thread, launched = _in_thread(
         lambda: handle_launch(Reconcile(trigger="schedule", event_id="l1"), world.deps)
     )

@@ -5,7 +5,9 @@ of gpupool modules the handlers import. Built into a temporary folder: no sandbo
 (`gpupool.sandbox`), no simulations (`gpupool.simulation`), no test doubles (`gpupool.testing`),
 no CLI, no examples, no reference solvers; every shipped module and every function's `app.py`
 imports with that folder first on the path (so nothing is missing, lazy and by-name imports
-included); the Makefile builds the target SAM names. The gpupool part's size is printed
+included); the Makefile builds the target SAM names, byte-compiled (`--compile`: hash-checked
+bytecode of every shipped module, so a read-only layer is not compiled at each cold start). The
+gpupool part's size is printed
 (`pytest -s`); `benchmarks/layer_size.py` prints the whole layer's, dependencies included.
 """
 
@@ -122,3 +124,23 @@ def test_pruning_removes_the_async_client_and_refuses_to_break_an_import(tmp_pat
     (tmp_path / "kubernetes" / "client" / "rest.py").write_text("from aiohttp import web\n", encoding="utf-8")
     broken = _prune(tmp_path)
     assert broken.returncode != 0 and "kubernetes/client/rest.py imports aiohttp" in broken.stderr
+
+
+def test_compiling_ships_hash_checked_bytecode_the_functions_import(tmp_path: Path) -> None:
+    """A layer is read-only: without its .pyc files every cold start compiles the package again."""
+    done = subprocess.run(
+        [sys.executable, str(LAYER / "build_layer.py"), "--compile", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert "byte-compiled" in done.stdout
+    sources = sorted(tmp_path.rglob("*.py"))
+    compiled = {p.parent.parent / (p.name.split(".")[0] + ".py") for p in tmp_path.rglob("__pycache__/*.pyc")}
+    assert set(sources) <= compiled
+    tag = sys.implementation.cache_tag
+    handler = tmp_path / "gpupool" / "handlers" / "__pycache__" / f"aws_lambda.{tag}.pyc"
+    flags = int.from_bytes(handler.read_bytes()[4:8], "little")
+    assert flags == 0b01  # hash-based, unchecked: copying the layer's files changes nothing
+    makefile = (LAYER / "Makefile").read_text(encoding="utf-8")
+    assert "--compile" in makefile

@@ -5,12 +5,13 @@ Covers the contract points the service relies on: create returns uid and resourc
 refuses a duplicate; status and metadata writes with a stale resourceVersion are Conflict and
 change nothing; a finalizer holds a deleted claim until it is removed; pool spec, annotation
 and status writes; the provisioning Lease (one holder, expiry, release by the holder only);
-NotFound for missing objects.
+NotFound for missing objects; node and GPUNode summaries as a `kubectl get` row holds them; nodes picked
+by labels and pods by `spec.nodeName` ("" for none) and `status.phase`, in the API server's order.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import timedelta
 from typing import Any
 
@@ -20,8 +21,11 @@ from gpupool.adapters.kube import KubeCluster
 from gpupool.adapters.kube_auth import KubeAccess, build_api_client
 from gpupool.core.model.base import OwnerReference
 from gpupool.core.model.constants import FINALIZER
+from gpupool.core.model.foreign import Node, Pod
+from gpupool.core.model.node import GPUNode
 from gpupool.core.model.nodeclaim import GPUNodeClaimStatus
 from gpupool.core.model.pool import GPUPoolStatus
+from gpupool.core.quantity import Quantity
 from gpupool.sandbox.kubeapi import EmbeddedKubeAPI
 from gpupool.service.errors import AlreadyExists, Conflict, NotFound
 from tests.service.fakes import FakeClock, FakeCluster
@@ -157,3 +161,138 @@ def test_replacing_a_pool_spec_keeps_finalizers_and_owners(port: Any) -> None:
     assert replaced.metadata.finalizers == ["tensor-fusion.ai/finalizer"]
     assert [ref.name for ref in replaced.metadata.owner_references] == ["demo"]
     assert replaced.spec.capacity_config is not None
+
+
+# ---- reads with the API server's selectors and the node summary --------------------------------
+Put = Callable[[str, dict[str, Any]], None]
+
+
+@pytest.fixture(params=["embedded-api", "fake"])
+def seeded(request: pytest.FixtureRequest) -> Iterator[tuple[Any, Put]]:
+    """A port and a way to store a Node or Pod manifest behind it (as a kubelet or a controller would)."""
+    if request.param == "fake":
+        fake = FakeCluster(FakeClock(FIXED_NOW))
+        models = {"Node": Node, "Pod": Pod, "GPUNode": GPUNode}
+        yield fake, lambda kind, manifest: fake.add(models[kind].model_validate(manifest))
+        return
+    with EmbeddedKubeAPI() as api:
+        access = KubeAccess(mode="kubeconfig", kubeconfig_path=str(api.kubeconfig_path))
+        namespaces = api.cluster.resolve("", "v1", "namespaces")
+        api.cluster.create(namespaces, None, {"metadata": {"name": "ml"}})
+
+        def put(kind: str, manifest: dict[str, Any]) -> None:
+            if kind == "GPUNode":
+                rt = api.cluster.resolve("tensor-fusion.ai", "v1", "gpunodes")
+                body = {"apiVersion": "tensor-fusion.ai/v1", "kind": "GPUNode", **manifest}
+                stored = api.cluster.create(rt, None, {k: v for k, v in body.items() if k != "status"})
+                if "status" in body:
+                    name = stored["metadata"]["name"]
+                    api.cluster.update(
+                        rt, "", name, {**stored, "status": body["status"]}, subresource="status"
+                    )
+                return
+            rt = api.cluster.resolve("", "v1", "nodes" if kind == "Node" else "pods")
+            api.cluster.create(
+                rt, manifest["metadata"].get("namespace", "default") if kind == "Pod" else None, manifest
+            )
+
+        yield KubeCluster(build_api_client(access), now=lambda: FIXED_NOW), put
+
+
+def _node(name: str, ready: str | None, *, unschedulable: bool = False, **labels: str) -> dict[str, Any]:
+    conditions = [{"type": "Ready", "status": ready}] if ready is not None else []
+    conditions.append({"type": "MemoryPressure", "status": "False"})
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": labels},
+        "spec": {"unschedulable": unschedulable, "providerID": f"aws:///us-east-1a/i-{name}"},
+        "status": {"conditions": conditions, "capacity": {"nvidia.com/gpu": "8"}},
+    }
+
+
+def _pod(name: str, node: str | None, namespace: str = "default") -> dict[str, Any]:
+    spec: dict[str, Any] = {"containers": [{"name": "c", "image": "busybox"}]}
+    if node is not None:
+        spec["nodeName"] = node
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": spec,
+    }
+
+
+def test_node_summaries_hold_what_a_table_row_holds(seeded: tuple[Any, Put]) -> None:
+    port, put = seeded
+    put("Node", _node("ready", "True", pool="a"))
+    put("Node", _node("down", "False", unschedulable=True))
+    put("Node", _node("lost", "Unknown", pool="a"))
+    put("Node", _node("new", None))
+    summaries = port.list_nodes(summary=True)
+    assert [n.name for n in summaries] == ["down", "lost", "new", "ready"]
+    seen = {
+        n.name: ([(c.type, c.status) for c in n.status.conditions], n.spec.unschedulable) for n in summaries
+    }
+    assert seen == {
+        "ready": ([("Ready", "True")], False),
+        "down": ([("Ready", "False")], True),
+        "lost": ([("Ready", "False")], False),
+        "new": ([], False),
+    }
+    ready = next(n for n in summaries if n.name == "ready")
+    assert ready.metadata.labels == {"pool": "a"} and ready.metadata.uid and ready.metadata.resource_version
+    assert ready.metadata.creation_timestamp is not None
+    assert ready.status.capacity == {} and ready.spec.provider_id is None  # not in a row
+    full = next(n for n in port.list_nodes() if n.name == "ready")
+    assert full.spec.provider_id == "aws:///us-east-1a/i-ready" and "nvidia.com/gpu" in full.status.capacity
+    assert [n.name for n in port.list_nodes(labels={"pool": "a"})] == ["lost", "ready"]
+    assert [n.name for n in port.list_nodes(summary=True, labels={"pool": "a"})] == ["lost", "ready"]
+
+
+def test_pods_are_picked_by_node_and_phase(seeded: tuple[Any, Put]) -> None:
+    port, put = seeded
+    put("Pod", _pod("bound", "n1"))
+    put("Pod", _pod("elsewhere", "n2"))
+    put("Pod", _pod("waiting", None))
+    put("Pod", _pod("a-job", "n1", namespace="ml"))
+
+    def names(**selectors: str) -> list[tuple[str, str]]:
+        return [(p.metadata.namespace, p.name) for p in port.list_pods(**selectors)]
+
+    assert names(node_name="n1") == [("default", "bound"), ("ml", "a-job")]
+    assert names(node_name="") == [("default", "waiting")]
+    assert names(node_name="", phase="Pending") == [("default", "waiting")]  # Pending: set on create
+    assert names(phase="Running") == []
+    assert len(names()) == 4
+
+
+def test_gpu_node_summaries_hold_what_a_table_row_holds(seeded: tuple[Any, Put]) -> None:
+    port, put = seeded
+    status = {
+        "phase": "Running",
+        "totalTFlops": "1000",
+        "totalVRAM": "192Gi",
+        "availableTFlops": "250",
+        "availableVRAM": "48Gi",
+        "totalGPUs": 8,
+        "managedGPUs": 8,
+        "managedGPUDeviceIDs": ["gpu-0"],
+        "nodeInfo": {"gpuModel": "A10G"},
+    }
+    put("GPUNode", {"metadata": {"name": "busy", "labels": {"pool": "a"}}, "status": status})
+    put("GPUNode", {"metadata": {"name": "new"}})
+    summaries = {g.name: g for g in port.list_gpu_nodes(summary=True)}
+    assert list(summaries) == ["busy", "new"]
+    busy = summaries["busy"]
+    assert (
+        busy.status is not None and busy.metadata.labels == {"pool": "a"} and busy.metadata.resource_version
+    )
+    got = busy.status
+    assert (got.phase, got.total_gpus) == ("Running", 8)
+    assert (got.total_tflops, got.total_vram) == (Quantity(1000), Quantity.parse("192Gi"))
+    assert (got.available_tflops, got.available_vram) == (Quantity(250), Quantity.parse("48Gi"))
+    assert got.managed_gpus is None and got.node_info is None and not got.managed_gpu_device_ids
+    assert summaries["new"].status is None
+    whole = next(g for g in port.list_gpu_nodes() if g.name == "busy")
+    assert whole.status is not None and whole.status.managed_gpus == 8 and whole.status.node_info is not None

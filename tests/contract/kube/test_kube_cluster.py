@@ -152,8 +152,10 @@ def test_nodes_and_pods_are_listed_with_selectors(cluster: KubeCluster, api_clie
     assert sorted(node.name for node in cluster.list_nodes()) == ["gpu-1", "gpu-2"]
     assert sorted(pod.name for pod in cluster.list_pods()) == ["plain", "w1", "w2"]
     assert sorted(pod.name for pod in cluster.list_pods(node_name="gpu-1")) == ["plain", "w1"]
-    assert [pod.name for pod in cluster.list_pods(node_name="gpu-1", worker_only=True)] == ["w1"]
-    assert sorted(pod.name for pod in cluster.list_pods(worker_only=True)) == ["w1", "w2"]
+    assert [pod.name for pod in cluster.list_pods(node_name="gpu-2", phase="Pending")] == ["w2"]
+    assert [pod.name for pod in cluster.list_pods(node_name="")] == []
+    assert [node.name for node in cluster.list_nodes(labels={"old": "x"})] == ["gpu-1", "gpu-2"]
+    assert cluster.list_nodes(labels={"old": "y"}) == []
 
 
 def test_patch_node_labels_and_cordon(cluster: KubeCluster, api_client: Any) -> None:

@@ -1,7 +1,9 @@
 """Leases, evictions and events through KubeCluster against the embedded API server.
 
 Covers: a provisioning Lease is held by one holder at a time (renewal by the holder, takeover
-only after expiry, release only by the holder); of 8 concurrent acquirers exactly one wins;
+only after expiry, release only by the holder); a warm client takes and gives back a Lease with
+one replace each and, when someone else wrote the Lease since, reads it and decides on it as it is;
+of 8 concurrent acquirers exactly one wins;
 eviction deletes a pod, a PodDisruptionBudget that forbids it is `Throttled` (not a crash), a
 missing pod `NotFound`; events carry reason, type and the full involvedObject reference (uid and
 resourceVersion of an object that exists, so `kubectl describe` finds them), live in the
@@ -65,6 +67,33 @@ def test_release_only_by_the_holder(cluster: KubeCluster, api_client: Any) -> No
     cluster.release_lease("pool-b", holder="one")
     assert "holderIdentity" not in _lease(api_client, "pool-b")["spec"]
     assert cluster.try_acquire_lease("pool-b", holder="two", now=FIXED_NOW, duration=MINUTE)
+
+
+def test_a_warm_client_writes_once_and_reads_the_lease_only_when_someone_else_wrote_it(
+    cluster: KubeCluster, api_client: Any
+) -> None:
+    assert cluster.try_acquire_lease("pool-w", holder="one", now=FIXED_NOW, duration=MINUTE)
+    cluster.release_lease("pool-w", holder="one")
+    sent: list[str] = []
+    rest = api_client.rest_client
+    original = rest.request
+
+    def request(method: str, url: str, *args: Any, **kwargs: Any) -> Any:
+        sent.append(method)
+        return original(method, url, *args, **kwargs)
+
+    rest.request = request
+    later = FIXED_NOW + timedelta(seconds=10)
+    assert cluster.try_acquire_lease("pool-w", holder="two", now=later, duration=MINUTE)
+    cluster.release_lease("pool-w", holder="two")
+    assert sent == ["PUT", "PUT"]
+    other = KubeCluster(api_client)  # another function's client takes it meanwhile
+    assert other.try_acquire_lease("pool-w", holder="three", now=later, duration=MINUTE)
+    sent.clear()
+    assert not cluster.try_acquire_lease("pool-w", holder="four", now=later, duration=MINUTE)
+    assert sent == ["PUT", "GET"]  # refused (409), then read: "three" holds it
+    cluster.release_lease("pool-w", holder="four")  # not ours: nothing written
+    assert _lease(api_client, "pool-w")["spec"]["holderIdentity"] == "three"
 
 
 def test_concurrent_acquirers_exactly_one_wins(cluster: KubeCluster) -> None:

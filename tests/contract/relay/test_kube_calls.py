@@ -148,7 +148,7 @@ def test_every_call_the_functions_adapters_make_is_listed(
     )
 
     def relisted(listing: Any, plural: str, namespace: str, name: str, group: str = "") -> None:
-        """List, change one object, list again: the second list reads metadata, then GETs the object."""
+        """List, change one object, list again: a kept kind's second read watches from the list."""
         listing()
         rt = cluster.resolve(group, "v1", plural)
         change = {"metadata": {"labels": {"changed": str(time.monotonic_ns())}}}
@@ -168,11 +168,11 @@ def test_every_call_the_functions_adapters_make_is_listed(
         "get_claim": lambda: kube.get_claim("claim-a"),
         "list_gpu_nodes": lambda: relisted(kube.list_gpu_nodes, "gpunodes", "", "n", "tensor-fusion.ai"),
         "list_gpus": lambda: kube.list_gpus(),
-        "list_nodes": lambda: relisted(kube.list_nodes, "nodes", "", "n"),
-        "list_pods": lambda: [
-            kube.list_pods(node_name="n"),
-            relisted(kube.list_pods, "pods", "default", "p"),
+        "list_nodes": lambda: [
+            relisted(lambda: kube.list_nodes(summary=True), "nodes", "", "n"),
+            kube.list_nodes(labels={"x": "y"}),
         ],
+        "list_pods": lambda: [kube.list_pods(node_name="n"), kube.list_pods(node_name="", phase="Pending")],
         "create_pool": lambda: None,  # called above
         "create_claim": lambda: None,  # called above
         "replace_pool_spec": lambda: kube.replace_pool_spec(

@@ -1,13 +1,15 @@
 """`Cluster` on the official Kubernetes client: tensor-fusion.ai objects, nodes, pods, events, leases.
 
-Role: implements `gpupool.service.ports.Cluster`. Reads come back as gpupool's pydantic
-models (raw JSON, so no client model round trip); writes that carry a resourceVersion are
+Role: implements `gpupool.service.ports.Cluster`. Requests go through `kube_transport` (the
+official client's `ApiClient`, by path); reads come back as gpupool's pydantic models (raw
+JSON, so no client model round trip); writes that carry a resourceVersion are
 optimistic (a stale one is `Conflict`); statuses go through the status subresource; merge
 patches are sent as `application/merge-patch+json` (the client's default is JSON patch).
 Every failure is translated by `kube_errors`; a listed object that does not fit its model is
 skipped with a Warning Event on it (`kube_reading`), so one bad pool never fails a whole list.
-Lists are paged and parsed from the bytes, and the big kinds reuse unchanged objects
-(`kube_reader`); leases and evictions live in `kube_coordination`.
+Lists are paged and parsed from the bytes; claims, GPUNodes and node summaries are listed once
+per warm function and then kept current by short watches (`kube_reader`); leases and evictions
+live in `kube_coordination`.
 
 Must not: decide anything, retry, check dry-run, or build its own client (the wiring passes
 an `ApiClient` in, authenticated by `kube_auth`).
@@ -19,14 +21,14 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
-from kubernetes import client as k8s
 from pydantic import BaseModel, ValidationError
 
 from gpupool.adapters.kube_coordination import Coordination
-from gpupool.adapters.kube_errors import read_body, translated
+from gpupool.adapters.kube_errors import translated
 from gpupool.adapters.kube_reader import KubeReader
+from gpupool.adapters.kube_transport import KubeTransport, core_path, group_path
 from gpupool.core.model.cluster import TensorFusionCluster, TensorFusionClusterStatus
-from gpupool.core.model.constants import API_GROUP, COMPONENT_WORKER, LABEL_COMPONENT, LABEL_ENABLED
+from gpupool.core.model.constants import API_GROUP
 from gpupool.core.model.foreign import Node, Pod
 from gpupool.core.model.node import GPU, GPUNode
 from gpupool.core.model.nodeclaim import GPUNodeClaim, GPUNodeClaimStatus
@@ -79,8 +81,7 @@ class KubeCluster:
         request_timeout_s: float = 10.0,
         now: Callable[[], datetime] | None = None,
     ) -> None:
-        self._custom: Any = k8s.CustomObjectsApi(api_client)
-        self._core: Any = k8s.CoreV1Api(api_client)
+        self._http = KubeTransport(api_client)
         self._namespace = namespace
         self._timeout = request_timeout_s
         self._now = now or (lambda: datetime.now(UTC))
@@ -101,24 +102,20 @@ class KubeCluster:
             message=unreadable.message,
         )
 
+    def _path(self, plural: str, name: str | None = None, sub: str | None = None) -> str:
+        return group_path(API_GROUP, VERSION, plural, name, sub=sub)
+
+    def _send(self, action: str, method: str, path: str, **options: Any) -> dict[str, Any]:
+        with translated(action):
+            return self._http.call_json(method, path, timeout=self._timeout, **options)
+
     def _get(self, model: type[Model], plural: str, name: str) -> Model:
-        with translated(f"get {plural}/{name}"):
-            raw = self._custom.get_cluster_custom_object(
-                API_GROUP, VERSION, plural, name, _request_timeout=self._timeout
-            )
-        return _parse(model, raw, plural)
+        return _parse(model, self._send(f"get {plural}/{name}", "GET", self._path(plural, name)), plural)
 
     def _merge_patch(self, model: type[Model], plural: str, name: str, patch: dict[str, Any]) -> Model:
-        with translated(f"patch {plural}/{name}"):
-            raw = self._custom.patch_cluster_custom_object(
-                API_GROUP,
-                VERSION,
-                plural,
-                name,
-                patch,
-                _content_type=MERGE_PATCH,
-                _request_timeout=self._timeout,
-            )
+        raw = self._send(
+            f"patch {plural}/{name}", "PATCH", self._path(plural, name), body=patch, content_type=MERGE_PATCH
+        )
         return _parse(model, raw, plural)
 
     def _replace_status(
@@ -130,10 +127,9 @@ class KubeCluster:
             "metadata": {"name": name, "resourceVersion": resource_version},
             "status": status.model_dump(by_alias=True, exclude_none=True, mode="json"),
         }
-        with translated(f"replace {plural}/{name}/status"):
-            raw = self._custom.replace_cluster_custom_object_status(
-                API_GROUP, VERSION, plural, name, body, _request_timeout=self._timeout
-            )
+        raw = self._send(
+            f"replace {plural}/{name}/status", "PUT", self._path(plural, name, "status"), body=body
+        )
         return _parse(model, raw, plural)
 
     def list_clusters(self) -> list[TensorFusionCluster]:
@@ -156,43 +152,41 @@ class KubeCluster:
         return self._reader.custom_objects(GPUNodeClass, GPUNodeClass.PLURAL)
 
     def list_claims(self) -> list[GPUNodeClaim]:
-        return self._reader.custom_objects(GPUNodeClaim, GPUNodeClaim.PLURAL, reuse=True)
+        return self._reader.custom_objects(GPUNodeClaim, GPUNodeClaim.PLURAL, kept=True)
 
     def get_claim(self, name: str) -> GPUNodeClaim:
         return self._get(GPUNodeClaim, GPUNodeClaim.PLURAL, name)
 
-    def list_gpu_nodes(self) -> list[GPUNode]:
-        return self._reader.custom_objects(GPUNode, GPUNode.PLURAL, reuse=True)
+    def list_gpu_nodes(self, *, summary: bool = False) -> list[GPUNode]:
+        return self._reader.gpu_nodes(summary=summary)
 
     def list_gpus(self) -> list[GPU]:
         return self._reader.custom_objects(GPU, GPU.PLURAL)
 
     # ---- nodes and pods (raw JSON: the client's models are not needed) -------------------------
-    def list_nodes(self) -> list[Node]:
-        return self._reader.nodes(Node)
+    def list_nodes(self, *, summary: bool = False, labels: Mapping[str, str] | None = None) -> list[Node]:
+        return self._reader.nodes(summary=summary, labels=labels)
 
-    def list_pods(self, *, node_name: str | None = None, worker_only: bool = False) -> list[Pod]:
-        field_selector = f"spec.nodeName={node_name}" if node_name is not None else None
-        label_selector = f"{LABEL_ENABLED}=true,{LABEL_COMPONENT}={COMPONENT_WORKER}" if worker_only else None
-        return self._reader.pods(Pod, field_selector=field_selector, label_selector=label_selector)
+    def list_pods(self, *, node_name: str | None = None, phase: str | None = None) -> list[Pod]:
+        terms = [
+            f"{path}={value}"
+            for path, value in (("spec.nodeName", node_name), ("status.phase", phase))
+            if value is not None
+        ]
+        return self._reader.pods(field_selector=",".join(terms) or None)
 
     # ---- pools ---------------------------------------------------------------------------------
     def create_pool(self, pool: GPUPool) -> GPUPool:
         body = _without_server_fields(pool.to_manifest(), resource_version=None)
-        with translated(f"create GPUPool {pool.name}"):
-            raw = self._custom.create_cluster_custom_object(
-                API_GROUP, VERSION, GPUPool.PLURAL, body, _request_timeout=self._timeout
-            )
+        raw = self._send(f"create GPUPool {pool.name}", "POST", self._path(GPUPool.PLURAL), body=body)
         return _parse(GPUPool, raw, "GPUPool")
 
     def replace_pool_spec(self, pool: GPUPool, *, resource_version: str) -> GPUPool:
         # Only labels, annotations and spec change: the rest of the stored object (finalizers,
         # owner references) is kept. The PUT carries the caller's resourceVersion, so a pool
         # changed since the caller read it is a Conflict, whatever this GET saw.
-        with translated(f"get GPUPool {pool.name}"):
-            current = self._custom.get_cluster_custom_object(
-                API_GROUP, VERSION, GPUPool.PLURAL, pool.name, _request_timeout=self._timeout
-            )
+        path = self._path(GPUPool.PLURAL, pool.name)
+        current = self._send(f"get GPUPool {pool.name}", "GET", path)
         desired = pool.to_manifest()
         metadata = dict(current.get("metadata") or {})
         metadata["labels"] = desired.get("metadata", {}).get("labels", {})
@@ -200,10 +194,7 @@ class KubeCluster:
         metadata["resourceVersion"] = resource_version
         body = {**current, "metadata": metadata, "spec": desired.get("spec", {})}
         body.pop("status", None)
-        with translated(f"replace GPUPool {pool.name}"):
-            raw = self._custom.replace_cluster_custom_object(
-                API_GROUP, VERSION, GPUPool.PLURAL, pool.name, body, _request_timeout=self._timeout
-            )
+        raw = self._send(f"replace GPUPool {pool.name}", "PUT", path, body=body)
         return _parse(GPUPool, raw, "GPUPool")
 
     def patch_pool_annotations(
@@ -218,10 +209,9 @@ class KubeCluster:
     # ---- claims --------------------------------------------------------------------------------
     def create_claim(self, claim: GPUNodeClaim) -> GPUNodeClaim:
         body = _without_server_fields(claim.to_manifest(), resource_version=None)
-        with translated(f"create GPUNodeClaim {claim.name}"):
-            raw = self._custom.create_cluster_custom_object(
-                API_GROUP, VERSION, GPUNodeClaim.PLURAL, body, _request_timeout=self._timeout
-            )
+        raw = self._send(
+            f"create GPUNodeClaim {claim.name}", "POST", self._path(GPUNodeClaim.PLURAL), body=body
+        )
         return _parse(GPUNodeClaim, raw, "GPUNodeClaim")
 
     def update_claim_status(
@@ -248,10 +238,7 @@ class KubeCluster:
         return self._merge_patch(GPUNodeClaim, GPUNodeClaim.PLURAL, name, {"metadata": metadata})
 
     def delete_claim(self, name: str) -> None:
-        with translated(f"delete GPUNodeClaim {name}"):
-            self._custom.delete_cluster_custom_object(
-                API_GROUP, VERSION, GPUNodeClaim.PLURAL, name, _request_timeout=self._timeout
-            )
+        self._send(f"delete GPUNodeClaim {name}", "DELETE", self._path(GPUNodeClaim.PLURAL, name))
 
     # ---- nodes, pods, events, leases -----------------------------------------------------------
     def patch_node(
@@ -269,14 +256,8 @@ class KubeCluster:
         if not patch:
             return
         with translated(f"patch Node {name}"):
-            read_body(
-                self._core.patch_node(
-                    name,
-                    patch,
-                    _content_type=MERGE_PATCH,
-                    _preload_content=False,
-                    _request_timeout=self._timeout,
-                )
+            self._http.call(
+                "PATCH", core_path("nodes", name), body=patch, content_type=MERGE_PATCH, timeout=self._timeout
             )
 
     def evict_pod(self, namespace: str, name: str) -> None:

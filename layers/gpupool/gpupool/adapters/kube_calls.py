@@ -21,8 +21,8 @@ FUNCTION_CLUSTER_CALLS = frozenset(
         (_TF, "tensorfusionclusters", "list"),
         (_TF, "gpunodeclasses", "list"),
         (_TF, "gpunodes", "list"),
-        # the lists that reuse unchanged objects GET the ones that changed (kube_listing.py)
-        (_TF, "gpunodes", "get"),
+        # the kinds read on every invocation are kept current from their list by a watch (kube_listing.py)
+        (_TF, "gpunodes", "watch"),
         (_TF, "gpus", "list"),
         (_TF, "gpupools", "get"),
         (_TF, "gpupools", "list"),
@@ -32,16 +32,16 @@ FUNCTION_CLUSTER_CALLS = frozenset(
         (_TF, "gpupools/status", "update"),
         (_TF, "gpunodeclaims", "get"),
         (_TF, "gpunodeclaims", "list"),
+        (_TF, "gpunodeclaims", "watch"),
         (_TF, "gpunodeclaims", "create"),
         (_TF, "gpunodeclaims", "patch"),
         (_TF, "gpunodeclaims", "delete"),
         (_TF, "gpunodeclaims/status", "update"),
         # the CloudVendorConnection condition (docs/provisioning-modes.md)
         (_TF, "tensorfusionclusters/status", "update"),
-        ("", "nodes", "get"),
         ("", "nodes", "list"),
+        ("", "nodes", "watch"),
         ("", "nodes", "patch"),
-        ("", "pods", "get"),
         ("", "pods", "list"),
         ("", "pods/eviction", "create"),
         # Events about namespaced objects go to the object's namespace: cluster-wide.

@@ -1,9 +1,12 @@
 """Leases, evictions and events on the official Kubernetes client (part of `KubeCluster`).
 
-Role: the per-pool provisioning guard as a `coordination.k8s.io/v1` Lease taken with
-optimistic concurrency (create, or replace carrying the read resourceVersion: whoever loses
-the race gets 409 and is told "not taken"); pod eviction through `policy/v1` Eviction (a
-PodDisruptionBudget that blocks it is HTTP 429 → `Throttled`); core/v1 Events about any
+Role: the per-pool provisioning guard as a `coordination.k8s.io/v1` Lease taken with optimistic
+concurrency (create, or replace carrying the read resourceVersion: whoever loses the race gets 409
+and is told "not taken"). The Lease as this client last wrote it is kept (its resourceVersion and
+spec, from the API server's answer), so a warm function takes, renews and gives back a Lease with
+one replace each, carrying that resourceVersion: if anyone wrote the Lease since, the replace is
+refused (409) and the Lease is read and decided on as it is now; pod eviction through `policy/v1`
+Eviction (a PodDisruptionBudget that blocks it is HTTP 429 → `Throttled`); core/v1 Events about any
 object, stamped with the time passed in. An Event's `involvedObject` is the object reference
 client-go's recorder writes (apiVersion, kind, name, namespace, uid, resourceVersion): `kubectl
 describe` finds an object's Events by a field selector on its uid, so the object is read once
@@ -19,15 +22,13 @@ Must not: decide who should hold a lease, wait or retry, or read the wall clock.
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import math
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from kubernetes import client as k8s
-
-from gpupool.adapters.kube_errors import read_body, translated
+from gpupool.adapters.kube_errors import translated
+from gpupool.adapters.kube_transport import KubeTransport, core_path, group_path
 from gpupool.core.model.constants import API_GROUP
 from gpupool.core.model.registry import FOREIGN_KINDS, TENSOR_FUSION_KINDS
 from gpupool.service.errors import AlreadyExists, Conflict, DomainError, NotFound, PermanentError
@@ -36,6 +37,7 @@ from gpupool.service.ports import EventType
 __all__ = ["EVENT_SOURCE", "Coordination", "lease_expired", "micro_time"]
 
 EVENT_SOURCE = "gpupool"
+STRATEGIC_MERGE = "application/strategic-merge-patch+json"  # what the generated client sends a dict patch as
 EVENT_MESSAGE_LIMIT = 1024
 CORE_KINDS = frozenset({"Node", "Pod", "Namespace", "Event"})
 # The apiVersion of each kind gpupool models (a Karpenter NodeClaim is karpenter.sh/v1).
@@ -90,20 +92,18 @@ class Coordination:
     """Leases (in `namespace`), evictions and events for one cluster."""
 
     def __init__(self, api_client: Any, *, namespace: str, request_timeout_s: float) -> None:
-        self._core: Any = k8s.CoreV1Api(api_client)
-        self._custom: Any = k8s.CustomObjectsApi(api_client)
-        self._leases: Any = k8s.CoordinationV1Api(api_client)
+        self._http = KubeTransport(api_client)
         self._namespace = namespace
         self._timeout = request_timeout_s
+        self._written: dict[str, dict[str, Any]] = {}  # lease name → the Lease as we last wrote it
 
     # ---- leases ------------------------------------------------------------------------------
+    def _lease_path(self, name: str | None = None) -> str:
+        return group_path("coordination.k8s.io", "v1", "leases", name, namespace=self._namespace)
+
     def _read_lease(self, name: str) -> dict[str, Any]:
         with translated(f"get Lease {self._namespace}/{name}"):
-            response = self._leases.read_namespaced_lease(
-                name, self._namespace, _preload_content=False, _request_timeout=self._timeout
-            )
-            lease: dict[str, Any] = json.loads(read_body(response))
-        return lease
+            return self._http.call_json("GET", self._lease_path(name), timeout=self._timeout)
 
     def _lease_body(self, name: str, spec: dict[str, Any], resource_version: str | None) -> dict[str, Any]:
         metadata: dict[str, Any] = {"name": name, "namespace": self._namespace}
@@ -111,81 +111,94 @@ class Coordination:
             metadata["resourceVersion"] = resource_version
         return {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": metadata, "spec": spec}
 
+    def _replace_lease(self, name: str, spec: dict[str, Any], version: str | None, action: str) -> None:
+        with translated(f"{action} Lease {self._namespace}/{name}"):
+            self._written[name] = self._http.call_json(
+                "PUT",
+                self._lease_path(name),
+                body=self._lease_body(name, spec, version),
+                timeout=self._timeout,
+            )
+
     def try_acquire_lease(self, name: str, *, holder: str, now: datetime, duration: timedelta) -> bool:
         if not holder:
             raise ValueError("a lease holder must be named")
         seconds = max(1, math.ceil(duration.total_seconds()))
-        stamp = micro_time(now)
+        written = self._written.get(name)
+        if written is not None:  # as we last wrote it: unless someone wrote it since, this is it
+            try:
+                return self._take(name, written, holder=holder, now=now, seconds=seconds)
+            except (Conflict, NotFound):
+                self._written.pop(name, None)
         try:
             current = self._read_lease(name)
         except NotFound:
-            fresh: dict[str, Any] = {
-                "holderIdentity": holder,
-                "leaseDurationSeconds": seconds,
-                "acquireTime": stamp,
-                "renewTime": stamp,
-                "leaseTransitions": 0,
-            }
-            try:
-                with translated(f"create Lease {self._namespace}/{name}"):
-                    read_body(
-                        self._leases.create_namespaced_lease(
-                            self._namespace,
-                            self._lease_body(name, fresh, None),
-                            _preload_content=False,
-                            _request_timeout=self._timeout,
-                        )
-                    )
-            except Conflict:  # AlreadyExists included: another invocation created it first
-                return False
-            return True
+            return self._create_lease(name, holder=holder, now=now, seconds=seconds)
+        try:
+            return self._take(name, current, holder=holder, now=now, seconds=seconds)
+        except (Conflict, NotFound):  # a concurrent writer won the race
+            return False
+
+    def _create_lease(self, name: str, *, holder: str, now: datetime, seconds: int) -> bool:
+        stamp = micro_time(now)
+        fresh: dict[str, Any] = {
+            "holderIdentity": holder,
+            "leaseDurationSeconds": seconds,
+            "acquireTime": stamp,
+            "renewTime": stamp,
+            "leaseTransitions": 0,
+        }
+        try:
+            with translated(f"create Lease {self._namespace}/{name}"):
+                self._written[name] = self._http.call_json(
+                    "POST",
+                    self._lease_path(),
+                    body=self._lease_body(name, fresh, None),
+                    timeout=self._timeout,
+                )
+        except Conflict:  # AlreadyExists included: another invocation created it first
+            return False
+        return True
+
+    def _take(self, name: str, current: dict[str, Any], *, holder: str, now: datetime, seconds: int) -> bool:
+        """Take `current` (the Lease as read or as last written) for `holder` if it is free,
+        expired or already theirs; raises Conflict / NotFound when it changed meanwhile."""
         spec = dict(current.get("spec") or {})
         previous = spec.get("holderIdentity")
         if previous != holder and not lease_expired(spec, now):
             return False
+        stamp = micro_time(now)
         spec.update({"holderIdentity": holder, "leaseDurationSeconds": seconds, "renewTime": stamp})
         if previous != holder:
             spec["acquireTime"] = stamp
             spec["leaseTransitions"] = int(spec.get("leaseTransitions") or 0) + 1
         version = (current.get("metadata") or {}).get("resourceVersion")
-        try:
-            with translated(f"replace Lease {self._namespace}/{name}"):
-                read_body(
-                    self._leases.replace_namespaced_lease(
-                        name,
-                        self._namespace,
-                        self._lease_body(name, spec, version),
-                        _preload_content=False,
-                        _request_timeout=self._timeout,
-                    )
-                )
-        except (Conflict, NotFound):  # a concurrent writer won the race
-            return False
+        self._replace_lease(name, spec, version, "replace")
         return True
 
     def release_lease(self, name: str, *, holder: str) -> None:
+        written = self._written.get(name)
+        if written is not None and (written.get("spec") or {}).get("holderIdentity") == holder:
+            try:
+                self._give_back(name, written)
+                return
+            except (Conflict, NotFound):
+                self._written.pop(name, None)
         try:
             current = self._read_lease(name)
         except NotFound:
             return
-        spec = dict(current.get("spec") or {})
-        if spec.get("holderIdentity") != holder:
+        if (current.get("spec") or {}).get("holderIdentity") != holder:
             return
-        spec.pop("holderIdentity", None)
-        version = (current.get("metadata") or {}).get("resourceVersion")
         try:
-            with translated(f"release Lease {self._namespace}/{name}"):
-                read_body(
-                    self._leases.replace_namespaced_lease(
-                        name,
-                        self._namespace,
-                        self._lease_body(name, spec, version),
-                        _preload_content=False,
-                        _request_timeout=self._timeout,
-                    )
-                )
+            self._give_back(name, current)
         except (Conflict, NotFound):  # someone else took it or removed it: nothing of ours to give back
             return
+
+    def _give_back(self, name: str, current: dict[str, Any]) -> None:
+        spec = dict(current.get("spec") or {})
+        spec.pop("holderIdentity", None)
+        self._replace_lease(name, spec, (current.get("metadata") or {}).get("resourceVersion"), "release")
 
     # ---- evictions ---------------------------------------------------------------------------
     def evict_pod(self, namespace: str, name: str) -> None:
@@ -195,11 +208,8 @@ class Coordination:
             "metadata": {"name": name, "namespace": namespace},
         }
         with translated(f"evict Pod {namespace}/{name}"):
-            read_body(
-                self._core.create_namespaced_pod_eviction(
-                    name, namespace, body, _preload_content=False, _request_timeout=self._timeout
-                )
-            )
+            path = core_path("pods", name, namespace=namespace, sub="eviction")
+            self._http.call("POST", path, body=body, timeout=self._timeout)
 
     # ---- events ------------------------------------------------------------------------------
     def record_event(
@@ -265,18 +275,10 @@ class Coordination:
         try:
             with translated(f"get {kind} {name} for its Event"):
                 if group:
-                    response = self._custom.get_cluster_custom_object(
-                        group, "v1", plural, name, _preload_content=False, _request_timeout=self._timeout
-                    )
-                elif namespaced:
-                    response = self._core.read_namespaced_pod(
-                        name, namespace, _preload_content=False, _request_timeout=self._timeout
-                    )
+                    path = group_path(group, "v1", plural, name)
                 else:
-                    response = self._core.read_node(
-                        name, _preload_content=False, _request_timeout=self._timeout
-                    )
-                metadata = json.loads(read_body(response)).get("metadata") or {}
+                    path = core_path(plural, name, namespace=namespace if namespaced else None)
+                metadata = self._http.call_json("GET", path, timeout=self._timeout).get("metadata") or {}
         except (DomainError, ValueError, AttributeError):
             return involved  # gone, or unreadable now: the reference a deleted object's Event keeps
         for key in ("uid", "resourceVersion"):
@@ -291,23 +293,15 @@ class Coordination:
         namespace, name = body["metadata"]["namespace"], body["metadata"]["name"]
         try:
             with translated(f"create Event {name}"):
-                read_body(
-                    self._core.create_namespaced_event(
-                        namespace, body, _preload_content=False, _request_timeout=self._timeout
-                    )
+                self._http.call(
+                    "POST", core_path("events", namespace=namespace), body=body, timeout=self._timeout
                 )
             return
         except AlreadyExists:
             pass
+        path = core_path("events", name, namespace=namespace)
         with translated(f"get Event {name}"):
-            response = self._core.read_namespaced_event(
-                name, namespace, _preload_content=False, _request_timeout=self._timeout
-            )
-            current: dict[str, Any] = json.loads(read_body(response))
+            current = self._http.call_json("GET", path, timeout=self._timeout)
         patch = {"count": int(current.get("count") or 1) + 1, "lastTimestamp": stamp}
         with translated(f"patch Event {name}"):
-            read_body(
-                self._core.patch_namespaced_event(
-                    name, namespace, patch, _preload_content=False, _request_timeout=self._timeout
-                )
-            )
+            self._http.call("PATCH", path, body=patch, content_type=STRATEGIC_MERGE, timeout=self._timeout)

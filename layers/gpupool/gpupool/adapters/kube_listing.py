@@ -1,153 +1,209 @@
-"""Listing a kind cheaply when most of it has not changed: objects kept by uid and resourceVersion.
+"""Listing a kind once, then keeping it current from the list's resourceVersion with short watches.
 
-Role: `VersionedList(model, kind=…, full_page=…, metadata_page=…, get_one=…, report=…)`;
-`read()` returns every listed object, parsed. The first read lists the kind in full, page by
-page (`limit` / `continue`), and keeps each parsed object under its uid with its
-resourceVersion. Later reads list metadata only (a `PartialObjectMetadataList`: name, uid,
-resourceVersion, labels — a fraction of a pod's or a node's bytes) and reuse each kept object
-whose resourceVersion is the listed one: the API server gives an object a new resourceVersion
-with every change, so a kept object at the listed version is exactly the listed object. The few
-that changed or are new are read with GET; when many changed (more than `max_single_reads`, or
-more than 5 % of the list, and more than one) the kind is listed in full again. Objects no longer listed are
-forgotten. Each read thus returns exactly the objects the list names, each as fresh as the
-list or fresher — what a full list returns, without parsing what did not change.
+Role: `WatchedList(decoder, list_page=…, open_watch=…)`; `read()` returns every object of the kind,
+in (namespace, name) order as a list returns them. The first read lists the kind in full, page by
+page (`limit` / `continue`), keeping each object under its (namespace, name) and the resourceVersion
+the list was served at. Each later read watches from that resourceVersion — the API server replays
+every change since (client-go's reflector resumes the same way) — and applies the events: ADDED and
+MODIFIED replace the object, DELETED forgets it, BOOKMARK only moves the resourceVersion on. The
+watch is short and bounded: `open_watch` ends its stream once the server has been quiet for a
+moment, or after a short while at most (`kube_reader`); the events come in resourceVersion order, so
+what was kept is the kind's state at the last one. When the server's history no longer reaches back
+(an ERROR event with a 410 Status, or a 410 answer: `Expired`) the kind is listed in full again, as
+client-go relists. A full list is read with the cyclic garbage collector paused, and what it read is
+then frozen out of the collector's walks (`gc.freeze`): the kept objects hold no reference cycles
+and live as long as the function, and walking a 5,000-node cluster's worth at every full collection
+cost more than reading it. An object the model cannot read is reported (`decoder`) and left out, on
+either path. What a read returns is what a list at that moment returns, without reading or parsing
+the objects that did not change.
 
-Must not: decide anything, retry, translate errors (the fetchers do), or reuse an object
-without a uid and resourceVersion.
+`ObjectDecoder(model, kind=…, report=…)` reads pages and events of whole objects into a model;
+`kube_tables` reads `Table` pages and events into node and GPUNode summaries.
+
+Must not: decide anything, retry, translate errors (the fetchers do), or keep anything but parsed
+objects at the resourceVersion the server gave them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, Generic, TypeVar
+import gc
+import json
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, Generic, Protocol, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel
 
-from gpupool.adapters.kube_reading import ListMeta, read_page
+from gpupool.adapters.kube_reading import read_each, read_page
 from gpupool.core.model.unreadable import UnreadableObject
 
-__all__ = ["VersionedList"]
+__all__ = [
+    "Change",
+    "Expired",
+    "ListPage",
+    "ObjectDecoder",
+    "OpenWatch",
+    "Page",
+    "WatchedList",
+    "object_key",
+]
 
 Model = TypeVar("Model", bound=BaseModel)
+Key = tuple[str, str]  # (namespace or "", name): the list order
 # continue token (None: the first page) → the raw JSON of one page
-PageFetcher = Callable[[str | None], bytes]
-# (namespace or None, name) → the raw JSON of the object, None when it is gone (404)
-ObjectFetcher = Callable[[str | None, str], bytes | None]
-
-_CHANGED_SHARE = 0.05
+ListPage = Callable[[str | None], bytes]
+# resourceVersion → the stream's lines until it is quiet or ends; raises Expired on a 410 answer
+OpenWatch = Callable[[str], Iterator[bytes]]
 
 
-class _Identity(BaseModel):
-    """What a metadata-only list tells of one object (labels, annotations… are not parsed)."""
-
-    model_config = ConfigDict(extra="ignore", populate_by_name=True)
-
-    name: str = ""
-    namespace: str | None = None
-    uid: str = ""
-    resource_version: str = Field(default="", alias="resourceVersion")
+class Expired(Exception):
+    """The server's watch history no longer reaches the resourceVersion asked for (410 Gone)."""
 
 
-class _Item(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+@dataclass(frozen=True)
+class Page(Generic[Model]):
+    objects: list[tuple[Key, Model]]
+    resource_version: str
+    continue_: str | None
 
-    metadata: _Identity = Field(default_factory=_Identity)
+
+@dataclass(frozen=True)
+class Change(Generic[Model]):
+    """One watch event: `obj` is the object now (None when DELETED, a BOOKMARK, or unreadable)."""
+
+    type: str
+    key: Key | None
+    obj: Model | None
+    resource_version: str
 
 
-class _MetadataPage(BaseModel):
-    """A `PartialObjectMetadataList` page: its items' identities and the `continue` token."""
+class Decoder(Protocol[Model]):
+    def page(self, raw: bytes) -> Page[Model]: ...
 
-    model_config = ConfigDict(extra="ignore")
+    def change(self, line: bytes) -> Change[Model]: ...
 
-    metadata: ListMeta = Field(default_factory=ListMeta)
-    items: list[_Item] | None = None
+
+def object_key(meta: Any) -> Key:
+    return (getattr(meta, "namespace", None) or "", getattr(meta, "name", None) or "")
+
+
+def expired_status(status: dict[str, Any]) -> bool:
+    return status.get("code") == 410 or status.get("reason") in ("Expired", "Gone")
+
+
+class ObjectDecoder(Generic[Model]):
+    """Pages and watch events of whole objects, read into `model`."""
+
+    def __init__(self, model: type[Model], *, kind: str, report: Callable[[UnreadableObject], None]) -> None:
+        self._model, self._kind, self._report = model, kind, report
+
+    def page(self, raw: bytes) -> Page[Model]:
+        objects, meta = read_page(self._model, raw, kind=self._kind, report=self._report)
+        keyed = [(object_key(getattr(o, "metadata", None)), o) for o in objects]
+        return Page(keyed, meta.resource_version, meta.continue_ or None)
+
+    def change(self, line: bytes) -> Change[Model]:
+        event = json.loads(line)
+        kind, raw = str(event.get("type") or ""), event.get("object") or {}
+        if kind == "ERROR":
+            if expired_status(raw):
+                raise Expired(str(raw.get("message") or "resourceVersion too old"))
+            raise RuntimeError(f"watch {self._kind}: {raw.get('message') or raw}")
+        meta = raw.get("metadata") or {}
+        version = str(meta.get("resourceVersion") or "")
+        key = (str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+        if kind == "BOOKMARK":
+            return Change(kind, None, None, version)
+        if kind == "DELETED":
+            return Change(kind, key, None, version)
+        readable = read_each(self._model, [raw], kind=self._kind, report=self._report)
+        return Change(kind, key, readable[0] if readable else None, version)
+
+
+_paused = {"depth": 0, "was_enabled": True}
+_pause_lock = threading.Lock()
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Reading a big list allocates hundreds of thousands of objects in no reference cycle; the
+    cyclic collector would walk every object kept so far each time it ran meanwhile (its cost
+    grows with what is alive), so it waits until the list is read (lists read on several threads
+    at once share one pause). Refcounting frees as usual."""
+    with _pause_lock:
+        if _paused["depth"] == 0:
+            _paused["was_enabled"] = gc.isenabled()
+            gc.disable()
+        _paused["depth"] += 1
+    try:
+        yield
+    finally:
+        with _pause_lock:
+            _paused["depth"] -= 1
+            if _paused["depth"] == 0:
+                gc.freeze()  # what was just read is kept for the function's life: out of the collector's walk
+                if _paused["was_enabled"]:
+                    gc.enable()
+
+
+class WatchedList(Generic[Model]):
+    def __init__(self, decoder: Decoder[Model], *, list_page: ListPage, open_watch: OpenWatch) -> None:
+        self._decoder, self._list_page, self._open_watch = decoder, list_page, open_watch
+        self._objects: dict[Key, Model] = {}
+        self._version: str | None = None  # None: never listed
+        self._ordered: list[Model] | None = None
 
     @property
-    def identities(self) -> list[_Identity]:
-        return [item.metadata for item in self.items or []]
-
-
-def _identity(meta: Any) -> tuple[str, str] | None:
-    uid, version = getattr(meta, "uid", None), getattr(meta, "resource_version", None)
-    return (uid, version) if uid and version else None
-
-
-class VersionedList(Generic[Model]):
-    def __init__(
-        self,
-        model: type[Model],
-        *,
-        kind: str,
-        full_page: PageFetcher,
-        metadata_page: PageFetcher,
-        get_one: ObjectFetcher,
-        report: Callable[[UnreadableObject], None],
-        max_single_reads: int = 50,
-    ) -> None:
-        self._model, self._kind, self._report = model, kind, report
-        self._full_page, self._metadata_page, self._get_one = full_page, metadata_page, get_one
-        self._max_single_reads = max_single_reads
-        self._kept: dict[str, tuple[str, Model]] = {}  # uid → (resourceVersion, object)
+    def resource_version(self) -> str | None:
+        """The resourceVersion the kept objects are at (None before the first read)."""
+        return self._version
 
     def read(self) -> list[Model]:
-        if not self._kept:
-            return self._read_full()
-        listed = self._listed_metadata()
-        missing = [(ns, name) for ns, name, uid, version in listed if self._kept_at(uid, version) is None]
-        allowed = min(self._max_single_reads, max(1, int(len(listed) * _CHANGED_SHARE)))
-        if len(missing) > allowed:
-            return self._read_full()
-        fetched = {key: self._read_one(*key) for key in missing}
-        kept: dict[str, tuple[str, Model]] = {}
-        objects: list[Model] = []
-        for ns, name, uid, version in listed:
-            found = self._kept_at(uid, version)
-            if found is None:
-                found = fetched.get((ns, name))
-                if found is None:  # gone since the list, or unreadable (reported)
-                    continue
-            identity = _identity(getattr(found, "metadata", None))
-            if identity is not None:
-                kept[identity[0]] = (identity[1], found)
-            objects.append(found)
-        self._kept = kept
-        return objects
+        if self._version is None:
+            self._list()
+        else:
+            try:
+                self._follow(self._version)
+            except Expired:
+                self._list()
+        if self._ordered is None:
+            self._ordered = [self._objects[k] for k in sorted(self._objects)]
+        return list(self._ordered)
 
-    def _kept_at(self, uid: str, version: str) -> Model | None:
-        kept = self._kept.get(uid)
-        return kept[1] if kept is not None and kept[0] == version else None
-
-    def _read_full(self) -> list[Model]:
-        objects: list[Model] = []
+    def _list(self) -> None:
+        objects: dict[Key, Model] = {}
+        version: str | None = None
         token: str | None = None
         while True:
-            page, token = read_page(self._model, self._full_page(token), kind=self._kind, report=self._report)
-            objects.extend(page)
+            raw = self._list_page(token)
+            with _collector_paused():
+                page = self._decoder.page(raw)
+            if version is None:  # later pages continue the first page's snapshot
+                version = page.resource_version
+            objects.update(page.objects)
+            token = page.continue_
             if not token:
                 break
-        kept: dict[str, tuple[str, Model]] = {}
-        for found in objects:
-            identity = _identity(getattr(found, "metadata", None))
-            if identity is not None:
-                kept[identity[0]] = (identity[1], found)
-        self._kept = kept
-        return objects
+        self._objects, self._version, self._ordered = objects, version or "0", None
 
-    def _listed_metadata(self) -> list[tuple[str | None, str, str, str]]:
-        """(namespace, name, uid, resourceVersion) of every listed object, in list order."""
-        listed: list[tuple[str | None, str, str, str]] = []
-        token: str | None = None
-        while True:
-            page = _MetadataPage.model_validate_json(self._metadata_page(token))
-            listed.extend((m.namespace, m.name, m.uid, m.resource_version) for m in page.identities)
-            token = page.metadata.continue_
-            if not token:
-                return listed
-
-    def _read_one(self, namespace: str | None, name: str) -> Model | None:
-        raw = self._get_one(namespace, name)
-        if raw is None:
-            return None
-        wrapped = b'{"items":[' + raw + b"]}"
-        page, _ = read_page(self._model, wrapped, kind=self._kind, report=self._report)
-        return page[0] if page else None
+    def _follow(self, since: str) -> None:
+        lines = self._open_watch(since)
+        try:
+            for line in lines:
+                if not line.strip():
+                    continue
+                change = self._decoder.change(line)
+                if change.key is not None:
+                    self._ordered = None
+                    if change.obj is None:  # deleted, or no longer readable (reported)
+                        self._objects.pop(change.key, None)
+                    else:
+                        self._objects[change.key] = change.obj
+                if change.resource_version:
+                    self._version = change.resource_version
+        finally:
+            close = getattr(lines, "close", None)
+            if close is not None:
+                close()

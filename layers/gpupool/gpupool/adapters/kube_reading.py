@@ -6,7 +6,8 @@ typo) is logged with the fields that are wrong, reported (the caller records a W
 on it) and left out, so every other pool is still planned and scheduled. `read_page(model,
 raw, …)` reads one page of a list straight from the response bytes (pydantic's JSON parser:
 no intermediate dicts of the fields the model ignores) and falls back to `read_each` only for
-a page with an unreadable item; it also returns the page's `continue` token.
+a page with an unreadable item; it also returns the page's list metadata (`ListMeta`: the
+`continue` token and the list's resourceVersion).
 
 Must not: raise for a bad item, retry, or record events itself (the caller's `report` does).
 """
@@ -23,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from gpupool.core.model.unreadable import UnreadableObject, unreadable_object
 
-__all__ = ["ListMeta", "list_continue", "read_each", "read_page"]
+__all__ = ["ListMeta", "list_meta", "read_each", "read_page"]
 
 log = logging.getLogger(__name__)
 
@@ -63,11 +64,13 @@ def read_each(
 
 
 class ListMeta(BaseModel):
-    """A list's metadata, of which only the `continue` token is read."""
+    """A list's metadata: the `continue` token (None or empty on the last page) and the
+    resourceVersion the list was served at."""
 
     model_config = ConfigDict(extra="ignore", populate_by_name=True)
 
     continue_: str | None = Field(default=None, alias="continue")
+    resource_version: str = Field(default="", alias="resourceVersion")
 
 
 @cache
@@ -81,10 +84,9 @@ def _page_model(model: type[BaseModel]) -> type[BaseModel]:
     )
 
 
-def list_continue(payload: Mapping[str, Any]) -> str | None:
-    """The `continue` token of a decoded list (None or empty: the last page)."""
-    token = (payload.get("metadata") or {}).get("continue")
-    return str(token) if token else None
+def list_meta(payload: Mapping[str, Any]) -> ListMeta:
+    """The list metadata of a decoded list."""
+    return ListMeta.model_validate(payload.get("metadata") or {})
 
 
 def read_page(
@@ -93,13 +95,13 @@ def read_page(
     *,
     kind: str,
     report: Callable[[UnreadableObject], None],
-) -> tuple[list[Model], str | None]:
-    """The readable items of one list page and its `continue` token (None on the last page)."""
+) -> tuple[list[Model], ListMeta]:
+    """The readable items of one list page and its list metadata (`continue`, resourceVersion)."""
     try:
         page = _page_model(model).model_validate_json(raw)
     except ValidationError:
         payload = json.loads(raw)
-        return read_each(model, payload.get("items") or [], kind=kind, report=report), list_continue(payload)
+        return read_each(model, payload.get("items") or [], kind=kind, report=report), list_meta(payload)
     items: list[Model] = page.items or []  # type: ignore[attr-defined]
     meta: ListMeta = page.metadata  # type: ignore[attr-defined]
-    return items, meta.continue_ or None
+    return items, meta

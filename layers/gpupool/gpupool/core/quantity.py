@@ -12,6 +12,7 @@ Must not: read files, log, or know what a quantity measures.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from enum import Enum
 from fractions import Fraction
 from functools import lru_cache, total_ordering
@@ -20,7 +21,7 @@ from typing import Annotated, Any
 from pydantic import GetCoreSchemaHandler, PlainSerializer
 from pydantic_core import core_schema
 
-__all__ = ["Quantity", "QuantityError", "QuantityField", "parse_quantity"]
+__all__ = ["Quantity", "QuantityError", "QuantityField", "parse_quantity", "sum_quantities"]
 
 
 class QuantityError(ValueError):
@@ -218,6 +219,20 @@ def _parse_text(text: str) -> Quantity:
     quantities ("8", "16Gi", "125"), and exact parsing costs ~0.2 ms each. Safe to share:
     a Quantity is immutable. Errors are not cached (they raise every time)."""
     return Quantity._from_text(text)
+
+
+def sum_quantities(quantities: Iterable[Quantity]) -> Quantity:
+    """Zero plus each of `quantities` in turn, in one pass: the value and the format `+` gives
+    (a sum that is zero takes the format of what is added next), adding whole values as ints
+    (a pool's thousands of nodes are summed per decision)."""
+    total: int | Fraction = 0
+    fmt = _Format.DECIMAL_SI
+    for quantity in quantities:
+        if total == 0:
+            fmt = quantity._format
+        value = quantity._value
+        total = total + (value.numerator if value.denominator == 1 else value)
+    return Quantity._exact(Fraction(total), fmt)
 
 
 def parse_quantity(text: str | int | float | Quantity) -> Quantity:

@@ -11,8 +11,17 @@ GPUPOOL_RELAY_HMAC_SECRET_ID); nothing configured refuses every call.
 ``functions/<name>/app.py`` binds it to one function: ``make_handler = partial(make_handler,
 "launch")``, ``handler = make_handler()``.
 
+Init: where Lambda runs the init phase off a request's path — SnapStart (the phase runs once,
+when a version is published, and its memory is snapshotted) and provisioned concurrency — it says
+so in ``AWS_LAMBDA_INITIALIZATION_TYPE`` (``snap-start`` / ``provisioned-concurrency``), and
+``make_handler`` then imports the function's service and the adapters' modules (boto3, the
+kubernetes client) at init (``PRELOADED``): what an on-demand cold start imports at its first
+event is in the snapshot instead. Clients and credentials are still made at the first event
+(SnapStart: a snapshot must not hold credentials or connections).
+
 Must not: decide anything, talk to AWS or Kubernetes itself, or import boto3 / kubernetes at
-module import (``gpupool.adapters.wiring`` is imported when the first real event needs deps).
+module import of an on-demand function (``gpupool.adapters.wiring`` is imported when the first
+real event needs deps).
 """
 
 from __future__ import annotations
@@ -24,13 +33,32 @@ from typing import TYPE_CHECKING, Any
 from gpupool.core.intake.aws import intake_aws
 from gpupool.core.intake.envelope import Intake
 from gpupool.core.intake.routing import FunctionName
-from gpupool.handlers.common import Handler, ServiceEntry, build_handler
+from gpupool.handlers.common import SERVICE_ENTRIES, Handler, ServiceEntry, build_handler
 from gpupool.handlers.relay_auth import RelayAuthReader
 
 if TYPE_CHECKING:
     from gpupool.service.deps import Deps
 
-__all__ = ["aws_deps", "make_handler"]
+__all__ = ["INIT_OFF_THE_REQUEST_PATH", "PRELOADED", "aws_deps", "make_handler", "preload"]
+
+# AWS_LAMBDA_INITIALIZATION_TYPE values whose init phase no request waits for.
+INIT_OFF_THE_REQUEST_PATH = frozenset({"snap-start", "provisioned-concurrency"})
+# Imported by `preload`: what deps are built from (`gpupool.adapters.wiring` imports them lazily).
+PRELOADED = (
+    "gpupool.adapters.wiring",
+    "gpupool.adapters.kube",
+    "gpupool.adapters.kube_auth",
+    "gpupool.adapters.ec2",
+)
+
+
+def preload(function: FunctionName) -> None:
+    """Import the function's service and the adapters' modules now (no client is built)."""
+    import importlib
+
+    SERVICE_ENTRIES[function]()
+    for module in (*PRELOADED, "boto3", "kubernetes.config"):
+        importlib.import_module(module)
 
 
 def aws_deps() -> Deps:
@@ -59,6 +87,8 @@ def make_handler(
     Tests and ``gpupool invoke`` pass fakes or sandbox-backed deps here; nothing is patched.
     """
     settings = os.environ if environ is None else environ
+    if settings.get("AWS_LAMBDA_INITIALIZATION_TYPE") in INIT_OFF_THE_REQUEST_PATH:
+        preload(function)
 
     def secret(secret_id: str) -> str:  # a Secrets Manager secret (imports boto3 on first use)
         from gpupool.adapters.wiring import aws_secret

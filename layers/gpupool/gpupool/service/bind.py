@@ -7,6 +7,8 @@ replaces the node at once. For every cause: plan_claim_lifecycle over all claims
 adopt instances found by tag, launch / registration timeouts, deleting claims terminate
 their instance then release the finalizer). For the periodic Sweep: plan_orphan_sweep and
 plan_orphan_nodes too. Then the status of every pool whose claims changed is brought up to date.
+The invocation reads the cluster once (`cluster_view`): claims, node summaries and GPUNodes (and
+the pools when a status is due); every decision reads that, with this invocation's writes folded in.
 
 Must not: launch instances (launch does, under the pool lease) or decide itself.
 """
@@ -22,6 +24,7 @@ from gpupool.core.intake.routing import BindCause
 from gpupool.core.model.claim_state import LaunchedMode, claim_mode, node_claim
 from gpupool.core.model.instance import ManagedInstance
 from gpupool.core.model.nodeclaim import GPUNodeClaim
+from gpupool.service.cluster_view import reading_once
 from gpupool.service.deps import Deps
 from gpupool.service.errors import DomainError
 from gpupool.service.executor import Executor
@@ -37,6 +40,7 @@ _LOST_STATES = ("stopping", "stopped", "shutting-down", "terminated")
 def handle_bind(cause: object, deps: Deps, *, dry_run: bool = False) -> Outcome:
     if not isinstance(cause, BindCause):
         return acknowledge(cause, function="bind")
+    deps = reading_once(deps)
     outcome = Outcome()
     executor = Executor(deps, event_id=cause.event_id, dry_run=dry_run)
     try:
@@ -73,8 +77,8 @@ def _bind(
     outcome: Outcome,
 ) -> None:
     cluster, settings = deps.cluster, deps.settings
-    claims = cluster.list_claims()
-    nodes = cluster.list_nodes()
+    reads = ClusterReads.load(deps)
+    claims, nodes = list(reads.claims), list(reads.nodes)
     if isinstance(cause, InstanceStateChanged) and cause.state in _LOST_STATES:
         claim = _claim_of_instance(cause.instance_id, claims, deps)
         node = next((n for n in nodes if claim is not None and node_claim(n) == claim.name), None)
@@ -95,7 +99,7 @@ def _bind(
         claims,
         nodes,
         [*live, *described],
-        gpu_nodes=cluster.list_gpu_nodes(),
+        gpu_nodes=reads.gpu_nodes,
         now=deps.clock.now(),
         policy=policy,
     )

@@ -1,13 +1,16 @@
 """The launch entry point: close every (or one) pool's capacity gap, claim first, instance second.
 
 Role: `handle_launch(cause, deps, *, dry_run=False) -> Outcome` for Reconcile causes. Keeps
-GPUPools in sync with TensorFusionCluster.spec.gpuPools, then per pool: takes the pool's
-Lease (`pool_lease`: two invocations never fill one gap twice, and a compaction never runs in
-between — the loser reports that the pool is busy; the next trigger re-decides), and in
-rounds: fresh snapshot → plan_launch → apply (each claim's node through the Compute of its
-mode: the cloud's, or Karpenter's NodeClaims); launch failures become plan_launch_failure
-plans (capacity errors mark the offering unavailable in the pool, so the next round picks the
-next cheapest). Ends with the pool status.
+GPUPools in sync with TensorFusionCluster.spec.gpuPools, takes the Lease of every pool it
+reconciles (`pool_lease`: two invocations never fill one gap twice, and a compaction never runs
+in between — the loser reports that the pool is busy; the next trigger re-decides) before it
+reads what the decisions need, then per pool in rounds: snapshot → plan_launch → apply (each
+claim's node through the Compute of its mode: the cloud's, or Karpenter's NodeClaims); launch
+failures become plan_launch_failure plans (capacity errors mark the offering unavailable in the
+pool, so the next round picks the next cheapest). Ends with the pool status. The invocation
+reads the cluster once (`cluster_view`): claims, node summaries, GPUNodes and node classes — no
+pods — and every round and the closing status decide from that read with this invocation's
+writes folded in.
 An `InstanceInterruption` (Spot warning, ECS preemption, rebalance recommendation) is handled as
 Karpenter does (`decisions.interruption`): the claim behind the instance (`service.interruption`)
 is marked, its offering marked unavailable and its node cordoned (a Karpenter-mode claim's
@@ -35,6 +38,7 @@ from gpupool.core.planning.plan import ApplyPool, LaunchInstance, OfferingRef, P
 from gpupool.core.planning.pool_gauges import measure_pool
 from gpupool.core.planning.snapshot import PoolSnapshot
 from gpupool.service.autoselect import expand_autoselect
+from gpupool.service.cluster_view import ClusterView, reading_once
 from gpupool.service.connection import refresh_connection_status
 from gpupool.service.deps import Deps
 from gpupool.service.errors import CapacityUnavailable, DomainError, NotFound, PermanentError
@@ -65,6 +69,7 @@ def handle_launch(cause: object, deps: Deps, *, dry_run: bool = False) -> Outcom
     """Reconcile one pool (`cause.pool`) or all; other causes are acknowledged with a reason."""
     if not isinstance(cause, LaunchCause):
         return acknowledge(cause, function="launch")
+    deps = reading_once(deps)
     outcome = Outcome()
     executor = Executor(deps, event_id=cause.event_id, dry_run=dry_run)
     if isinstance(cause, InstanceInterruption):
@@ -89,14 +94,48 @@ def handle_launch(cause: object, deps: Deps, *, dry_run: bool = False) -> Outcom
     pools = [by_name[n] for n in sorted(by_name)]
     if cause.pool and not pools:
         outcome.note(f"pool {cause.pool} not found")
+    leases = _hold_leases(pools, deps, outcome, dry_run=dry_run)
+    try:
+        for pool in pools:
+            lease = leases.get(pool.name)
+            if lease is None:
+                continue
+            try:
+                _launch_pool(pool.name, deps, executor, outcome, lease, preview=preview.get(pool.name))
+            except DomainError as error:
+                outcome.fail(
+                    f"pool {pool.name}: {type(error).__name__}: {error.message}", retryable=error.retryable
+                )
+    finally:
+        for lease in leases.values():
+            lease.release()
+    return outcome
+
+
+def _busy(pool: str) -> str:
+    return f"pool {pool}: another invocation holds the pool's lease; the next trigger re-decides"
+
+
+def _hold_leases(
+    pools: list[GPUPool], deps: Deps, outcome: Outcome, *, dry_run: bool
+) -> dict[str, PoolLease]:
+    """The Lease of each pool this invocation may reconcile, taken before anything is read for
+    them (so no other invocation's writes to those pools land between the read and the decision)."""
+    held: dict[str, PoolLease] = {}
     for pool in pools:
+        lease = PoolLease(deps, pool.name, dry_run=dry_run)
         try:
-            _launch_pool(pool.name, deps, executor, outcome, dry_run=dry_run, preview=preview.get(pool.name))
+            taken = lease.hold()
         except DomainError as error:
             outcome.fail(
                 f"pool {pool.name}: {type(error).__name__}: {error.message}", retryable=error.retryable
             )
-    return outcome
+            continue
+        if taken:
+            held[pool.name] = lease
+        else:
+            outcome.note(_busy(pool.name))
+    return held
 
 
 def _interruption(
@@ -119,15 +158,29 @@ def _interruption(
     _record(outcome, plan.now, executor.apply(plan.now))
     replaced = any(a.kind == "mark-claim-interrupted" for a in plan.now.actions)
     if replaced and found.pool is not None:
-        _launch_pool(
-            found.pool.name,
-            deps,
-            executor,
-            outcome,
-            dry_run=dry_run,
-            lease_wait=deps.settings.interruption_lease_wait,
-        )
+        _replace_interrupted(found.pool.name, deps, executor, outcome, dry_run=dry_run)
     _record(outcome, plan.drain, executor.apply(plan.drain))
+
+
+def _replace_interrupted(
+    name: str, deps: Deps, executor: Executor, outcome: Outcome, *, dry_run: bool
+) -> None:
+    """The pool's launch rounds right away, waiting up to `settings.interruption_lease_wait` for
+    its Lease; what was read before the Lease was taken is read again under it."""
+    lease = PoolLease(deps, name, dry_run=dry_run)
+    waited = timedelta(0)
+    while not lease.hold():
+        if waited >= deps.settings.interruption_lease_wait:
+            outcome.note(_busy(name))
+            return
+        deps.sleep(_LEASE_POLL.total_seconds())
+        waited += _LEASE_POLL
+    try:
+        if isinstance(deps.cluster, ClusterView):
+            deps.cluster.refresh()
+        _launch_pool(name, deps, executor, outcome, lease)
+    finally:
+        lease.release()
 
 
 def _pools_after(sync_plan: Plan) -> dict[str, GPUPool]:
@@ -140,38 +193,25 @@ def _launch_pool(
     deps: Deps,
     executor: Executor,
     outcome: Outcome,
+    lease: PoolLease,
     *,
-    dry_run: bool,
     preview: GPUPool | None = None,
-    lease_wait: timedelta = timedelta(0),
 ) -> None:
     cluster, settings = deps.cluster, deps.settings
-    lease = PoolLease(deps, name, dry_run=dry_run)
-    waited = timedelta(0)
-    while not lease.hold():
-        if waited >= lease_wait:
-            outcome.note(
-                f"pool {name}: another invocation holds the pool's lease; the next trigger re-decides"
-            )
+    for _ in range(settings.max_launch_rounds):
+        if not _launch_round(name, deps, executor, outcome, preview=preview) or executor.dry_run:
+            break
+        if not lease.hold():  # renew before the next round; lost it → someone else continues
+            outcome.note(f"pool {name}: the pool's lease was lost; another invocation continues")
             return
-        deps.sleep(_LEASE_POLL.total_seconds())  # an interruption's replacement waits for it a while
-        waited += _LEASE_POLL
     try:
-        for _ in range(settings.max_launch_rounds):
-            if not _launch_round(name, deps, executor, outcome, preview=preview) or dry_run:
-                break
-            if not lease.hold():  # renew before the next round; lost it → someone else continues
-                outcome.note(f"pool {name}: the pool's lease was lost; another invocation continues")
-                return
-        try:
-            snapshot = snapshot_of(deps, preview or cluster.get_pool(name), ClusterReads.load(deps))
-        except NotFound:
-            return
-        status = plan_pool_status(snapshot, now=deps.clock.now())
-        _record(outcome, status, executor.apply(status))
-        outcome.gauges.append(measure_pool(snapshot))  # gap, cost, budget use: the handler emits them
-    finally:
-        lease.release()
+        reads = ClusterReads.load(deps, node_classes=True)
+        snapshot = snapshot_of(deps, preview or cluster.get_pool(name), reads)
+    except NotFound:
+        return
+    status = plan_pool_status(snapshot, now=deps.clock.now())
+    _record(outcome, status, executor.apply(status))
+    outcome.gauges.append(measure_pool(snapshot))  # gap, cost, budget use: the handler emits them
 
 
 def _launchable(deps: Deps, snapshot: PoolSnapshot) -> list[OfferingRef]:
@@ -201,7 +241,7 @@ def _launch_round(
     if pool.spec.node_manager_config.provisioning_mode == "AutoSelect":  # expands per pod instead
         expand_autoselect(pool, deps, executor, outcome)
         return False
-    snapshot = snapshot_of(deps, pool, ClusterReads.load(deps))
+    snapshot = snapshot_of(deps, pool, ClusterReads.load(deps, node_classes=True))
     suffixes = [deps.new_suffix() for _ in range(settings.max_nodes_per_plan)]
     plan = plan_launch(
         snapshot,

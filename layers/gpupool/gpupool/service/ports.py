@@ -120,7 +120,9 @@ class Compute(Protocol):
 class Cluster(Protocol):
     """Kubernetes objects. Reads return pydantic models with `metadata.resourceVersion` set;
     writes that take `resource_version` raise Conflict when it is stale. Cluster-scoped
-    tensor-fusion.ai objects are addressed by name."""
+    tensor-fusion.ai objects are addressed by name. A list returns the objects as the API server
+    holds them when it answers (an adapter may keep what it listed and bring it up to date
+    incrementally; what it returns is what a list at that moment returns)."""
 
     # ---- reads ---------------------------------------------------------------------------
     def list_clusters(self) -> list[TensorFusionCluster]:
@@ -148,22 +150,33 @@ class Cluster(Protocol):
         """One GPUNodeClaim, freshly read. Raises: NotFound, Throttled, PermanentError."""
         ...
 
-    def list_nodes(self) -> list[Node]:
-        """Every core v1 Node. Raises: Throttled, PermanentError."""
+    def list_nodes(self, *, summary: bool = False, labels: Mapping[str, str] | None = None) -> list[Node]:
+        """Core v1 Nodes, in name order. `labels`: only those carrying every one of these labels
+        (an equality label selector, applied by the API server). `summary`: each Node holds what
+        its row in `kubectl get nodes` holds and nothing more — its metadata (name, uid,
+        resourceVersion, labels, annotations, owner references, creation and deletion
+        timestamps), `spec.unschedulable`, and one `Ready` condition whose status is "True" when
+        the node is Ready and "False" when its Ready condition is False or Unknown (no condition
+        when it reports none); taints, capacity, addresses and the rest are empty.
+        Raises: Throttled, PermanentError."""
         ...
 
-    def list_gpu_nodes(self) -> list[GPUNode]:
-        """Every GPUNode. Raises: Throttled, PermanentError."""
+    def list_gpu_nodes(self, *, summary: bool = False) -> list[GPUNode]:
+        """Every GPUNode, in name order. `summary`: each holds what its row in `kubectl get
+        gpunodes` holds and nothing more — its metadata, and in its status the phase, total and
+        available TFLOPS and VRAM and the GPU count (no status when it has none); the spec and
+        the rest of the status are empty. Raises: Throttled, PermanentError."""
         ...
 
     def list_gpus(self) -> list[GPU]:
         """Every GPU. Raises: Throttled, PermanentError."""
         ...
 
-    def list_pods(self, *, node_name: str | None = None, worker_only: bool = False) -> list[Pod]:
-        """Pods in all namespaces; `node_name` limits to pods bound to that node (field selector
-        spec.nodeName), `worker_only` to TensorFusion workers (labels `tensor-fusion.ai/enabled=true`,
-        `tensor-fusion.ai/component=worker`). Raises: Throttled, PermanentError."""
+    def list_pods(self, *, node_name: str | None = None, phase: str | None = None) -> list[Pod]:
+        """Pods in all namespaces, in (namespace, name) order, picked by the API server's field
+        selectors: `node_name` — those bound to that node (`spec.nodeName`; "" — those bound to no
+        node), `phase` — those in that `status.phase` (the API server sets Pending on create).
+        Raises: Throttled, PermanentError."""
         ...
 
     def update_cluster_status(

@@ -1,12 +1,16 @@
 """plan_compaction: remove idle nodes the pool does not need, never below warm or min.
 
-Role: DESIGN §3. A node is a candidate when its GPUNode reports capacity, it runs no
-TensorFusion workers, it is older than the protection window (5 min), and neither the node
-nor its GPUNode says `tensor-fusion.ai/do-not-disrupt=true`. Candidates are removed one at a
-time while, after removal, available ≥ warm and total ≥ min in TFLOPS and VRAM (subtracting
-as it goes). Provisioned/Karpenter: delete the claim (its finalizer terminates the instance);
-AutoSelect: label the node `tensor-fusion.ai/should-delete=true`. Skipped while claims are in
-flight. Also `compaction_due`: the pool's nodeCompaction.period and manual-compaction annotation.
+Role: DESIGN §3. A node is a candidate when its GPUNode reports capacity and none of it allocated
+(`gpus_in_use`), it runs no TensorFusion pods, it is older than the protection window (5 min), and
+neither the node nor its GPUNode says `tensor-fusion.ai/do-not-disrupt=true`. A node whose pods the
+snapshot does not hold (`PoolSnapshot.pods_known`) is taken as running none: the service reads the
+pods of each node this plans to remove and plans again until every removal is on a node whose pods
+it read (`unconfirmed_removals`); a candidate kept for warm/min takes nothing away, so the removals
+are those a snapshot holding every node's pods gives. Candidates are removed one at a time while,
+after removal, available ≥ warm and total ≥ min in TFLOPS and VRAM (subtracting as it goes).
+Provisioned/Karpenter: delete the claim (its finalizer terminates the instance); AutoSelect: label
+the node `tensor-fusion.ai/should-delete=true`. Skipped while claims are in flight. Also
+`compaction_due`: the pool's nodeCompaction.period and manual-compaction annotation.
 
 Must not: perform I/O or read the clock; the service re-validates right before deleting by
 calling this again on a fresh snapshot.
@@ -26,10 +30,10 @@ from gpupool.core.model.constants import (
 from gpupool.core.model.foreign import Node
 from gpupool.core.model.pool import ResourceAmount
 from gpupool.core.planning.plan import Action, DeleteClaim, LabelNode, Plan, RecordEvent
-from gpupool.core.planning.snapshot import PoolSnapshot
-from gpupool.core.quantity import Quantity
+from gpupool.core.planning.snapshot import PoolSnapshot, gpus_in_use
+from gpupool.core.quantity import Quantity, sum_quantities
 
-__all__ = ["compaction_due", "compaction_period", "plan_compaction"]
+__all__ = ["compaction_due", "compaction_period", "plan_compaction", "unconfirmed_removals"]
 
 ZERO = Quantity(0)
 
@@ -86,8 +90,10 @@ def _candidates(snapshot: PoolSnapshot, now: datetime, protection: timedelta) ->
             skipped.append(f"node {node.name}: its claim is already going away")
         elif node.metadata.labels.get(LABEL_SHOULD_DELETE) == "true":
             skipped.append(f"node {node.name}: already marked should-delete")
+        elif gpus_in_use(gpu_node):
+            skipped.append(f"node {node.name}: its GPUNode reports GPU capacity allocated")
         elif snapshot.workers_on(node.name):
-            skipped.append(f"node {node.name}: runs TensorFusion workers")
+            skipped.append(f"node {node.name}: runs TensorFusion pods")
         elif created is None or now - created < protection:
             skipped.append(f"node {node.name}: younger than the {protection} protection window")
         elif do_not_disrupt(node, gpu_node):
@@ -110,8 +116,7 @@ def plan_compaction(snapshot: PoolSnapshot, *, now: datetime, protection: timede
     minimum = config.min_resources if config else None
     mode = pool.spec.node_manager_config.provisioning_mode
     candidates, reasons = _candidates(snapshot, now, protection)
-    totals = {"tflops": ZERO, "vram": ZERO}
-    available = {"tflops": ZERO, "vram": ZERO}
+    counted = []
     for node in snapshot.nodes:
         gpu_node = snapshot.gpu_node(node.name)
         owner = node_claim(node)
@@ -119,9 +124,15 @@ def plan_compaction(snapshot: PoolSnapshot, *, now: datetime, protection: timede
             continue
         if owner is not None and (claim := snapshot.claim(owner)) is not None and not claim_counts(claim):
             continue
-        for dim in totals:
-            totals[dim] += getattr(gpu_node.status, f"total_{dim}") or ZERO
-            available[dim] += getattr(gpu_node.status, f"available_{dim}") or ZERO
+        counted.append(gpu_node.status)
+    totals = {
+        "tflops": sum_quantities(s.total_tflops or ZERO for s in counted),
+        "vram": sum_quantities(s.total_vram or ZERO for s in counted),
+    }
+    available = {
+        "tflops": sum_quantities(s.available_tflops or ZERO for s in counted),
+        "vram": sum_quantities(s.available_vram or ZERO for s in counted),
+    }
     actions: list[Action] = []
     for node in candidates:
         status = snapshot.gpu_node(node.name).status  # type: ignore[union-attr]
@@ -157,3 +168,9 @@ def plan_compaction(snapshot: PoolSnapshot, *, now: datetime, protection: timede
         )
         reasons.append(f"node {node.name}: {message}: remove")
     return Plan(actions=tuple(actions), reasons=tuple(reasons))
+
+
+def unconfirmed_removals(snapshot: PoolSnapshot, plan: Plan) -> tuple[str, ...]:
+    """The nodes `plan` removes whose pods `snapshot` does not hold: read them, then plan again."""
+    nodes = (a.targets().get("node") for a in plan.actions if isinstance(a, DeleteClaim | LabelNode))
+    return tuple(n for n in nodes if n is not None and not snapshot.pods_known(n))

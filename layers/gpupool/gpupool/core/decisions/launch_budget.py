@@ -6,7 +6,8 @@ read (`NodeLaunchFailed`, nothing new launched). `plan_budget_overrun(snapshot)`
 claims that keep billing already pass the ceiling: a `BudgetExceeded` Warning (both strategies)
 and, for `budgetExceedStrategy: AlertAndTerminateVM`, `DeleteClaim`s (the claim's finalizer
 drains the node and terminates its instance) — interrupted claims first, then claims without a
-node, then nodes without workers, then the rest; most expensive first within each; never a node
+node, then nodes not in use (no TensorFusion pods read on them, no GPU capacity their GPUNode
+reports allocated: `PoolSnapshot.in_use`), then the rest; most expensive first within each; never a node
 or GPUNode marked do-not-disrupt. Kept apart from `launch.py` so launch modes can change there
 without touching budgets.
 
@@ -100,7 +101,7 @@ def _termination_order(snapshot: PoolSnapshot, billing: Sequence[GPUNodeClaim]) 
         elif node is None:
             group = 1
         else:
-            group = 2 if not snapshot.workers_on(node.name) else 3
+            group = 2 if not snapshot.in_use(node.name) else 3
         return group, -claim_hourly(claim), claim.name
 
     candidates = []

@@ -19,12 +19,13 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    GetCoreSchemaHandler,
     SerializerFunctionWrapHandler,
     WithJsonSchema,
     model_serializer,
-    model_validator,
 )
 from pydantic.alias_generators import to_camel
+from pydantic_core import CoreSchema, PydanticCustomError, core_schema
 
 from gpupool.core.quantity import Quantity
 
@@ -237,6 +238,55 @@ class ObservedResource(StatusModel):
     compute: Qty | None = None
 
 
+_BLOCKS = ("spec", "status", "metadata")
+_NULL_IS_ABSENT = "gpupool-null-is-absent"
+
+
+def _null_is_absent(field: Any) -> None:
+    """Make one model field's schema read JSON null as the field being absent: its default (or
+    `Field required` when it has none). Its JSON schema stays the field's own."""
+    inner = field["schema"]
+    target, key = (inner, "schema") if inner.get("type") == "default" else (field, "schema")
+    original = target[key]
+    if (original.get("metadata") or {}).get(_NULL_IS_ABSENT):
+        return
+    if target is inner:
+        factory, default = inner.get("default_factory"), inner.get("default")
+
+        def absent(value: Any) -> Any:
+            if value is None:
+                return factory() if factory is not None else default
+            return value
+
+    else:
+
+        def absent(value: Any) -> Any:
+            if value is None:
+                raise PydanticCustomError("missing", "Field required")
+            return value
+
+    target[key] = core_schema.no_info_after_validator_function(
+        absent,
+        core_schema.nullable_schema(original),
+        metadata={
+            _NULL_IS_ABSENT: True,
+            "pydantic_js_functions": [lambda _schema, handler: handler(original)],
+        },
+    )
+
+
+def _null_blocks_read_as_absent(schema: Any) -> None:
+    node = schema
+    while node.get("type") in ("definitions", "function-before", "function-after", "function-wrap"):
+        node = node["schema"]
+    if node.get("type") != "model":
+        return
+    fields = node["schema"].get("fields", {}) if node["schema"].get("type") == "model-fields" else {}
+    for name in _BLOCKS:
+        if name in fields:
+            _null_is_absent(fields[name])
+
+
 class TopLevel(_Model):
     """A top-level object: apiVersion, kind, metadata (spec and status per kind).
 
@@ -262,14 +312,15 @@ class TopLevel(_Model):
     kind: str = ""
     metadata: ObjectMeta = Field(default_factory=ObjectMeta)
 
-    @model_validator(mode="before")
     @classmethod
-    def _null_blocks_are_absent(cls, data: Any) -> Any:
+    def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
         # The API server stores `spec: null` (or `status: null`) as written; TensorFusion reads
-        # it as an empty block, and so does gpupool.
-        if isinstance(data, dict) and any(data.get(k, ...) is None for k in ("spec", "status", "metadata")):
-            return {k: v for k, v in data.items() if not (k in ("spec", "status", "metadata") and v is None)}
-        return data
+        # it as an empty block, and so does gpupool: a null block reads as an absent one. Done in
+        # the fields' schemas, not in a model validator, so reading JSON never builds a dict of
+        # the whole object first (a "before" validator would, for every object of every list).
+        schema = handler(source)
+        _null_blocks_read_as_absent(schema)
+        return schema
 
     def to_manifest(self) -> dict[str, Any]:
         """The object as Kubernetes JSON (camelCase, no nulls)."""

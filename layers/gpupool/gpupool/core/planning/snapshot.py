@@ -1,9 +1,10 @@
 """The typed view a decision reads: one pool and everything that belongs to it, and its capacity.
 
 Role: `PoolSnapshot`, the frozen record the service assembles from the `Cluster` port (the
-pool, its node class, claims, nodes, GPUNodes and TensorFusion workers, cut by
-`planning.membership`), and `pool_capacity` — what the pool has and has coming, the one
-accounting the gap, the pool status and the gauges use. What a claim's record means (phase,
+pool, its node class, claims, nodes, GPUNodes and the TensorFusion pods on the nodes whose pods
+were read, cut by `planning.membership`), `gpus_in_use` (a GPUNode reporting less available
+than its total), and `pool_capacity` — what the pool has and has coming, the one accounting the
+gap, the pool status and the gauges use. What a claim's record means (phase,
 whether it counts, which node it owns) is the model's (`core.model.claim_state`).
 
 Must not: load anything, read the clock, or decide; decisions live in `gpupool.core.decisions`.
@@ -19,13 +20,13 @@ from pydantic import BaseModel, ConfigDict
 
 from gpupool.core.model.claim_state import claim_counts, node_claim
 from gpupool.core.model.foreign import Node, Pod
-from gpupool.core.model.node import GPUNode
+from gpupool.core.model.node import GPUNode, GPUNodeStatus
 from gpupool.core.model.nodeclaim import GPUNodeClaim
 from gpupool.core.model.nodeclass import GPUNodeClass
 from gpupool.core.model.pool import GPUPool
-from gpupool.core.quantity import Quantity
+from gpupool.core.quantity import Quantity, sum_quantities
 
-__all__ = ["PoolCapacity", "PoolSnapshot", "pool_capacity"]
+__all__ = ["PoolCapacity", "PoolSnapshot", "gpus_in_use", "pool_capacity"]
 
 ZERO = Quantity(0)
 
@@ -38,7 +39,9 @@ class PoolSnapshot(_Frozen):
     """One pool as read at one moment: its claims, nodes, GPUNodes and TensorFusion workers.
 
     `nodes` and `gpu_nodes` are the pool's (by claim label or GPUNode pool label);
-    `worker_pods` are TensorFusion worker pods on those nodes.
+    `worker_pods` are the TensorFusion pods (`core.vocabulary.pods.is_tensorfusion_pod`) on those
+    nodes — on every one when `pods_read_on` is None, else on the nodes it names (the service reads
+    pods node by node, only where a decision needs them; `pods_known` tells which).
     """
 
     cluster_name: str
@@ -48,13 +51,14 @@ class PoolSnapshot(_Frozen):
     nodes: tuple[Node, ...] = ()
     gpu_nodes: tuple[GPUNode, ...] = ()
     worker_pods: tuple[Pod, ...] = ()
+    pods_read_on: frozenset[str] | None = None
 
     @property
     def name(self) -> str:
         return self.pool.name
 
     @cached_property
-    def lookups(self) -> dict[str, tuple[object, dict[str | None, Any]]]:
+    def lookups(self) -> dict[str, tuple[object, Any]]:
         """Indexes built on first use, so a decision looping over thousands of nodes does not
         scan every GPUNode and worker per node. Keyed by field; each remembers the tuple it
         indexed, so a copy with that field replaced builds its own (see `_index`)."""
@@ -86,6 +90,30 @@ class PoolSnapshot(_Frozen):
     def workers_on(self, node_name: str) -> tuple[Pod, ...]:
         return tuple(self._index("worker_pods", lambda p: p.spec.node_name).get(node_name, ()))
 
+    def pods_known(self, node_name: str) -> bool:
+        """Whether `worker_pods` holds this node's pods (they were read)."""
+        return self.pods_read_on is None or node_name in self.pods_read_on
+
+    def in_use(self, node_name: str) -> bool:
+        """The node runs TensorFusion pods (as far as they were read) or its GPUNode reports
+        some of its GPUs' capacity allocated."""
+        return bool(self.workers_on(node_name)) or gpus_in_use(self.gpu_node(node_name))
+
+
+def gpus_in_use(gpu_node: GPUNode | None) -> bool:
+    """The GPUNode reports less TFLOPS or VRAM available than its total: some of it is allocated
+    (TensorFusion's allocator and gpupool's lower `available*` as they place workers)."""
+    status = gpu_node.status if gpu_node is not None else None
+    if status is None:
+        return False
+    return any(
+        total is not None and available is not None and available < total
+        for total, available in (
+            (status.total_tflops, status.available_tflops),
+            (status.total_vram, status.available_vram),
+        )
+    )
+
 
 # ---- capacity ----------------------------------------------------------------------------
 
@@ -114,12 +142,26 @@ def pool_capacity(snapshot: PoolSnapshot) -> PoolCapacity:
 
     A node whose claim no longer counts (deleting, Failed, interrupted) adds nothing: its
     capacity is going away and must be replaced. A counted claim whose node has not reported
-    GPU capacity yet is in flight with what its spec offers (never lost on restart).
+    GPU capacity yet is in flight with what its spec offers (never lost on restart). Worked out
+    once per snapshot (the gap, the status and the gauges all ask).
     """
+    source = (snapshot.claims, snapshot.nodes, snapshot.gpu_nodes)
+    kept = snapshot.lookups.get("capacity")
+    if kept is not None:
+        read_from: tuple[object, object, object] = kept[0]  # type: ignore[assignment]
+        if all(a is b for a, b in zip(read_from, source, strict=True)):
+            found: PoolCapacity = kept[1]
+            return found
+    capacity = _pool_capacity(snapshot)
+    snapshot.lookups["capacity"] = (source, capacity)
+    return capacity
+
+
+def _pool_capacity(snapshot: PoolSnapshot) -> PoolCapacity:
     counted_claims = {c.name for c in snapshot.claims if claim_counts(c)}
     known_claims = {c.name for c in snapshot.claims}
-    total_t = total_v = avail_t = avail_v = ZERO
-    nodes = ready = gpus = 0
+    reported: list[GPUNodeStatus] = []
+    nodes = ready = 0
     reporting_claims: set[str] = set()
     for node in snapshot.nodes:
         owner = node_claim(node)
@@ -130,30 +172,23 @@ def pool_capacity(snapshot: PoolSnapshot) -> PoolCapacity:
         ready += node.is_ready()
         if not _reported(gpu_node) or gpu_node is None or gpu_node.status is None:
             continue
-        status = gpu_node.status
-        total_t += status.total_tflops or ZERO
-        total_v += status.total_vram or ZERO
-        avail_t += status.available_tflops or ZERO
-        avail_v += status.available_vram or ZERO
-        gpus += status.total_gpus or 0
+        reported.append(gpu_node.status)
         if owner:
             reporting_claims.add(owner)
-    flight_t = flight_v = ZERO
-    in_flight = 0
-    for claim in snapshot.claims:
-        if claim.name in counted_claims and claim.name not in reporting_claims:
-            flight_t += claim.spec.tflops_offered
-            flight_v += claim.spec.vram_offered
-            in_flight += 1
+    flying = [
+        claim.spec
+        for claim in snapshot.claims
+        if claim.name in counted_claims and claim.name not in reporting_claims
+    ]
     return PoolCapacity(
-        total_tflops=total_t,
-        total_vram=total_v,
-        available_tflops=avail_t,
-        available_vram=avail_v,
-        in_flight_tflops=flight_t,
-        in_flight_vram=flight_v,
+        total_tflops=sum_quantities(s.total_tflops or ZERO for s in reported),
+        total_vram=sum_quantities(s.total_vram or ZERO for s in reported),
+        available_tflops=sum_quantities(s.available_tflops or ZERO for s in reported),
+        available_vram=sum_quantities(s.available_vram or ZERO for s in reported),
+        in_flight_tflops=sum_quantities(spec.tflops_offered for spec in flying),
+        in_flight_vram=sum_quantities(spec.vram_offered for spec in flying),
         nodes=nodes,
         ready_nodes=ready,
-        gpus=gpus,
-        in_flight_claims=in_flight,
+        gpus=sum(s.total_gpus or 0 for s in reported),
+        in_flight_claims=len(flying),
     )

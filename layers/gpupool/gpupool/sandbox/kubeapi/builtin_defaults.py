@@ -1,14 +1,14 @@
 """Defaults of built-in kinds: what kube-apiserver fills in on create and update.
 
-Values are upstream's (pkg/apis/*/v1/defaults.go and the admission plugins enabled by
-default): pod `restartPolicy: Always`, `dnsPolicy: ClusterFirst`, `schedulerName:
-default-scheduler`, `terminationGracePeriodSeconds: 30`, `serviceAccountName: default`
-(ServiceAccount admission), `enableServiceLinks`, `priority: 0`; container
-`imagePullPolicy` (Always for `:latest` or no tag, else IfNotPresent),
-`terminationMessagePath` / `Policy`, port `protocol: TCP`; Service `type: ClusterIP`,
-`sessionAffinity: None`, IP families and a cluster IP from 10.96.0.0/12; workloads' replicas,
-strategies and history limits; Job's generated selector; Secret `stringData` merged into
-base64 `data` and `type: Opaque`; Namespace's `kubernetes` finalizer and name label.
+Values are upstream's (pkg/apis/*/v1/defaults.go and the admission plugins enabled by default): pod
+`restartPolicy: Always`, `dnsPolicy: ClusterFirst`, `schedulerName: default-scheduler`,
+`terminationGracePeriodSeconds: 30`, `serviceAccountName: default` (ServiceAccount admission),
+`enableServiceLinks`, `priority: 0`; container `imagePullPolicy` (Always for `:latest` or no tag,
+else IfNotPresent), `terminationMessagePath` / `Policy`, port `protocol: TCP`; Service `type:
+ClusterIP`, `sessionAffinity: None`, IP families and a cluster IP from 10.96.0.0/12; workloads'
+replicas, strategies and history limits; a ReplicationController's selector and labels from its
+template; Job's generated selector; Secret `stringData` merged into base64 `data` and `type:
+Opaque`; Namespace's `kubernetes` finalizer and name label.
 
 Must not: validate (see `builtin_rules`) or keep state beyond the cluster-IP allocator passed in.
 """
@@ -101,6 +101,22 @@ def _deployment(obj: JsonObject, _allocate: IpAllocator) -> None:
 
 def _replica_set(obj: JsonObject, _allocate: IpAllocator) -> None:
     obj.setdefault("spec", {}).setdefault("replicas", 1)
+    _template(obj)
+
+
+def _replication_controller(obj: JsonObject, _allocate: IpAllocator) -> None:
+    """Upstream's SetDefaults_ReplicationController: the template's labels stand in for an empty
+    selector and empty labels; one replica."""
+    spec = obj.setdefault("spec", {})
+    template = spec.get("template")
+    labels = (template.get("metadata") or {}).get("labels") if isinstance(template, dict) else None
+    if labels:
+        if not spec.get("selector"):
+            spec["selector"] = dict(labels)
+        metadata = obj.setdefault("metadata", {})
+        if not metadata.get("labels"):
+            metadata["labels"] = dict(labels)
+    spec.setdefault("replicas", 1)
     _template(obj)
 
 
@@ -234,6 +250,7 @@ DEFAULTERS: dict[tuple[str, str], Callable[[JsonObject, IpAllocator], None]] = {
     ("", "Service"): _service,
     ("", "Secret"): _secret,
     ("", "Namespace"): _namespace,
+    ("", "ReplicationController"): _replication_controller,
     ("apps", "Deployment"): _deployment,
     ("apps", "ReplicaSet"): _replica_set,
     ("apps", "DaemonSet"): _daemon_set,

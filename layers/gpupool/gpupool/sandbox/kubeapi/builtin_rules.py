@@ -1,17 +1,16 @@
 """Semantic validation of built-in kinds (422 Invalid), after decoding and defaulting.
 
-From the OpenAPI definition: every `required` field that is absent or an empty string
-(`Required value`; missing numbers and booleans decode to Go's zero values, which the
-per-kind range rules judge) outside `status`, and upstream's enums
-(`Unsupported value`), which the published schemas leave in prose — listed here per Go
-struct and field. Per kind: container names are unique DNS labels, ports in range,
-ConfigMap/Secret keys valid and frozen once `immutable`, a workload's selector matches its
-template and never changes, a Job's pods restart `OnFailure` or `Never`, a Service's
-cluster IP never changes, a PDB sets at most one of `minAvailable` / `maxUnavailable`, an
-APIService's priorities are positive, a core/v1 Event lives in its object's namespace (upstream's
-legacyValidateEvent: without `eventTime`, an Event about a cluster-scoped object only in
-`default`; with it, in `default` or `kube-system`; the reporting fields an Event with `eventTime`
-must also carry are not checked here).
+From the OpenAPI definition: every `required` field that is absent or an empty string (`Required
+value`; missing numbers and booleans decode to Go's zero values, which the per-kind range rules
+judge) outside `status`, and upstream's enums (`Unsupported value`), which the published schemas
+leave in prose — listed here per Go struct and field. Per kind: container names are unique DNS
+labels, ports in range, ConfigMap/Secret keys valid and frozen once `immutable`, a workload's
+selector matches its template and never changes (a v1 ReplicationController's equality selector
+may), a Job's pods restart `OnFailure` or `Never`, a Service's cluster IP never changes, a PDB sets
+at most one of `minAvailable` / `maxUnavailable`, an APIService's priorities are positive, a core/v1
+Event lives in its object's namespace (upstream's legacyValidateEvent: without `eventTime`, an Event
+about a cluster-scoped object only in `default`; with it, in `default` or `kube-system`; the
+reporting fields an Event with `eventTime` must also carry are not checked here).
 Problems are (field path, message) pairs, as the real server lists its causes.
 
 Must not: change the object or reach storage.
@@ -185,6 +184,33 @@ def _workload_problems(obj: JsonObject, old: JsonObject | None) -> Problems:
     return problems
 
 
+def _replication_controller_problems(obj: JsonObject, _old: JsonObject | None) -> Problems:
+    """Upstream's ValidateReplicationControllerSpec: a non-empty equality selector that the
+    template's labels satisfy, and replicas ≥ 0 (the selector may change, unlike apps/v1's)."""
+    spec = obj.get("spec") or {}
+    selector = spec.get("selector")
+    problems: Problems = []
+    if not isinstance(selector, dict) or not selector:
+        problems.append(("spec.selector", "Required value"))
+    template = spec.get("template")
+    if not isinstance(template, dict):
+        problems.append(("spec.template", "Required value"))
+    elif isinstance(selector, dict) and selector:
+        labels = (template.get("metadata") or {}).get("labels") or {}
+        if any(labels.get(key) != value for key, value in selector.items()):
+            problems.append(
+                (
+                    "spec.template.metadata.labels",
+                    "Invalid value: `selector` does not match template `labels`",
+                )
+            )
+        problems += pod_spec_problems(template.get("spec"), "spec.template.spec")
+    replicas = spec.get("replicas")
+    if isinstance(replicas, int) and replicas < 0:
+        problems.append(("spec.replicas", f"Invalid value: {replicas}: must be greater than or equal to 0"))
+    return problems
+
+
 def _job_problems(obj: JsonObject, old: JsonObject | None) -> Problems:
     spec = obj.get("spec") or {}
     template_spec = (spec.get("template") or {}).get("spec") or {}
@@ -256,6 +282,7 @@ KIND_RULES: dict[tuple[str, str], Callable[[JsonObject, JsonObject | None], Prob
     ("", "Secret"): _data_problems,
     ("", "Service"): _service_problems,
     ("", "Event"): _event_problems,
+    ("", "ReplicationController"): _replication_controller_problems,
     ("apps", "Deployment"): _workload_problems,
     ("apps", "ReplicaSet"): _workload_problems,
     ("apps", "DaemonSet"): _workload_problems,

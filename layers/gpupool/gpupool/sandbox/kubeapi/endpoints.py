@@ -161,10 +161,12 @@ def _collection(cluster: ApiOperations, rt: ResourceType, namespace: str | None,
             render=formats.watch_renderer(rt, request.accept, cluster.clock.now),
         )
     if method == "GET":
-        cluster.check_list_version(query.resource_version, query.resource_version_match)
+        limit = cluster.check_list_version(
+            query.resource_version, query.resource_version_match, limit=query.limit
+        )
         if tables.wants_table(request.accept) or formats.wants_metadata(request.accept):
             page, extra, rv = cluster.list_page(
-                rt, namespace, labels, fields, limit=query.limit, continue_token=query.continue_token
+                rt, namespace, labels, fields, limit=limit, continue_token=query.continue_token
             )
             listed = formats.collection(
                 [e.obj for e in page], rt, request.accept, str(rv), cluster.clock.now()
@@ -172,7 +174,7 @@ def _collection(cluster: ApiOperations, rt: ResourceType, namespace: str | None,
             listed.setdefault("metadata", {}).update(extra)
             return 200, listed
         return 200, cluster.list_body(
-            rt, namespace, labels, fields, limit=query.limit, continue_token=query.continue_token
+            rt, namespace, labels, fields, limit=limit, continue_token=query.continue_token
         )
     if method == "DELETE":
         entries, _rv = cluster.matching_entries(rt, namespace, labels, fields)

@@ -32,6 +32,9 @@ class ApiError(Exception):
         self.details = details
 
     def status_body(self) -> JsonObject:
+        """The Status, its keys in the order kube-apiserver writes them (the Go struct's field
+        order: kind, apiVersion, metadata, status, message, reason, details, code) — clients
+        that print the body, such as the Python client's `FailToCreateError`, show it as is."""
         body: JsonObject = {
             "kind": "Status",
             "apiVersion": "v1",
@@ -39,17 +42,22 @@ class ApiError(Exception):
             "status": "Failure",
             "message": self.message,
             "reason": self.reason,
-            "code": self.code,
         }
         if self.details is not None:
-            body["details"] = self.details
+            order = ("name", "group", "kind", "uid", "causes", "retryAfterSeconds")
+            body["details"] = {
+                **{k: self.details[k] for k in order if k in self.details},
+                **{k: v for k, v in self.details.items() if k not in order},
+            }
+        body["code"] = self.code
         return body
 
 
 def _details(name: str, group: str, plural: str) -> JsonObject:
-    details: JsonObject = {"name": name, "kind": plural}
+    details: JsonObject = {"name": name}
     if group:
         details["group"] = group
+    details["kind"] = plural
     return details
 
 

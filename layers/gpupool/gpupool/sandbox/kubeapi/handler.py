@@ -104,7 +104,10 @@ class KubeRequestHandler(BaseHTTPRequestHandler):
             raise errors.bad_request(f"the request body is not valid JSON: {exc}") from exc
 
     def _send_json(self, code: int, payload: JsonObject | bytes, warnings: list[str] | None = None) -> None:
+        # kube-apiserver's JSON encoder ends every body with a newline (Go's json.Encoder).
         data = payload if isinstance(payload, bytes) else json.dumps(payload, separators=(",", ":")).encode()
+        if data[-1:] in (b"}", b"]"):
+            data += b"\n"
         self.send_response(code)
         self.send_header("Content-Type", "application/json")
         for warning in warnings or []:

@@ -10,7 +10,13 @@ given whenever objects follow the page's last one, matching or not (a page may t
 fewer than `limit` items, or none).
 A `resourceVersion` newer than the server's is waited for briefly and then refused with
 upstream's 504 "Too large resource version"; `resourceVersionMatch=Exact` on any version but
-the current one is 410 Expired (the sandbox keeps no old snapshots).
+the current one is 410 Expired (the sandbox keeps no old snapshots), and so is a paged list
+(`limit`) naming a version without a match, which upstream reads as Exact (the API concepts'
+"semantics for list" table). `resourceVersion=0` ("any version") is served as kube-apiserver's
+watch cache serves it: the newest state, in one response — a `limit` with it is ignored and no
+`continue` is given (`shouldDelegateList` sends such lists to the cache, which does not page;
+servers with the cache-snapshot pagination of v1.33+ may page them). Without a resourceVersion a
+list is the newest state ("most recent").
 
 Must not: change state, or parse selectors (the caller passes the predicate).
 """
@@ -126,6 +132,18 @@ def too_large(wanted: int, current: int) -> errors.ApiError:
             "retryAfterSeconds": 1,
         },
     )
+
+
+def effective_match(resource_version: str, match: str, limit: int) -> str:
+    """The match upstream applies: a paged list naming a version (not 0) without one is Exact."""
+    if not match and limit > 0 and _requested(resource_version) is not None:
+        return "Exact"
+    return match
+
+
+def served_limit(resource_version: str, limit: int) -> int:
+    """The page size served: none for resourceVersion=0 (the watch cache's whole list)."""
+    return 0 if resource_version == "0" else limit
 
 
 def check_exact(store: Store, resource_version: str, match: str) -> None:

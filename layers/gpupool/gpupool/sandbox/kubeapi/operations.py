@@ -102,10 +102,15 @@ class ApiOperations:
             rt, page, resource_version, lambda entry: self.encode(rt, entry), extra_metadata=extra
         )
 
-    def check_list_version(self, resource_version: str, match: str) -> None:
-        """A list at a future resourceVersion waits briefly, then 504; Exact needs the current one."""
+    def check_list_version(self, resource_version: str, match: str, *, limit: int = 0) -> int:
+        """A list at a future resourceVersion waits briefly, then 504; Exact needs the current one
+        (a paged list naming a version without a match is Exact, as upstream); returns the page
+        size to serve (`listing.served_limit`: none for resourceVersion=0)."""
         listing.wait_for_version(self.store, resource_version, self.too_large_wait_seconds)
-        listing.check_exact(self.store, resource_version, match)
+        listing.check_exact(
+            self.store, resource_version, listing.effective_match(resource_version, match, limit)
+        )
+        return listing.served_limit(resource_version, limit)
 
     def check_watch_start(self, resource_version: str) -> None:
         """A watch from a future resourceVersion waits briefly, then 504 Too large resource version."""

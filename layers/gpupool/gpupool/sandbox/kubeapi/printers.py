@@ -116,8 +116,14 @@ def _restarts(pod: JsonObject, _now: datetime) -> int:
 
 
 def _node_status(node: JsonObject, _now: datetime) -> str:
+    """Upstream's `printNode`: Ready when the Ready condition is True, NotReady for any other
+    status of it (False or Unknown), Unknown when the node reports no Ready condition; then
+    SchedulingDisabled for a cordoned node."""
     conditions = {c.get("type"): c.get("status") for c in _status(node).get("conditions") or []}
-    ready = {"True": "Ready", "False": "NotReady"}.get(str(conditions.get("Ready")), "Unknown")
+    if "Ready" not in conditions:
+        ready = "Unknown"
+    else:
+        ready = "Ready" if conditions["Ready"] == "True" else "NotReady"
     return ready + (",SchedulingDisabled" if _spec(node).get("unschedulable") else "")
 
 

@@ -2,7 +2,10 @@
 
 kubectl sends `Accept: application/json;as=Table;v=v1;g=meta.k8s.io,...`; the real server
 then prints columns itself: a built-in kind's upstream columns (`printers`), or for a custom
-resource Name, its CRD's `additionalPrinterColumns`, and Age. Each row carries the object's
+resource Name, its CRD's `additionalPrinterColumns`, and Age. A custom column's cell follows
+apiextensions-apiserver's table convertor: null when the path finds nothing, the value as text in
+a `string` column, a JSON integer / number / boolean in a column of that type (null when the
+value is not one), and a `date` column's timestamp as an age. Each row carries the object's
 metadata (`PartialObjectMetadata`), as upstream's default `includeObject=Metadata`.
 
 Must not: change state.
@@ -10,13 +13,13 @@ Must not: change state.
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 from typing import Any
 
 from gpupool.sandbox.kubeapi.objects import metadata
 from gpupool.sandbox.kubeapi.printers import Cell, age, columns_for
 from gpupool.sandbox.kubeapi.resources import ResourceType
-from gpupool.sandbox.kubeapi.selectors import field_value
 
 JsonObject = dict[str, Any]
 _NUMBERS = {"Restarts", "Data", "Secrets", "Webhooks", "Active"}
@@ -26,8 +29,43 @@ def wants_table(accept: str) -> bool:
     return "as=Table" in accept and "g=meta.k8s.io" in accept
 
 
-def _printed(value: str) -> str:
-    return value if value else "<none>"
+_MISSING = object()
+
+
+def _raw(obj: JsonObject, path: str) -> Any:
+    current: Any = obj
+    for part in path.split("."):
+        if not isinstance(current, dict) or part not in current:
+            return _MISSING
+        current = current[part]
+    return current
+
+
+def _text(value: Any) -> str:
+    """A value as a `string` column prints it (Go's `%v` of the decoded JSON value)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return format(value, "g") if isinstance(value, float) else str(value)
+    return json.dumps(value, separators=(",", ":"))
+
+
+def _custom_cell(value: Any, kind: str, now: datetime) -> Any:
+    if value is _MISSING or value is None:
+        return None
+    if kind == "string":
+        return _text(value)
+    if kind == "integer":
+        return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+    if kind == "number":
+        return value if isinstance(value, int | float) and not isinstance(value, bool) else None
+    if kind == "boolean":
+        return value if isinstance(value, bool) else None
+    if kind == "date":
+        return age(value, now) if isinstance(value, str) else None
+    return _text(value)
 
 
 def _custom_columns(rt: ResourceType) -> list[tuple[str, str, int, Cell]]:
@@ -40,8 +78,7 @@ def _custom_columns(rt: ResourceType) -> list[tuple[str, str, int, Cell]]:
     for name, kind, path in extra:
 
         def cell(obj: JsonObject, now: datetime, path: str = path, kind: str = kind) -> Any:
-            value = field_value(obj, path)
-            return age(value, now) if kind == "date" and value else _printed(value)
+            return _custom_cell(_raw(obj, path), kind, now)
 
         columns.append((name, kind, 0, cell))
     if not any(name == "Age" for name, _kind, _path in extra):

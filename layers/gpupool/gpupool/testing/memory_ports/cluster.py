@@ -1,15 +1,18 @@
 """In-memory `Cluster` port: Kubernetes objects by kind and name, the port's reads and writes.
 
 Role: `MemoryCluster` behaves as the contract tests hold the real adapter to: it stamps
-resourceVersions (and uid / creationTimestamp on create), raises Conflict on a stale write and
-NotFound on a missing object, does not take status from a create (status subresource), keeps a
-deleting claim until its finalizers are gone, raises Throttled on an eviction a PDB refuses
-(`pdb_blocked`), lets an evicted pod stay deleting for a grace (`termination_grace`; reads drop
-it once the clock passes it), raises the count of the same Event again, and holds a Lease until
-it expires. An Event names its object as the adapter's does: kind, name, namespace, and the uid
-and resourceVersion of the object when it exists (an Event about a missing object has none).
-`join_node` / `add_pod` play the kubelet and node agent for tests and for
-`gpupool simulate capacity`. Thread-safe (one lock), so concurrent invocations can be tested.
+resourceVersions (and uid / creationTimestamp on create; a pod stored without a phase gets Pending,
+as the API server sets it), raises Conflict on a stale write and NotFound on a missing object, does
+not take status from a create (status subresource), keeps a deleting claim until its finalizers are
+gone, reads lists in the API server's order ((namespace, name)) with its selector rules (a node's
+equality labels; a pod's `spec.nodeName` — "" for none — and `status.phase`), and gives node
+summaries as a `kubectl get nodes` row holds them (`summary_of`), raises Throttled on an eviction a
+PDB refuses (`pdb_blocked`), lets an evicted pod stay deleting for a grace (`termination_grace`;
+reads drop it once the clock passes it), raises the count of the same Event again, and holds a Lease
+until it expires. An Event names its object as the adapter's does: kind, name, namespace, and the
+uid and resourceVersion of the object when it exists (an Event about a missing object has none).
+`join_node` / `add_pod` play the kubelet and node agent for tests and for `gpupool simulate
+capacity`. Thread-safe (one lock), so concurrent invocations can be tested.
 
 Must not: decide anything; talk to a real API server.
 """
@@ -27,7 +30,7 @@ from typing import Any, TypeVar
 from gpupool.core.model.base import Condition, ObjectMeta
 from gpupool.core.model.cluster import TensorFusionCluster, TensorFusionClusterStatus
 from gpupool.core.model.constants import LABEL_COMPONENT, LABEL_ENABLED, LABEL_NODE_PROVISIONER
-from gpupool.core.model.foreign import Node, NodeSpec, NodeStatus, Pod, PodSpec
+from gpupool.core.model.foreign import Node, NodeSpec, NodeStatus, Pod, PodSpec, PodStatus
 from gpupool.core.model.node import GPU, GPUNode, GPUNodeStatus
 from gpupool.core.model.nodeclaim import GPUNodeClaim, GPUNodeClaimStatus
 from gpupool.core.model.nodeclass import GPUNodeClass
@@ -36,7 +39,7 @@ from gpupool.core.quantity import Quantity
 from gpupool.service.errors import AlreadyExists, Conflict, NotFound, Throttled
 from gpupool.testing.memory_ports.recorder import START, CallRecorder, MemoryClock
 
-__all__ = ["MemoryCluster"]
+__all__ = ["MemoryCluster", "gpu_node_summary_of", "summary_of"]
 
 T = TypeVar("T")
 
@@ -70,7 +73,10 @@ class MemoryCluster(CallRecorder):
         update: dict[str, Any] = {"resource_version": str(next(self._rv))}
         if create:
             update |= {"uid": str(uuid.uuid4()), "creation_timestamp": self.clock.now()}
-        stored = obj.model_copy(update={"metadata": meta.model_copy(update=update)})  # type: ignore[attr-defined]
+        changes: dict[str, Any] = {"metadata": meta.model_copy(update=update)}
+        if isinstance(obj, Pod) and obj.status.phase is None:  # the API server's default on create
+            changes["status"] = obj.status.model_copy(update={"phase": "Pending"})
+        stored = obj.model_copy(update=changes)  # type: ignore[attr-defined]
         self.objects[kind][meta.name or ""] = stored
         return stored  # type: ignore[no-any-return]
 
@@ -132,34 +138,41 @@ class MemoryCluster(CallRecorder):
     def get_claim(self, name: str) -> GPUNodeClaim:
         return self._call("get_claim", (name,), lambda: self._get("GPUNodeClaim", name))  # type: ignore[no-any-return]
 
-    def list_nodes(self) -> list[Node]:
-        return self._call("list_nodes", (), lambda: self.all("Node"))
+    def list_nodes(self, *, summary: bool = False, labels: Mapping[str, str] | None = None) -> list[Node]:
+        def work() -> list[Node]:
+            nodes: list[Node] = self.all("Node")
+            wanted = dict(labels or {})
+            picked = [n for n in nodes if all(n.metadata.labels.get(k) == v for k, v in wanted.items())]
+            return [summary_of(n) for n in picked] if summary else picked
 
-    def list_gpu_nodes(self) -> list[GPUNode]:
-        return self._call("list_gpu_nodes", (), lambda: self.all("GPUNode"))
+        return self._call("list_nodes", (summary, tuple(sorted((labels or {}).items()))), work)
+
+    def list_gpu_nodes(self, *, summary: bool = False) -> list[GPUNode]:
+        def work() -> list[GPUNode]:
+            found: list[GPUNode] = self.all("GPUNode")
+            return [gpu_node_summary_of(g) for g in found] if summary else found
+
+        return self._call("list_gpu_nodes", (summary,), work)
 
     def list_gpus(self) -> list[GPU]:
         return self._call("list_gpus", (), lambda: self.all("GPU"))
 
-    def list_pods(self, *, node_name: str | None = None, worker_only: bool = False) -> list[Pod]:
+    def list_pods(self, *, node_name: str | None = None, phase: str | None = None) -> list[Pod]:
         def work() -> list[Pod]:
             for name, gone_at in list(self._terminating.items()):  # grace over: the pod is gone
                 if self.clock.now() >= gone_at:
                     self.objects["Pod"].pop(name, None)
                     del self._terminating[name]
-            pods: list[Pod] = self.all("Pod")
-            if node_name is not None:
-                pods = [p for p in pods if p.spec.node_name == node_name]
-            if worker_only:
-                pods = [
-                    p
-                    for p in pods
-                    if p.metadata.labels.get(LABEL_ENABLED) == "true"
-                    and p.metadata.labels.get(LABEL_COMPONENT) == "worker"
-                ]
+            pods: list[Pod] = sorted(
+                self.objects["Pod"].values(), key=lambda p: (p.metadata.namespace or "", p.name)
+            )
+            if node_name is not None:  # field selector spec.nodeName: a missing field reads as ""
+                pods = [p for p in pods if (p.spec.node_name or "") == node_name]
+            if phase is not None:
+                pods = [p for p in pods if (p.status.phase or "") == phase]
             return pods
 
-        return self._call("list_pods", (node_name, worker_only), work)
+        return self._call("list_pods", (node_name, phase), work)
 
     # ---- pools ---------------------------------------------------------------------------
     def create_pool(self, pool: GPUPool) -> GPUPool:
@@ -375,12 +388,22 @@ class MemoryCluster(CallRecorder):
         self.add(node, gpu_node)
         return name
 
-    def add_pod(self, name: str, node: str, *, worker: bool = False, namespace: str = "default") -> None:
-        labels = {LABEL_ENABLED: "true", LABEL_COMPONENT: "worker"} if worker else {}
+    def add_pod(
+        self,
+        name: str,
+        node: str,
+        *,
+        worker: bool = False,
+        namespace: str = "default",
+        labels: Mapping[str, str] | None = None,
+    ) -> None:
+        """A Running pod on `node`; `worker`: labelled as TensorFusion's worker pods are."""
+        tagged = {LABEL_ENABLED: "true", LABEL_COMPONENT: "worker"} if worker else {}
         self.add(
             Pod(
-                metadata=ObjectMeta(name=name, namespace=namespace, labels=labels),
+                metadata=ObjectMeta(name=name, namespace=namespace, labels={**tagged, **(labels or {})}),
                 spec=PodSpec(node_name=node),
+                status=PodStatus(phase="Running"),
             )
         )
 
@@ -397,3 +420,37 @@ def merge_labels(current: Mapping[str, str], changes: Mapping[str, str | None]) 
         else:
             merged[key] = value
     return merged
+
+
+def summary_of(node: Node) -> Node:
+    """`node` as a `kubectl get nodes` row holds it (the port's `list_nodes(summary=True)`): its
+    metadata, `spec.unschedulable`, and its Ready condition read as "True" (Ready) or "False"
+    (False or Unknown: the row says NotReady for both)."""
+    ready = next((c for c in node.status.conditions if c.type == "Ready"), None)
+    conditions = (
+        []
+        if ready is None
+        else [Condition(type="Ready", status="True" if ready.status == "True" else "False")]
+    )
+    return Node(
+        metadata=node.metadata,
+        spec=NodeSpec(unschedulable=node.spec.unschedulable),
+        status=NodeStatus(conditions=conditions),
+    )
+
+
+def gpu_node_summary_of(gpu_node: GPUNode) -> GPUNode:
+    """`gpu_node` as a `kubectl get gpunodes` row holds it (the port's `list_gpu_nodes(summary=True)`):
+    its metadata, and the status fields the CRD's printer columns show."""
+    status = gpu_node.status
+    if status is None:
+        return GPUNode(metadata=gpu_node.metadata)
+    printed = GPUNodeStatus(
+        phase=status.phase,
+        total_tflops=status.total_tflops,
+        total_vram=status.total_vram,
+        available_tflops=status.available_tflops,
+        available_vram=status.available_vram,
+        total_gpus=status.total_gpus,
+    )
+    return GPUNode(metadata=gpu_node.metadata, status=printed)

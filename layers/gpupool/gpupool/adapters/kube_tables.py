@@ -1,0 +1,220 @@
+"""Summaries from `Table` answers: a kind's rows as the API server prints them, not whole objects.
+
+Role: `TABLE` is the Accept header that asks the API server to print a list (or a watch's events)
+as `meta.k8s.io/v1 Table` rows: each row's cells, as the server's own printer fills them, and the
+object's metadata (`includeObject=Metadata`, the default). Two decoders read those pages and
+events for `kube_listing.WatchedList`:
+
+- `NodeSummaryDecoder` → `Node` summaries (metadata, `spec.unschedulable`, one Ready condition)
+  from the row's Status cell, which kube-apiserver's node printer writes as `Ready` (condition
+  Ready is True), `NotReady` (False or Unknown) or `Unknown` (no Ready condition), then
+  `,SchedulingDisabled` when `spec.unschedulable` is set (`pkg/printers/internalversion`,
+  `printNode`);
+- `GPUNodeSummaryDecoder` → `GPUNode` summaries (metadata and the status the decisions read:
+  phase, total and available TFLOPS and VRAM, GPU count) from the printer columns both
+  TensorFusion's GPUNode CRD and gpupool's declare (Phase, Total TFlops, Total VRAM, Available
+  TFlops, Available VRAM, GPU Count); apiextensions-apiserver prints a string column's value as
+  text and a missing one as null.
+
+A row is a few hundred bytes of cells beside the metadata, where the whole object carries
+capacity, conditions, addresses, images, device lists and node info. A Table whose columns lack
+one the decoder reads raises `MissingColumns` (the reader then reads whole objects instead).
+
+Must not: read a cell other than those named here, or guess a column the server did not define.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from typing import Any, Generic, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from gpupool.adapters.kube_listing import Change, Expired, Page, expired_status, object_key
+from gpupool.adapters.kube_reading import ListMeta
+from gpupool.core.model.base import Condition, ObjectMeta
+from gpupool.core.model.foreign import Node, NodeSpec, NodeStatus
+from gpupool.core.model.node import GPUNode, GPUNodeStatus
+from gpupool.core.model.unreadable import UnreadableObject
+from gpupool.core.quantity import Quantity, QuantityError
+
+__all__ = [
+    "TABLE",
+    "GPUNodeSummaryDecoder",
+    "MissingColumns",
+    "NodeSummaryDecoder",
+    "gpu_node_summary",
+    "node_summary",
+]
+
+TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io"
+Model = TypeVar("Model", bound=BaseModel)
+
+_SPECS = {flag: NodeSpec(unschedulable=flag) for flag in (False, True)}
+_STATUSES = {
+    "Ready": NodeStatus(conditions=[Condition(type="Ready", status="True")]),
+    "NotReady": NodeStatus(conditions=[Condition(type="Ready", status="False")]),
+    "Unknown": NodeStatus(),
+}
+
+
+class MissingColumns(Exception):
+    """The server's Table for a kind lacks a column a summary is read from."""
+
+
+class _Column(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    name: str = ""
+
+
+class _RowObject(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+
+
+class _Row(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    cells: list[Any] = Field(default_factory=list)
+    object: _RowObject = Field(default_factory=_RowObject)
+
+
+class _Table(BaseModel):
+    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+
+    metadata: ListMeta = Field(default_factory=ListMeta)
+    column_definitions: list[_Column] = Field(default_factory=list, alias="columnDefinitions")
+    rows: list[_Row] | None = None
+
+
+def node_summary(meta: ObjectMeta, status_cell: str) -> Node:
+    """The summary of a node whose row's Status cell reads `status_cell`."""
+    parts = [part.strip() for part in status_cell.split(",")]
+    readiness = next((p for p in parts if p in _STATUSES), "Unknown")
+    return Node(metadata=meta, spec=_SPECS["SchedulingDisabled" in parts], status=_STATUSES[readiness])
+
+
+class _TableDecoder(Generic[Model]):
+    """Pages and watch events of one kind's Table, each row read by `summary`."""
+
+    kind = ""
+    columns: tuple[str, ...] = ()
+
+    def __init__(self, *, report: Callable[[UnreadableObject], None]) -> None:
+        self._report = report
+        self._index: dict[str, int] | None = None  # a watch's later events carry no definitions
+
+    def summary(self, meta: ObjectMeta, cells: Mapping[str, Any]) -> Model:
+        raise NotImplementedError
+
+    def _indexes(self, table: _Table) -> dict[str, int]:
+        if table.column_definitions:
+            names = [column.name for column in table.column_definitions]
+            missing = [c for c in self.columns if c not in names]
+            if missing:
+                raise MissingColumns(f"the API server's {self.kind} table has no {', '.join(missing)} column")
+            self._index = {c: names.index(c) for c in self.columns}
+        if self._index is None:
+            raise RuntimeError(f"a {self.kind} table row came before the table's column definitions")
+        return self._index
+
+    def _rows(self, table: _Table) -> list[tuple[tuple[str, str], Model]]:
+        if not table.rows:
+            return []
+        index = self._indexes(table)
+        found = []
+        for row in table.rows:
+            meta = row.object.metadata
+            cells = {c: row.cells[i] if i < len(row.cells) else None for c, i in index.items()}
+            try:
+                found.append((object_key(meta), self.summary(meta, cells)))
+            except (ValueError, ValidationError) as error:
+                message = f"{self.kind}/{meta.name} cannot be read, skipped: {error}"
+                self._report(
+                    UnreadableObject(kind=self.kind, name=meta.name or "", namespace=None, message=message)
+                )
+        return found
+
+    def page(self, raw: bytes) -> Page[Model]:
+        table = _Table.model_validate_json(raw)
+        return Page(self._rows(table), table.metadata.resource_version, table.metadata.continue_ or None)
+
+    def change(self, line: bytes) -> Change[Model]:
+        event = json.loads(line)
+        kind, raw = str(event.get("type") or ""), event.get("object") or {}
+        if kind == "ERROR":
+            if expired_status(raw):
+                raise Expired(str(raw.get("message") or "resourceVersion too old"))
+            raise RuntimeError(f"watch {self.kind}: {raw.get('message') or raw}")
+        if kind == "BOOKMARK":
+            return Change(kind, None, None, str((raw.get("metadata") or {}).get("resourceVersion") or ""))
+        table = _Table.model_validate(raw)
+        rows = table.rows or []
+        if not rows:
+            return Change(kind, None, None, table.metadata.resource_version)
+        meta = rows[0].object.metadata
+        version = meta.resource_version or table.metadata.resource_version
+        if kind == "DELETED":
+            return Change(kind, object_key(meta), None, version)
+        summaries = self._rows(table)
+        return Change(kind, object_key(meta), summaries[0][1] if summaries else None, version)
+
+
+class NodeSummaryDecoder(_TableDecoder[Node]):
+    kind = "Node"
+    columns = ("Status",)
+
+    def summary(self, meta: ObjectMeta, cells: Mapping[str, Any]) -> Node:
+        status = cells["Status"]
+        if not isinstance(status, str):
+            raise ValueError(f"its Status cell is {status!r}")
+        return node_summary(meta, status)
+
+
+def gpu_node_summary(gpu_node: GPUNode) -> GPUNode:
+    """A whole GPUNode as its Table row gives it: metadata and the printed status fields."""
+    status = gpu_node.status
+    if status is None:
+        return GPUNode(metadata=gpu_node.metadata)
+    kept = GPUNodeStatus(
+        phase=status.phase,
+        total_tflops=status.total_tflops,
+        total_vram=status.total_vram,
+        available_tflops=status.available_tflops,
+        available_vram=status.available_vram,
+        total_gpus=status.total_gpus,
+    )
+    return GPUNode(metadata=gpu_node.metadata, status=kept)
+
+
+def _quantity(cell: Any) -> Quantity | None:
+    if cell is None:
+        return None
+    try:
+        return Quantity.parse(cell)
+    except QuantityError as error:
+        raise ValueError(str(error)) from error
+
+
+class GPUNodeSummaryDecoder(_TableDecoder[GPUNode]):
+    kind = "GPUNode"
+    columns = ("Phase", "Total TFlops", "Total VRAM", "Available TFlops", "Available VRAM", "GPU Count")
+
+    def summary(self, meta: ObjectMeta, cells: Mapping[str, Any]) -> GPUNode:
+        count = cells["GPU Count"]
+        if count is not None and (not isinstance(count, int) or isinstance(count, bool)):
+            raise ValueError(f"its GPU Count cell is {count!r}")
+        if all(cells[c] is None for c in self.columns):  # no status at all
+            return GPUNode(metadata=meta)
+        status = GPUNodeStatus(
+            phase=cells["Phase"] if isinstance(cells["Phase"], str) else "Pending",
+            total_tflops=_quantity(cells["Total TFlops"]),
+            total_vram=_quantity(cells["Total VRAM"]),
+            available_tflops=_quantity(cells["Available TFlops"]),
+            available_vram=_quantity(cells["Available VRAM"]),
+            total_gpus=count,
+        )
+        return GPUNode(metadata=meta, status=status)
