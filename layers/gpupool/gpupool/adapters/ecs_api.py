@@ -20,7 +20,7 @@ from typing import Any, Protocol
 
 from gpupool.adapters.ecs_errors import EcsApiError
 
-__all__ = ["ACTIONS", "EcsApi", "EcsCredentials", "SdkEcsApi", "sdk_client"]
+__all__ = ["ACTIONS", "EcsApi", "EcsCredentials", "SdkEcsApi", "openapi_config", "sdk_client"]
 
 # ECS API action → the SDK 7.x method that sends it (request model: `<Action>Request`).
 ACTIONS: dict[str, str] = {
@@ -53,21 +53,22 @@ class EcsCredentials:
         return "EcsCredentials(<hidden>)"
 
 
-def sdk_client(
+def openapi_config(
+    product: str,
     *,
     region: str,
-    endpoint: str | None = None,
-    credentials: EcsCredentials | None = None,
-    timeout_s: float = 20.0,
+    endpoint: str | None,
+    credentials: EcsCredentials | None,
+    timeout_s: float,
 ) -> Any:
-    """An `alibabacloud_ecs20140526.client.Client`: `credentials` when given, else the default
-    chain of `alibabacloud-credentials` (environment, profile file, ECS RAM role, OIDC)."""
-    from alibabacloud_ecs20140526.client import Client
+    """The Tea OpenAPI `Config` of an Alibaba Cloud product's client (`product` names its endpoint,
+    `<product>.<region>.aliyuncs.com`, unless `endpoint` is given): `credentials` when given, else
+    the default chain of `alibabacloud-credentials` (environment, profile file, ECS RAM role, OIDC)."""
     from alibabacloud_tea_openapi.utils_models import Config
 
     config = Config(
         region_id=region,
-        endpoint=endpoint or f"ecs.{region}.aliyuncs.com",
+        endpoint=endpoint or f"{product}.{region}.aliyuncs.com",
         read_timeout=int(timeout_s * 1000),
         connect_timeout=int(min(timeout_s, 5.0) * 1000),
     )
@@ -79,7 +80,22 @@ def sdk_client(
         from alibabacloud_credentials.client import Client as CredentialClient
 
         config.credential = CredentialClient()
-    return Client(config)
+    return config
+
+
+def sdk_client(
+    *,
+    region: str,
+    endpoint: str | None = None,
+    credentials: EcsCredentials | None = None,
+    timeout_s: float = 20.0,
+) -> Any:
+    """An `alibabacloud_ecs20140526.client.Client` (credentials as `openapi_config` takes them)."""
+    from alibabacloud_ecs20140526.client import Client
+
+    return Client(
+        openapi_config("ecs", region=region, endpoint=endpoint, credentials=credentials, timeout_s=timeout_s)
+    )
 
 
 class SdkEcsApi:

@@ -48,23 +48,12 @@ def _kms_client(
     region: str, endpoint: str | None, credentials: EcsCredentials | None, timeout_s: float
 ) -> Any:
     from alibabacloud_tea_openapi.client import Client
-    from alibabacloud_tea_openapi.utils_models import Config
 
-    config = Config(
-        region_id=region,
-        endpoint=endpoint or f"kms.{region}.aliyuncs.com",
-        read_timeout=int(timeout_s * 1000),
-        connect_timeout=int(min(timeout_s, 5.0) * 1000),
+    from gpupool.adapters.ecs_api import openapi_config
+
+    return Client(
+        openapi_config("kms", region=region, endpoint=endpoint, credentials=credentials, timeout_s=timeout_s)
     )
-    if credentials is not None:
-        config.access_key_id = credentials.access_key_id
-        config.access_key_secret = credentials.access_key_secret
-        config.security_token = credentials.security_token
-    else:
-        from alibabacloud_credentials.client import Client as CredentialClient
-
-        config.credential = CredentialClient()
-    return Client(config)
 
 
 def kms_secret_data(

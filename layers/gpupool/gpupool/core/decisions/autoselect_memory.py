@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from gpupool.core.model.pool import GPUPool
+from gpupool.core.planning.unavailable import annotation_object
 
 __all__ = ["ANNOTATION_EXPANSIONS", "ExpansionRecord", "expansions_text", "read_expansions"]
 
@@ -53,15 +54,7 @@ def _record(raw: object) -> ExpansionRecord | None:
 
 def read_expansions(pool: GPUPool) -> dict[str, ExpansionRecord]:
     """The pool's remembered expansions by pod key (see the module docstring)."""
-    text = pool.metadata.annotations.get(ANNOTATION_EXPANSIONS)
-    if not text:
-        return {}
-    try:
-        raw = json.loads(text)
-    except ValueError:
-        return {}
-    if not isinstance(raw, dict):
-        return {}
+    raw = annotation_object(pool, ANNOTATION_EXPANSIONS)
     return {str(pod): record for pod, entry in raw.items() if (record := _record(entry)) is not None}
 
 

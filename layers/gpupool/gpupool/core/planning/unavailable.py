@@ -5,7 +5,8 @@ Karpenter NodeClaim it could not launch, an interrupted Spot offering) in the po
 `ANNOTATION_UNAVAILABLE_OFFERINGS`, as JSON `{offering key: RFC3339 expiry}`, so no state lives in
 memory. `unavailable_offerings(pool, now)` reads what is still in force; `remembering(memory,
 key, until)` adds one offering (an expiry only ever moves later); `memory_text(memory)` is the
-annotation's value for a memory.
+annotation's value for a memory. `annotation_object(pool, key)` reads a pool's JSON-object
+annotation as this memory and AutoSelect's do (malformed: empty).
 
 Must not: decide which offering is unavailable (decisions do) or read the clock.
 """
@@ -15,14 +16,33 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Final
+from typing import Any, Final
 
 from gpupool.core.model.pool import GPUPool
 
-__all__ = ["ANNOTATION_UNAVAILABLE_OFFERINGS", "memory_text", "remembering", "unavailable_offerings"]
+__all__ = [
+    "ANNOTATION_UNAVAILABLE_OFFERINGS",
+    "annotation_object",
+    "memory_text",
+    "remembering",
+    "unavailable_offerings",
+]
 
 # gpupool's own name (not TensorFusion's), on the pool.
 ANNOTATION_UNAVAILABLE_OFFERINGS: Final = "gpupool.io/unavailable-offerings"
+
+
+def annotation_object(pool: GPUPool, key: str) -> dict[str, Any]:
+    """The pool's annotation `key` as a JSON object; absent, not JSON or not an object: empty (a
+    memory the next write replaces, never a reason to refuse the pool)."""
+    text = pool.metadata.annotations.get(key)
+    if not text:
+        return {}
+    try:
+        raw = json.loads(text)
+    except ValueError:
+        return {}
+    return raw if isinstance(raw, dict) else {}
 
 
 def unavailable_offerings(pool: GPUPool, now: datetime) -> dict[str, datetime]:
@@ -30,17 +50,8 @@ def unavailable_offerings(pool: GPUPool, now: datetime) -> dict[str, datetime]:
 
     A malformed annotation is read as empty (it only ever delays a retry, never blocks one).
     """
-    text = pool.metadata.annotations.get(ANNOTATION_UNAVAILABLE_OFFERINGS)
-    if not text:
-        return {}
-    try:
-        raw = json.loads(text)
-    except ValueError:
-        return {}
-    if not isinstance(raw, dict):
-        return {}
     result: dict[str, datetime] = {}
-    for key, value in raw.items():
+    for key, value in annotation_object(pool, ANNOTATION_UNAVAILABLE_OFFERINGS).items():
         try:
             until = datetime.fromisoformat(str(value))
         except ValueError:
