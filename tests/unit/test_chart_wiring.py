@@ -1,7 +1,8 @@
 """The chart installs as shipped: every manifest validates for every Kubernetes minor version in
 Chart.yaml's kubeVersion range (defaults and values-production.yaml), and its wiring matches the
 code — extender URL and verbs ↔ the relay's routes, webhook Service ↔ port, probes ↔ listeners,
-RBAC ↔ the call lists kept beside the relay and the adapters (both ways), kube-scheduler's Lease
+RBAC ↔ the call lists kept beside the relay and the adapters (both ways), and ↔ the roles
+docs/kube-access.md prints for a cluster without the chart, kube-scheduler's Lease
 under its real name, TLS consistent within a render, the default kube-scheduler image inside the
 version-skew rule, values.schema.json refusing bad values, and values-production.yaml.
 """
@@ -155,6 +156,18 @@ def test_rbac_grants_exactly_the_calls_the_code_lists() -> None:
     assert not [
         d for d in _render({"functionsRbac": {"enabled": False}}) if d["metadata"]["name"] == "gp-functions"
     ]
+
+
+def test_the_functions_roles_in_the_docs_are_the_charts() -> None:
+    text = (CHART.parents[1] / "docs" / "kube-access.md").read_text(encoding="utf-8")
+    block = text.split("## RBAC the functions need", 1)[1].split("```yaml\n", 1)[1].split("```", 1)[0]
+    documented = list(yaml.safe_load_all(block))
+    rendered = _render({"karpenter": {"rbac": {"enabled": True}}})
+    charted = _grants(_one(rendered, "ClusterRole", "gp-functions")) | _grants(
+        _one(rendered, "ClusterRole", "gp-functions-karpenter")
+    )
+    assert _grants(next(d for d in documented if d["kind"] == "ClusterRole")) == charted
+    assert _grants(next(d for d in documented if d["kind"] == "Role")) == FUNCTION_NAMESPACE_CALLS
 
 
 def test_tls_is_one_pair_per_render_and_the_pods_roll_when_it_changes() -> None:

@@ -41,6 +41,8 @@ FUNCTION_CLUSTER_CALLS = frozenset(
         (_TF, "tensorfusionclusters/status", "update"),
         ("", "nodes", "list"),
         ("", "nodes", "watch"),
+        # an Event about a Pod carries the pod's uid, read by one GET (kube_coordination.py)
+        ("", "pods", "get"),
         ("", "nodes", "patch"),
         ("", "pods", "list"),
         ("", "pods/eviction", "create"),

@@ -45,12 +45,11 @@ _API_VERSIONS = {model.KIND: model.API_VERSION for model in (*TENSOR_FUSION_KIND
 _NAME_LIMIT = 253
 # Where Events about cluster-scoped objects go (kube-apiserver refuses them in any other namespace).
 EVENT_NAMESPACE_CLUSTER_SCOPED = "default"
-# Kinds whose uid an Event looks up: (group, plural, namespaced). Each GET is in kube_calls.
+# Kinds whose uid an Event looks up — the kinds the decisions record Events about (RecordEvent's
+# object_kind): (group, plural, namespaced). Each GET is in kube_calls.
 _LOOKED_UP: dict[str, tuple[str, str, bool]] = {
     "GPUPool": (API_GROUP, "gpupools", False),
     "GPUNodeClaim": (API_GROUP, "gpunodeclaims", False),
-    "GPUNode": (API_GROUP, "gpunodes", False),
-    "Node": ("", "nodes", False),
     "Pod": ("", "pods", True),
 }
 
