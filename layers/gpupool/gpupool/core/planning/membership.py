@@ -16,8 +16,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from gpupool.core.model.claim_state import node_claim
-from gpupool.core.model.constants import LABEL_GPU_POOL, LABEL_MANAGED_BY, LABEL_POOL_PREFIX, pool_label
+from gpupool.core.model.constants import (
+    LABEL_GPU_POOL,
+    LABEL_MANAGED_BY,
+    LABEL_NODE_PROVISIONER,
+    LABEL_POOL_PREFIX,
+    pool_label,
+)
 from gpupool.core.model.foreign import Node, Pod
 from gpupool.core.model.node import GPUNode
 from gpupool.core.model.nodeclaim import GPUNodeClaim
@@ -50,37 +55,43 @@ class ClusterObjects:
         """Every pool's claims, nodes, GPUNodes and pods, each in these objects' order: one pass
         over the objects for all pools: a claim is in the pool its `managed-by` label or a
         `pool-<pool>=true` label names (`claim_in_pool`); a node in its claim's pools and in those
-        its own or its GPUNode's `gpupool` / `pool-<pool>=true` labels name."""
+        its own or its GPUNode's `gpupool` / `pool-<pool>=true` labels name. (The label scans are
+        written out in the loops: they run for every object of a big cluster, per read.)"""
         found: dict[str, PoolMembers] = {}
-
-        def of(pool: str) -> PoolMembers:
-            return found.setdefault(pool, PoolMembers())
-
+        prefix, cut = LABEL_POOL_PREFIX, len(LABEL_POOL_PREFIX)
         claim_pools: dict[str, set[str]] = {}
         for claim in self.claims:
             labels = claim.metadata.labels
-            pools = _pool_labels(labels)
+            pools = {key[cut:] for key, value in labels.items() if value == "true" and key.startswith(prefix)}
             if (managed_by := labels.get(LABEL_MANAGED_BY)) is not None:
                 pools.add(managed_by)
-            claim_pools.setdefault(claim.name, set()).update(pools)
+            claim_pools.setdefault(claim.metadata.name or "", set()).update(pools)
             for pool in pools:
-                of(pool).claims.append(claim)
+                (found.get(pool) or found.setdefault(pool, PoolMembers())).claims.append(claim)
         gpu_by_name = self.gpu_nodes_by_name
         node_pools: dict[str, set[str]] = {}
+        no_pools: set[str] = set()
         for node in self.nodes:
-            pools = set(claim_pools.get(node_claim(node) or "", ())) | _labels_for(node.metadata.labels)
-            gpu_node = gpu_by_name.get(node.name)
-            if gpu_node is not None:
-                pools |= _labels_for(gpu_node.metadata.labels)
-            node_pools.setdefault(node.name, set()).update(pools)
+            meta = node.metadata
+            name = meta.name or ""
+            labels = meta.labels
+            pools = set(claim_pools.get(labels.get(LABEL_NODE_PROVISIONER) or "", no_pools))
+            gpu_node = gpu_by_name.get(name)
+            for labelled in (labels, gpu_node.metadata.labels) if gpu_node is not None else (labels,):
+                for key, value in labelled.items():
+                    if value == "true" and key.startswith(prefix):
+                        pools.add(key[cut:])
+                if (named := labelled.get(LABEL_GPU_POOL)) is not None:
+                    pools.add(named)
+            node_pools.setdefault(name, set()).update(pools)
             for pool in pools:
-                of(pool).nodes.append(node)
+                (found.get(pool) or found.setdefault(pool, PoolMembers())).nodes.append(node)
         for gpu_node in self.gpu_nodes:
-            for pool in node_pools.get(gpu_node.name, ()):
-                of(pool).gpu_nodes.append(gpu_node)
+            for pool in node_pools.get(gpu_node.metadata.name or "", no_pools):
+                found[pool].gpu_nodes.append(gpu_node)
         for pod in self.worker_pods:
-            for pool in node_pools.get(pod.spec.node_name or "", ()):
-                of(pool).pods.append(pod)
+            for pool in node_pools.get(pod.spec.node_name or "", no_pools):
+                found[pool].pods.append(pod)
         return found
 
 
@@ -92,23 +103,6 @@ class PoolMembers:
     nodes: list[Node] = field(default_factory=list)
     gpu_nodes: list[GPUNode] = field(default_factory=list)
     pods: list[Pod] = field(default_factory=list)
-
-
-def _pool_labels(labels: dict[str, str]) -> set[str]:
-    """The pools `tensor-fusion.ai/pool-<pool>=true` labels name."""
-    return {
-        key[len(LABEL_POOL_PREFIX) :]
-        for key, value in labels.items()
-        if value == "true" and key.startswith(LABEL_POOL_PREFIX)
-    }
-
-
-def _labels_for(labels: dict[str, str]) -> set[str]:
-    """The pools a node's or GPUNode's labels put it in (`_labelled_for`, for every pool at once)."""
-    pools = _pool_labels(labels)
-    if (named := labels.get(LABEL_GPU_POOL)) is not None:
-        pools.add(named)
-    return pools
 
 
 def claim_in_pool(claim: GPUNodeClaim, pool: str) -> bool:
