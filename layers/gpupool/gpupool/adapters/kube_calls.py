@@ -23,6 +23,10 @@ FUNCTION_CLUSTER_CALLS = frozenset(
         (_TF, "gpunodes", "list"),
         # the kinds read on every invocation are kept current from their list by a watch (kube_listing.py)
         (_TF, "gpunodes", "watch"),
+        # an Event's object read once for its uid (kube_coordination._LOOKED_UP)
+        (_TF, "gpunodes", "get"),
+        ("", "nodes", "get"),
+        ("", "pods", "get"),
         (_TF, "gpus", "list"),
         (_TF, "gpupools", "get"),
         (_TF, "gpupools", "list"),
