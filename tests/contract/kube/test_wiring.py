@@ -3,7 +3,8 @@
 Covers: AWS_ENDPOINT_URL and KUBECONFIG are honoured from the mapping passed in (not
 os.environ); a kubeconfig held in Secrets Manager; settings durations and limits with their
 defaults; every bad or missing variable is a ConfigError naming it; the access mode default;
-boto3 and kubernetes are not imported until a port is used; the region's offerings are loaded.
+boto3 and kubernetes are not imported until a port is used, and the adapters never import the
+client's generated API classes; the region's offerings are loaded.
 """
 
 from __future__ import annotations
@@ -238,3 +239,20 @@ def test_a_simulated_clock_stamps_events(kube_api: EmbeddedKubeAPI) -> None:
     api_client = kube_config.new_client_from_config(config_file=str(kube_api.kubeconfig_path))
     events = k8s.CoreV1Api(api_client).list_event_for_all_namespaces().items
     assert [event.last_timestamp.year for event in events] == [2030]
+
+
+def test_the_functions_adapters_import_no_generated_api_class() -> None:
+    script = (
+        "import sys\n"
+        "from kubernetes.client import ApiClient, Configuration\n"
+        "from gpupool.adapters.karpenter import KubeKarpenter\n"
+        "from gpupool.adapters.kube import KubeCluster\n"
+        "from gpupool.adapters.kube_deliveries import KubeDeliveryLedger\n"
+        "api = ApiClient(Configuration())\n"
+        "KubeCluster(api); KubeKarpenter(api); KubeDeliveryLedger(api, namespace='n', request_timeout_s=1)\n"
+        "print(sorted(m for m in sys.modules if m.startswith('kubernetes.client.api.')))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert result.stdout.strip() == "[]"
