@@ -5,6 +5,7 @@ the search path, and a client for a service gpupool does not call is refused nam
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import boto3
@@ -30,8 +31,13 @@ def test_the_listing_names_only_the_services_called(monkeypatch: pytest.MonkeyPa
     loader = session._session.get_component("data_loader")
     assert isinstance(loader, ServicesLoader)
     listed: list[str] = []
-    real_listdir = __import__("os").listdir
-    monkeypatch.setattr("os.listdir", lambda path: listed.append(str(path)) or real_listdir(path))
+    real_listdir = os.listdir
+
+    def listdir(path: str) -> list[str]:
+        listed.append(str(path))
+        return real_listdir(path)
+
+    monkeypatch.setattr(os, "listdir", listdir)
     assert loader.list_available_services("service-2") == sorted(SERVICES)
     assert all(Path(path).name in SERVICES for path in listed), listed
 
