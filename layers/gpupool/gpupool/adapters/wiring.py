@@ -4,7 +4,8 @@ Role: `read_aws_environment(environ)` parses and checks every variable (pure; a 
 a `ConfigError` naming the variable) and `build_aws_deps(environ)` turns the result into
 `Deps`: `Ec2Compute` on a boto3 EC2 client (its session from `aws_session`), `KubeCluster` on
 an `ApiClient` from `kube_auth`, the delivery ledger (`KubeDeliveryLedger`) on the same client,
-a UTC clock, and the priced offerings of the region from the bundled catalog.
+a UTC clock, and the priced offerings of the region from the bundled catalog (read when first
+used: bind and compaction never read them).
 `aws_secret(environ, secret_id)` reads a secret the functions name by id (the relay's HMAC
 secret, GPUPOOL_RELAY_HMAC_SECRET_ID) from Secrets Manager, as the kubeconfig secret is read.
 boto3 and the kubernetes client are imported, and their clients built, on first use of each
@@ -40,10 +41,10 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, cast, overload
 
 from gpupool.service.deliveries import DeliveryLedger
 from gpupool.service.deps import Deps, Settings
@@ -245,6 +246,26 @@ class _Lazy(Generic[T]):
         return getattr(self.resolve(), name)
 
 
+class _LazyOfferings(Sequence["OfferingRef"]):
+    """The region's catalog offerings, read on first use: launch and AutoSelect read them, while
+    bind and compaction never do and need not pay for the catalog at their first invocation."""
+
+    def __init__(self, region: str) -> None:
+        self._offerings = _Lazy(lambda: catalog_offerings(region))
+
+    @overload
+    def __getitem__(self, index: int) -> OfferingRef: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[OfferingRef]: ...
+
+    def __getitem__(self, index: int | slice) -> OfferingRef | Sequence[OfferingRef]:
+        return self._offerings.resolve()[index]
+
+    def __len__(self) -> int:
+        return len(self._offerings.resolve())
+
+
 def catalog_offerings(region: str, cloud: Literal["aws", "alibaba"] = "aws") -> tuple[OfferingRef, ...]:
     """Every priced offering of `cloud` in `region` from the bundled catalog, as launch reads them."""
     from gpupool.core.planning.offerings import catalog_offerings as offerings_of
@@ -313,7 +334,7 @@ def build_aws_deps(environ: Mapping[str, str], *, clock: Clock | None = None) ->
         cluster=cast(Cluster, _Lazy(cluster)),
         clock=clock,
         settings=env.settings,
-        offerings=catalog_offerings(env.region),
+        offerings=_LazyOfferings(env.region),
         karpenter=cast(KarpenterApi, _Lazy(karpenter)),
         deliveries=cast(DeliveryLedger, _Lazy(deliveries)),
     )
