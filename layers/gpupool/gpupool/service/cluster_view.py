@@ -152,6 +152,8 @@ class ClusterView:
         # What callers work out from the reads (pools.ClusterReads), kept while the kinds it was
         # worked out of did not change (`snapshot_changes`).
         self.memo: dict[object, tuple[object, object]] = {}
+        # What the core's membership worked out of this invocation's reads (ClusterObjects.earlier).
+        self.membership: dict[str, object] = {}
 
     @property
     def changes(self) -> int:

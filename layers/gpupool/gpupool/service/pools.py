@@ -17,7 +17,7 @@ Must not: decide anything, re-implement membership, or keep anything between inv
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 from gpupool.core.decisions.pool_sync import plan_pool_sync
@@ -67,6 +67,8 @@ class ClusterReads:
     node_classes: tuple[GPUNodeClass, ...] = ()
     pods: tuple[Pod, ...] = ()
     pods_read_on: frozenset[str] = frozenset()
+    # The invocation's membership memo (`ClusterView.membership`; see ClusterObjects.earlier).
+    membership: dict[str, object] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def load(cls, deps: Deps, *, node_classes: bool = False) -> ClusterReads:
@@ -83,6 +85,7 @@ class ClusterReads:
             nodes=tuple(cluster.list_nodes(summary=True)),
             gpu_nodes=tuple(cluster.list_gpu_nodes(summary=True)),
             node_classes=tuple(cluster.list_node_classes()) if node_classes else (),
+            membership=cluster.membership if isinstance(cluster, ClusterView) else {},
         )
         if isinstance(cluster, ClusterView):
             cluster.memo[("reads", node_classes)] = (cluster.snapshot_changes, reads)
@@ -98,6 +101,7 @@ class ClusterReads:
             self.pods,
             self.node_classes,
             pods_read_on=self.pods_read_on,
+            earlier=self.membership,
         )
 
     @cached_property

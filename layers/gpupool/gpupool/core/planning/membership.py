@@ -35,7 +35,12 @@ __all__ = ["ClusterObjects", "PoolMembers", "claim_in_pool", "pool_snapshot"]
 
 @dataclass(frozen=True)
 class ClusterObjects:
-    """One read of everything a pool snapshot is cut from."""
+    """One read of everything a pool snapshot is cut from.
+
+    `earlier` (optional, one per invocation, shared by its reads) keeps the last node membership
+    worked out: a read whose nodes and GPUNodes are the very objects of the one before, and
+    whose claims put the claims those nodes name in the same pools, takes it instead of scanning
+    every node's labels again (a read after a few claim writes)."""
 
     claims: Sequence[GPUNodeClaim] = ()
     nodes: Sequence[Node] = ()
@@ -44,6 +49,7 @@ class ClusterObjects:
     node_classes: Sequence[GPUNodeClass] = ()
     # The nodes whose pods `worker_pods` holds; None: every node's (see PoolSnapshot).
     pods_read_on: frozenset[str] | None = None
+    earlier: dict[str, object] = field(default_factory=dict, repr=False, compare=False)
 
     @cached_property
     def gpu_nodes_by_name(self) -> dict[str, GPUNode]:
@@ -68,14 +74,36 @@ class ClusterObjects:
             claim_pools.setdefault(claim.metadata.name or "", set()).update(pools)
             for pool in pools:
                 (found.get(pool) or found.setdefault(pool, PoolMembers())).claims.append(claim)
+        last = self.earlier.get("nodes")
+        if isinstance(last, _NodeMembership) and last.holds(self.nodes, self.gpu_nodes, claim_pools):
+            nodes = last
+        else:
+            nodes = self._node_membership(claim_pools)
+            self.earlier["nodes"] = nodes
+        for pool, (pool_nodes, pool_gpu_nodes) in nodes.by_pool.items():
+            members = found.get(pool) or found.setdefault(pool, PoolMembers())
+            members.nodes.extend(pool_nodes)
+            members.gpu_nodes.extend(pool_gpu_nodes)
+        no_pools: frozenset[str] = frozenset()
+        for pod in self.worker_pods:
+            for pool in nodes.node_pools.get(pod.spec.node_name or "", no_pools):
+                found[pool].pods.append(pod)
+        return found
+
+    def _node_membership(self, claim_pools: dict[str, set[str]]) -> _NodeMembership:
+        prefix, cut = LABEL_POOL_PREFIX, len(LABEL_POOL_PREFIX)
         gpu_by_name = self.gpu_nodes_by_name
         node_pools: dict[str, set[str]] = {}
+        by_pool: dict[str, tuple[list[Node], list[GPUNode]]] = {}
+        named_claims: dict[str, frozenset[str]] = {}
         no_pools: set[str] = set()
         for node in self.nodes:
             meta = node.metadata
             name = meta.name or ""
             labels = meta.labels
-            pools = set(claim_pools.get(labels.get(LABEL_NODE_PROVISIONER) or "", no_pools))
+            owner = labels.get(LABEL_NODE_PROVISIONER) or ""
+            pools = set(claim_pools.get(owner, no_pools))
+            named_claims[owner] = frozenset(pools)
             gpu_node = gpu_by_name.get(name)
             for labelled in (labels, gpu_node.metadata.labels) if gpu_node is not None else (labels,):
                 for key, value in labelled.items():
@@ -85,14 +113,43 @@ class ClusterObjects:
                     pools.add(named)
             node_pools.setdefault(name, set()).update(pools)
             for pool in pools:
-                (found.get(pool) or found.setdefault(pool, PoolMembers())).nodes.append(node)
+                (by_pool.get(pool) or by_pool.setdefault(pool, ([], [])))[0].append(node)
         for gpu_node in self.gpu_nodes:
             for pool in node_pools.get(gpu_node.metadata.name or "", no_pools):
-                found[pool].gpu_nodes.append(gpu_node)
-        for pod in self.worker_pods:
-            for pool in node_pools.get(pod.spec.node_name or "", no_pools):
-                found[pool].pods.append(pod)
-        return found
+                by_pool[pool][1].append(gpu_node)
+        return _NodeMembership(
+            nodes=tuple(self.nodes),
+            gpu_nodes=tuple(self.gpu_nodes),
+            named_claims=named_claims,
+            node_pools={name: frozenset(pools) for name, pools in node_pools.items()},
+            by_pool={pool: (tuple(n), tuple(g)) for pool, (n, g) in by_pool.items()},
+        )
+
+
+@dataclass(frozen=True)
+class _NodeMembership:
+    """The nodes' and GPUNodes' pools as one read worked them out, and what they depended on:
+    those very objects, and the pools of the claims the nodes name (`named_claims`)."""
+
+    nodes: tuple[Node, ...]
+    gpu_nodes: tuple[GPUNode, ...]
+    named_claims: dict[str, frozenset[str]]
+    node_pools: dict[str, frozenset[str]]
+    by_pool: dict[str, tuple[tuple[Node, ...], tuple[GPUNode, ...]]]
+
+    def holds(
+        self, nodes: Sequence[Node], gpu_nodes: Sequence[GPUNode], claim_pools: dict[str, set[str]]
+    ) -> bool:
+        """Whether it is the membership of `nodes` and `gpu_nodes` under `claim_pools`."""
+        return (
+            _same(self.nodes, nodes)
+            and _same(self.gpu_nodes, gpu_nodes)
+            and all(claim_pools.get(name, set()) == pools for name, pools in self.named_claims.items())
+        )
+
+
+def _same(kept: Sequence[object], now: Sequence[object]) -> bool:
+    return len(kept) == len(now) and all(a is b for a, b in zip(kept, now, strict=True))
 
 
 @dataclass
