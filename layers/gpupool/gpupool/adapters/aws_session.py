@@ -4,10 +4,10 @@ Role: `aws_session(region_name=…, **credentials)` — a boto3 `Session` on a b
 data loader (`ServicesLoader`) answers "which services have this kind of data" from `SERVICES`,
 the services gpupool makes clients for (EC2 for instances, EKS for `eks` access, Secrets Manager
 for kubeconfig and relay secrets), by listing those services' folders alone. botocore's own
-`Loader.list_available_services` walks the folder of every service in its data tree (449 in
-botocore 1.44: ~900 directory listings and ~2,000 stats) and is asked once per kind of data a
-client loads (its service model, its endpoint rules) — ~60 ms of a first invocation on a warm
-filesystem, more on the cold one a Lambda cold start reads. What a client loads is unchanged:
+`Loader.list_available_services` walks the folder of every service in its data tree (hundreds,
+each listed and its versions' files looked for) and is asked once per kind of data a client
+loads (its service model, its endpoint rules) — on the first event's path, and on the cold
+filesystem a Lambda cold start reads. What a client loads is unchanged:
 the same search path (botocore's `create_loader` with the session's `data_path`, i.e.
 `AWS_DATA_PATH`), the same latest API version, the same files. A client for any other service
 is refused by botocore with its UnknownServiceError, which names the services here.

@@ -10,8 +10,8 @@ resourceVersion it read (409: someone else won); release and prune delete with a
 resourceVersion precondition, so a record another invocation just took over is never dropped.
 RBAC: get, list, create, update, delete on leases in that namespace (the chart's
 functions-leases Role). Requests go by path on the client's `ApiClient` (`kube_transport`), not
-through the generated `CoordinationV1Api`, whose import (~0.1 s) a relay-triggered first
-invocation would pay.
+through the generated `CoordinationV1Api`, whose import a relay-triggered first invocation
+would pay.
 
 Must not: decide what a delivery means, wait or retry, or read the wall clock.
 """
