@@ -3,7 +3,8 @@
 Covers: AWS_ENDPOINT_URL and KUBECONFIG are honoured from the mapping passed in (not
 os.environ); a kubeconfig held in Secrets Manager; settings durations and limits with their
 defaults; every bad or missing variable is a ConfigError naming it; the access mode default;
-boto3 and kubernetes are not imported until a port is used; the region's offerings are loaded.
+boto3 and kubernetes are not imported until a port is used, and the adapters never import the
+client's generated API classes; the region's offerings are loaded, when first used.
 """
 
 from __future__ import annotations
@@ -205,6 +206,23 @@ def test_offerings_of_the_region_are_loaded() -> None:
     assert all(offering.zone and offering.zone.startswith("us-east-1") for offering in deps.offerings)
 
 
+def test_the_catalog_is_read_when_the_offerings_are_first_used() -> None:
+    script = (
+        "import sys\n"
+        "from gpupool.adapters.wiring import build_aws_deps\n"
+        "environ = {'GPUPOOL_CLUSTER_NAME': 'demo', 'AWS_REGION': 'us-east-1', 'KUBECONFIG': '/none'}\n"
+        "deps = build_aws_deps(environ)\n"
+        "from gpupool.core.catalog.loader import load_catalog\n"
+        "before = load_catalog.cache_info().currsize > 0\n"
+        "count = len(deps.offerings)\n"
+        "print(before, count > 0, deps.offerings[0] == list(deps.offerings)[0], len(deps.offerings[:2]))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert result.stdout.strip() == "False True True 2"
+
+
 def test_no_sdk_is_imported_until_a_port_is_used(tmp_path: Path) -> None:
     script = (
         "import sys\n"
@@ -238,3 +256,20 @@ def test_a_simulated_clock_stamps_events(kube_api: EmbeddedKubeAPI) -> None:
     api_client = kube_config.new_client_from_config(config_file=str(kube_api.kubeconfig_path))
     events = k8s.CoreV1Api(api_client).list_event_for_all_namespaces().items
     assert [event.last_timestamp.year for event in events] == [2030]
+
+
+def test_the_functions_adapters_import_no_generated_api_class() -> None:
+    script = (
+        "import sys\n"
+        "from kubernetes.client import ApiClient, Configuration\n"
+        "from gpupool.adapters.karpenter import KubeKarpenter\n"
+        "from gpupool.adapters.kube import KubeCluster\n"
+        "from gpupool.adapters.kube_deliveries import KubeDeliveryLedger\n"
+        "api = ApiClient(Configuration())\n"
+        "KubeCluster(api); KubeKarpenter(api); KubeDeliveryLedger(api, namespace='n', request_timeout_s=1)\n"
+        "print(sorted(m for m in sys.modules if m.startswith('kubernetes.client.api.')))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert result.stdout.strip() == "[]"

@@ -208,6 +208,8 @@ def test_every_call_the_functions_adapters_make_is_listed(
                 ("Pod", "p", "default"),
                 ("Pod", "p", "default"),
                 ("GPUPool", "pool-a", None),
+                ("Node", "n", None),
+                ("GPUNode", "n", None),
             )
         ],
         "try_acquire_lease": lambda: [

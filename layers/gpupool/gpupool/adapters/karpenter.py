@@ -5,6 +5,8 @@ gpupool's `KarpenterNodeClaim` envelope and created from it; gpupool's NodeClaim
 labelled `tensor-fusion.ai/node-provisioner`. A node class is looked up by group / kind / name
 through API discovery (kind → plural), so any provider's class works (EC2NodeClass on AWS).
 Failures are translated by `kube_errors`; Karpenter's CRDs missing reads as "no NodeClaims".
+Requests go by path on the client's `ApiClient` (`kube_transport`), not through the generated
+`CustomObjectsApi` / `ApisApi`, whose import a function would pay at its first invocation.
 
 Must not: decide anything, retry, or build its own client (the wiring passes an `ApiClient`).
 """
@@ -13,9 +15,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubernetes import client as k8s
-
 from gpupool.adapters.kube_errors import translated
+from gpupool.adapters.kube_transport import KubeTransport, group_path
 from gpupool.core.model.constants import LABEL_NODE_PROVISIONER
 from gpupool.core.model.karpenter import KarpenterNodeClaim, KarpenterNodeClassRef, KarpenterNodePool
 from gpupool.service.errors import NotFound, PermanentError
@@ -47,25 +48,24 @@ class KubeKarpenter:
     """The Karpenter port for one Kubernetes cluster."""
 
     def __init__(self, api_client: Any, *, request_timeout_s: float = 10.0) -> None:
-        self._custom: Any = k8s.CustomObjectsApi(api_client)
-        self._discovery: Any = k8s.ApisApi(api_client)
-        self._api_client = api_client
+        self._http = KubeTransport(api_client)
         self._timeout = request_timeout_s
 
-    def _items(self, plural: str, **kwargs: Any) -> list[dict[str, Any]]:
+    def _send(self, action: str, method: str, path: str, **options: Any) -> dict[str, Any]:
+        with translated(action):
+            return self._http.call_json(method, path, timeout=self._timeout, **options)
+
+    def _items(self, plural: str, *, query: dict[str, object] | None = None) -> list[dict[str, Any]]:
         try:
-            with translated(f"list {plural}"):
-                raw = self._custom.list_cluster_custom_object(
-                    GROUP, VERSION, plural, _request_timeout=self._timeout, **kwargs
-                )
+            raw = self._send(f"list {plural}", "GET", group_path(GROUP, VERSION, plural), query=query)
         except NotFound:  # Karpenter's CRDs are not installed: nothing of ours can exist
             return []
         items: list[dict[str, Any]] = raw.get("items") or []
         return items
 
     def list_nodeclaims(self, *, ours_only: bool = True) -> list[KarpenterNodeClaim]:
-        selector = {"label_selector": LABEL_NODE_PROVISIONER} if ours_only else {}
-        return [_parse(item) for item in self._items(PLURAL, **selector)]
+        query: dict[str, object] | None = {"labelSelector": LABEL_NODE_PROVISIONER} if ours_only else None
+        return [_parse(item) for item in self._items(PLURAL, query=query)]
 
     def list_nodepools(self) -> list[KarpenterNodePool]:
         pools: list[KarpenterNodePool] = []
@@ -79,49 +79,45 @@ class KubeKarpenter:
 
     def check_access(self) -> None:
         try:
-            with translated("list NodeClaims"):
-                self._custom.list_cluster_custom_object(
-                    GROUP, VERSION, PLURAL, limit=1, _request_timeout=self._timeout
-                )
+            self._send("list NodeClaims", "GET", group_path(GROUP, VERSION, PLURAL), query={"limit": 1})
         except NotFound as missing:
             raise PermanentError(
                 f"Karpenter's NodeClaim CRD ({GROUP}/{VERSION}) is not installed"
             ) from missing
 
     def get_nodeclaim(self, name: str) -> KarpenterNodeClaim:
-        with translated(f"get NodeClaim {name}"):
-            raw = self._custom.get_cluster_custom_object(
-                GROUP, VERSION, PLURAL, name, _request_timeout=self._timeout
-            )
-        return _parse(raw)
+        return _parse(self._send(f"get NodeClaim {name}", "GET", group_path(GROUP, VERSION, PLURAL, name)))
 
     def create_nodeclaim(self, nodeclaim: KarpenterNodeClaim) -> KarpenterNodeClaim:
         body = nodeclaim.model_dump(by_alias=True, exclude_none=True, mode="json")
         body["metadata"] = {k: v for k, v in body.get("metadata", {}).items() if k not in _SERVER_FIELDS}
         body.pop("status", None)
-        with translated(f"create NodeClaim {nodeclaim.name}"):
-            raw = self._custom.create_cluster_custom_object(
-                GROUP, VERSION, PLURAL, body, _request_timeout=self._timeout
-            )
-        return _parse(raw)
+        path = group_path(GROUP, VERSION, PLURAL)
+        return _parse(self._send(f"create NodeClaim {nodeclaim.name}", "POST", path, body=body))
 
     def delete_nodeclaim(self, name: str) -> None:
         with translated(f"delete NodeClaim {name}"):
-            self._custom.delete_cluster_custom_object(
-                GROUP, VERSION, PLURAL, name, _request_timeout=self._timeout
-            )
+            self._http.call("DELETE", group_path(GROUP, VERSION, PLURAL, name), timeout=self._timeout)
 
     def _plural(self, group: str, kind: str) -> tuple[str, str] | None:
         """(version, plural) serving `kind` in `group`, from discovery; None when not served."""
-        with translated(f"discover {group}"):
-            groups = self._discovery.get_api_versions(_request_timeout=self._timeout)
-        versions = [v.version for g in groups.groups or [] if g.name == group for v in g.versions or []]
+        groups = self._send(f"discover {group}", "GET", "/apis").get("groups") or []
+        versions = [
+            str(v.get("version"))
+            for g in groups
+            if isinstance(g, dict) and g.get("name") == group
+            for v in g.get("versions") or []
+            if isinstance(v, dict) and v.get("version")
+        ]
         for version in versions:
-            with translated(f"discover {group}/{version}"):
-                resources = k8s.CustomObjectsApi(self._api_client).get_api_resources(group, version)
-            for resource in resources.resources or []:
-                if resource.kind == kind and "/" not in resource.name:
-                    return version, str(resource.name)
+            path = group_path(group, version, "")  # the group version's resource list
+            resources = self._send(f"discover {group}/{version}", "GET", path).get("resources") or []
+            for resource in resources:
+                if not isinstance(resource, dict) or resource.get("kind") != kind:
+                    continue
+                name = resource.get("name")
+                if isinstance(name, str) and name and "/" not in name:  # not a subresource
+                    return version, name
         return None
 
     def node_class_exists(self, ref: KarpenterNodeClassRef) -> bool:
@@ -130,10 +126,7 @@ class KubeKarpenter:
             return False
         version, plural = served
         try:
-            with translated(f"get {ref.kind} {ref.name}"):
-                self._custom.get_cluster_custom_object(
-                    ref.group, version, plural, ref.name, _request_timeout=self._timeout
-                )
+            self._send(f"get {ref.kind} {ref.name}", "GET", group_path(ref.group, version, plural, ref.name))
         except NotFound:
             return False
         return True

@@ -9,23 +9,23 @@ conditional: a claim is a create (409 AlreadyExists: someone has it) or a replac
 resourceVersion it read (409: someone else won); release and prune delete with a
 resourceVersion precondition, so a record another invocation just took over is never dropped.
 RBAC: get, list, create, update, delete on leases in that namespace (the chart's
-functions-leases Role).
+functions-leases Role). Requests go by path on the client's `ApiClient` (`kube_transport`), not
+through the generated `CoordinationV1Api`, whose import a relay-triggered first invocation
+would pay.
 
 Must not: decide what a delivery means, wait or retry, or read the wall clock.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 from datetime import datetime, timedelta
 from typing import Any
 
-from kubernetes import client as k8s
-
 from gpupool.adapters.kube_coordination import lease_expired, micro_time
-from gpupool.adapters.kube_errors import read_body, translated
+from gpupool.adapters.kube_errors import translated
+from gpupool.adapters.kube_transport import KubeTransport, group_path
 from gpupool.service.deliveries import DeliveryState
 from gpupool.service.errors import Conflict, DomainError, NotFound
 
@@ -43,9 +43,12 @@ class KubeDeliveryLedger:
     """Delivery records as Leases in `namespace`."""
 
     def __init__(self, api_client: Any, *, namespace: str, request_timeout_s: float) -> None:
-        self._leases: Any = k8s.CoordinationV1Api(api_client)
+        self._http = KubeTransport(api_client)
         self._namespace = namespace
         self._timeout = request_timeout_s
+
+    def _path(self, name: str | None = None) -> str:
+        return group_path("coordination.k8s.io", "v1", "leases", name, namespace=self._namespace)
 
     def _name(self, key: str) -> str:
         return f"{RECORD_PREFIX}{key}"
@@ -73,41 +76,21 @@ class KubeDeliveryLedger:
     def _read(self, key: str) -> dict[str, Any]:
         name = self._name(key)
         with translated(f"get Lease {self._namespace}/{name}"):
-            response = self._leases.read_namespaced_lease(
-                name, self._namespace, _preload_content=False, _request_timeout=self._timeout
-            )
-            lease: dict[str, Any] = json.loads(read_body(response))
-        return lease
+            return self._http.call_json("GET", self._path(name), timeout=self._timeout)
 
     def _create(self, body: dict[str, Any]) -> None:
         with translated(f"create Lease {self._namespace}/{body['metadata']['name']}"):
-            read_body(
-                self._leases.create_namespaced_lease(
-                    self._namespace, body, _preload_content=False, _request_timeout=self._timeout
-                )
-            )
+            self._http.call("POST", self._path(), body=body, timeout=self._timeout)
 
     def _replace(self, body: dict[str, Any]) -> None:
         name = body["metadata"]["name"]
         with translated(f"replace Lease {self._namespace}/{name}"):
-            read_body(
-                self._leases.replace_namespaced_lease(
-                    name, self._namespace, body, _preload_content=False, _request_timeout=self._timeout
-                )
-            )
+            self._http.call("PUT", self._path(name), body=body, timeout=self._timeout)
 
     def _delete(self, name: str, version: str | None) -> None:
         options = {"preconditions": {"resourceVersion": version}} if version else {}
         with translated(f"delete Lease {self._namespace}/{name}"):
-            read_body(
-                self._leases.delete_namespaced_lease(
-                    name,
-                    self._namespace,
-                    body=options,
-                    _preload_content=False,
-                    _request_timeout=self._timeout,
-                )
-            )
+            self._http.call("DELETE", self._path(name), body=options, timeout=self._timeout)
 
     # ---- the port ----------------------------------------------------------------------------
     def claim(self, key: str, *, holder: str, now: datetime, hold_for: timedelta) -> DeliveryState:
@@ -160,13 +143,10 @@ class KubeDeliveryLedger:
 
     def prune(self, *, now: datetime) -> int:
         with translated(f"list Leases {self._namespace} ({_SELECTOR})"):
-            response = self._leases.list_namespaced_lease(
-                self._namespace,
-                label_selector=_SELECTOR,
-                _preload_content=False,
-                _request_timeout=self._timeout,
+            listed = self._http.call_json(
+                "GET", self._path(), query={"labelSelector": _SELECTOR}, timeout=self._timeout
             )
-            items: list[dict[str, Any]] = json.loads(read_body(response)).get("items") or []
+        items: list[dict[str, Any]] = listed.get("items") or []
         deleted = 0
         for lease in items:
             metadata = lease.get("metadata") or {}

@@ -49,6 +49,8 @@ __all__ = [
 ]
 
 TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io"
+# Distinct GPUNode statuses a decoder keeps to share (a bound, whatever the cells hold).
+_STATUSES_KEPT = 4096
 Model = TypeVar("Model", bound=BaseModel)
 
 _SPECS = {flag: NodeSpec(unschedulable=flag) for flag in (False, True)}
@@ -203,18 +205,30 @@ class GPUNodeSummaryDecoder(_TableDecoder[GPUNode]):
     kind = "GPUNode"
     columns = ("Phase", "Total TFlops", "Total VRAM", "Available TFlops", "Available VRAM", "GPU Count")
 
+    def __init__(self, *, report: Callable[[UnreadableObject], None]) -> None:
+        super().__init__(report=report)
+        # One status per distinct row of cells: a cluster's GPUNodes repeat a few (full, empty,
+        # the same GPU model), and a status is frozen, so rows with the same cells share it.
+        self._statuses: dict[tuple[Any, ...], GPUNodeStatus] = {}
+
     def summary(self, meta: ObjectMeta, cells: Mapping[str, Any]) -> GPUNode:
         count = cells["GPU Count"]
         if count is not None and (not isinstance(count, int) or isinstance(count, bool)):
             raise ValueError(f"its GPU Count cell is {count!r}")
         if all(cells[c] is None for c in self.columns):  # no status at all
             return GPUNode(metadata=meta)
-        status = GPUNodeStatus(
-            phase=cells["Phase"] if isinstance(cells["Phase"], str) else "Pending",
-            total_tflops=_quantity(cells["Total TFlops"]),
-            total_vram=_quantity(cells["Total VRAM"]),
-            available_tflops=_quantity(cells["Available TFlops"]),
-            available_vram=_quantity(cells["Available VRAM"]),
-            total_gpus=count,
-        )
+        # The key holds each cell with its type, so "8" and 8 (or 1 and 1.0) never share a status.
+        key = tuple((type(cells[c]), cells[c]) for c in self.columns)
+        status = self._statuses.get(key)
+        if status is None:
+            status = GPUNodeStatus(
+                phase=cells["Phase"] if isinstance(cells["Phase"], str) else "Pending",
+                total_tflops=_quantity(cells["Total TFlops"]),
+                total_vram=_quantity(cells["Total VRAM"]),
+                available_tflops=_quantity(cells["Available TFlops"]),
+                available_vram=_quantity(cells["Available VRAM"]),
+                total_gpus=count,
+            )
+            if len(self._statuses) < _STATUSES_KEPT:
+                self._statuses[key] = status
         return GPUNode(metadata=meta, status=status)

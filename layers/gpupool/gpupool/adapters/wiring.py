@@ -2,14 +2,16 @@
 
 Role: `read_aws_environment(environ)` parses and checks every variable (pure; a bad value is
 a `ConfigError` naming the variable) and `build_aws_deps(environ)` turns the result into
-`Deps`: `Ec2Compute` on a boto3 EC2 client, `KubeCluster` on an `ApiClient` from `kube_auth`,
-the delivery ledger (`KubeDeliveryLedger`) on the same client, a UTC clock, and the priced
-offerings of the region from the bundled catalog. `aws_secret(environ, secret_id)` reads a
-secret the functions name by id (the relay's HMAC secret, GPUPOOL_RELAY_HMAC_SECRET_ID) from
-Secrets Manager, as the kubeconfig secret is read. boto3 and the
-kubernetes client are imported, and their clients built, on first use of each port — once per
-cold start, and never for an invocation that does not touch that port. `AWS_ENDPOINT_URL`
-(moto, the sandbox) and `KUBECONFIG` are honoured from `environ`, not from `os.environ`.
+`Deps`: `Ec2Compute` on a boto3 EC2 client (its session from `aws_session`), `KubeCluster` on
+an `ApiClient` from `kube_auth`, the delivery ledger (`KubeDeliveryLedger`) on the same client,
+a UTC clock, and the priced offerings of the region from the bundled catalog (read when first
+used: bind and compaction never read them).
+`aws_secret(environ, secret_id)` reads a secret the functions name by id (the relay's HMAC
+secret, GPUPOOL_RELAY_HMAC_SECRET_ID) from Secrets Manager, as the kubeconfig secret is read.
+boto3 and the kubernetes client are imported, and their clients built, on first use of each
+port — once per cold start, and never for an invocation that does not touch that port.
+`AWS_ENDPOINT_URL` (moto, the sandbox) and `KUBECONFIG` are honoured from `environ`, not from
+`os.environ`.
 
 Variables (defaults in brackets; durations as `90s`, `5m`, `1h30m` or plain seconds):
   GPUPOOL_CLUSTER_NAME (required) — the TensorFusion cluster; the instances' cluster tag
@@ -39,10 +41,10 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, cast, overload
 
 from gpupool.service.deliveries import DeliveryLedger
 from gpupool.service.deps import Deps, Settings
@@ -244,6 +246,26 @@ class _Lazy(Generic[T]):
         return getattr(self.resolve(), name)
 
 
+class _LazyOfferings(Sequence["OfferingRef"]):
+    """The region's catalog offerings, read on first use: launch and AutoSelect read them, while
+    bind and compaction never do and need not pay for the catalog at their first invocation."""
+
+    def __init__(self, region: str) -> None:
+        self._offerings = _Lazy(lambda: catalog_offerings(region))
+
+    @overload
+    def __getitem__(self, index: int) -> OfferingRef: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[OfferingRef]: ...
+
+    def __getitem__(self, index: int | slice) -> OfferingRef | Sequence[OfferingRef]:
+        return self._offerings.resolve()[index]
+
+    def __len__(self) -> int:
+        return len(self._offerings.resolve())
+
+
 def catalog_offerings(region: str, cloud: Literal["aws", "alibaba"] = "aws") -> tuple[OfferingRef, ...]:
     """Every priced offering of `cloud` in `region` from the bundled catalog, as launch reads them."""
     from gpupool.core.planning.offerings import catalog_offerings as offerings_of
@@ -312,16 +334,16 @@ def build_aws_deps(environ: Mapping[str, str], *, clock: Clock | None = None) ->
         cluster=cast(Cluster, _Lazy(cluster)),
         clock=clock,
         settings=env.settings,
-        offerings=catalog_offerings(env.region),
+        offerings=_LazyOfferings(env.region),
         karpenter=cast(KarpenterApi, _Lazy(karpenter)),
         deliveries=cast(DeliveryLedger, _Lazy(deliveries)),
     )
 
 
 def _session(env: AwsEnvironment) -> Any:
-    import boto3
+    from gpupool.adapters.aws_session import aws_session
 
-    return boto3.session.Session(region_name=env.region, **env.credentials)
+    return aws_session(region_name=env.region, **env.credentials)
 
 
 def _with_secret_kubeconfig(env: AwsEnvironment, session: Any) -> KubeAccess:
@@ -338,14 +360,13 @@ def _with_secret_kubeconfig(env: AwsEnvironment, session: Any) -> KubeAccess:
 def aws_secret(environ: Mapping[str, str], secret_id: str) -> str:
     """The SecretString of Secrets Manager secret `secret_id`, with the region, credentials and
     endpoint of `environ`. Raises `gpupool.adapters.secret_stores.SecretUnavailable`."""
-    import boto3
-
+    from gpupool.adapters.aws_session import aws_session
     from gpupool.adapters.secret_stores import SecretUnavailable, aws_secret_string
 
     region = (environ.get("AWS_REGION") or environ.get("AWS_DEFAULT_REGION") or "").strip()
     if not region:
         raise SecretUnavailable(f"Secrets Manager secret {secret_id}: AWS_REGION is not set")
     credentials = _credentials(environ)
-    session = boto3.session.Session(region_name=region, **credentials)
+    session = aws_session(region_name=region, **credentials)
     endpoint = environ.get("AWS_ENDPOINT_URL_SECRETS_MANAGER") or environ.get("AWS_ENDPOINT_URL") or None
     return aws_secret_string(session, secret_id, endpoint_url=endpoint)

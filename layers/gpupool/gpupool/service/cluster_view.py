@@ -149,14 +149,23 @@ class ClusterView:
         self._claims: _Kind[GPUNodeClaim] = _Kind(cluster.list_claims, cluster.get_claim)
         self._nodes: _Kind[Node] = _Kind(lambda: cluster.list_nodes(summary=True))
         self._gpu_nodes: _Kind[GPUNode] = _Kind(lambda: cluster.list_gpu_nodes(summary=True))
-        # What callers work out from the reads (pools.ClusterReads), kept while nothing changed.
-        self.memo: dict[object, tuple[int, object]] = {}
+        # What callers work out from the reads (pools.ClusterReads), kept while the kinds it was
+        # worked out of did not change (`snapshot_changes`).
+        self.memo: dict[object, tuple[object, object]] = {}
+        # What the core's membership worked out of this invocation's reads (ClusterObjects.earlier).
+        self.membership: dict[str, object] = {}
 
     @property
     def changes(self) -> int:
         """Grows whenever an answer of this view may differ from the one before."""
         kinds = (self._clusters, self._pools, self._classes, self._claims, self._nodes, self._gpu_nodes)
         return sum(kind.changes for kind in kinds)
+
+    @property
+    def snapshot_changes(self) -> tuple[int, int, int, int]:
+        """Changes of the kinds a pool snapshot is cut from (claims, node and GPUNode summaries,
+        node classes): a pool's status written or a cluster's leaves them as they were."""
+        return (self._claims.changes, self._nodes.changes, self._gpu_nodes.changes, self._classes.changes)
 
     # ---- the invocation's reads ------------------------------------------------------------
     def prefetch(self, *, node_classes: bool = True) -> None:

@@ -8,14 +8,16 @@ pods read so far on chosen nodes, TensorFusion ones only (`core.vocabulary.pods`
 invocation's `ClusterView` (each kind read once per invocation; `with_pods_on` reads one node's
 pods with the API server's `spec.nodeName` field selector). `snapshot_of` cuts one pool's
 `PoolSnapshot` out of it with the core's one membership rule (`planning.membership`, which
-`gpupool plan --state` uses too).
+`gpupool plan --state` uses too) — once per read and pool spec: the reads stay the same while
+only pools and clusters are written (`ClusterView.snapshot_changes`), and a pool whose status or
+annotations were written keeps its cut, with the pool as written.
 
 Must not: decide anything, re-implement membership, or keep anything between invocations.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 from gpupool.core.decisions.pool_sync import plan_pool_sync
@@ -65,6 +67,8 @@ class ClusterReads:
     node_classes: tuple[GPUNodeClass, ...] = ()
     pods: tuple[Pod, ...] = ()
     pods_read_on: frozenset[str] = frozenset()
+    # The invocation's membership memo (`ClusterView.membership`; see ClusterObjects.earlier).
+    membership: dict[str, object] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def load(cls, deps: Deps, *, node_classes: bool = False) -> ClusterReads:
@@ -74,16 +78,17 @@ class ClusterReads:
         if isinstance(cluster, ClusterView):
             cluster.prefetch(node_classes=node_classes)
             kept = cluster.memo.get(("reads", node_classes))
-            if kept is not None and kept[0] == cluster.changes and isinstance(kept[1], ClusterReads):
+            if kept is not None and kept[0] == cluster.snapshot_changes and isinstance(kept[1], ClusterReads):
                 return kept[1]  # nothing changed since: the same reads, their indexes built once
         reads = cls(
             claims=tuple(cluster.list_claims()),
             nodes=tuple(cluster.list_nodes(summary=True)),
             gpu_nodes=tuple(cluster.list_gpu_nodes(summary=True)),
             node_classes=tuple(cluster.list_node_classes()) if node_classes else (),
+            membership=cluster.membership if isinstance(cluster, ClusterView) else {},
         )
         if isinstance(cluster, ClusterView):
-            cluster.memo[("reads", node_classes)] = (cluster.changes, reads)
+            cluster.memo[("reads", node_classes)] = (cluster.snapshot_changes, reads)
         return reads
 
     @cached_property
@@ -96,6 +101,7 @@ class ClusterReads:
             self.pods,
             self.node_classes,
             pods_read_on=self.pods_read_on,
+            earlier=self.membership,
         )
 
     @cached_property
@@ -132,6 +138,11 @@ def snapshot_of(deps: Deps, pool: GPUPool, reads: ClusterReads) -> PoolSnapshot:
     kept = reads.cuts.get(pool.name)
     if kept is not None and kept[0] is pool:
         return kept[1]
-    snapshot = pool_snapshot(deps.settings.cluster_name, pool, reads.objects)
+    if kept is not None and kept[0].spec == pool.spec:
+        # The pool object changed (its status or annotations written) but not its spec: the same
+        # members and node class, and what the snapshot worked out of them (its capacity) holds.
+        snapshot = kept[1].model_copy(update={"pool": pool})
+    else:
+        snapshot = pool_snapshot(deps.settings.cluster_name, pool, reads.objects)
     reads.cuts[pool.name] = (pool, snapshot)
     return snapshot

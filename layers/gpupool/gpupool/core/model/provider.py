@@ -5,6 +5,9 @@ FP16 TFLOPS, partitions), virtualization templates, in-use resource names and de
 detection, as TensorFusion names them. gpupool reads it (so a TensorFusion cluster's objects
 load) but does not act on it; fields of later TensorFusion versions are kept as written.
 
+Each class builds its pydantic schema on first use (`defer_build`): the functions import this
+module with the kinds' registry but never read these objects, so their cold start skips it.
+
 Must not: pick images or partition GPUs.
 """
 
@@ -19,13 +22,13 @@ from gpupool.core.model.base import Kept, PreservedModel, Qty, TensorFusionObjec
 __all__ = ["HardwareModelInfo", "ProviderConfig", "ProviderConfigSpec", "ProviderImages"]
 
 
-class ProviderImages(PreservedModel):
+class ProviderImages(PreservedModel, defer_build=True):
     middleware: str | None = None
     remote_client: str | None = None
     remote_worker: str | None = None
 
 
-class HardwareModelInfo(PreservedModel):
+class HardwareModelInfo(PreservedModel, defer_build=True):
     """One accelerator model: short and full name, FP16 TFLOPS, partition limits."""
 
     model: str
@@ -39,7 +42,7 @@ class HardwareModelInfo(PreservedModel):
     partition_template_refs: list[str] = Field(default_factory=list)
 
 
-class ProviderConfigSpec(PreservedModel):
+class ProviderConfigSpec(PreservedModel, defer_build=True):
     vendor: str
     images: ProviderImages | None = None
     hypervisor: Kept = None
@@ -49,7 +52,7 @@ class ProviderConfigSpec(PreservedModel):
     device_plugin_detection: Kept = None
 
 
-class ProviderConfig(TensorFusionObject):
+class ProviderConfig(TensorFusionObject, defer_build=True):
     """tensor-fusion.ai/v1 ProviderConfig."""
 
     KIND: ClassVar[str] = "ProviderConfig"

@@ -3,6 +3,9 @@
 Role: spec.total {requests, limits, maxWorkers (default 32768), alertThresholdPercent (default
 95)} and spec.single {maxRequests, maxLimits, maxGPUCount, defaultRequests, defaultLimits}; usage in status.
 
+Each class builds its pydantic schema on first use (`defer_build`): the functions import this
+module with the kinds' registry but never read these objects, so their cold start skips it.
+
 Must not: admit or reject workloads (the webhook's decision module does).
 """
 
@@ -31,14 +34,14 @@ __all__ = [
 ]
 
 
-class GPUResourceQuotaTotal(SpecModel):
+class GPUResourceQuotaTotal(SpecModel, defer_build=True):
     requests: Resource | None = None
     limits: Resource | None = None
     max_workers: int = crd_default(32768, ge=0)
     alert_threshold_percent: int = crd_default(95, ge=0, le=100)
 
 
-class GPUResourceQuotaSingle(SpecModel):
+class GPUResourceQuotaSingle(SpecModel, defer_build=True):
     max_requests: Resource | None = None
     max_limits: Resource | None = None
     max_gpu_count: int | None = Field(default=None, alias="maxGPUCount", ge=0)
@@ -46,23 +49,23 @@ class GPUResourceQuotaSingle(SpecModel):
     default_limits: Resource | None = None
 
 
-class GPUResourceQuotaSpec(SpecModel):
+class GPUResourceQuotaSpec(SpecModel, defer_build=True):
     total: GPUResourceQuotaTotal = Field(default_factory=GPUResourceQuotaTotal)
     single: GPUResourceQuotaSingle = Field(default_factory=GPUResourceQuotaSingle)
 
 
-class GPUResourceUsage(StatusModel):
+class GPUResourceUsage(StatusModel, defer_build=True):
     requests: ObservedResource | None = None
     limits: ObservedResource | None = None
     workers: int | None = None
 
 
-class GPUResourceQuotaStatus(StatusModel):
+class GPUResourceQuotaStatus(StatusModel, defer_build=True):
     used: GPUResourceUsage | None = None
     conditions: list[Condition] = Field(default_factory=list)
 
 
-class GPUResourceQuota(TensorFusionObject):
+class GPUResourceQuota(TensorFusionObject, defer_build=True):
     """tensor-fusion.ai/v1 GPUResourceQuota."""
 
     KIND: ClassVar[str] = "GPUResourceQuota"

@@ -5,6 +5,9 @@ verticalScalingRules, reBalancer, hypervisor (and the older autoScaling) as type
 first-level fields TensorFusion names; gpupool has none of these features yet, so each is
 kept as written (deeper blocks included) and `gpupool validate` lists it as not acted on.
 
+Each class builds its pydantic schema on first use (`defer_build`): the functions import this
+module with the kinds' registry but never read these objects, so their cold start skips it.
+
 Must not: score nodes or GPUs (the scheduling decision modules do).
 """
 
@@ -35,18 +38,18 @@ PlacementMode = Literal[
 ]
 
 
-class GPUFilter(SpecModel):
+class GPUFilter(SpecModel, defer_build=True):
     type: str | None = None
     params: Loose | None = None
 
 
-class PlacementConfig(SpecModel):
+class PlacementConfig(SpecModel, defer_build=True):
     mode: PlacementMode = "NodeCompactGPULowLoad"
     allow_using_local_gpu: bool | None = Field(default=None, alias="allowUsingLocalGPU")
     gpu_filters: list[GPUFilter] = Field(default_factory=list, alias="gpuFilters")
 
 
-class ReBalancerConfig(PreservedModel):
+class ReBalancerConfig(PreservedModel, defer_build=True):
     """Move workloads off hot GPUs (TensorFusion's ReBalancerConfig): not acted on by gpupool."""
 
     enable: bool | None = None
@@ -55,7 +58,7 @@ class ReBalancerConfig(PreservedModel):
     threshold: Kept = None
 
 
-class VerticalScalingRule(PreservedModel):
+class VerticalScalingRule(PreservedModel, defer_build=True):
     """Autoscaling settings for the workloads a selector picks: not acted on by gpupool."""
 
     name: str | None = None
@@ -63,7 +66,7 @@ class VerticalScalingRule(PreservedModel):
     auto_scaling_config: Kept = None
 
 
-class HypervisorScheduling(PreservedModel):
+class HypervisorScheduling(PreservedModel, defer_build=True):
     """Per-GPU queuing, rate limiting and auto-freeze (TensorFusion's HypervisorScheduling):
     enforced by TensorFusion's hypervisor on the node, not by gpupool."""
 
@@ -72,7 +75,7 @@ class HypervisorScheduling(PreservedModel):
     multi_process_queuing_parameters: Kept = None
 
 
-class SchedulingConfigTemplateSpec(SpecModel):
+class SchedulingConfigTemplateSpec(SpecModel, defer_build=True):
     placement: PlacementConfig = Field(default_factory=PlacementConfig)
     vertical_scaling_rules: list[VerticalScalingRule] = Field(default_factory=list)
     re_balancer: ReBalancerConfig | None = None
@@ -80,7 +83,7 @@ class SchedulingConfigTemplateSpec(SpecModel):
     auto_scaling: Loose | None = None
 
 
-class SchedulingConfigTemplate(TensorFusionObject):
+class SchedulingConfigTemplate(TensorFusionObject, defer_build=True):
     """tensor-fusion.ai/v1 SchedulingConfigTemplate."""
 
     KIND: ClassVar[str] = "SchedulingConfigTemplate"

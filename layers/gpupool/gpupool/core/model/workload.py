@@ -8,6 +8,9 @@ TensorFusionWorkload carries the same spec; a TensorFusionConnection ties a clie
 Fields TensorFusion adds in later versions are kept as written (these are TensorFusion's
 objects, not gpupool's own).
 
+Each class builds its pydantic schema on first use (`defer_build`): the functions import this
+module with the kinds' registry but never read these objects, so their cold start skips it.
+
 Must not: resolve a pod's profile (core/admission does) or decide placement.
 """
 
@@ -40,21 +43,21 @@ __all__ = [
 ]
 
 
-class WorkloadResources(PreservedModel):
+class WorkloadResources(PreservedModel, defer_build=True):
     """requests and limits: TFLOPS (or compute percent) and VRAM."""
 
     requests: Resource | None = None
     limits: Resource | None = None
 
 
-class GangScheduling(PreservedModel):
+class GangScheduling(PreservedModel, defer_build=True):
     """All-or-nothing binding of a workload's pods (the same as the gang-* pod annotations)."""
 
     min_members: int | None = Field(default=None, ge=0)
     timeout: str | None = None
 
 
-class WorkloadProfileSpec(PreservedModel):
+class WorkloadProfileSpec(PreservedModel, defer_build=True):
     """What a workload asks of TensorFusion (TensorFusion's WorkloadProfileSpec)."""
 
     replicas: int | None = Field(default=None, ge=0)
@@ -74,7 +77,7 @@ class WorkloadProfileSpec(PreservedModel):
     gang_scheduling: GangScheduling | None = None
 
 
-class WorkloadProfile(TensorFusionObject):
+class WorkloadProfile(TensorFusionObject, defer_build=True):
     """tensor-fusion.ai/v1 WorkloadProfile: a reusable set of GPU wants."""
 
     KIND: ClassVar[str] = "WorkloadProfile"
@@ -90,7 +93,7 @@ class WorkloadProfile(TensorFusionObject):
     spec: WorkloadProfileSpec = Field(default_factory=WorkloadProfileSpec)
 
 
-class TensorFusionWorkloadStatus(StatusModel):
+class TensorFusionWorkloadStatus(StatusModel, defer_build=True):
     phase: str = "Pending"
     conditions: list[Condition] = Field(default_factory=list)
     worker_count: int | None = None
@@ -98,7 +101,7 @@ class TensorFusionWorkloadStatus(StatusModel):
     pod_template_hash: str | None = None
 
 
-class TensorFusionWorkload(TensorFusionObject):
+class TensorFusionWorkload(TensorFusionObject, defer_build=True):
     """tensor-fusion.ai/v1 TensorFusionWorkload: TensorFusion's record of a running workload."""
 
     KIND: ClassVar[str] = "TensorFusionWorkload"
@@ -115,7 +118,7 @@ class TensorFusionWorkload(TensorFusionObject):
     status: TensorFusionWorkloadStatus | None = None
 
 
-class TensorFusionConnectionSpec(PreservedModel):
+class TensorFusionConnectionSpec(PreservedModel, defer_build=True):
     """Which workload (or, in older TensorFusion versions, which pool and resources) a client uses."""
 
     workload_name: str | None = None
@@ -124,7 +127,7 @@ class TensorFusionConnectionSpec(PreservedModel):
     gpus: list[str] = Field(default_factory=list, alias="gpu")
 
 
-class TensorFusionConnectionStatus(StatusModel):
+class TensorFusionConnectionStatus(StatusModel, defer_build=True):
     phase: str = "Pending"
     connection_url: str | None = Field(default=None, alias="connectionURL")
     qos_class: str | None = None
@@ -132,7 +135,7 @@ class TensorFusionConnectionStatus(StatusModel):
     worker_name: str | None = None
 
 
-class TensorFusionConnection(TensorFusionObject):
+class TensorFusionConnection(TensorFusionObject, defer_build=True):
     """tensor-fusion.ai/v1 TensorFusionConnection: kept and listed, not acted on by gpupool."""
 
     KIND: ClassVar[str] = "TensorFusionConnection"
