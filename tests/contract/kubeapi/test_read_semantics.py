@@ -1,5 +1,7 @@
 """The reads the functions rely on, served as kube-apiserver serves them, over raw HTTP: pod field
-selectors (`spec.nodeName`, "" for unbound pods; `status.phase`, `=` and `!=`); metadata-only lists
+selectors (`spec.nodeName`, "" for unbound pods; `status.phase`, `=` and `!=`), one node's pods
+answered from the store's node index as a full scan would answer them through binds, deletes,
+namespaces and pages; metadata-only lists
 (`PartialObjectMetadataList` via the Accept header the adapters send) paged like full ones and in
 watch events; resourceVersion semantics for lists (`0` is any version, served whole as the watch
 cache does; a paged list naming another version without a match is Exact → 410; NotOlderThan);
@@ -66,6 +68,47 @@ def test_pods_are_picked_by_node_and_phase(kube_api: EmbeddedKubeAPI) -> None:
     assert listed("status.phase=Running,spec.nodeName!=n2") == ["a"]
     code, body, _ = _call(kube_api, "GET", "/api/v1/pods?fieldSelector=spec.hostname=x")
     assert (code, body["reason"]) == (400, "BadRequest") and "spec.hostname" in body["message"]
+
+
+def test_a_nodes_pods_follow_binds_deletes_namespaces_and_pages(kube_api: EmbeddedKubeAPI) -> None:
+    _call(kube_api, "POST", "/api/v1/namespaces", {"metadata": {"name": "team"}})
+    for index in range(12):
+        namespace = "team" if index % 3 == 0 else "default"
+        node = ("n1", "n2", None)[index % 3]
+        _call(kube_api, "POST", f"/api/v1/namespaces/{namespace}/pods", _pod(f"p{index:02}", node))
+    binding = {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "p02"}, "target": {"name": "n1"}}
+    assert _call(kube_api, "POST", "/api/v1/namespaces/default/pods/p02/binding", binding)[0] == 201
+    assert _call(kube_api, "DELETE", "/api/v1/namespaces/default/pods/p01")[0] == 200
+
+    def scanned(node: str, namespace: str | None = None) -> list[str]:  # every pod, filtered here
+        _, body, _ = _call(kube_api, "GET", "/api/v1/pods")
+        return [
+            item["metadata"]["name"]
+            for item in body["items"]
+            if (item["spec"].get("nodeName") or "") == node
+            and namespace in (None, item["metadata"]["namespace"])
+        ]
+
+    def listed(path: str) -> list[str]:
+        code, body, _ = _call(kube_api, "GET", path)
+        assert code == 200, body
+        return _names(body)
+
+    for node in ("n1", "n2", "", "n9"):
+        assert listed(f"/api/v1/pods?fieldSelector=spec.nodeName={node}") == scanned(node)
+        selected = f"/api/v1/namespaces/team/pods?fieldSelector=spec.nodeName={node}"
+        assert listed(selected) == scanned(node, "team")
+    assert "p02" in scanned("n1") and "p01" not in scanned("n2")
+    pages, token = [], ""
+    while True:
+        _, body, _ = _call(
+            kube_api, "GET", f"/api/v1/pods?fieldSelector=spec.nodeName=n1&limit=2&continue={token}"
+        )
+        pages.append(_names(body))
+        token = body["metadata"].get("continue", "")
+        if not token:
+            break
+    assert [name for page in pages for name in page] == scanned("n1") and len(pages) > 1
 
 
 def test_metadata_only_lists_page_and_watch_like_full_ones(kube_api: EmbeddedKubeAPI) -> None:

@@ -55,13 +55,25 @@ class ApiOperations:
     def matching_entries(
         self, rt: ResourceType, namespace: str | None, labels: LabelSelector, fields: FieldSelector
     ) -> tuple[list[Entry], int]:
-        entries, resource_version = self.store.entries(rt, namespace)
+        entries, resource_version = self._candidates(rt, namespace, fields, ordered=False)
         if labels.requirements:
             matches = labels.matches
             entries = [e for e in entries if matches(e.labels)]
         if fields.terms:
             entries = [e for e in entries if fields.matches(e.obj)]
         return entries, resource_version
+
+    def _candidates(
+        self, rt: ResourceType, namespace: str | None, fields: FieldSelector, *, ordered: bool
+    ) -> tuple[list[Entry], int]:
+        """The entries a list must look at: one node's pods when the selector pins `spec.nodeName`
+        (the store's index, in key order), else every entry of the resource."""
+        node = fields.required_value("spec.nodeName") if rt.storage_key == ("", "pods") else None
+        if node is not None:
+            return self.store.pods_on_node(node, namespace)
+        if ordered:
+            return self.store.sorted_entries(rt, namespace)
+        return self.store.entries(rt, namespace)
 
     def list_page(
         self,
@@ -75,7 +87,7 @@ class ApiOperations:
     ) -> tuple[list[Entry], JsonObject, int]:
         """One page of the matching entries in key order, its list-metadata additions, the list's
         resourceVersion (`listing.select_page` on the store's sorted entries)."""
-        entries, resource_version = self.store.sorted_entries(rt, namespace)
+        entries, resource_version = self._candidates(rt, namespace, fields, ordered=True)
         matches = None
         if labels.requirements or fields.terms:
 

@@ -10,8 +10,12 @@ object (deletionTimestamp set) until an update empties them; removing an object 
 its dependents (ownerReferences, background by default, Orphan and Foreground honoured); a
 terminating namespace goes once it is empty.
 
-One class on purpose: the indexes (by uid, by owner) and the write and deletion rules keep one
-invariant together, under one lock.
+Pods are also indexed by `spec.nodeName` ("" for unbound), as kube-apiserver's watch cache indexes
+them (the pod registry's `IndexFields: spec.nodeName`), so a list selecting one node's pods reads
+that node's, not every pod (`pods_on_node`).
+
+One class on purpose: the indexes (by uid, by owner, pods by node) and the write and deletion rules
+keep one invariant together, under one lock.
 
 Must not: parse HTTP or know about discovery; stored dicts are never mutated in place.
 """
@@ -37,6 +41,7 @@ from gpupool.sandbox.kubeapi.validation import validate
 JsonObject = dict[str, Any]
 StorageKey = tuple[str, str]
 NAMESPACES = next(rt for rt in BUILTIN_TYPES if rt.plural == "namespaces")
+_PODS: StorageKey = ("", "pods")
 __all__ = ["Entry", "Store", "WatchEvent"]
 
 
@@ -92,6 +97,8 @@ class Store:
         self._events: list[WatchEvent] = []
         # (resource, namespace or None) → its entries sorted by key, until a write there.
         self._sorted: dict[tuple[StorageKey, str | None], list[Entry]] = {}
+        self._pods_by_node: dict[str, dict[tuple[str, str], Entry]] = {}
+        self._pod_nodes: dict[tuple[str, str], str] = {}
         self._next_cluster_ip = 1  # Services get 10.96.0.1 (the `kubernetes` Service's) and up
 
     def allocate_cluster_ip(self) -> str:
@@ -138,6 +145,24 @@ class Store:
                 found = sorted(self.entries(rt, namespace)[0], key=_entry_key)
                 self._sorted[cache_key] = found
             return found, self._rv
+
+    def pods_on_node(self, node_name: str, namespace: str | None) -> tuple[list[Entry], int]:
+        """The pods whose `spec.nodeName` is `node_name` ("" for unbound; in one namespace, or all)
+        in key order, and the list's resourceVersion."""
+        with self.lock:
+            found = self._pods_by_node.get(node_name, {})
+            keys = sorted(k for k in found if namespace is None or k[0] == namespace)
+            return [found[k] for k in keys], self._rv
+
+    def _index_pod(self, key: tuple[str, str], entry: Entry | None) -> None:
+        """Index the pod stored under `key` by its node (`entry` None: it is gone)."""
+        was = self._pod_nodes.pop(key, None)
+        if was is not None:
+            self._pods_by_node[was].pop(key, None)
+        if entry is not None:
+            node = str((entry.obj.get("spec") or {}).get("nodeName") or "")
+            self._pod_nodes[key] = node
+            self._pods_by_node.setdefault(node, {})[key] = entry
 
     def _forget_order(self, key: StorageKey, namespace: str) -> None:
         self._sorted.pop((key, namespace), None)
@@ -400,6 +425,8 @@ class Store:
         self._types.setdefault(rt.storage_key, rt)
         self._objects.setdefault(rt.storage_key, {}).setdefault(namespace, {})[name] = entry
         self._forget_order(rt.storage_key, namespace)
+        if rt.storage_key == _PODS:
+            self._index_pod(entry.key, entry)
         uid = str(metadata(obj)["uid"])
         self._by_uid[uid] = (rt.storage_key, namespace, name)
         old_owners = owner_uids(previous) if previous is not None else set()
@@ -423,6 +450,8 @@ class Store:
         by_namespace = self._objects[rt.storage_key]
         entry = by_namespace[namespace].pop(name)
         self._forget_order(rt.storage_key, namespace)
+        if rt.storage_key == _PODS:
+            self._index_pod(entry.key, None)
         if not by_namespace[namespace]:
             del by_namespace[namespace]
         self._rv += 1
