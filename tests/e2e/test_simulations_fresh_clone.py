@@ -45,7 +45,8 @@ def test_simulate_placement_runs_with_its_defaults_from_an_empty_directory(tmp_p
     assert done.returncode == 0, done.stderr[-2000:]
     rows = [line.split()[0] for line in done.stdout.splitlines()[1:-1]]
     assert rows == [
-        "RandomFit", "BestFit", "CompactFirst", "LowLoadFirst", "NodeCompactGPULowLoad", "FragmentationAware",
+        "RandomFit", "BestFit", "DotProduct", "FGD", "CompactFirst", "LowLoadFirst", "NodeCompactGPULowLoad",
+        "FragmentationAware", "BalancedFit",
     ]  # fmt: skip
     assert "Traceback" not in done.stderr
 
