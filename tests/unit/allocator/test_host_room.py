@@ -1,7 +1,8 @@
 """What a node has left for pods: Node allocatable minus the requests of the pods bound to it.
 
 Covers a pod's effective request (containers summed, the largest init container when larger,
-absent requests as 0), a Node's allocatable (None when it reports neither CPU nor memory), and the
+absent requests as 0, absurd amounts capped), a Node's allocatable (None when it reports neither
+CPU nor memory; negative as 0, absurd amounts capped), and the
 ledger: a pod counted on its node once bound, moved, dropped when it finishes or is deleted, an
 unchanged pod changing nothing, an overcommitted node left with 0, a node unknown until its
 allocatable is seen and again once deleted; and `request_from_pod` carrying the pod's requests.
@@ -13,6 +14,7 @@ from typing import Any
 
 from gpupool.core.allocator.host_room import HostRoom, node_allocatable, pod_requests
 from gpupool.core.allocator.pod_request import request_from_pod
+from gpupool.core.allocator.state import HOST_UNKNOWN
 from gpupool.core.model.foreign import Node, Pod
 
 GI = 1 << 30
@@ -45,12 +47,16 @@ def test_a_pods_effective_request() -> None:
     assert pod_requests(pod) == (3_000, GI)  # CPU: the init container's 3 > 0.5 + 1.5; memory: 1Gi > 512Mi
     assert pod_requests(_pod("q", "n", {})) == (0, 0)
     assert pod_requests(_pod("r", "n", {"cpu": "1m", "memory": "1k"})) == (1, 1_000)
+    # Absurd amounts stay below the allocator's "unknown" marker (int64 arrays hold them).
+    huge = _pod("h", "n", {"cpu": "1e30", "memory": "1e30"}, {"cpu": "1e30"})
+    assert pod_requests(huge) == (HOST_UNKNOWN - 1, HOST_UNKNOWN - 1)
 
 
 def test_a_nodes_allocatable() -> None:
     assert node_allocatable(_node("n", "15900m", "62Gi")) == (15_900, 62 * GI)
     assert node_allocatable(_node("n", None, "8Gi")) == (0, 8 * GI)
     assert node_allocatable(_node("n", None, None)) is None
+    assert node_allocatable(_node("n", "1e30", "-1")) == (HOST_UNKNOWN - 1, 0)
 
 
 def test_the_ledger_follows_binds_moves_and_finishes() -> None:

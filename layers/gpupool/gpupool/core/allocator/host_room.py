@@ -9,7 +9,8 @@ Kubernetes' effective request: per resource, the larger of the sum over its cont
 largest of its init containers (`pod_requests`; the pod's `spec.overhead` is not read — the
 model does not carry it — so a RuntimeClass overhead is not counted). What is left never goes
 below zero (an overcommitted node has nothing left); a node whose allocatable the relay has not
-seen yet is unknown, never short.
+seen yet is unknown, never short. Every amount is capped just below `HOST_UNKNOWN` (2⁶² milli-CPU
+or bytes), so an absurd quantity in a manifest stays a number the allocator's arrays hold.
 
 Must not: touch the allocator's state (the caller applies `changed` nodes), or do I/O.
 """
@@ -20,17 +21,19 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from gpupool.core.allocator.state import HOST_UNKNOWN
 from gpupool.core.model.foreign import Container, Node, Pod
 from gpupool.core.quantity import Quantity
 
 __all__ = ["HostRoom", "node_allocatable", "pod_requests"]
 
 FINISHED = ("Succeeded", "Failed")
+CAP = HOST_UNKNOWN - 1  # the largest amount kept (milli-CPU or bytes)
 
 
 def _amount(values: Mapping[str, Quantity], resource: str, scale: int) -> int:
     value = values.get(resource)
-    return math.ceil(value.value * scale) if value is not None else 0
+    return min(CAP, max(0, math.ceil(value.value * scale))) if value is not None else 0
 
 
 def _sum(containers: Iterable[Container], resource: str, scale: int) -> int:
@@ -48,7 +51,7 @@ def pod_requests(pod: Pod) -> tuple[int, int]:
         _sum(spec.containers, "memory", 1),
         max((_amount(c.resources.requests, "memory", 1) for c in spec.init_containers), default=0),
     )
-    return cpu, memory
+    return min(CAP, cpu), min(CAP, memory)
 
 
 def node_allocatable(node: Node) -> tuple[int, int] | None:
