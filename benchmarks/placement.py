@@ -17,6 +17,11 @@ allocated (FGD's figure in its authors' simulator) and at most 0.6 × Best-fit's
 every trace more GPUs than every baseline (Random-fit, Best-fit, Dot-product, FGD) and at most
 0.6 × Best-fit's unallocated — printed as measured, met or not. Nothing here is tuned per trace.
 
+`--host-scale N` replays the same traces with every node's CPU and memory multiplied by N (the
+node list is rewritten for the feasibility check; the traces are named `NAME-hosts×N`): with N
+large no task is ever short of CPU or memory, so the figures say what GPU packing alone reaches
+on the same arrivals — the part of the unallocated GPUs no host-aware rule can win back.
+
 The trace is not in the repository: --data names the folder holding `openb_node_list_gpu_node.csv`
 and `openb_pod_list_default.csv` (from alibaba/clusterdata, cluster-trace-gpu-v2023/csv; default
 ../shared/data/openb beside the checkout). A full run (3 traces × 3 seeds × 2 protocols × 9
@@ -27,12 +32,13 @@ Usage: .venv/bin/python benchmarks/placement.py [--data DIR | --nodes CSV --pods
        [--trace default|gpu-spec|multi-gpu]...
        [--seed N]... [--protocol rule|least-allocated]... [--placement MODE]... [--inflation 1.3]
        [--gpu-spec-share 0.33] [--multi-gpu-share 0.5] [--variant-seed 1] [--bound-kinds 40]
-       [--no-bound] [--plot OUT.png]
+       [--no-bound] [--plot OUT.png] [--host-scale N]
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
 import sys
 import tempfile
 import time
@@ -68,10 +74,16 @@ def _traces(args: argparse.Namespace, workdir: Path) -> list[Trace]:
 
     nodes_csv, pods_csv = args.nodes or args.data / NODES_CSV, args.pods or args.data / PODS_CSV
     nodes, tasks = read_trace(nodes_csv, pods_csv)
+    suffix = ""
+    if args.host_scale != 1:
+        nodes = [_scaled(node, args.host_scale) for node in nodes]
+        nodes_csv = workdir / "nodes-scaled.csv"
+        _write_nodes(nodes, nodes_csv)
+        suffix = f"-hosts×{args.host_scale:g}"
     made: list[Trace] = []
     for name in args.trace or TRACES:
         if name == "default":
-            made.append(Trace(name, nodes, tasks, nodes_csv, pods_csv))
+            made.append(Trace(name + suffix, nodes, tasks, nodes_csv, pods_csv))
             continue
         if name == "gpu-spec":
             variant = with_gpu_specs(nodes, tasks, share=args.gpu_spec_share, seed=args.variant_seed)
@@ -83,8 +95,24 @@ def _traces(args: argparse.Namespace, workdir: Path) -> list[Trace]:
             )
         path = workdir / f"pods-{name}.csv"
         path.write_text(pod_list_csv(variant), encoding="utf-8")
-        made.append(Trace(label, nodes, variant, nodes_csv, path))
+        first, _, rest = label.partition(" ")
+        made.append(Trace(f"{first}{suffix} {rest}", nodes, variant, nodes_csv, path))
     return made
+
+
+def _scaled(node: Any, factor: float) -> Any:
+    from dataclasses import replace
+
+    return replace(node, cpu_milli=round(node.cpu_milli * factor), memory_mib=round(node.memory_mib * factor))
+
+
+def _write_nodes(nodes: Sequence[Any], path: Path) -> None:
+    """The node list in openb's columns, for the feasibility checker."""
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle, lineterminator="\n")
+        writer.writerow(["sn", "cpu_milli", "memory_mib", "gpu", "model"])
+        for n in nodes:
+            writer.writerow([n.sn, n.cpu_milli, n.memory_mib, n.gpus, n.model])
 
 
 def _bound_line(trace: Trace, args: argparse.Namespace) -> tuple[str, float | None]:
@@ -202,7 +230,16 @@ def main() -> int:
     parser.add_argument(
         "--plot", type=Path, help="PNG of allocated vs arrived GPUs (first trace, seed, protocol)"
     )
+    parser.add_argument(
+        "--host-scale",
+        type=float,
+        default=1.0,
+        help="multiply every node's CPU and memory (10: GPU packing alone; default 1: as in the trace)",
+    )
     args = parser.parse_args()
+    if not args.host_scale > 0:
+        print(f"error: --host-scale must be positive, got {args.host_scale}", file=sys.stderr)
+        return 2
     for path in (args.nodes or args.data / NODES_CSV, args.pods or args.data / PODS_CSV):
         if not path.is_file():
             print(f"error: {path} not found: pass --data DIR (the openb CSV folder)", file=sys.stderr)

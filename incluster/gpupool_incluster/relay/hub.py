@@ -11,7 +11,12 @@ With progressive migration on (and a `NodeTainter` given), it feeds the taint ke
 (`migration`): which nodes exist and carry the used-by taint, and a wake-up whenever a node may
 have gained its first worker or lost its last. The policy objects are kept in the hub's
 `PolicyBook` (`policies`), which the hub calls under its lock; what they mean for placement
-(oversubscription, pool modes, quota limits) the hub sets on the allocator.
+(oversubscription, pool modes, quota limits) the hub sets on the allocator. What each node has
+left for pods — its allocatable CPU and memory minus the requests of the pods bound to it
+(`HostRoom`, from the same Node and Pod watches) — goes to the allocator too, so the modes that
+weigh a pod's CPU and memory (BalancedFit, FragmentationAware) see it in the extender; it is as
+fresh as the watch (a pod just bound counts once its binding is seen), and only ranks nodes:
+kube-scheduler's own NodeResourcesFit decides whether a pod fits.
 
 Must not: serve HTTP (see `app`) or hold a Kubernetes client (it gets a `ClusterWriter` and
 optionally a `NodeTainter`).
@@ -27,6 +32,7 @@ from typing import Any
 from gpupool.core.admission import AdmissionContext, Mutation, mutate_pod
 from gpupool.core.allocator import Allocation, AllocationError, Allocator, Simulation
 from gpupool.core.allocator.build import gpu_info, oversubscription_of, quota_limits
+from gpupool.core.allocator.host_room import HostRoom
 from gpupool.core.allocator.pod_record import SCHEDULER_OWNED, record_annotations
 from gpupool.core.allocator.pod_request import (
     ANNOTATION_GPU_IDS,
@@ -75,6 +81,8 @@ class SchedulerHub:
         # re-reads them, so their share of it is counted.
         self.holders: dict[str, set[str]] = {}
         self.bound: dict[str, Pod] = {}
+        # What each node has left for pods (allocatable − its pods' requests), fed to the allocator.
+        self.hosts = HostRoom()
         self.replicas = ReplicaLedger(settle=self.settings.replica_settle)
         self.gangs = GangGate()  # gang-min-members: all-or-nothing binding, with gang-timeout
         self.synced = threading.Event()
@@ -138,7 +146,8 @@ class SchedulerHub:
             self.allocator.state.ensure_layout()
 
     def apply_node(self, node: Node, *, deleted: bool = False) -> None:
-        """Node labels (node affinity) and host memory / disk (VRAM expansion bounds)."""
+        """Node labels (node affinity), host memory / disk (VRAM expansion bounds) and allocatable
+        CPU and memory (what it has left for pods, with its pods' requests: `hosts`)."""
         name = node.metadata.name or ""
         labels = dict(node.metadata.labels)
         capacity = node.status.capacity
@@ -149,6 +158,8 @@ class SchedulerHub:
             if self.taints is not None:
                 taints = [t.model_dump(exclude_none=True) for t in node.spec.taints]
                 self.taints.observe_node(name, tainted=has_used_by_taint(taints), deleted=deleted)
+            if self.hosts.observe_node(node, deleted=deleted) is not None:
+                self._apply_room(name)
             if deleted:
                 return
             if state.node_labels.get(name) != labels or state.node_host.get(name, (0, 0)) != host:
@@ -168,6 +179,8 @@ class SchedulerHub:
         """Pod bookkeeping under the lock: replicas, native GPU pods, what bound pods hold."""
         self.replicas.observe(pod, key, finished=finished)
         self._track_native(pod, key, finished)
+        for node in sorted(self.hosts.observe_pod(key, pod, deleted=finished)):
+            self._apply_room(node)
         self._forget_bound(key)
         if finished:
             self.gangs.forget(key)
@@ -181,6 +194,14 @@ class SchedulerHub:
         for name in pod.metadata.annotations[ANNOTATION_GPU_IDS].split(","):
             self.holders.setdefault(name.strip(), set()).add(key)
         self._count_bound(key, pod)
+
+    def _apply_room(self, node: str) -> None:
+        """Tell the allocator what `node` has left (unknown when its allocatable is)."""
+        room = self.hosts.room(node)
+        if room is None:
+            self.allocator.state.clear_host_free(node)
+        else:
+            self.allocator.state.set_host_free(node, *room)
 
     def _forget_bound(self, key: str) -> None:
         previous = self.bound.pop(key, None)

@@ -2,12 +2,13 @@
 
 The reference below recomputes, with plain loops over the state's GPUs (docs/placement.md,
 "BalancedFit"), each slot's leftover L before and after one GPU of a request, each node's free
-GPUs G and stranded GPUs S, and the lexicographic key (ΔS + ΔL, G, CPU left, order), from a log
-of the requests it made itself (not the scorer's profile). On random small clusters, after
+GPUs G and stranded GPUs S, and the lexicographic key (ΔS + ΔL, the node's GPUs, G, CPU left,
+order), from a log of the requests it made itself (not the scorer's profile). On random small clusters, after
 random reservations, releases and hosts' CPU and memory changes, the scorer's cached values and
 its choice must agree — on both ways it computes W (GPU kinds, and shape by shape). Then the
 mode end to end: selectable per pool, a CPU-heavy pod kept off a CPU-poor node, leftovers the
-mix can use preferred, Best-fit without hosts, prioritize in 0..10; and the demand profile.
+mix can use preferred, the smaller node first among equal keys, Best-fit without hosts,
+prioritize in 0..10; and the demand profile.
 """
 
 from __future__ import annotations
@@ -85,7 +86,7 @@ def _reference_deltas(
 def _reference_choice(
     state: AllocatorState, alive: np.ndarray, shape: RequestShape, log: list[RequestShape]
 ) -> int | None:
-    """The row with the smallest (ΔS + Σ k best ΔL, G, CPU left, row), by definition."""
+    """The row with the smallest (ΔS + Σ k best ΔL, its GPUs, G, CPU left, row), by definition."""
     weights = _weights(log)
     typical = int(np.median(state.cap_t[state.valid]))
     gpus = sum(gpus_per_request(s, typical) for s in log)
@@ -122,8 +123,8 @@ def _reference_choice(
             stranded = strand(free - taken, cpu - shape.cpu_milli, memory - shape.memory) - strand(
                 free, cpu, memory
             )
-        keys.append((round(stranded + sum(leftovers), 6), round(free, 6), cpu, row))
-    return min(keys)[3] if keys else None
+        keys.append((round(stranded + sum(leftovers), 6), len(valid), round(free, 6), cpu, row))
+    return min(keys)[4] if keys else None
 
 
 def _allocator(rng: random.Random, *, hosts: bool, max_kinds: int = 32) -> Allocator:
@@ -232,6 +233,24 @@ def test_without_hosts_it_is_best_fit_with_leftovers_the_mix_can_use() -> None:
     assert set(scores) == {"a", "b", "c"} and all(0 <= s <= 10 for s in scores.values())
     # b-1 and c-0 both keep what the mix uses (600, 400 free after): Best-fit then, b before c before a.
     assert scores["b"] == 10 and scores["b"] > scores["c"] > scores["a"]
+
+
+def test_among_equal_keys_the_smaller_node_goes_first() -> None:
+    allocator = Allocator(PlacementPolicy(mode=BF))
+    allocator.balanced = BalancedFitScorer(DemandProfile(refresh_every=1, young_step=1))
+    for node, gpus in (("big", 8), ("small", 2)):
+        for g in range(gpus):
+            allocator.state.upsert_gpu(GpuInfo(f"{node}-{g}", node, "p", 100_000, 16 * GI, index=g))
+    for g in range(7):  # big keeps one free GPU, small two: Best-fit alone would pick big
+        allocator.reserve(GpuRequest("ns", f"w{g}", "p", gpu_share_milli=1000), node="big")
+    scores = allocator.prioritize(GpuRequest("ns", "q", "p", gpu_share_milli=1000), ["big", "small"])
+    placed = allocator.reserve(GpuRequest("ns", "p", "p", gpu_share_milli=1000))
+    # Whole GPUs: ΔL is 0 on both and no host is known (ΔS 0); the 2-GPU node goes first.
+    assert placed.node == "small"
+    assert scores == {"small": 10, "big": 0}
+    # One free GPU left on each: small, with fewer GPUs, still goes first; then big.
+    assert allocator.reserve(GpuRequest("ns", "r", "p", gpu_share_milli=1000)).node == "small"
+    assert allocator.reserve(GpuRequest("ns", "s", "p", gpu_share_milli=1000)).node == "big"
 
 
 def test_the_mode_is_selectable_per_pool_and_deterministic() -> None:

@@ -9,7 +9,10 @@ GPUs requested whose shape one GPU there still fits (its free TFLOPS and VRAM, a
 
 A pod asking for k GPUs of shape r is placed on the node with the smallest key
   ΔS (the node's stranded GPUs after − before) + the sum of ΔL over its k best GPUs for r,
-then the least free GPUs G (Best-fit), then the least CPU left, then the state's order; on that
+then the node with the fewest GPUs (among nodes the key finds equal, the small ones go first and
+the large ones stay whole for the requests only they can take: more GPUs on one node, more CPU
+and memory), then the least free GPUs G (Best-fit), then the least CPU left, then the state's
+order; on that
 node, its k GPUs with the smallest ΔL, then the tightest (least free now), then by index. A pod
 without GPUs (the simulator places those too) takes the node with the smallest ΔS of its CPU and
 memory, then the least G (`host_only_keys`; the caller breaks the remaining ties by CPU left and
@@ -97,6 +100,7 @@ class BalancedFitScorer:
         self._representative: npt.NDArray[np.intp] = np.zeros(0, dtype=np.intp)  # one slot per kind
         self._free: F64 = np.zeros(0)  # G per node
         self._free_position = -1
+        self._node_gpus: F64 = np.zeros(0)  # per node, its GPUs (the first tie-break)
         self._shapes: tuple[RequestShape, ...] = ()  # the order thresholds and weights are kept in
         self._shapes_layout: tuple[int, ...] | None = None
         self._weights_version = 0
@@ -149,6 +153,7 @@ class BalancedFitScorer:
         self._representative = np.flatnonzero(valid)[first] if kinds.size else np.zeros(0, dtype=np.intp)
         self._free = np.zeros(len(state.node_names))
         self._free_position = -1
+        self._node_gpus = valid.reshape(-1, state.width).sum(axis=1).astype(np.float64)
 
     def _read_thresholds(self, state: AllocatorState, shapes: tuple[RequestShape, ...]) -> None:
         self._per_slot = self._ranks = None
@@ -400,6 +405,8 @@ class BalancedFitScorer:
         if not np.isfinite(lowest):
             return None
         candidates = primary == lowest
+        fewest = np.where(candidates, self._node_gpus, np.inf)
+        candidates &= fewest == fewest.min()
         least = np.where(candidates, free, np.inf)
         candidates &= least == least.min()
         if state.host_free:
@@ -414,15 +421,17 @@ class BalancedFitScorer:
         return row, [row * width + int(c) for c in order[: max(1, shape.gpu_count)]]
 
     def node_scores(self, state: AllocatorState, alive: B, shape: RequestShape) -> F64:
-        """0..100 per node (100 = the smallest primary key + G/1000 among the candidates); NaN when
-        none of its GPUs fits."""
+        """0..100 per node (100 = the smallest primary key + (its GPUs + G ÷ (width + 1)) ÷ 1000
+        among the candidates: the choice's order within a thousandth of a GPU); NaN when none of
+        its GPUs fits."""
         if not alive.any():
             return np.full(alive.shape[0], np.nan)
         primary, free, _ = self._keys(state, alive, shape)
         finite = np.isfinite(primary)
         if not finite.any():
             return np.full(alive.shape[0], np.nan)
-        key = np.where(finite, primary + free / 1000, np.inf)
+        tie = (self._node_gpus + free / (state.width + 1)) / 1000
+        key = np.where(finite, primary + tie, np.inf)
         low, high = float(key[finite].min()), float(key[finite].max())
         spread = high - low
         scores = np.full(key.shape, 100.0) if spread <= 0 else 100.0 * (high - key) / spread

@@ -14,6 +14,7 @@ import math
 from collections.abc import Mapping
 from typing import Any, Final
 
+from gpupool.core.allocator.host_room import pod_requests
 from gpupool.core.allocator.records import Allocation, GpuInfo
 from gpupool.core.allocator.request import GpuRequest, MatchExpression, NodeConstraints, NodeSelectorTerm
 from gpupool.core.model import constants as c
@@ -112,7 +113,8 @@ def constraints_of(pod: Pod) -> NodeConstraints:
 
 
 def request_from_pod(pod: Pod, *, default_pool: str = "") -> GpuRequest:
-    """The GPU request a (mutated) TensorFusion pod carries; RequestError when unreadable."""
+    """The GPU request a (mutated) TensorFusion pod carries, with its containers' CPU and memory
+    requests (`host_room.pod_requests`); RequestError when unreadable."""
     notes = pod.metadata.annotations
     get = notes.get
     has_tflops = c.ANNOTATION_TFLOPS_REQUEST in notes or c.ANNOTATION_TFLOPS_LIMIT in notes
@@ -164,6 +166,7 @@ def request_from_pod(pod: Pod, *, default_pool: str = "") -> GpuRequest:
         raise RequestError(
             f"annotation {c.ANNOTATION_DEDICATED_GPU}={dedicated_text!r} must be true or false"
         )
+    cpu_milli, memory = pod_requests(pod)
     return GpuRequest(
         namespace=pod.metadata.namespace or "default",
         name=pod.metadata.name or pod.metadata.generate_name or "",
@@ -182,6 +185,8 @@ def request_from_pod(pod: Pod, *, default_pool: str = "") -> GpuRequest:
         qos=qos,
         isolation=isolation,
         dedicated=dedicated_text == "true",
+        cpu_milli=cpu_milli,
+        memory=memory,
         constraints=constraints_of(pod),
     )
 

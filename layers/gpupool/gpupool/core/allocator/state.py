@@ -314,6 +314,13 @@ class AllocatorState:
         if row is not None and not self._dirty:
             self.host_cpu[row], self.host_memory[row] = cpu_milli, memory
 
+    def clear_host_free(self, node: str) -> None:
+        """Forget what `node` has left: unknown again, never short."""
+        self.host_free.pop(node, None)
+        row = self.node_index.get(node)
+        if row is not None and not self._dirty:
+            self.host_cpu[row], self.host_memory[row] = HOST_UNKNOWN, HOST_UNKNOWN
+
     def set_native_gpu_pods(self, node: str, count: int) -> None:
         """Pods on `node` holding native nvidia.com/gpu (progressive migration)."""
         if count:
