@@ -193,9 +193,11 @@ def _verdicts(trace: Trace, seed: int, results: Sequence[Any], *, is_default: bo
     )
     others = [by_rule[b] for b in BASELINE_RULES if b in by_rule]
     listed = ", ".join(f"{o.placement} {o.gpu_allocated:,.1f}" for o in others)
+    missing = [b for b in BASELINE_RULES if b not in by_rule]
+    unrun = f"; not run, so not judged: {', '.join(missing)}" if missing else ""
     checks.append(
         (
-            f"{where}: {NEW_MODE} {new.gpu_allocated:,.1f} GPUs vs every baseline run ({listed})"
+            f"{where}: {NEW_MODE} {new.gpu_allocated:,.1f} GPUs vs every baseline run ({listed}{unrun})"
             " — more than each",
             all(new.gpu_allocated > o.gpu_allocated for o in others) and len(others) == len(BASELINE_RULES),
         )
