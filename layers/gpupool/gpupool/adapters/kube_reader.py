@@ -35,7 +35,6 @@ from gpupool.adapters.kube_tables import (
     GPUNodeSummaryDecoder,
     MissingColumns,
     NodeSummaryDecoder,
-    gpu_node_summary,
     node_summary,
 )
 from gpupool.adapters.kube_transport import KubeTransport, core_path, group_path
@@ -197,7 +196,7 @@ class KubeReader:
                 self._gpu_node_rows = False
                 self._watched.pop("gpunodes:summary", None)
         whole = self.custom_objects(GPUNode, GPUNode.PLURAL, kept=True)
-        return [gpu_node_summary(g) for g in whole] if summary else whole
+        return [g.printed() for g in whole] if summary else whole
 
     # ---- nodes and pods ----------------------------------------------------------------------
     def nodes(self, *, summary: bool, labels: Mapping[str, str] | None) -> list[Node]:

@@ -44,7 +44,6 @@ __all__ = [
     "GPUNodeSummaryDecoder",
     "MissingColumns",
     "NodeSummaryDecoder",
-    "gpu_node_summary",
     "node_summary",
 ]
 
@@ -174,22 +173,6 @@ class NodeSummaryDecoder(_TableDecoder[Node]):
         if not isinstance(status, str):
             raise ValueError(f"its Status cell is {status!r}")
         return node_summary(meta, status)
-
-
-def gpu_node_summary(gpu_node: GPUNode) -> GPUNode:
-    """A whole GPUNode as its Table row gives it: metadata and the printed status fields."""
-    status = gpu_node.status
-    if status is None:
-        return GPUNode(metadata=gpu_node.metadata)
-    kept = GPUNodeStatus(
-        phase=status.phase,
-        total_tflops=status.total_tflops,
-        total_vram=status.total_vram,
-        available_tflops=status.available_tflops,
-        available_vram=status.available_vram,
-        total_gpus=status.total_gpus,
-    )
-    return GPUNode(metadata=gpu_node.metadata, status=kept)
 
 
 def _quantity(cell: Any) -> Quantity | None:

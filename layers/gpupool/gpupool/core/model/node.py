@@ -103,6 +103,22 @@ class GPUNode(TensorFusionObject):
     spec: GPUNodeSpec = Field(default_factory=GPUNodeSpec)
     status: GPUNodeStatus | None = None
 
+    def printed(self) -> GPUNode:
+        """This GPUNode as its `kubectl get gpunodes` row gives it (what `list_gpu_nodes(summary=True)`
+        answers): its metadata, and the status fields the printer columns show."""
+        status = self.status
+        if status is None:
+            return GPUNode(metadata=self.metadata)
+        shown = GPUNodeStatus(
+            phase=status.phase,
+            total_tflops=status.total_tflops,
+            total_vram=status.total_vram,
+            available_tflops=status.available_tflops,
+            available_vram=status.available_vram,
+            total_gpus=status.total_gpus,
+        )
+        return GPUNode(metadata=self.metadata, status=shown)
+
 
 class GPUStatus(StatusModel):
     phase: str = "Pending"

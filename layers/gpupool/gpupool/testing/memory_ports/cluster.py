@@ -39,7 +39,7 @@ from gpupool.core.quantity import Quantity
 from gpupool.service.errors import AlreadyExists, Conflict, NotFound, Throttled
 from gpupool.testing.memory_ports.recorder import START, CallRecorder, MemoryClock
 
-__all__ = ["MemoryCluster", "gpu_node_summary_of", "summary_of"]
+__all__ = ["MemoryCluster", "summary_of"]
 
 T = TypeVar("T")
 
@@ -150,7 +150,7 @@ class MemoryCluster(CallRecorder):
     def list_gpu_nodes(self, *, summary: bool = False) -> list[GPUNode]:
         def work() -> list[GPUNode]:
             found: list[GPUNode] = self.all("GPUNode")
-            return [gpu_node_summary_of(g) for g in found] if summary else found
+            return [g.printed() for g in found] if summary else found
 
         return self._call("list_gpu_nodes", (summary,), work)
 
@@ -437,20 +437,3 @@ def summary_of(node: Node) -> Node:
         spec=NodeSpec(unschedulable=node.spec.unschedulable),
         status=NodeStatus(conditions=conditions),
     )
-
-
-def gpu_node_summary_of(gpu_node: GPUNode) -> GPUNode:
-    """`gpu_node` as a `kubectl get gpunodes` row holds it (the port's `list_gpu_nodes(summary=True)`):
-    its metadata, and the status fields the CRD's printer columns show."""
-    status = gpu_node.status
-    if status is None:
-        return GPUNode(metadata=gpu_node.metadata)
-    printed = GPUNodeStatus(
-        phase=status.phase,
-        total_tflops=status.total_tflops,
-        total_vram=status.total_vram,
-        available_tflops=status.available_tflops,
-        available_vram=status.available_vram,
-        total_gpus=status.total_gpus,
-    )
-    return GPUNode(metadata=gpu_node.metadata, status=printed)
