@@ -47,7 +47,9 @@ __all__ = [
     "OpenWatch",
     "Page",
     "WatchedList",
+    "expired_status",
     "object_key",
+    "watch_event",
 ]
 
 Model = TypeVar("Model", bound=BaseModel)
@@ -93,6 +95,18 @@ def expired_status(status: dict[str, Any]) -> bool:
     return status.get("code") == 410 or status.get("reason") in ("Expired", "Gone")
 
 
+def watch_event(line: bytes, kind: str) -> tuple[str, dict[str, Any]]:
+    """One watch line's (type, object); an ERROR event raises: `Expired` for 410 Gone (list again),
+    else RuntimeError naming `kind`."""
+    event = json.loads(line)
+    event_type, raw = str(event.get("type") or ""), event.get("object") or {}
+    if event_type == "ERROR":
+        if expired_status(raw):
+            raise Expired(str(raw.get("message") or "resourceVersion too old"))
+        raise RuntimeError(f"watch {kind}: {raw.get('message') or raw}")
+    return event_type, raw
+
+
 class ObjectDecoder(Generic[Model]):
     """Pages and watch events of whole objects, read into `model`."""
 
@@ -105,12 +119,7 @@ class ObjectDecoder(Generic[Model]):
         return Page(keyed, meta.resource_version, meta.continue_ or None)
 
     def change(self, line: bytes) -> Change[Model]:
-        event = json.loads(line)
-        kind, raw = str(event.get("type") or ""), event.get("object") or {}
-        if kind == "ERROR":
-            if expired_status(raw):
-                raise Expired(str(raw.get("message") or "resourceVersion too old"))
-            raise RuntimeError(f"watch {self._kind}: {raw.get('message') or raw}")
+        kind, raw = watch_event(line, self._kind)
         meta = raw.get("metadata") or {}
         version = str(meta.get("resourceVersion") or "")
         key = (str(meta.get("namespace") or ""), str(meta.get("name") or ""))

@@ -25,13 +25,12 @@ Must not: read a cell other than those named here, or guess a column the server 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping
 from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from gpupool.adapters.kube_listing import Change, Expired, Page, expired_status, object_key
+from gpupool.adapters.kube_listing import Change, Page, object_key, watch_event
 from gpupool.adapters.kube_reading import ListMeta
 from gpupool.core.model.base import Condition, ObjectMeta
 from gpupool.core.model.foreign import Node, NodeSpec, NodeStatus
@@ -144,12 +143,7 @@ class _TableDecoder(Generic[Model]):
         return Page(self._rows(table), table.metadata.resource_version, table.metadata.continue_ or None)
 
     def change(self, line: bytes) -> Change[Model]:
-        event = json.loads(line)
-        kind, raw = str(event.get("type") or ""), event.get("object") or {}
-        if kind == "ERROR":
-            if expired_status(raw):
-                raise Expired(str(raw.get("message") or "resourceVersion too old"))
-            raise RuntimeError(f"watch {self.kind}: {raw.get('message') or raw}")
+        kind, raw = watch_event(line, self.kind)
         if kind == "BOOKMARK":
             return Change(kind, None, None, str((raw.get("metadata") or {}).get("resourceVersion") or ""))
         table = _Table.model_validate(raw)
