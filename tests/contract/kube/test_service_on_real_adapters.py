@@ -13,7 +13,6 @@ Failed and a Warning event is recorded.
 from __future__ import annotations
 
 import dataclasses
-import urllib.request
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
@@ -21,7 +20,6 @@ from typing import Any
 
 import boto3
 import pytest
-from moto.server import ThreadedMotoServer
 
 from gpupool.adapters.ec2 import Ec2Compute
 from gpupool.adapters.wiring import build_aws_deps
@@ -29,6 +27,7 @@ from gpupool.core.intake.causes import Reconcile
 from gpupool.core.model.nodeclass import GPUNodeClass
 from gpupool.core.quantity import Quantity
 from gpupool.sandbox.kubeapi import EmbeddedKubeAPI
+from gpupool.sandbox.moto_ec2 import MotoEC2
 from gpupool.service.deps import Deps
 from gpupool.service.launch import handle_launch
 from tests.service.fakes import OFFERINGS as FAKE_OFFERINGS
@@ -44,35 +43,28 @@ CREDENTIALS = {"aws_access_key_id": "testing", "aws_secret_access_key": "testing
 def world(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Deps, Any, EmbeddedKubeAPI]]:
     for key in ("AWS_ENDPOINT_URL", "KUBECONFIG", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
         monkeypatch.delenv(key, raising=False)
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    url = f"http://{host}:{port}"
     # moto's backends are process-wide: start from an empty account.
-    urllib.request.urlopen(urllib.request.Request(f"{url}/moto-api/reset", method="POST"), timeout=10).close()
-    try:
-        with EmbeddedKubeAPI() as api:
-            ec2 = boto3.client("ec2", region_name="us-east-1", endpoint_url=url, **CREDENTIALS)
-            image = ec2.describe_images(Owners=["amazon"])["Images"][0]["ImageId"]
-            deps = build_aws_deps(
-                {
-                    "GPUPOOL_CLUSTER_NAME": "demo",
-                    "AWS_REGION": "us-east-1",
-                    "AWS_ENDPOINT_URL": url,
-                    "AWS_ACCESS_KEY_ID": "testing",
-                    "AWS_SECRET_ACCESS_KEY": "testing",
-                    "KUBECONFIG": str(api.kubeconfig_path),
-                }
-            )
-            deps = dataclasses.replace(deps, offerings=OFFERINGS)
-            node_class = GPUNodeClass.model_validate(
-                {"metadata": {"name": "gpu-class"}, "spec": {"osImageSelectorTerms": [{"id": image}]}}
-            )
-            _create(api, node_class.to_manifest(), "gpunodeclasses")
-            deps.cluster.create_pool(make_pool(min_tflops="130", min_vram="32Gi"))
-            yield deps, ec2, api
-    finally:
-        server.stop()
+    with MotoEC2() as moto, EmbeddedKubeAPI() as api:
+        url = moto.reset().url
+        ec2 = boto3.client("ec2", region_name="us-east-1", endpoint_url=url, **CREDENTIALS)
+        image = ec2.describe_images(Owners=["amazon"])["Images"][0]["ImageId"]
+        deps = build_aws_deps(
+            {
+                "GPUPOOL_CLUSTER_NAME": "demo",
+                "AWS_REGION": "us-east-1",
+                "AWS_ENDPOINT_URL": url,
+                "AWS_ACCESS_KEY_ID": "testing",
+                "AWS_SECRET_ACCESS_KEY": "testing",
+                "KUBECONFIG": str(api.kubeconfig_path),
+            }
+        )
+        deps = dataclasses.replace(deps, offerings=OFFERINGS)
+        node_class = GPUNodeClass.model_validate(
+            {"metadata": {"name": "gpu-class"}, "spec": {"osImageSelectorTerms": [{"id": image}]}}
+        )
+        _create(api, node_class.to_manifest(), "gpunodeclasses")
+        deps.cluster.create_pool(make_pool(min_tflops="130", min_vram="32Gi"))
+        yield deps, ec2, api
 
 
 def _create(api: EmbeddedKubeAPI, body: dict[str, Any], plural: str) -> None:

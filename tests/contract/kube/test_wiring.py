@@ -11,19 +11,18 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import urllib.request
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import boto3
 import pytest
-from moto.server import ThreadedMotoServer
 
 from gpupool.adapters.wiring import ConfigError, build_aws_deps, parse_duration, read_aws_environment
 from gpupool.core.model.nodeclaim import GPUNodeClaim
 from gpupool.core.planning.plan import OfferingRef
 from gpupool.sandbox.kubeapi import EmbeddedKubeAPI
+from gpupool.sandbox.moto_ec2 import MotoEC2
 from tests.service.fakes import FakeClock
 
 from .conftest import make_pool
@@ -36,16 +35,8 @@ def moto_url(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     # The mapping passed to build_aws_deps is the only source: make os.environ useless on purpose.
     for key in ("AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "KUBECONFIG"):
         monkeypatch.delenv(key, raising=False)
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    url = f"http://{host}:{port}"
-    # moto's backends are process-wide: start from an empty account.
-    urllib.request.urlopen(urllib.request.Request(f"{url}/moto-api/reset", method="POST"), timeout=10).close()
-    try:
-        yield url
-    finally:
-        server.stop()
+    with MotoEC2() as moto:
+        yield moto.reset().url  # moto's backends are process-wide: start from an empty account
 
 
 def _aws(url: str) -> dict[str, str]:

@@ -32,13 +32,13 @@ from typing import Any
 
 import boto3
 import pytest
-from moto.server import ThreadedMotoServer
 
 from gpupool.adapters.secret_stores import KMS_API_VERSION, SecretUnavailable, kms_secret_data
 from gpupool.adapters.wiring import ConfigError, aws_secret
 from gpupool.adapters.wiring_alibaba import alibaba_secret, build_alibaba_deps
 from gpupool.core.intake.signature import sign_body
 from gpupool.sandbox.kubeapi import EmbeddedKubeAPI
+from gpupool.sandbox.moto_ec2 import MotoEC2
 from tests.service.test_handlers import DepsFactory, StubService
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -118,15 +118,8 @@ class KmsEndpoint:
 def moto_url(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     for key in ("AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_PROFILE"):
         monkeypatch.delenv(key, raising=False)
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    url = f"http://{host}:{port}"
-    urllib.request.urlopen(urllib.request.Request(f"{url}/moto-api/reset", method="POST"), timeout=10).close()
-    try:
-        yield url
-    finally:
-        server.stop()
+    with MotoEC2() as moto:
+        yield moto.reset().url
 
 
 def _aws(url: str) -> dict[str, str]:

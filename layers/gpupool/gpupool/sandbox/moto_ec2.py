@@ -1,8 +1,9 @@
 """A local EC2 endpoint: moto's threaded server on 127.0.0.1, on a free port.
 
 boto3 reaches it through `AWS_ENDPOINT_URL` with dummy credentials (see `sandbox_env`).
-moto keeps everything in memory; its known gaps (ClientToken ignored, some filters
-unimplemented) are listed in ../shared/ENVIRONMENT.md.
+moto keeps everything in memory, process-wide: `reset()` empties its account (moto's
+`/moto-api/reset`), for a caller that must start from nothing. Its known gaps (ClientToken
+ignored, some filters unimplemented) are listed in ../shared/ENVIRONMENT.md.
 
 Must not: be imported by code that runs in the cloud; moto is a dev dependency.
 """
@@ -31,6 +32,14 @@ class MotoEC2:
             raise RuntimeError("the moto EC2 server is not running")
         host, port = self._server.get_host_and_port()
         return f"http://{host}:{port}"
+
+    def reset(self) -> Self:
+        """Empty every moto backend (they are process-wide: another server's state included)."""
+        import urllib.request
+
+        request = urllib.request.Request(f"{self.url}/moto-api/reset", method="POST")
+        urllib.request.urlopen(request, timeout=10).close()
+        return self
 
     def stop(self) -> None:
         if self._server is not None:
