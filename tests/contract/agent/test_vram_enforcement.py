@@ -4,11 +4,16 @@ Ten times in a row a worker's VRAM (as the fake NVML reports it) goes from under
 vram-limit; its process must be SIGKILLed within 1 s, after a Warning Event. Meanwhile a process
 in no pod and a process in a pod that is not a TensorFusion worker both hold far more VRAM than
 any limit and must survive. With --dry-run the agent only reports. With the evict policy the pod
-is evicted instead of the process killed.
+is evicted instead of the process killed. As on a real node, a killed process leaves the fake
+NVML's list and the fake /proc the moment it is killed (`_gone_when_killed`), so no later check
+can see it again.
 """
 
 from __future__ import annotations
 
+import os
+import shutil
+import signal
 import sys
 import threading
 import time
@@ -58,6 +63,19 @@ def _agent(tmp_path: Path, cluster: FakeCluster, **options: object) -> Agent:
     )
 
 
+def _gone_when_killed(agent: Agent, tmp_path: Path, innocents: list[tuple[int, int, int]]) -> None:
+    """Make the agent's SIGKILL also do what the driver and the kernel do at a process's death:
+    drop it from NVML's process list and from /proc."""
+
+    def kill(pid: int, sig: int) -> None:
+        os.kill(pid, sig)
+        if sig == signal.SIGKILL:
+            write_fake_nvml(tmp_path / "nvml.json", processes=innocents)
+            shutil.rmtree(tmp_path / "proc" / str(pid), ignore_errors=True)
+
+    agent.enforcer.kill = kill
+
+
 @pytest.mark.slow
 def test_over_limit_worker_is_killed_within_a_second_and_innocents_never(tmp_path: Path) -> None:
     with processes(2, busy=False) as (stranger, other_pod):
@@ -67,6 +85,7 @@ def test_over_limit_worker_is_killed_within_a_second_and_innocents_never(tmp_pat
         innocents = [(stranger.pid, 0, 30 * GIB), (other_pod.pid, 0, 30 * GIB)]
         write_fake_nvml(tmp_path / "nvml.json", processes=innocents)
         agent = _agent(tmp_path, cluster)
+        _gone_when_killed(agent, tmp_path, innocents)
         reactions = []
         with running(agent):
             for run in range(RUNS):
