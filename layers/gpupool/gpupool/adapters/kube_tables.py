@@ -25,16 +25,18 @@ Must not: read a cell other than those named here, or guess a column the server 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
+from functools import lru_cache
 from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from typing_extensions import TypedDict
 
 from gpupool.adapters.kube_listing import Change, Page, object_key, watch_event
 from gpupool.adapters.kube_reading import ListMeta
 from gpupool.core.model.base import Condition, ObjectMeta
 from gpupool.core.model.foreign import Node, NodeSpec, NodeStatus
-from gpupool.core.model.node import GPUNode, GPUNodeStatus
+from gpupool.core.model.node import GPUNode, GPUNodeSpec, GPUNodeStatus
 from gpupool.core.model.unreadable import UnreadableObject
 from gpupool.core.quantity import Quantity, QuantityError
 
@@ -63,23 +65,19 @@ class MissingColumns(Exception):
     """The server's Table for a kind lacks a column a summary is read from."""
 
 
-class _Column(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
-    name: str = ""
-
-
-class _RowObject(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
-    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+# A page's rows are read as plain dicts (a model instance per row and per row object would cost
+# more than the row's own metadata); each row's metadata is an ObjectMeta as on a whole object.
+class _RowObject(TypedDict, total=False):
+    metadata: ObjectMeta
 
 
-class _Row(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+class _Row(TypedDict, total=False):
+    cells: list[Any]
+    object: _RowObject
 
-    cells: list[Any] = Field(default_factory=list)
-    object: _RowObject = Field(default_factory=_RowObject)
+
+class _Column(TypedDict, total=False):
+    name: str
 
 
 class _Table(BaseModel):
@@ -90,47 +88,61 @@ class _Table(BaseModel):
     rows: list[_Row] | None = None
 
 
+_NO_METADATA = ObjectMeta()
+
+
 def node_summary(meta: ObjectMeta, status_cell: str) -> Node:
     """The summary of a node whose row's Status cell reads `status_cell`."""
+    spec, status = _node_shape(status_cell)
+    return Node(metadata=meta, spec=spec, status=status)
+
+
+@lru_cache(maxsize=64)
+def _node_shape(status_cell: str) -> tuple[NodeSpec, NodeStatus]:
+    """The spec and status a Status cell gives (a cluster's nodes share a few cells)."""
     parts = [part.strip() for part in status_cell.split(",")]
     readiness = next((p for p in parts if p in _STATUSES), "Unknown")
-    return Node(metadata=meta, spec=_SPECS["SchedulingDisabled" in parts], status=_STATUSES[readiness])
+    return _SPECS["SchedulingDisabled" in parts], _STATUSES[readiness]
 
 
 class _TableDecoder(Generic[Model]):
-    """Pages and watch events of one kind's Table, each row read by `summary`."""
+    """Pages and watch events of one kind's Table, each row read by `summary` from its cells
+    in `columns` (None where a row is short of one)."""
 
     kind = ""
     columns: tuple[str, ...] = ()
 
     def __init__(self, *, report: Callable[[UnreadableObject], None]) -> None:
         self._report = report
-        self._index: dict[str, int] | None = None  # a watch's later events carry no definitions
+        self._positions: tuple[int, ...] | None = None  # a watch's later events carry no definitions
 
-    def summary(self, meta: ObjectMeta, cells: Mapping[str, Any]) -> Model:
+    def summary(self, meta: ObjectMeta, cells: tuple[Any, ...]) -> Model:
         raise NotImplementedError
 
-    def _indexes(self, table: _Table) -> dict[str, int]:
+    def _columns(self, table: _Table) -> tuple[int, ...]:
         if table.column_definitions:
-            names = [column.name for column in table.column_definitions]
+            names = [column.get("name", "") for column in table.column_definitions]
             missing = [c for c in self.columns if c not in names]
             if missing:
                 raise MissingColumns(f"the API server's {self.kind} table has no {', '.join(missing)} column")
-            self._index = {c: names.index(c) for c in self.columns}
-        if self._index is None:
+            self._positions = tuple(names.index(c) for c in self.columns)
+        if self._positions is None:
             raise RuntimeError(f"a {self.kind} table row came before the table's column definitions")
-        return self._index
+        return self._positions
 
     def _rows(self, table: _Table) -> list[tuple[tuple[str, str], Model]]:
         if not table.rows:
             return []
-        index = self._indexes(table)
+        positions = self._columns(table)
+        width = max(positions) + 1
         found = []
         for row in table.rows:
-            meta = row.object.metadata
-            cells = {c: row.cells[i] if i < len(row.cells) else None for c, i in index.items()}
+            meta = (row.get("object") or {}).get("metadata") or _NO_METADATA
+            cells = row.get("cells") or []
+            if len(cells) < width:
+                cells = [*cells, *[None] * (width - len(cells))]
             try:
-                found.append((object_key(meta), self.summary(meta, cells)))
+                found.append((object_key(meta), self.summary(meta, tuple([cells[i] for i in positions]))))
             except (ValueError, ValidationError) as error:
                 message = f"{self.kind}/{meta.name} cannot be read, skipped: {error}"
                 self._report(
@@ -150,7 +162,7 @@ class _TableDecoder(Generic[Model]):
         rows = table.rows or []
         if not rows:
             return Change(kind, None, None, table.metadata.resource_version)
-        meta = rows[0].object.metadata
+        meta = (rows[0].get("object") or {}).get("metadata") or _NO_METADATA
         version = meta.resource_version or table.metadata.resource_version
         if kind == "DELETED":
             return Change(kind, object_key(meta), None, version)
@@ -162,20 +174,11 @@ class NodeSummaryDecoder(_TableDecoder[Node]):
     kind = "Node"
     columns = ("Status",)
 
-    def summary(self, meta: ObjectMeta, cells: Mapping[str, Any]) -> Node:
-        status = cells["Status"]
+    def summary(self, meta: ObjectMeta, cells: tuple[Any, ...]) -> Node:
+        (status,) = cells
         if not isinstance(status, str):
             raise ValueError(f"its Status cell is {status!r}")
         return node_summary(meta, status)
-
-
-def _quantity(cell: Any) -> Quantity | None:
-    if cell is None:
-        return None
-    try:
-        return Quantity.parse(cell)
-    except QuantityError as error:
-        raise ValueError(str(error)) from error
 
 
 class GPUNodeSummaryDecoder(_TableDecoder[GPUNode]):
@@ -185,27 +188,48 @@ class GPUNodeSummaryDecoder(_TableDecoder[GPUNode]):
     def __init__(self, *, report: Callable[[UnreadableObject], None]) -> None:
         super().__init__(report=report)
         # One status per distinct row of cells: a cluster's GPUNodes repeat a few (full, empty,
-        # the same GPU model), and a status is frozen, so rows with the same cells share it.
-        self._statuses: dict[tuple[Any, ...], GPUNodeStatus] = {}
+        # the same GPU model), and a status is frozen, so rows with the same cells share it. The
+        # key holds each cell's type beside it, so "8" and 8 (or 1, 1.0 and true) never share.
+        self._statuses: dict[tuple[tuple[Any, ...], tuple[type, ...]], GPUNodeStatus | None] = {}
 
-    def summary(self, meta: ObjectMeta, cells: Mapping[str, Any]) -> GPUNode:
-        count = cells["GPU Count"]
-        if count is not None and (not isinstance(count, int) or isinstance(count, bool)):
-            raise ValueError(f"its GPU Count cell is {count!r}")
-        if all(cells[c] is None for c in self.columns):  # no status at all
-            return GPUNode(metadata=meta)
-        # The key holds each cell with its type, so "8" and 8 (or 1 and 1.0) never share a status.
-        key = tuple((type(cells[c]), cells[c]) for c in self.columns)
-        status = self._statuses.get(key)
-        if status is None:
-            status = GPUNodeStatus(
-                phase=cells["Phase"] if isinstance(cells["Phase"], str) else "Pending",
-                total_tflops=_quantity(cells["Total TFlops"]),
-                total_vram=_quantity(cells["Total VRAM"]),
-                available_tflops=_quantity(cells["Available TFlops"]),
-                available_vram=_quantity(cells["Available VRAM"]),
-                total_gpus=count,
-            )
+    def summary(self, meta: ObjectMeta, cells: tuple[Any, ...]) -> GPUNode:
+        key = (cells, tuple(map(type, cells)))
+        try:
+            status = self._statuses.get(key, _UNSEEN)
+        except TypeError:  # a list or object in a cell: no key, and no quantity or count either
+            status = _status(cells)
+        if status is _UNSEEN:
+            status = _status(cells)
             if len(self._statuses) < _STATUSES_KEPT:
                 self._statuses[key] = status
-        return GPUNode(metadata=meta, status=status)
+        return GPUNode(metadata=meta, spec=_NO_SPEC, status=status)
+
+
+_UNSEEN: Any = object()
+_NO_SPEC = GPUNodeSpec()
+
+
+def _status(cells: tuple[Any, ...]) -> GPUNodeStatus | None:
+    """The status a GPUNode row's cells give (None: no status at all); ValueError for a bad cell."""
+    phase, total_tflops, total_vram, available_tflops, available_vram, count = cells
+    if count is not None and (not isinstance(count, int) or isinstance(count, bool)):
+        raise ValueError(f"its GPU Count cell is {count!r}")
+    if all(cell is None for cell in cells):
+        return None
+    return GPUNodeStatus(
+        phase=phase if isinstance(phase, str) else "Pending",
+        total_tflops=_quantity(total_tflops),
+        total_vram=_quantity(total_vram),
+        available_tflops=_quantity(available_tflops),
+        available_vram=_quantity(available_vram),
+        total_gpus=count,
+    )
+
+
+def _quantity(cell: Any) -> Quantity | None:
+    if cell is None:
+        return None
+    try:
+        return Quantity.parse(cell)
+    except QuantityError as error:
+        raise ValueError(str(error)) from error

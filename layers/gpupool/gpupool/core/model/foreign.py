@@ -70,7 +70,10 @@ class Node(ForeignObject):
     status: NodeStatus = Field(default_factory=NodeStatus)
 
     def is_ready(self) -> bool:
-        return any(c.type == "Ready" and c.status == "True" for c in self.status.conditions)
+        for condition in self.status.conditions:  # a loop: asked of every node of a pool, per read
+            if condition.type == "Ready" and condition.status == "True":
+                return True
+        return False
 
 
 class ResourceRequirements(ForeignModel):

@@ -84,7 +84,7 @@ class PoolSnapshot(_Frozen):
         return found[0] if found else None
 
     def gpu_node(self, node_name: str) -> GPUNode | None:
-        found = self._index("gpu_nodes", lambda g: g.name).get(node_name)
+        found = self._index("gpu_nodes", _gpu_node_name).get(node_name)
         return found[0] if found else None
 
     def workers_on(self, node_name: str) -> tuple[Pod, ...]:
@@ -98,6 +98,10 @@ class PoolSnapshot(_Frozen):
         """The node runs TensorFusion pods (as far as they were read) or its GPUNode reports
         some of its GPUs' capacity allocated."""
         return bool(self.workers_on(node_name)) or gpus_in_use(self.gpu_node(node_name))
+
+
+def _gpu_node_name(gpu_node: GPUNode) -> str:
+    return gpu_node.metadata.name or ""
 
 
 def gpus_in_use(gpu_node: GPUNode | None) -> bool:
@@ -133,10 +137,6 @@ class PoolCapacity(_Frozen):
     in_flight_claims: int = 0
 
 
-def _reported(gpu_node: GPUNode | None) -> bool:
-    return bool(gpu_node and gpu_node.status and gpu_node.status.total_tflops is not None)
-
-
 def pool_capacity(snapshot: PoolSnapshot) -> PoolCapacity:
     """Capacity of the pool's counted nodes, and offered capacity of claims not yet reporting.
 
@@ -158,8 +158,15 @@ def pool_capacity(snapshot: PoolSnapshot) -> PoolCapacity:
 
 
 def _pool_capacity(snapshot: PoolSnapshot) -> PoolCapacity:
-    counted_claims = {c.name for c in snapshot.claims if claim_counts(c)}
-    known_claims = {c.name for c in snapshot.claims}
+    # One pass over the claims and one over the nodes (a pool's thousands of nodes, per read).
+    known_claims: set[str] = set()
+    counted_claims: set[str] = set()
+    for claim in snapshot.claims:
+        name = claim.metadata.name or ""
+        known_claims.add(name)
+        if claim_counts(claim):
+            counted_claims.add(name)
+    gpu_nodes = snapshot._index("gpu_nodes", _gpu_node_name)
     reported: list[GPUNodeStatus] = []
     nodes = ready = 0
     reporting_claims: set[str] = set()
@@ -167,28 +174,29 @@ def _pool_capacity(snapshot: PoolSnapshot) -> PoolCapacity:
         owner = node_claim(node)
         if owner in known_claims and owner not in counted_claims:
             continue
-        gpu_node = snapshot.gpu_node(node.name)
         nodes += 1
         ready += node.is_ready()
-        if not _reported(gpu_node) or gpu_node is None or gpu_node.status is None:
+        named = gpu_nodes.get(node.metadata.name or "")
+        status = named[0].status if named else None
+        if status is None or status.total_tflops is None:
             continue
-        reported.append(gpu_node.status)
+        reported.append(status)
         if owner:
             reporting_claims.add(owner)
     flying = [
         claim.spec
         for claim in snapshot.claims
-        if claim.name in counted_claims and claim.name not in reporting_claims
+        if (name := claim.metadata.name or "") in counted_claims and name not in reporting_claims
     ]
     return PoolCapacity(
-        total_tflops=sum_quantities(s.total_tflops or ZERO for s in reported),
-        total_vram=sum_quantities(s.total_vram or ZERO for s in reported),
-        available_tflops=sum_quantities(s.available_tflops or ZERO for s in reported),
-        available_vram=sum_quantities(s.available_vram or ZERO for s in reported),
-        in_flight_tflops=sum_quantities(spec.tflops_offered for spec in flying),
-        in_flight_vram=sum_quantities(spec.vram_offered for spec in flying),
+        total_tflops=sum_quantities([s.total_tflops or ZERO for s in reported]),
+        total_vram=sum_quantities([s.total_vram or ZERO for s in reported]),
+        available_tflops=sum_quantities([s.available_tflops or ZERO for s in reported]),
+        available_vram=sum_quantities([s.available_vram or ZERO for s in reported]),
+        in_flight_tflops=sum_quantities([spec.tflops_offered for spec in flying]),
+        in_flight_vram=sum_quantities([spec.vram_offered for spec in flying]),
         nodes=nodes,
         ready_nodes=ready,
-        gpus=sum(s.total_gpus or 0 for s in reported),
+        gpus=sum([s.total_gpus or 0 for s in reported]),
         in_flight_claims=len(flying),
     )
