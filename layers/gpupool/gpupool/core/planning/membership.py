@@ -91,37 +91,27 @@ class ClusterObjects:
         return found
 
     def _node_membership(self, claim_pools: dict[str, set[str]]) -> _NodeMembership:
-        prefix, cut, named_pool = LABEL_POOL_PREFIX, len(LABEL_POOL_PREFIX), LABEL_GPU_POOL
+        prefix, cut = LABEL_POOL_PREFIX, len(LABEL_POOL_PREFIX)
         gpu_by_name = self.gpu_nodes_by_name
         node_pools: dict[str, set[str]] = {}
         by_pool: dict[str, tuple[list[Node], list[GPUNode]]] = {}
         named_claims: dict[str, frozenset[str]] = {}
-        no_pools: frozenset[str] = frozenset()
+        no_pools: set[str] = set()
         for node in self.nodes:
             meta = node.metadata
             name = meta.name or ""
             labels = meta.labels
             owner = labels.get(LABEL_NODE_PROVISIONER) or ""
-            claimed = claim_pools.get(owner)
-            named_claims[owner] = frozenset(claimed) if claimed else no_pools
-            pools = set(claimed) if claimed else set()
-            for key in [key for key in labels if key.startswith(prefix)]:
-                if labels[key] == "true":
-                    pools.add(key[cut:])
-            if (named := labels.get(named_pool)) is not None:
-                pools.add(named)
+            pools = set(claim_pools.get(owner, no_pools))
+            named_claims[owner] = frozenset(pools)
             gpu_node = gpu_by_name.get(name)
-            if gpu_node is not None:
-                gpu_labels = gpu_node.metadata.labels
-                for key in [key for key in gpu_labels if key.startswith(prefix)]:
-                    if gpu_labels[key] == "true":
+            for labelled in (labels, gpu_node.metadata.labels) if gpu_node is not None else (labels,):
+                for key, value in labelled.items():
+                    if value == "true" and key.startswith(prefix):
                         pools.add(key[cut:])
-                if (named := gpu_labels.get(named_pool)) is not None:
+                if (named := labelled.get(LABEL_GPU_POOL)) is not None:
                     pools.add(named)
-            if name in node_pools:
-                node_pools[name].update(pools)
-            else:
-                node_pools[name] = pools
+            node_pools.setdefault(name, set()).update(pools)
             for pool in pools:
                 (by_pool.get(pool) or by_pool.setdefault(pool, ([], [])))[0].append(node)
         for gpu_node in self.gpu_nodes:
