@@ -56,10 +56,14 @@ def _round_up_to_nano(value: Fraction) -> Fraction:
 class Quantity:
     """An exact, immutable Kubernetes quantity. Compare and add like numbers."""
 
-    __slots__ = ("_format", "_value")
+    # `_whole`: the value as an int when it is whole (almost every quantity a cluster reports),
+    # else None — summing and testing thousands of them need not go through Fraction's methods.
+    __slots__ = ("_format", "_value", "_whole")
 
     def __init__(self, value: Fraction | int = 0, fmt: _Format = _Format.DECIMAL_SI) -> None:
-        self._value = _round_up_to_nano(Fraction(value))
+        exact = _round_up_to_nano(Fraction(value))
+        self._value = exact
+        self._whole = exact.numerator if exact.denominator == 1 else None
         self._format = fmt
 
     # ---- construction -------------------------------------------------------------------
@@ -122,6 +126,7 @@ class Quantity:
         are, and skipping the rounding makes summing a pool's thousands of nodes cheap."""
         made = object.__new__(cls)
         made._value = value
+        made._whole = value.numerator if value.denominator == 1 else None
         made._format = fmt
         return made
 
@@ -155,7 +160,8 @@ class Quantity:
         return hash(self._value)
 
     def __bool__(self) -> bool:
-        return self._value != 0
+        whole = self._whole
+        return whole != 0 if whole is not None else self._value != 0
 
     # ---- text ---------------------------------------------------------------------------
     def __str__(self) -> str:
@@ -200,7 +206,8 @@ class Quantity:
     ) -> core_schema.CoreSchema:
         def validate(raw: Any) -> Quantity:
             try:
-                return cls.parse(raw)
+                # Text first: a listed object's quantities are, and each is parsed once per text.
+                return _parse_text(raw) if type(raw) is str else cls.parse(raw)
             except QuantityError as exc:
                 raise ValueError(str(exc)) from None
 
@@ -230,8 +237,8 @@ def sum_quantities(quantities: Iterable[Quantity]) -> Quantity:
     for quantity in quantities:
         if total == 0:
             fmt = quantity._format
-        value = quantity._value
-        total = total + (value.numerator if value.denominator == 1 else value)
+        whole = quantity._whole
+        total = total + (whole if whole is not None else quantity._value)
     return Quantity._exact(Fraction(total), fmt)
 
 

@@ -18,7 +18,7 @@ I/O, or read the clock.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import datetime
 
 from gpupool.core.decisions.lifecycle import adoption, initialization, liveness, termination
@@ -39,19 +39,20 @@ __all__ = ["LifecyclePolicy", "phase_move_refusal", "phase_since", "plan_claim_l
 
 
 def _decide(claim: GPUNodeClaim, facts: ClaimFacts, now: datetime, policy: LifecyclePolicy) -> Step:
-    stages: tuple[Callable[[], Step | None], ...] = (
-        lambda: termination.terminate(claim, facts, now, policy),
-        lambda: initialization.initialize(claim, facts),
-        lambda: liveness.instance_lost(claim, facts),
-        lambda: liveness.launch_timed_out(claim, facts, now, policy),
-        lambda: adoption.adopt(claim, facts),
-        lambda: liveness.registration_timed_out(claim, facts, now, policy),
-    )
-    for stage in stages:
-        answer = stage()
-        if answer is not None:
-            return answer
-    return [], ""
+    # The stages in order of precedence, the first that answers deciding (written out: asked of
+    # every claim of the cluster, per invocation).
+    answer = termination.terminate(claim, facts, now, policy)
+    if answer is None:
+        answer = initialization.initialize(claim, facts)
+    if answer is None:
+        answer = liveness.instance_lost(claim, facts)
+    if answer is None:
+        answer = liveness.launch_timed_out(claim, facts, now, policy)
+    if answer is None:
+        answer = adoption.adopt(claim, facts)
+    if answer is None:
+        answer = liveness.registration_timed_out(claim, facts, now, policy)
+    return answer if answer is not None else ([], "")
 
 
 def plan_claim_lifecycle(

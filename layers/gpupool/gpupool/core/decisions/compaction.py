@@ -28,6 +28,7 @@ from gpupool.core.model.constants import (
     LABEL_SHOULD_DELETE,
 )
 from gpupool.core.model.foreign import Node
+from gpupool.core.model.node import GPUNode
 from gpupool.core.model.pool import ResourceAmount
 from gpupool.core.planning.plan import Action, DeleteClaim, LabelNode, Plan, RecordEvent
 from gpupool.core.planning.snapshot import PoolSnapshot, gpus_in_use
@@ -76,55 +77,86 @@ def _need(resource: ResourceAmount | None, dim: str) -> Quantity:
     return value if isinstance(value, Quantity) else ZERO
 
 
-def _candidates(snapshot: PoolSnapshot, now: datetime, protection: timedelta) -> tuple[list[Node], list[str]]:
+def _candidates(
+    snapshot: PoolSnapshot, live_claims: set[str], now: datetime, protection: timedelta
+) -> tuple[list[Node], list[str]]:
     chosen: list[Node] = []
     skipped: list[str] = []
-    live_claims = {c.name for c in snapshot.claims if claim_counts(c)}
-    for node in sorted(snapshot.nodes, key=lambda n: n.name):
-        gpu_node = snapshot.gpu_node(node.name)
+    gpu_nodes = snapshot.gpu_nodes_by_name()
+    in_use: dict[int, bool] = {}  # by status: GPUNode summaries share their statuses
+    for node in sorted(snapshot.nodes, key=_node_name):
+        name = node.metadata.name or ""
+        named = gpu_nodes.get(name)
+        gpu_node = named[0] if named else None
         owner = node_claim(node)
         created = node.metadata.creation_timestamp
-        if gpu_node is None or gpu_node.status is None or gpu_node.status.total_tflops is None:
-            skipped.append(f"node {node.name}: GPU capacity not reported yet")
+        status = gpu_node.status if gpu_node is not None else None
+        if status is None or status.total_tflops is None:
+            skipped.append(f"node {name}: GPU capacity not reported yet")
         elif owner is not None and owner not in live_claims:
-            skipped.append(f"node {node.name}: its claim is already going away")
+            skipped.append(f"node {name}: its claim is already going away")
         elif node.metadata.labels.get(LABEL_SHOULD_DELETE) == "true":
-            skipped.append(f"node {node.name}: already marked should-delete")
-        elif gpus_in_use(gpu_node):
-            skipped.append(f"node {node.name}: its GPUNode reports GPU capacity allocated")
-        elif snapshot.workers_on(node.name):
-            skipped.append(f"node {node.name}: runs TensorFusion pods")
+            skipped.append(f"node {name}: already marked should-delete")
+        elif _allocated(gpu_node, in_use):
+            skipped.append(f"node {name}: its GPUNode reports GPU capacity allocated")
+        elif snapshot.workers_on(name):
+            skipped.append(f"node {name}: runs TensorFusion pods")
         elif created is None or now - created < protection:
-            skipped.append(f"node {node.name}: younger than the {protection} protection window")
+            skipped.append(f"node {name}: younger than the {protection} protection window")
         elif do_not_disrupt(node, gpu_node):
-            skipped.append(f"node {node.name}: do-not-disrupt")
+            skipped.append(f"node {name}: do-not-disrupt")
         else:
             chosen.append(node)
     return chosen, skipped
 
 
+def _node_name(node: Node) -> str:
+    return node.metadata.name or ""
+
+
+def _allocated(gpu_node: GPUNode | None, seen: dict[int, bool]) -> bool:
+    """`gpus_in_use`, worked out once per status object (`seen`, by identity, for one plan)."""
+    status = gpu_node.status if gpu_node is not None else None
+    key = id(status)
+    if key not in seen:
+        seen[key] = gpus_in_use(gpu_node)
+    return seen[key]
+
+
 def plan_compaction(snapshot: PoolSnapshot, *, now: datetime, protection: timedelta) -> Plan:
     """Which idle nodes to remove (see module docstring)."""
     pool = snapshot.pool
-    in_flight = [
-        c.name for c in snapshot.claims if claim_counts(c) and claim_phase(c) in ("Pending", "Creating")
-    ]
+    # Whether each claim counts, asked once per claim (a pool's thousands, three uses below):
+    # `live` names a claim that counts; `first_counts` answers for the first claim of a name, as
+    # `PoolSnapshot.claim` does.
+    live: set[str] = set()
+    first_counts: dict[str, bool] = {}
+    in_flight = []
+    for claim in snapshot.claims:
+        name, counting = claim.metadata.name or "", claim_counts(claim)
+        first_counts.setdefault(name, counting)
+        if counting:
+            live.add(name)
+            if claim_phase(claim) in ("Pending", "Creating"):
+                in_flight.append(name)
     if in_flight:
         return Plan(reasons=(f"pool {pool.name}: {len(in_flight)} claim(s) in flight; compaction waits",))
     config = pool.spec.capacity_config
     warm = config.warm_resources if config else None
     minimum = config.min_resources if config else None
     mode = pool.spec.node_manager_config.provisioning_mode
-    candidates, reasons = _candidates(snapshot, now, protection)
+    candidates, reasons = _candidates(snapshot, live, now, protection)
+    gpu_nodes = snapshot.gpu_nodes_by_name()
     counted = []
     for node in snapshot.nodes:
-        gpu_node = snapshot.gpu_node(node.name)
+        named = gpu_nodes.get(node.metadata.name or "")
+        status = named[0].status if named else None
+        if status is None:
+            continue
         owner = node_claim(node)
-        if gpu_node is None or gpu_node.status is None:
+        if owner is not None and first_counts.get(owner) is False:
             continue
-        if owner is not None and (claim := snapshot.claim(owner)) is not None and not claim_counts(claim):
-            continue
-        counted.append(gpu_node.status)
+        counted.append(status)
     totals = {
         "tflops": sum_quantities(s.total_tflops or ZERO for s in counted),
         "vram": sum_quantities(s.total_vram or ZERO for s in counted),
