@@ -5,7 +5,7 @@ from fractions import Fraction
 import pytest
 from pydantic import BaseModel, ValidationError
 
-from gpupool.core.quantity import Quantity, QuantityError, parse_quantity
+from gpupool.core.quantity import Quantity, QuantityError, parse_quantity, sum_quantities
 
 
 @pytest.mark.parametrize(
@@ -87,3 +87,32 @@ def test_a_parsed_text_is_shared_but_bad_text_raises_every_time() -> None:
     for _ in range(2):
         with pytest.raises(QuantityError):
             Quantity.parse("16 gigs")
+
+
+@pytest.mark.parametrize(
+    "texts",
+    [
+        ["8", "16Gi", "500m", "1.000000001", "0", "24Gi"],
+        ["0", "0Gi", "1Ki", "-1Ki", "250m"],
+        ["1e3", "2k", "0.5", "-0.5"],
+        [],
+    ],
+)
+def test_sum_quantities_is_the_chain_of_additions(texts: list[str]) -> None:
+    # sum_quantities adds whole values as ints and the rest as fractions: the value and the
+    # format (which a zero total takes from what is added next) must be those `+` gives.
+    quantities = [parse_quantity(text) for text in texts]
+    chained = Quantity(0)
+    for quantity in quantities:
+        chained = chained + quantity
+    summed = sum_quantities(quantities)
+    assert (summed.value, summed.canonical()) == (chained.value, chained.canonical())
+
+
+@pytest.mark.parametrize(
+    ("text", "truth"), [("0", False), ("0Gi", False), ("1n", True), ("-1", True), ("8", True)]
+)
+def test_a_quantity_is_true_when_it_is_not_zero(text: str, truth: bool) -> None:
+    quantity = parse_quantity(text)
+    assert bool(quantity) is truth
+    assert bool(quantity + Quantity(0)) is truth  # the same for a sum's result

@@ -73,3 +73,35 @@ def test_a_cell_of_another_type_is_judged_on_its_own() -> None:
     )
     assert [key[1] for key, _ in page.objects] == ["g1"]
     assert [r.name for r in reported] == ["g2", "g3"]
+
+
+def test_short_rows_rows_without_metadata_and_cells_of_any_json_shape() -> None:
+    # A row short of a column reads it as null; a row without its object is named "" (as a whole
+    # object without metadata is); a list or object in a cell is no quantity: reported and skipped.
+    reported: list[UnreadableObject] = []
+    decoder = GPUNodeSummaryDecoder(report=reported.append)
+    columns = COLUMNS[:-1]  # "GPU Count" last: a short row lacks it
+    full = ["Running", "1000", "192Gi", "250", "48Gi", 8]
+
+    def row(name: str | None, cells: list[Any]) -> dict[str, Any]:
+        return {"cells": cells} if name is None else {"cells": cells, "object": {"metadata": {"name": name}}}
+
+    raw = {
+        "kind": "Table",
+        "metadata": {"resourceVersion": "9"},
+        "columnDefinitions": [{"name": name} for name in columns],
+        "rows": [
+            row("short", ["short", *full[:-1]]),
+            row(None, ["", *full]),
+            row("odd", ["odd", "Running", "1000", ["a"], "250", "48Gi", 8]),
+            row("phase", ["phase", {"x": 1}, "1000", "192Gi", "250", "48Gi", 8]),
+        ],
+    }
+    page = decoder.page(json.dumps(raw).encode())
+    by_name = {key[1]: summary for key, summary in page.objects}
+    assert sorted(by_name) == ["", "phase", "short"]
+    short_status = by_name["short"].status
+    assert short_status is not None and short_status.total_gpus is None and short_status.phase == "Running"
+    phase_status = by_name["phase"].status
+    assert phase_status is not None and phase_status.phase == "Pending"
+    assert [r.name for r in reported] == ["odd"] and "not a quantity" in reported[0].message

@@ -64,7 +64,11 @@ class _Kind(Generic[T]):
         return self.objects is not None
 
     def take(self, listed: list[T]) -> None:
-        self.objects = {_key(o): o for o in listed}
+        objects: dict[Key, T] = {}
+        for obj in listed:  # `_key` written out: a big cluster's lists are keyed per invocation
+            meta = obj.metadata  # type: ignore[attr-defined]
+            objects[(meta.namespace or "", meta.name or "")] = obj
+        self.objects = objects
         self.stale.clear()
         self.relist = False
         self._ordered = None
