@@ -250,9 +250,9 @@ def _null_is_absent(field: Any) -> None:
     original = target[key]
     if (original.get("metadata") or {}).get(_NULL_IS_ABSENT):
         return
-    if target is inner and "default_factory" not in inner and inner.get("default") is None:
-        if original.get("type") == "nullable":
-            return  # `X | None = None`: null already reads as None, its default
+    defaults_to_none = target is inner and "default_factory" not in inner and inner.get("default") is None
+    if defaults_to_none and original.get("type") == "nullable":
+        return  # `X | None = None`: null already reads as None, its default
     if target is inner:
         factory, default = inner.get("default_factory"), inner.get("default")
 
