@@ -16,8 +16,8 @@ import pytest
 from moto import mock_aws
 
 from gpupool.adapters.aws_session import aws_session
+from gpupool.adapters.botocore_data import EC2_OPERATIONS
 from gpupool.adapters.ec2 import Ec2Compute
-from gpupool.adapters.ec2_model import EC2_OPERATIONS
 from gpupool.core.model.nodeclaim import GPUNodeClaim
 from gpupool.core.model.nodeclass import GPUNodeClass
 from gpupool.core.planning.plan import OfferingRef

@@ -1,9 +1,10 @@
 """The functions' boto3 sessions (`adapters.aws_session`): clients for every service gpupool calls
 load the same model as botocore's own loader would (same API version, same operations), except
-EC2's, which is the shipped cut (`adapters/ec2_model.json`); the service listing answers without
+EC2's, which is the shipped cut (`adapters/botocore_data.json`), and every endpoint is resolved
+as botocore's own endpoints.json resolves it; the service listing answers without
 walking botocore's whole data tree, `AWS_DATA_PATH` is still on the search path (and a model there
-wins over the cut), and a client for a service gpupool does not call is refused naming the ones it
-does. The shipped cut: equal to a fresh cut from the installed botocore (or the test says how to
+wins over the cuts), and a client for a service gpupool does not call is refused naming the ones it
+does. The shipped cuts: equal to a fresh cut from the installed botocore (or the test says how to
 regenerate it), of the botocore version the layer pins, naming exactly the operations
 `Ec2Compute` calls; an operation outside it fails loudly; another botocore reads its full model."""
 
@@ -22,14 +23,15 @@ from botocore.exceptions import UnknownServiceError
 from moto import mock_aws
 
 from gpupool.adapters.aws_session import SERVICES, ServicesLoader, aws_session
-from gpupool.adapters.ec2_model import EC2_OPERATIONS, MODEL_FILE, read_shipped, shipped_model
+from gpupool.adapters.botocore_data import DATA_FILE, EC2_OPERATIONS, read_shipped, shipped_data
 
 ROOT = Path(__file__).resolve().parents[3]
 
 
 def fresh_cut() -> dict[str, Any]:
-    """What layers/gpupool/cut_ec2_model.py would write now, from the installed botocore."""
-    spec = importlib.util.spec_from_file_location("cut_ec2_model", ROOT / "layers/gpupool/cut_ec2_model.py")
+    """What layers/gpupool/cut_botocore_data.py would write now, from the installed botocore."""
+    script_path = ROOT / "layers/gpupool/cut_botocore_data.py"
+    spec = importlib.util.spec_from_file_location("cut_botocore_data", script_path)
     assert spec is not None and spec.loader is not None
     script = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(script)
@@ -81,8 +83,8 @@ def test_aws_data_path_stays_on_the_search_path(monkeypatch: pytest.MonkeyPatch,
     loader = session._session.get_component("data_loader")
     assert loader.search_paths[0] == str(tmp_path)
     assert any(path.endswith("botocore/data") for path in loader.search_paths)
-    # With a data path set, EC2's model is read from the search path, as botocore would.
-    assert len(session.client("ec2").meta.service_model.operation_names) > len(EC2_OPERATIONS)
+    # Nothing of EC2's there: botocore would read its own file, so the shipped cut is read.
+    assert len(session.client("ec2").meta.service_model.operation_names) == len(EC2_OPERATIONS)
 
 
 def test_a_service_gpupool_does_not_call_is_refused_by_name() -> None:
@@ -98,14 +100,16 @@ def test_the_cut_names_every_operation_ec2compute_calls() -> None:
     model = boto3.session.Session(region_name="us-east-1", **KEYS).client("ec2").meta.service_model
     by_method = {xform_name(name): name for name in model.operation_names}
     assert called and {by_method[method] for method in called} == set(EC2_OPERATIONS)
-    assert sorted(read_shipped()["service-2"]["operations"]) == sorted(EC2_OPERATIONS)
+    shipped = read_shipped()["data"]
+    (ec2,) = (name for name in shipped if name.startswith("ec2/"))
+    assert sorted(shipped[ec2]["operations"]) == sorted(EC2_OPERATIONS)
 
 
 def test_the_shipped_cut_is_the_installed_botocores() -> None:
     shipped, fresh = read_shipped(), fresh_cut()
     regenerate = (
-        f"{MODEL_FILE.name} was cut from botocore {shipped['botocore']}; botocore {fresh['botocore']} is"
-        " installed. Regenerate it (.venv/bin/python layers/gpupool/cut_ec2_model.py) and pin boto3 and"
+        f"{DATA_FILE.name} was cut from botocore {shipped['botocore']}; botocore {fresh['botocore']} is"
+        " installed. Regenerate it (.venv/bin/python layers/gpupool/cut_botocore_data.py) and pin boto3 and"
         " botocore to that version in layers/gpupool/requirements.txt"
     )
     assert shipped["botocore"] == fresh["botocore"], regenerate
@@ -120,17 +124,43 @@ def test_the_layer_pins_the_botocore_the_cut_came_from() -> None:
     assert boto3.__version__ == version  # boto3 and botocore are released together, same number
 
 
-def test_another_botocore_reads_its_full_model() -> None:
-    assert shipped_model("0.0.0") is None
+def test_another_botocore_reads_its_own_files() -> None:
+    assert shipped_data("0.0.0") == {}
     session = aws_session(region_name="us-east-1", **KEYS)
     loader = ServicesLoader(
         SERVICES,
-        shipped={("ec2", "service-2"): lambda: shipped_model("0.0.0")},
+        shipped=lambda: shipped_data("0.0.0"),
         extra_search_paths=session._session.get_component("data_loader").search_paths,
         include_default_search_paths=False,
     )
     session._session.register_component("data_loader", loader)
     assert len(session.client("ec2").meta.service_model.operation_names) > len(EC2_OPERATIONS)
+    assert len(loader.load_data("endpoints")["partitions"][0]["services"]) > len(SERVICES)
+
+
+@pytest.mark.parametrize(
+    "region", ["us-east-1", "eu-west-3", "cn-north-1", "us-gov-west-1", "ap-southeast-5"]
+)
+@pytest.mark.parametrize("service", SERVICES)
+def test_endpoints_resolve_as_botocores_own(service: str, region: str) -> None:
+    ours = aws_session(region_name=region, **KEYS)
+    theirs = boto3.session.Session(region_name=region, **KEYS)
+    assert ours.client(service).meta.endpoint_url == theirs.client(service).meta.endpoint_url
+    for fips in (True, False):
+        resolver, builtin = (s._session._get_internal_component("endpoint_resolver") for s in (ours, theirs))
+        assert resolver.construct_endpoint(
+            service, region, use_fips_endpoint=fips
+        ) == builtin.construct_endpoint(service, region, use_fips_endpoint=fips)
+        assert resolver.uses_builtin_data == builtin.uses_builtin_data
+
+
+def test_a_copy_on_the_data_path_wins_over_the_shipped_cut(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    (tmp_path / "endpoints.json").write_text('{"partitions": [], "version": 3}', encoding="utf-8")
+    monkeypatch.setenv("AWS_DATA_PATH", str(tmp_path))
+    loader = aws_session(region_name="us-east-1", **KEYS)._session.get_component("data_loader")
+    assert loader.load_data("endpoints") == {"partitions": [], "version": 3}
 
 
 def test_an_operation_outside_the_cut_fails_loudly() -> None:

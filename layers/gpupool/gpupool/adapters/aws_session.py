@@ -11,15 +11,16 @@ filesystem a Lambda cold start reads. What a client loads is unchanged:
 the same search path (botocore's `create_loader` with the session's `data_path`, i.e.
 `AWS_DATA_PATH`), the same latest API version, the same files. A client for any other service
 is refused by botocore with its UnknownServiceError, which names the services here.
-One model is not read from botocore's files: EC2's `service-2`, which the loader answers with
-the cut of it that gpupool ships (`adapters/ec2_model`: the operations `Ec2Compute` calls, each
-as botocore has it) when the running botocore is the version it was cut from, the API version
-asked for is the cut's (or none, i.e. the latest) and no `AWS_DATA_PATH` is set (a model put
-there is read as botocore would).
+Two files are answered from the cuts gpupool ships (`adapters/botocore_data`): EC2's
+`service-2` (only the operations `Ec2Compute` calls, each as botocore has it) and
+`endpoints.json` (only the services here) — when the running botocore is the version they were
+cut from and the file botocore would read is its own (no `AWS_DATA_PATH` or `~/.aws/models` copy
+comes first on the search path; such a file is read as botocore would). botocore then processes
+them as it would its files (extras, the endpoint resolver's "built-in data" flag).
 
-Must not: change which model files a client loads beyond that one, or be imported by a module
-that is imported at a function's init (the wiring imports it on first use of an AWS port: it
-imports botocore).
+Must not: change which data a client reads beyond those cuts, or be imported by a module that is
+imported at a function's init (the wiring imports it on first use of an AWS port: it imports
+botocore).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ import botocore.session
 from botocore.exceptions import DataNotFoundError
 from botocore.loaders import Loader, create_loader
 
-from gpupool.adapters.ec2_model import shipped_model
+from gpupool.adapters.botocore_data import shipped_data
 
 __all__ = ["SERVICES", "ServicesLoader", "aws_session"]
 
@@ -41,32 +42,35 @@ SERVICES = ("ec2", "eks", "secretsmanager")
 
 
 class ServicesLoader(Loader):  # type: ignore[misc]  # botocore ships no types
-    """botocore's data loader, its service listing limited to `services` and the models in
-    `shipped` (by service and type: a function returning the model, or None where it does not
-    apply) read from there instead of the search path (see module docstring)."""
+    """botocore's data loader, its service listing limited to `services` and the data names
+    `shipped()` returns (called once, on the first load) answered from there when botocore would
+    read them from its own data folder (see module docstring)."""
 
     def __init__(
         self,
         services: tuple[str, ...],
         *,
-        shipped: Mapping[tuple[str, str], Callable[[], dict[str, Any] | None]] | None = None,
+        shipped: Callable[[], Mapping[str, Any]] | None = None,
         **options: Any,
     ) -> None:
         super().__init__(**options)
         self._services = services
-        self._shipped = dict(shipped or {})
-        self._read: dict[tuple[str, str], dict[str, Any] | None] = {}
+        self._read_shipped = shipped
+        self._shipped: Mapping[str, Any] | None = None
 
-    def load_service_model(self, service_name: str, type_name: str, api_version: str | None = None) -> Any:
-        """The model `shipped[(service, type)]()` returns (called once) when it returns one of
-        `api_version` (none: any), else botocore's from the search path."""
-        key = (service_name, type_name)
-        if key in self._shipped and key not in self._read:
-            self._read[key] = self._shipped[key]()
-        model = self._read.get(key)
-        if model is not None and api_version in (None, model["metadata"]["apiVersion"]):
-            return model
-        return super().load_service_model(service_name, type_name, api_version)
+    def load_data_with_path(self, name: str) -> tuple[Any, str]:
+        """The shipped data for `name` with the path botocore would have read it from, when that
+        path is in botocore's own data folder; else botocore's search (the same return)."""
+        if self._shipped is None:
+            self._shipped = self._read_shipped() if self._read_shipped is not None else {}
+        if name in self._shipped:
+            path = next(
+                (place for place in self._potential_locations(name) if self.file_loader.exists(place)), None
+            )
+            if path is not None and self.is_builtin_path(path):
+                return self._shipped[name], path
+        found: tuple[Any, str] = super().load_data_with_path(name)
+        return found
 
     def list_available_services(self, type_name: str) -> list[str]:
         """The services of `services` that have `type_name` data on the search path."""
@@ -83,13 +87,12 @@ class ServicesLoader(Loader):  # type: ignore[misc]  # botocore ships no types
 def aws_session(*, region_name: str, **credentials: Any) -> Any:
     """A boto3 Session in `region_name` (credentials: boto3.Session's keyword arguments; none:
     the default chain) whose data loader is a `ServicesLoader` for `SERVICES`, with the shipped
-    EC2 model where it applies (see the module docstring)."""
+    cuts of botocore's data where they apply (see the module docstring)."""
     core = botocore.session.get_session()
-    data_path = core.get_config_variable("data_path")
-    default = create_loader(data_path)
+    default = create_loader(core.get_config_variable("data_path"))
     loader = ServicesLoader(
         SERVICES,
-        shipped={} if data_path else {("ec2", "service-2"): shipped_model},
+        shipped=shipped_data,
         extra_search_paths=default.search_paths,
         include_default_search_paths=False,
     )
