@@ -4,7 +4,8 @@ Role: `EC2_OPERATIONS` names every EC2 operation `adapters/ec2.Ec2Compute` calls
 it against ec2.py's calls). `cut_service_model(model, operations)` restricts a service-2 model to
 those operations and every shape they reach; `cut_endpoints(endpoints, services)` restricts
 botocore's endpoints.json to those services, every partition's other data kept. Each kept
-operation, shape, partition and service entry is exactly as botocore has it. `shipped_data()`
+operation, shape, partition and service entry is as botocore has it, less the model's
+documentation strings (docstrings only). `shipped_data()`
 returns the cuts written into `botocore_data.json` (package data) by
 `layers/gpupool/cut_botocore_data.py` — keyed by the name botocore's loader asks for
 (`ec2/<api version>/service-2`, `endpoints`) — or nothing when the running botocore is not the
@@ -53,8 +54,10 @@ DATA_FILE = Path(__file__).with_name("botocore_data.json")
 
 def cut_service_model(model: dict[str, Any], operations: Iterable[str]) -> dict[str, Any]:
     """`model` (a service-2 file's content) with only `operations` and the shapes they reach
-    (input, output, errors, and every member, list member, map key and value, transitively);
-    the rest of the model (version, metadata, documentation) as it is, in botocore's order."""
+    (input, output, errors, and every member, list member, map key and value, transitively),
+    the rest of the model (version, metadata) as it is, in botocore's order — without the
+    documentation strings, which botocore reads only to write docstrings (three quarters of the
+    bytes)."""
     kept = {name: model["operations"][name] for name in operations}
     reached: set[str] = set()
     todo = [
@@ -76,7 +79,20 @@ def cut_service_model(model: dict[str, Any], operations: Iterable[str]) -> dict[
     cut = {key: value for key, value in model.items() if key not in ("operations", "shapes")}
     cut["operations"] = kept
     cut["shapes"] = {name: shape for name, shape in model["shapes"].items() if name in reached}
-    return cut
+    return _undocumented(cut)
+
+
+def _undocumented(value: Any) -> Any:
+    """`value` without its "documentation" strings (what botocore only turns into docstrings)."""
+    if isinstance(value, dict):
+        return {
+            key: _undocumented(item)
+            for key, item in value.items()
+            if not (key == "documentation" and isinstance(item, str))  # not a member so named
+        }
+    if isinstance(value, list):
+        return [_undocumented(item) for item in value]
+    return value
 
 
 def cut_endpoints(endpoints: dict[str, Any], services: Iterable[str]) -> dict[str, Any]:
