@@ -79,7 +79,8 @@ def cut_service_model(model: dict[str, Any], operations: Iterable[str]) -> dict[
     cut = {key: value for key, value in model.items() if key not in ("operations", "shapes")}
     cut["operations"] = kept
     cut["shapes"] = {name: shape for name, shape in model["shapes"].items() if name in reached}
-    return _undocumented(cut)
+    undocumented: dict[str, Any] = _undocumented(cut)
+    return undocumented
 
 
 def _undocumented(value: Any) -> Any:
