@@ -19,8 +19,10 @@
    request path (``AWS_LAMBDA_INITIALIZATION_TYPE=snap-start``: the service and the adapters'
    modules are imported at init, as with SnapStart or provisioned concurrency; a snapshot's
    restore time, which only Lambda can measure, is not in it). For comparison it also times an
-   EC2 client whose model holds only the operations `Ec2Compute` calls (`EC2_OPERATIONS`; cut
-   from botocore's here, not something gpupool ships). An invocation that did not end
+   EC2 client made by plain boto3 (botocore's whole EC2 model and endpoints.json) and one made as
+   the functions make it (`adapters/aws_session`: botocore's files cut to the operations
+   `Ec2Compute` calls and the services gpupool calls, shipped in the layer,
+   `adapters/botocore_data`), session included in both. An invocation that did not end
    "handled" without errors prints FAILED and its errors, never a time, and the run exits 1.
    Run:
 
@@ -113,52 +115,20 @@ _EC2_CLIENT = """
 import sys, time
 import boto3
 began = time.perf_counter()
-boto3.client("ec2", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="y")
+boto3.session.Session(region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="y").client("ec2")
 print(time.perf_counter() - began)
 """
-
-# What the EC2 client costs when its model holds only the operations Ec2Compute calls: botocore's
-# EC2 model cut to those operations and the shapes they reach, written where the loader looks
-# first (its search path). For comparison only: gpupool ships no such model (on Lambda, boto3 and
-# botocore are the runtime's, so a model cut at build time could differ from the botocore that
-# reads it).
-EC2_OPERATIONS = (
-    "DescribeImages",
-    "DescribeInstances",
-    "DescribeSecurityGroups",
-    "DescribeSubnets",
-    "RunInstances",
-    "TerminateInstances",
-)
-_EC2_CLIENT_CUT = """
-import json, os, sys, tempfile, time
+# The same client as the functions make it: on botocore's files cut to what gpupool calls.
+_EC2_CLIENT_SHIPPED = """
+import sys, time
 import boto3
-from botocore.loaders import Loader
-full = Loader().load_service_model("ec2", "service-2")
-operations = {name: full["operations"][name] for name in sys.argv[1].split(",")}
-shapes, todo = {}, []
-for operation in operations.values():
-    todo += [operation[key]["shape"] for key in ("input", "output") if key in operation]
-    todo += [error["shape"] for error in operation.get("errors", [])]
-while todo:
-    name = todo.pop()
-    if name not in shapes:
-        shapes[name] = shape = full["shapes"][name]
-        todo += [member["shape"] for member in shape.get("members", {}).values()]
-        todo += [shape[key]["shape"] for key in ("member", "key", "value") if key in shape]
-cut = {"version": full.get("version"), "metadata": full["metadata"]}
-cut.update(operations=operations, shapes=shapes)
-root = tempfile.mkdtemp()
-folder = os.path.join(root, "ec2", full["metadata"]["apiVersion"])
-os.makedirs(folder)
-with open(os.path.join(folder, "service-2.json"), "w") as out:
-    json.dump(cut, out)
-session = boto3.session.Session(region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="y")
-session._session.get_component("data_loader").search_paths.insert(0, root)
+from gpupool.adapters.aws_session import aws_session
+from gpupool.adapters.botocore_data import EC2_OPERATIONS
 began = time.perf_counter()
-client = session.client("ec2")
-assert sorted(client.meta.service_model.operation_names) == sorted(operations)
-print(time.perf_counter() - began)
+client = aws_session(region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="y").client("ec2")
+elapsed = time.perf_counter() - began
+assert sorted(client.meta.service_model.operation_names) == sorted(EC2_OPERATIONS)
+print(elapsed)
 """
 
 
@@ -179,10 +149,9 @@ def lazy_import_times(repeats: int) -> None:
         samples = [float(_python(_LAZY, module)) for _ in range(repeats)]
         print(f"  {module:<36} {statistics.median(samples) * 1000:7.1f} ms")
     samples = [float(_python(_EC2_CLIENT)) for _ in range(repeats)]
-    print(f"  {'boto3.client(ec2), boto3 imported':<36} {statistics.median(samples) * 1000:7.1f} ms")
-    samples = [float(_python(_EC2_CLIENT_CUT, ",".join(EC2_OPERATIONS))) for _ in range(repeats)]
-    label = f"the same, model cut to {len(EC2_OPERATIONS)} operations"
-    print(f"  {label:<36} {statistics.median(samples) * 1000:7.1f} ms")
+    print(f"  {'boto3 session + client(ec2)':<36} {statistics.median(samples) * 1000:7.1f} ms")
+    samples = [float(_python(_EC2_CLIENT_SHIPPED)) for _ in range(repeats)]
+    print(f"  {'the same, aws_session (shipped cuts)':<36} {statistics.median(samples) * 1000:7.1f} ms")
 
 
 def _python(code: str, *args: str, env: dict[str, str] | None = None) -> str:

@@ -1,6 +1,8 @@
 """Builders and a moto-backed EC2 world for the EC2 adapter's contract tests.
 
-Every builder takes overrides so a test states only what it is about.
+Every builder takes overrides so a test states only what it is about. `Ec2World.compute()` is
+Ec2Compute on a client made as the functions make theirs (`aws_session`: the shipped cut of EC2's
+model), so every test through it also checks the cut carries what each call needs.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ import boto3
 import pytest
 from moto import mock_aws
 
+from gpupool.adapters.aws_session import aws_session
+from gpupool.adapters.botocore_data import EC2_OPERATIONS
 from gpupool.adapters.ec2 import Ec2Compute
 from gpupool.core.model.nodeclaim import GPUNodeClaim
 from gpupool.core.model.nodeclass import GPUNodeClass
@@ -65,7 +69,11 @@ class Ec2World:
     profile_name: str
 
     def compute(self, cluster: str = CLUSTER) -> Ec2Compute:
-        return Ec2Compute(self.client, cluster=cluster, sleep=lambda _seconds: None)
+        """Ec2Compute on a client as the functions make it: through `aws_session`, so on the shipped
+        cut of EC2's model (`client` is botocore's full one, for setting the account up)."""
+        client = aws_session(region_name=REGION).client("ec2")
+        assert sorted(client.meta.service_model.operation_names) == sorted(EC2_OPERATIONS)
+        return Ec2Compute(client, cluster=cluster, sleep=lambda _seconds: None)
 
     def full_class(self, **overrides: Any) -> GPUNodeClass:
         spec: dict[str, Any] = {

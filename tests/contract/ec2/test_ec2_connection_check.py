@@ -4,11 +4,11 @@ error whose message the cluster's CloudVendorConnectionReady condition shows."""
 
 from __future__ import annotations
 
-import boto3
 import pytest
 from botocore.config import Config
 from botocore.stub import Stubber
 
+from gpupool.adapters.aws_session import aws_session
 from gpupool.adapters.ec2 import Ec2Compute
 from gpupool.service.errors import PermanentError, Throttled
 from tests.contract.ec2.conftest import Ec2World
@@ -19,7 +19,8 @@ def test_dry_run_succeeds_against_moto(ec2_world: Ec2World) -> None:
 
 
 def test_unauthorized_is_a_permanent_error_with_the_code() -> None:
-    client = boto3.client("ec2", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="y")
+    session = aws_session(region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="y")
+    client = session.client("ec2")
     stubber = Stubber(client)
     stubber.add_client_error(
         "describe_instances",
@@ -35,13 +36,7 @@ def test_unauthorized_is_a_permanent_error_with_the_code() -> None:
 
 def test_an_unreachable_endpoint_is_throttled_not_a_crash() -> None:
     config = Config(retries={"total_max_attempts": 1}, connect_timeout=1, read_timeout=1)
-    client = boto3.client(
-        "ec2",
-        region_name="us-east-1",
-        endpoint_url="http://127.0.0.1:9",
-        aws_access_key_id="x",
-        aws_secret_access_key="y",
-        config=config,
-    )
+    session = aws_session(region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="y")
+    client = session.client("ec2", endpoint_url="http://127.0.0.1:9", config=config)
     with pytest.raises(Throttled, match="DescribeInstances"):
         Ec2Compute(client, cluster="demo").check_connection()

@@ -11,11 +11,11 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-import boto3
 import pytest
 from botocore.exceptions import EndpointConnectionError, ParamValidationError
 from botocore.stub import Stubber
 
+from gpupool.adapters.aws_session import aws_session
 from gpupool.adapters.ec2 import Ec2Compute, RetryPolicy
 from gpupool.adapters.ec2_errors import ERROR_TABLE, ErrorKind, classify
 from gpupool.adapters.ec2_request import ResolvedNetwork, run_instances_request
@@ -39,7 +39,10 @@ IMAGE_ONLY = {"osImageSelectorTerms": [{"id": "ami-0123456789abcdef0"}]}
 
 
 def _stubbed() -> tuple[Any, Stubber]:
-    client = boto3.client("ec2", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="y")
+    # As the functions make it (the shipped cut of EC2's model): the Stubber checks each request
+    # against that model.
+    session = aws_session(region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="y")
+    client = session.client("ec2")
     return client, Stubber(client)
 
 

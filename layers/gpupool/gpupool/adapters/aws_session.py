@@ -11,19 +11,29 @@ filesystem a Lambda cold start reads. What a client loads is unchanged:
 the same search path (botocore's `create_loader` with the session's `data_path`, i.e.
 `AWS_DATA_PATH`), the same latest API version, the same files. A client for any other service
 is refused by botocore with its UnknownServiceError, which names the services here.
+Two files are answered from the cuts gpupool ships (`adapters/botocore_data`): EC2's
+`service-2` (only the operations `Ec2Compute` calls, each as botocore has it) and
+`endpoints.json` (only the services here) — when the running botocore is the version they were
+cut from and the file botocore would read is its own (no `AWS_DATA_PATH` or `~/.aws/models` copy
+comes first on the search path; such a file is read as botocore would). botocore then processes
+them as it would its files (extras, the endpoint resolver's "built-in data" flag).
 
-Must not: change which model files a client loads, or be imported by a module that is imported
-at a function's init (the wiring imports it on first use of an AWS port: it imports botocore).
+Must not: change which data a client reads beyond those cuts, or be imported by a module that is
+imported at a function's init (the wiring imports it on first use of an AWS port: it imports
+botocore).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import boto3
 import botocore.session
 from botocore.exceptions import DataNotFoundError
 from botocore.loaders import Loader, create_loader
+
+from gpupool.adapters.botocore_data import shipped_data
 
 __all__ = ["SERVICES", "ServicesLoader", "aws_session"]
 
@@ -32,11 +42,35 @@ SERVICES = ("ec2", "eks", "secretsmanager")
 
 
 class ServicesLoader(Loader):  # type: ignore[misc]  # botocore ships no types
-    """botocore's data loader, its service listing limited to `services` (see module docstring)."""
+    """botocore's data loader, its service listing limited to `services` and the data names
+    `shipped()` returns (called once, on the first load) answered from there when botocore would
+    read them from its own data folder (see module docstring)."""
 
-    def __init__(self, services: tuple[str, ...], **options: Any) -> None:
+    def __init__(
+        self,
+        services: tuple[str, ...],
+        *,
+        shipped: Callable[[], Mapping[str, Any]] | None = None,
+        **options: Any,
+    ) -> None:
         super().__init__(**options)
         self._services = services
+        self._read_shipped = shipped
+        self._shipped: Mapping[str, Any] | None = None
+
+    def load_data_with_path(self, name: str) -> tuple[Any, str]:
+        """The shipped data for `name` with the path botocore would have read it from, when that
+        path is in botocore's own data folder; else botocore's search (the same return)."""
+        if self._shipped is None:
+            self._shipped = self._read_shipped() if self._read_shipped is not None else {}
+        if name in self._shipped:
+            path = next(
+                (place for place in self._potential_locations(name) if self.file_loader.exists(place)), None
+            )
+            if path is not None and self.is_builtin_path(path):
+                return self._shipped[name], path
+        found: tuple[Any, str] = super().load_data_with_path(name)
+        return found
 
     def list_available_services(self, type_name: str) -> list[str]:
         """The services of `services` that have `type_name` data on the search path."""
@@ -52,11 +86,15 @@ class ServicesLoader(Loader):  # type: ignore[misc]  # botocore ships no types
 
 def aws_session(*, region_name: str, **credentials: Any) -> Any:
     """A boto3 Session in `region_name` (credentials: boto3.Session's keyword arguments; none:
-    the default chain) whose data loader is a `ServicesLoader` for `SERVICES`."""
+    the default chain) whose data loader is a `ServicesLoader` for `SERVICES`, with the shipped
+    cuts of botocore's data where they apply (see the module docstring)."""
     core = botocore.session.get_session()
     default = create_loader(core.get_config_variable("data_path"))
-    core.register_component(
-        "data_loader",
-        ServicesLoader(SERVICES, extra_search_paths=default.search_paths, include_default_search_paths=False),
+    loader = ServicesLoader(
+        SERVICES,
+        shipped=shipped_data,
+        extra_search_paths=default.search_paths,
+        include_default_search_paths=False,
     )
+    core.register_component("data_loader", loader)
     return boto3.session.Session(botocore_session=core, region_name=region_name, **credentials)
