@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import re
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -122,6 +123,17 @@ def test_the_layer_pins_the_botocore_the_cut_came_from() -> None:
     version = read_shipped()["botocore"]
     assert pins == {"botocore": version, "boto3": boto3.__version__}, pins
     assert boto3.__version__ == version  # boto3 and botocore are released together, same number
+
+
+def test_the_dev_install_pins_the_sdk_the_layer_ships() -> None:
+    # `pip install -e '.[dev]'` (the README's test line, CI) installs the layer's SDK: otherwise a
+    # boto3 released after the cut would fail the cut's tests on a fresh clone.
+    dev = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"][
+        "optional-dependencies"
+    ]
+    pins = dict(item.split("==") for item in dev["dev"] if item.startswith(("boto3==", "botocore==")))
+    version = read_shipped()["botocore"]
+    assert pins == {"boto3": version, "botocore": version}, pins
 
 
 def test_another_botocore_reads_its_own_files() -> None:
