@@ -5,8 +5,9 @@ EC2's latest `service-2` file and `endpoints.json`, cuts them with
 `gpupool.adapters.botocore_data` (EC2 to `EC2_OPERATIONS`, the endpoints to
 `aws_session.SERVICES`), and writes them under the names botocore's loader asks for, with the
 botocore version they came from. Run it after changing `EC2_OPERATIONS`, `SERVICES` or botocore's
-version, then pin boto3 and botocore to that version in `requirements.txt`
-(tests/contract/kube/test_aws_session.py fails until both are done):
+version, then pin boto3 and botocore to that version in `requirements.txt` and in the `dev`
+extra of the repository's `pyproject.toml` (tests/contract/kube/test_aws_session.py fails until
+all three agree):
 
     .venv/bin/python layers/gpupool/cut_botocore_data.py
 

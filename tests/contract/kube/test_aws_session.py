@@ -111,7 +111,7 @@ def test_the_shipped_cut_is_the_installed_botocores() -> None:
     regenerate = (
         f"{DATA_FILE.name} was cut from botocore {shipped['botocore']}; botocore {fresh['botocore']} is"
         " installed. Regenerate it (.venv/bin/python layers/gpupool/cut_botocore_data.py) and pin boto3 and"
-        " botocore to that version in layers/gpupool/requirements.txt"
+        " botocore to that version in layers/gpupool/requirements.txt and pyproject.toml's dev extra"
     )
     assert shipped["botocore"] == fresh["botocore"], regenerate
     assert shipped == fresh, f"the shipped cut differs from a fresh one: {regenerate}"
