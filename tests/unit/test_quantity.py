@@ -116,3 +116,13 @@ def test_a_quantity_is_true_when_it_is_not_zero(text: str, truth: bool) -> None:
     quantity = parse_quantity(text)
     assert bool(quantity) is truth
     assert bool(quantity + Quantity(0)) is truth  # the same for a sum's result
+
+
+@pytest.mark.parametrize(
+    ("left", "right"),
+    [("8", "8"), ("8", "9"), ("1Gi", "1024Mi"), ("500m", "1"), ("1.5", "1500m"), ("0", "-1")],
+)
+def test_comparisons_are_those_of_the_exact_values(left: str, right: str) -> None:
+    # Whole values compare as ints, the rest as fractions: either way as the exact values do.
+    a, b = parse_quantity(left), parse_quantity(right)
+    assert (a == b, a < b, b < a) == (a.value == b.value, a.value < b.value, b.value < a.value)

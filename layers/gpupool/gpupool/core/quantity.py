@@ -57,7 +57,8 @@ class Quantity:
     """An exact, immutable Kubernetes quantity. Compare and add like numbers."""
 
     # `_whole`: the value as an int when it is whole (almost every quantity a cluster reports),
-    # else None — summing and testing thousands of them need not go through Fraction's methods.
+    # else None — summing, comparing and testing thousands of them need not go through
+    # Fraction's Python-level methods.
     __slots__ = ("_format", "_value", "_whole")
 
     def __init__(self, value: Fraction | int = 0, fmt: _Format = _Format.DECIMAL_SI) -> None:
@@ -146,6 +147,8 @@ class Quantity:
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, Quantity):
+            if self._whole is not None and other._whole is not None:
+                return self._whole == other._whole
             return self._value == other._value
         if isinstance(other, int | Fraction):
             return self._value == other
@@ -153,6 +156,8 @@ class Quantity:
 
     def __lt__(self, other: Quantity | int | Fraction) -> bool:
         if isinstance(other, Quantity):
+            if self._whole is not None and other._whole is not None:
+                return self._whole < other._whole
             return self._value < other._value
         return self._value < other
 

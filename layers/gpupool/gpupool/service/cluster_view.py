@@ -45,7 +45,8 @@ Key = tuple[str, str]
 
 
 def _key(obj: Any) -> Key:
-    return (obj.metadata.namespace or "", obj.name)
+    meta = obj.metadata
+    return (meta.namespace or "", meta.name or "")
 
 
 class _Kind(Generic[T]):
@@ -64,11 +65,7 @@ class _Kind(Generic[T]):
         return self.objects is not None
 
     def take(self, listed: list[T]) -> None:
-        objects: dict[Key, T] = {}
-        for obj in listed:  # `_key` written out: a big cluster's lists are keyed per invocation
-            meta = obj.metadata  # type: ignore[attr-defined]
-            objects[(meta.namespace or "", meta.name or "")] = obj
-        self.objects = objects
+        self.objects = {_key(o): o for o in listed}
         self.stale.clear()
         self.relist = False
         self._ordered = None

@@ -28,7 +28,6 @@ from gpupool.core.model.constants import (
     LABEL_SHOULD_DELETE,
 )
 from gpupool.core.model.foreign import Node
-from gpupool.core.model.node import GPUNode
 from gpupool.core.model.pool import ResourceAmount
 from gpupool.core.planning.plan import Action, DeleteClaim, LabelNode, Plan, RecordEvent
 from gpupool.core.planning.snapshot import PoolSnapshot, gpus_in_use
@@ -83,7 +82,6 @@ def _candidates(
     chosen: list[Node] = []
     skipped: list[str] = []
     gpu_nodes = snapshot.gpu_nodes_by_name()
-    in_use: dict[int, bool] = {}  # by status: GPUNode summaries share their statuses
     for node in sorted(snapshot.nodes, key=_node_name):
         name = node.metadata.name or ""
         named = gpu_nodes.get(name)
@@ -97,7 +95,7 @@ def _candidates(
             skipped.append(f"node {name}: its claim is already going away")
         elif node.metadata.labels.get(LABEL_SHOULD_DELETE) == "true":
             skipped.append(f"node {name}: already marked should-delete")
-        elif _allocated(gpu_node, in_use):
+        elif gpus_in_use(gpu_node):
             skipped.append(f"node {name}: its GPUNode reports GPU capacity allocated")
         elif snapshot.workers_on(name):
             skipped.append(f"node {name}: runs TensorFusion pods")
@@ -112,15 +110,6 @@ def _candidates(
 
 def _node_name(node: Node) -> str:
     return node.metadata.name or ""
-
-
-def _allocated(gpu_node: GPUNode | None, seen: dict[int, bool]) -> bool:
-    """`gpus_in_use`, worked out once per status object (`seen`, by identity, for one plan)."""
-    status = gpu_node.status if gpu_node is not None else None
-    key = id(status)
-    if key not in seen:
-        seen[key] = gpus_in_use(gpu_node)
-    return seen[key]
 
 
 def plan_compaction(snapshot: PoolSnapshot, *, now: datetime, protection: timedelta) -> Plan:
