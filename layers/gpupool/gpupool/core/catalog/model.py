@@ -15,7 +15,9 @@ from decimal import Decimal
 from fractions import Fraction
 from typing import Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import ConfigDict, Field, field_validator, model_validator
+
+from gpupool.core.deferred_model import DeferredModel
 
 __all__ = [
     "CAPACITY_TYPES",
@@ -36,7 +38,7 @@ CAPACITY_TYPES: tuple[CapacityType, ...] = ("on-demand", "spot", "reserved")
 MICRO_USD = 10**6
 
 
-class _Strict(BaseModel):
+class _Strict(DeferredModel):
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
 
 

@@ -16,7 +16,6 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import (
     AfterValidator,
-    BaseModel,
     ConfigDict,
     Field,
     GetCoreSchemaHandler,
@@ -27,6 +26,7 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 from pydantic_core import CoreSchema, PydanticCustomError, core_schema
 
+from gpupool.core.deferred_model import DeferredModel
 from gpupool.core.quantity import Quantity
 
 __all__ = [
@@ -112,7 +112,7 @@ def _is_crd_default(info: Any) -> bool:
     return isinstance(extra, dict) and bool(extra.get(_CRD_DEFAULT))
 
 
-class _Model(BaseModel):
+class _Model(DeferredModel):
     """Drops empty collections and CRD defaults the input did not set, so a round trip adds
     no `labels: {}` and no defaulted field."""
 
@@ -321,7 +321,7 @@ class TopLevel(_Model):
         # it as an empty block, and so does gpupool: a null block reads as an absent one. Done in
         # the fields' schemas, not in a model validator, so reading JSON never builds a dict of
         # the whole object first (a "before" validator would, for every object of every list).
-        schema = handler(source)
+        schema = super().__get_pydantic_core_schema__(source, handler)
         _null_blocks_read_as_absent(schema)
         return schema
 

@@ -16,8 +16,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
+from gpupool.core.deferred_model import DeferredModel
 from gpupool.core.model.karpenter import NodeClaimTemplate
 from gpupool.core.model.nodeclass import GPUNodeClass
 
@@ -27,7 +28,7 @@ InstanceLifecycle = Literal["pending", "running", "stopping", "stopped", "shutti
 LaunchTemplate = GPUNodeClass | NodeClaimTemplate
 
 
-class ManagedInstance(BaseModel):
+class ManagedInstance(DeferredModel):
     """A claim's instance as the `Compute` port reports it (only gpupool's are ever reported).
 
     `claim_name` comes from the `tensor-fusion.ai/node-name` tag (a NodeClaim: its

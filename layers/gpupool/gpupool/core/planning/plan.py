@@ -18,8 +18,9 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
+from gpupool.core.deferred_model import DeferredModel
 from gpupool.core.model.base import Condition, Qty
 from gpupool.core.model.karpenter import KarpenterNodeClaim
 from gpupool.core.model.nodeclaim import ClaimPhase, GPUNodeClaim
@@ -52,7 +53,7 @@ __all__ = [
 CapacityTypeName = Literal["OnDemand", "Spot", "Reserved"]
 
 
-class _Frozen(BaseModel):
+class _Frozen(DeferredModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 

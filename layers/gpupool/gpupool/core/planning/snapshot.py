@@ -16,8 +16,9 @@ from collections.abc import Callable
 from functools import cached_property
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict
 
+from gpupool.core.deferred_model import DeferredModel
 from gpupool.core.model.claim_state import claim_counts, node_claim
 from gpupool.core.model.foreign import Node, Pod
 from gpupool.core.model.node import GPUNode, GPUNodeStatus
@@ -31,7 +32,7 @@ __all__ = ["PoolCapacity", "PoolSnapshot", "gpus_in_use", "pool_capacity"]
 ZERO = Quantity(0)
 
 
-class _Frozen(BaseModel):
+class _Frozen(DeferredModel):
     model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
 
 
