@@ -30,7 +30,7 @@ from typing import Any
 from gpupool.adapters.kube_errors import translated
 from gpupool.adapters.kube_transport import KubeTransport, core_path, group_path
 from gpupool.core.model.constants import API_GROUP
-from gpupool.core.model.registry import FOREIGN_KINDS, TENSOR_FUSION_KINDS
+from gpupool.core.model.karpenter import KarpenterNodeClaim, KarpenterNodePool
 from gpupool.service.errors import AlreadyExists, Conflict, DomainError, NotFound, PermanentError
 from gpupool.service.ports import EventType
 
@@ -40,8 +40,8 @@ EVENT_SOURCE = "gpupool"
 STRATEGIC_MERGE = "application/strategic-merge-patch+json"  # what the generated client sends a dict patch as
 EVENT_MESSAGE_LIMIT = 1024
 CORE_KINDS = frozenset({"Node", "Pod", "Namespace", "Event"})
-# The apiVersion of each kind gpupool models (a Karpenter NodeClaim is karpenter.sh/v1).
-_API_VERSIONS = {model.KIND: model.API_VERSION for model in (*TENSOR_FUSION_KINDS, *FOREIGN_KINDS)}
+# The apiVersion of the kinds outside core v1 and tensor-fusion.ai/v1 that Events name.
+_API_VERSIONS = {model.KIND: model.API_VERSION for model in (KarpenterNodeClaim, KarpenterNodePool)}
 _NAME_LIMIT = 253
 # Where Events about cluster-scoped objects go (kube-apiserver refuses them in any other namespace).
 EVENT_NAMESPACE_CLUSTER_SCOPED = "default"

@@ -37,7 +37,6 @@ from gpupool.core.model.pool import GPUPool
 from gpupool.core.planning.plan import ApplyPool, LaunchInstance, OfferingRef, Plan
 from gpupool.core.planning.pool_gauges import measure_pool
 from gpupool.core.planning.snapshot import PoolSnapshot
-from gpupool.service.autoselect import expand_autoselect
 from gpupool.service.cluster_view import ClusterView, reading_once
 from gpupool.service.connection import refresh_connection_status
 from gpupool.service.deps import Deps
@@ -239,6 +238,9 @@ def _launch_round(
         outcome.note(f"pool {name} disappeared")
         return False
     if pool.spec.node_manager_config.provisioning_mode == "AutoSelect":  # expands per pod instead
+        # Imported here: a cold start of the other modes need not import AutoSelect's planner.
+        from gpupool.service.autoselect import expand_autoselect
+
         expand_autoselect(pool, deps, executor, outcome)
         return False
     snapshot = snapshot_of(deps, pool, ClusterReads.load(deps, node_classes=True))

@@ -1,7 +1,8 @@
-"""Choosing the model for a manifest by apiVersion and kind, and reporting what is wrong.
+"""Choosing the model for a manifest by apiVersion and kind.
 
 Role: `parse_manifest(obj)` → the typed model, or `ManifestError` listing each invalid field
-as `path: reason` (e.g. `spec.capacityConfig.minResources.tflops: not a quantity: 'abc'`);
+as `path: reason` (e.g. `spec.capacityConfig.minResources.tflops: not a quantity: 'abc'`; the
+error types are `manifest_errors`', re-exported here);
 `load_documents(text)` / `load_manifests(text)` for multi-document YAML text (YAML errors
 name the line). Also names the foreign kinds that are accepted with a shallow check only.
 
@@ -10,8 +11,7 @@ Must not: read files (callers pass text), log, or touch a cluster.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import Any, TypeVar
 
 import yaml
@@ -21,6 +21,7 @@ from gpupool.core.model.base import TopLevel
 from gpupool.core.model.cluster import TensorFusionCluster
 from gpupool.core.model.foreign import Node, Pod
 from gpupool.core.model.karpenter import KarpenterNodeClaim, KarpenterNodePool
+from gpupool.core.model.manifest_errors import FieldError, ManifestError, describe, field_errors
 from gpupool.core.model.node import GPU, GPUNode
 from gpupool.core.model.nodeclaim import GPUNodeClaim
 from gpupool.core.model.nodeclass import GPUNodeClass
@@ -92,34 +93,6 @@ SHALLOW_KINDS: frozenset[tuple[str, str]] = frozenset(
 )
 
 
-@dataclass(frozen=True)
-class FieldError:
-    """One invalid field: a dotted path (`spec.gpuPools[0].name`) and why."""
-
-    path: str
-    reason: str
-
-    def __str__(self) -> str:
-        return f"{self.path}: {self.reason}" if self.path else self.reason
-
-
-class ManifestError(ValueError):
-    """A manifest (or YAML text) that is not a valid object; `errors` lists each field."""
-
-    def __init__(self, what: str, errors: Sequence[FieldError]) -> None:
-        self.what = what
-        self.errors: tuple[FieldError, ...] = tuple(errors)
-        super().__init__(f"{what}: " + "; ".join(str(error) for error in self.errors))
-
-
-def describe(obj: Mapping[str, Any]) -> str:
-    """`kind/name` of a manifest, `<unnamed>` when it has no metadata.name."""
-    kind = obj.get("kind") if isinstance(obj.get("kind"), str) else "<no kind>"
-    metadata = obj.get("metadata")
-    name = metadata.get("name") if isinstance(metadata, Mapping) else None
-    return f"{kind}/{name if isinstance(name, str) and name else '<unnamed>'}"
-
-
 def model_for(api_version: str, kind: str) -> type[TopLevel] | None:
     """The model class for apiVersion + kind, or None."""
     return _MODELS.get((api_version, kind))
@@ -128,42 +101,6 @@ def model_for(api_version: str, kind: str) -> type[TopLevel] | None:
 def is_shallow_kind(api_version: str, kind: str) -> bool:
     """Whether `validate` accepts the kind with a shallow check (even where an envelope model exists)."""
     return (api_version, kind) in SHALLOW_KINDS
-
-
-def _path(loc: tuple[int | str, ...]) -> str:
-    text = ""
-    for part in loc:
-        if isinstance(part, int):
-            text += f"[{part}]"
-        else:
-            text += f".{part}" if text else str(part)
-    return text
-
-
-def _reason(error: Mapping[str, Any]) -> str:
-    kind = error["type"]
-    if kind == "extra_forbidden":
-        return "unknown field"
-    if kind == "missing":
-        return "required field is missing"
-    if kind in ("model_type", "dict_type"):
-        return f"expected a mapping, got {type(error.get('input')).__name__}"
-    if kind == "list_type":
-        return f"expected a list, got {type(error.get('input')).__name__}"
-    message = str(error["msg"])
-    for prefix in ("Value error, ", "Assertion failed, "):
-        message = message.removeprefix(prefix)
-    return message
-
-
-def field_errors(exc: ValidationError) -> list[FieldError]:
-    """Each pydantic error as a field path (camelCase, `[i]` for list items) and a reason."""
-    errors: list[FieldError] = []
-    for error in exc.errors(include_url=False):
-        # Pydantic adds the Literal/function name as a location step for some union members.
-        loc = tuple(part for part in error["loc"] if not (isinstance(part, str) and "[" in part))
-        errors.append(FieldError(_path(loc), _reason(error)))
-    return errors
 
 
 def parse_manifest(obj: Mapping[str, Any]) -> TopLevel:

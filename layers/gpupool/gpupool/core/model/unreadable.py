@@ -15,7 +15,7 @@ from typing import Any, Final
 
 from pydantic import ValidationError
 
-from gpupool.core.model.registry import describe, field_errors
+from gpupool.core.model.manifest_errors import describe, field_errors
 
 __all__ = ["REASON_UNREADABLE", "UnreadableObject", "unreadable_message", "unreadable_object"]
 

@@ -22,8 +22,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from gpupool.core.model.manifest_errors import FieldError
 from gpupool.core.model.pool import GPUPoolSpec, ResourceAmount
-from gpupool.core.model.registry import FieldError
 from gpupool.core.planning.offerings import offering_matches
 from gpupool.core.planning.plan import OfferingRef
 from gpupool.core.planning.requirements import RequirementError
