@@ -7,7 +7,8 @@ model), so every test through it also checks the cut carries what each call need
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -68,12 +69,23 @@ class Ec2World:
     security_group_id: str
     profile_name: str
 
-    def compute(self, cluster: str = CLUSTER) -> Ec2Compute:
+    def compute(
+        self,
+        cluster: str = CLUSTER,
+        *,
+        monotonic: Callable[[], float] = time.monotonic,
+        calls: list[str] | None = None,
+    ) -> Ec2Compute:
         """Ec2Compute on a client as the functions make it: through `aws_session`, so on the shipped
-        cut of EC2's model (`client` is botocore's full one, for setting the account up)."""
+        cut of EC2's model (`client` is botocore's full one, for setting the account up). Each EC2
+        operation it calls is appended to `calls` when given."""
         client = aws_session(region_name=REGION).client("ec2")
         assert sorted(client.meta.service_model.operation_names) == sorted(EC2_OPERATIONS)
-        return Ec2Compute(client, cluster=cluster, sleep=lambda _seconds: None)
+        if calls is not None:
+            client.meta.events.register(
+                "before-call.ec2", lambda model, **_: calls.append(model.name), unique_id="count"
+            )
+        return Ec2Compute(client, cluster=cluster, sleep=lambda _seconds: None, monotonic=monotonic)
 
     def full_class(self, **overrides: Any) -> GPUNodeClass:
         spec: dict[str, Any] = {

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from gpupool.adapters.ec2 import Ec2Compute
+from gpupool.adapters.ec2 import SUBNETS_FRESH_FOR_S, Ec2Compute
 from gpupool.service.errors import CapacityUnavailable, PermanentError
 
 from .conftest import CLUSTER, Ec2World, make_claim, make_class, make_offering
@@ -210,3 +210,62 @@ def test_minimal_class_launches_with_defaults(ec2_world: Ec2World) -> None:
 def test_compute_needs_a_cluster_name(ec2_world: Ec2World) -> None:
     with pytest.raises(ValueError, match="cluster"):
         Ec2Compute(ec2_world.client, cluster="")
+
+
+def test_a_round_of_launches_reads_the_class_subnets_once(ec2_world: Ec2World) -> None:
+    calls: list[str] = []
+    compute = ec2_world.compute(calls=calls)
+    node_class = ec2_world.full_class()
+
+    assert compute.launchable_zones(node_class) == {"us-east-1a", "us-east-1b"}
+    for index, zone in enumerate(("us-east-1a", "us-east-1b", "us-east-1a")):
+        claim = make_claim(f"pool-a-r{index}", zone=zone)
+        compute.launch(claim, node_class, make_offering(zone=zone), client_token=f"t{index}")
+
+    assert calls.count("DescribeSubnets") == 1
+    assert calls.count("RunInstances") == 3
+
+
+def test_the_class_subnets_are_read_again_once_stale(ec2_world: Ec2World) -> None:
+    now = [1000.0]
+    calls: list[str] = []
+    compute = ec2_world.compute(calls=calls, monotonic=lambda: now[0])
+    node_class = ec2_world.full_class()
+
+    compute.launchable_zones(node_class)
+    now[0] += SUBNETS_FRESH_FOR_S - 1
+    compute.launchable_zones(node_class)
+    assert calls.count("DescribeSubnets") == 1
+    now[0] += 2
+    compute.launchable_zones(node_class)
+    assert calls.count("DescribeSubnets") == 2
+
+
+def test_launches_spread_over_a_zones_subnets_as_fresh_reads_would(ec2_world: Ec2World) -> None:
+    """Two subnets of one zone with the same free IPs: the second launch goes to the other one,
+    as the first launch's IP is deducted from the reused answer."""
+    client = ec2_world.client
+    vpc = client.describe_subnets(SubnetIds=[ec2_world.subnets["us-east-1a"]])["Subnets"][0]["VpcId"]
+    twins = [
+        client.create_subnet(VpcId=vpc, CidrBlock=f"10.20.{10 + index}.0/28", AvailabilityZone="us-east-1c")[
+            "Subnet"
+        ]["SubnetId"]
+        for index in range(2)
+    ]
+    node_class = ec2_world.full_class(subnetSelectorTerms=[{"id": subnet} for subnet in twins])
+    compute = ec2_world.compute()
+
+    placed = [
+        _instance(
+            client,
+            compute.launch(
+                make_claim(f"pool-a-s{index}", zone="us-east-1c"),
+                node_class,
+                make_offering(zone="us-east-1c"),
+                client_token=f"s{index}",
+            ),
+        )["SubnetId"]
+        for index in range(2)
+    ]
+
+    assert sorted(placed) == sorted(twins)

@@ -39,6 +39,15 @@ __all__ = ["Ec2Compute", "RetryPolicy"]
 
 LIVE_STATES = ("pending", "running", "stopping", "stopped")
 FILTER_VALUES_LIMIT = 100
+# How long a node class's DescribeSubnets answer is reused: the launches of one invocation (a
+# zone check, then one subnet choice per instance) read the subnets once, and so does a warm
+# invocation soon after. Meanwhile the free IPs of a subnet are its answer's less one per
+# instance launched into it since (`Ec2Compute._launched_into`), so the choice spreads as a fresh
+# read would. Karpenter's subnet provider likewise caches
+# DescribeSubnets and deducts its in-flight launches' IPs (karpenter-provider-aws,
+# pkg/providers/subnet); it deducts the instance type's pods, as the VPC CNI gives each pod an
+# IP, where gpupool deducts the one IP an instance surely takes.
+SUBNETS_FRESH_FOR_S = 30.0
 
 
 @dataclass(frozen=True)
@@ -98,6 +107,7 @@ class Ec2Compute:
         cluster: str,
         retry: RetryPolicy | None = None,
         sleep: Callable[[float], None] = time.sleep,
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         if not cluster:
             raise ValueError("Ec2Compute needs the cluster name (it scopes every tag filter)")
@@ -105,6 +115,11 @@ class Ec2Compute:
         self._cluster = cluster
         self._retry = retry or RetryPolicy()
         self._sleep = sleep
+        self._monotonic = monotonic
+        # Subnet selector terms → (when read, the subnets they select); see SUBNETS_FRESH_FOR_S.
+        self._subnets_read: dict[tuple[object, ...], tuple[float, list[dict[str, Any]]]] = {}
+        # Subnet id → instances launched into it since its DescribeSubnets answer.
+        self._launched_into: dict[str, int] = {}
 
     # ---- calls -------------------------------------------------------------------------
     def _call(self, operation: str, *, offering: str | None = None, **kwargs: Any) -> dict[str, Any]:
@@ -158,6 +173,8 @@ class Ec2Compute:
         instances = response.get("Instances") or []
         if not instances:
             raise PermanentError(f"EC2 RunInstances for claim {claim.name} returned no instance")
+        if network.subnet_id is not None:
+            self._launched_into[network.subnet_id] = self._launched_into.get(network.subnet_id, 0) + 1
         instance_id: str = instances[0]["InstanceId"]
         return instance_id
 
@@ -262,14 +279,22 @@ class Ec2Compute:
                 f"GPUNodeClass {class_name} has no subnet in zone {offering.zone} ({offering.key})",
                 code="NoSubnetInZone",
             )
-        best = max(
-            subnets, key=lambda subnet: (subnet.get("AvailableIpAddressCount") or 0, subnet["SubnetId"])
-        )
+        best = max(subnets, key=lambda subnet: (self._free_ips(subnet), subnet["SubnetId"]))
         subnet_id: str = best["SubnetId"]
         return subnet_id
 
+    def _free_ips(self, subnet: dict[str, Any]) -> int:
+        free: int = subnet.get("AvailableIpAddressCount") or 0
+        return free - self._launched_into.get(subnet["SubnetId"], 0)
+
     def _class_subnets(self, terms: Sequence[SelectorTerm]) -> list[dict[str, Any]]:
-        """The subnets a node class's selector terms name, by id or by tags."""
+        """The subnets a node class's selector terms name, by id or by tags: read once per
+        SUBNETS_FRESH_FOR_S."""
+        key = tuple((term.id, tuple(sorted(term.tags.items()))) for term in terms)
+        now = self._monotonic()
+        read = self._subnets_read.get(key)
+        if read is not None and now - read[0] < SUBNETS_FRESH_FOR_S:
+            return read[1]
         ids = [term.id for term in terms if term.id]
         subnets: list[dict[str, Any]] = []
         if ids:
@@ -279,6 +304,9 @@ class Ec2Compute:
                 subnets += (
                     self._call("describe_subnets", Filters=_tag_filters(term.tags)).get("Subnets") or []
                 )
+        self._subnets_read[key] = (now, subnets)
+        for subnet in subnets:  # a fresh answer counts every launch made before it
+            self._launched_into.pop(subnet["SubnetId"], None)
         return subnets
 
     def launchable_zones(self, template: LaunchTemplate) -> frozenset[str] | None:
