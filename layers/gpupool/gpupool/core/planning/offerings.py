@@ -45,20 +45,30 @@ _CAPACITY_TYPES: dict[str, Literal["OnDemand", "Spot", "Reserved"]] = {
 
 def catalog_offerings(cloud: Literal["aws", "alibaba"], region: str) -> tuple[OfferingRef, ...]:
     """Every priced offering of `region` in the bundled `cloud` catalog, as the planner reads them."""
-    return tuple(
-        OfferingRef(
-            instance_type=offering.instance_type.name,
-            region=offering.region,
-            zone=offering.zone,
-            capacity_type=_CAPACITY_TYPES[offering.capacity_type],
-            tflops=Quantity.from_number(offering.instance_type.tflops),
-            vram=Quantity.parse(f"{offering.instance_type.vram_gib}Gi"),
-            gpu_count=offering.instance_type.gpu_count,
-            hourly_price=str(offering.hourly_price),
-            labels=offering_labels(offering),
+    # An instance type's TFLOPS and VRAM as quantities, worked out once for its ~10 offerings.
+    amounts: dict[str, tuple[Quantity, Quantity]] = {}
+    offerings: list[OfferingRef] = []
+    for offering in load_catalog(cloud).offerings(region):
+        kind = offering.instance_type
+        amount = amounts.get(kind.name)
+        if amount is None:
+            amount = (Quantity.from_number(kind.tflops), Quantity.parse(f"{kind.vram_gib}Gi"))
+            amounts[kind.name] = amount
+        tflops, vram = amount
+        offerings.append(
+            OfferingRef(
+                instance_type=kind.name,
+                region=offering.region,
+                zone=offering.zone,
+                capacity_type=_CAPACITY_TYPES[offering.capacity_type],
+                tflops=tflops,
+                vram=vram,
+                gpu_count=kind.gpu_count,
+                hourly_price=str(offering.hourly_price),
+                labels=offering_labels(offering),
+            )
         )
-        for offering in load_catalog(cloud).offerings(region)
-    )
+    return tuple(offerings)
 
 
 def claim_offering(claim: GPUNodeClaim) -> OfferingRef | None:
