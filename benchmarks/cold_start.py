@@ -170,14 +170,17 @@ def _python(code: str, *args: str, env: dict[str, str] | None = None) -> str:
 
 
 def compile_package() -> int:
-    """Byte-compile gpupool and the functions, as the layer ships them, in place: hash-checked
-    against the source (the layer's are unchecked — it never changes — but a working tree does,
-    and an unchecked .pyc would run old code after an edit)."""
+    """Byte-compile gpupool and the functions, as the layer ships them, in place. The layer's are
+    unchecked (it never changes); a working tree does, and an unchecked .pyc would run old code
+    after an edit. So these are checked by the source's timestamp and size, Python's default,
+    which the import system reads from the stat it makes anyway: they cost what the layer's do.
+    (Hash-checked ones would read and hash every source file at every import, which no layer
+    pays.)"""
     import compileall
     import py_compile
 
     folders = (ROOT / "layers" / "gpupool" / "gpupool", ROOT / "functions")
-    mode = py_compile.PycInvalidationMode.CHECKED_HASH
+    mode = py_compile.PycInvalidationMode.TIMESTAMP
     for folder in folders:
         if not compileall.compile_dir(str(folder), quiet=1, invalidation_mode=mode):
             raise RuntimeError(f"byte-compiling {folder} failed")

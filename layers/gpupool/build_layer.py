@@ -98,13 +98,20 @@ def shipped_modules() -> set[str]:
     return closure(roots)
 
 
+def _data_files(folder: Path) -> list[Path]:
+    """A package folder's data files, less the sources of compiled ones: a YAML file with a JSON
+    twin (the catalogs, which the functions read as JSON; see compile_catalogs.py)."""
+    files = [path for path in sorted(folder.iterdir()) if path.suffix in DATA_SUFFIXES]
+    return [path for path in files if not (path.suffix == ".yaml" and path.with_suffix(".json").exists())]
+
+
 def build(target: Path) -> list[Path]:
     """Copy the shipped modules and their packages' data files under `target/gpupool`."""
     written: list[Path] = []
     for name in sorted(shipped_modules()):
         source = module_file(name)
         assert source is not None
-        for path in [source, *(p for p in source.parent.iterdir() if p.suffix in DATA_SUFFIXES)]:
+        for path in [source, *_data_files(source.parent)]:
             destination = target / path.relative_to(HERE)
             if destination.exists():
                 continue

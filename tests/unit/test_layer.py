@@ -35,7 +35,8 @@ def _build(target: Path) -> list[str]:
 
 def test_the_layer_leaves_out_the_sandbox_the_cli_and_the_reference_solvers(tmp_path: Path) -> None:
     files = _build(tmp_path)
-    assert "gpupool/handlers/aws_lambda.py" in files and "gpupool/core/catalog/aws.yaml" in files
+    assert "gpupool/handlers/aws_lambda.py" in files and "gpupool/core/catalog/aws.json" in files
+    assert "gpupool/core/catalog/aws.yaml" not in files  # the catalog's source: the JSON is shipped
     for left_out in (
         "gpupool/sandbox/",
         "gpupool/simulation/",
