@@ -20,7 +20,10 @@ import json, sys
 sys.path.insert(0, sys.argv[1])
 import app
 modules = ("gpupool.service." + sys.argv[2], "boto3", "kubernetes.client", "gpupool.adapters.wiring")
-print(json.dumps({m: m in sys.modules for m in modules}))
+found = {m: m in sys.modules for m in modules}
+pool = sys.modules.get("gpupool.core.model.pool")
+found["GPUPool built"] = pool is not None and pool.GPUPool.__pydantic_complete__
+print(json.dumps(found))
 """
 
 
@@ -54,6 +57,7 @@ def test_an_init_off_the_request_path_imports_the_service_and_the_adapters(init_
         "boto3": True,
         "kubernetes.client": True,
         "gpupool.adapters.wiring": True,
+        "GPUPool built": True,
     }
 
 

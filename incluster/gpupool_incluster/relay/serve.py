@@ -42,6 +42,7 @@ from kubernetes import client as _client
 from kubernetes import config as _config
 from starlette.applications import Starlette
 
+from gpupool.core.deferred_model import build_imported_models
 from gpupool_incluster.relay.access import DEFAULT_AUDIENCE, TokenAccess
 from gpupool_incluster.relay.app import create_app
 from gpupool_incluster.relay.forwarder import Forwarder, ForwardSettings
@@ -165,6 +166,7 @@ def _watch_certificate(cert: Path, key: Path, server: uvicorn.Server, stop: thre
 
 def serve(options: RelayOptions) -> None:
     """Block serving the relay until interrupted."""
+    build_imported_models()  # before the first request, not in its latency
     if options.kubeconfig is None:
         config.load_incluster_config()
         api = client.ApiClient()

@@ -11,7 +11,7 @@ import pytest
 from pydantic import BaseModel, Field, ValidationError
 
 import gpupool
-from gpupool.core.deferred_model import DeferredModel
+from gpupool.core.deferred_model import DeferredModel, build_imported_models
 
 
 def _builds(monkeypatch: pytest.MonkeyPatch) -> list[str]:
@@ -102,3 +102,13 @@ def test_every_gpupool_model_builds() -> None:
         assert model.__pydantic_complete__, model
 
     assert len(models) > 100  # the models of every module, not an empty walk
+
+
+def test_build_imported_models_builds_each_one_not_yet_built() -> None:
+    class Unused(DeferredModel):
+        size: int
+
+    assert not Unused.__pydantic_complete__
+    assert build_imported_models() >= 1
+    assert Unused.__pydantic_complete__
+    assert build_imported_models() == 0  # nothing left to build

@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, GetCoreSchemaHandler
 from pydantic_core import CoreSchema
 
-__all__ = ["DeferredModel"]
+__all__ = ["DeferredModel", "build_imported_models"]
 
 # The models being built right now: asked for its own schema while being built, a model lets
 # pydantic generate it (a model that refers to itself gets a reference, as pydantic does).
@@ -55,3 +55,17 @@ class DeferredModel(BaseModel):
         if source is cls and not cls.__pydantic_complete__ and cls not in _building:
             cls.model_rebuild()  # referred to before it was built: build it now, once
         return handler(source)  # pydantic hands out a built model's own schema
+
+
+def build_imported_models() -> int:
+    """Build every DeferredModel imported so far (where an init phase is off the request path —
+    SnapStart, provisioned concurrency — a function builds its models then, not at its first
+    event); the number built."""
+    built = 0
+    pending: list[type[DeferredModel]] = [DeferredModel]
+    while pending:
+        for model in pending.pop().__subclasses__():
+            pending.append(model)
+            if not model.__pydantic_complete__ and model.model_rebuild() is not False:
+                built += 1
+    return built

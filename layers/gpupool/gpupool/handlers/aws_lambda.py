@@ -15,9 +15,10 @@ Init: where Lambda runs the init phase off a request's path — SnapStart (the p
 when a version is published, and its memory is snapshotted) and provisioned concurrency — it says
 so in ``AWS_LAMBDA_INITIALIZATION_TYPE`` (``snap-start`` / ``provisioned-concurrency``), and
 ``make_handler`` then imports the function's service and the adapters' modules (boto3, the
-kubernetes client) at init (``PRELOADED``): what an on-demand cold start imports at its first
-event is in the snapshot instead. Clients and credentials are still made at the first event
-(SnapStart: a snapshot must not hold credentials or connections).
+kubernetes client) at init (``PRELOADED``), and builds the models they define: what an
+on-demand cold start imports and builds at its first event is in the snapshot instead. Clients
+and credentials are still made at the first event (SnapStart: a snapshot must not hold
+credentials or connections).
 
 Must not: decide anything, talk to AWS or Kubernetes itself, or import boto3 / kubernetes at
 module import of an on-demand function (``gpupool.adapters.wiring`` is imported when the first
@@ -30,6 +31,7 @@ import os
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from gpupool.core.deferred_model import build_imported_models
 from gpupool.core.intake.aws import intake_aws
 from gpupool.core.intake.envelope import Intake
 from gpupool.core.intake.routing import FunctionName
@@ -53,12 +55,14 @@ PRELOADED = (
 
 
 def preload(function: FunctionName) -> None:
-    """Import the function's service and the adapters' modules now (no client is built)."""
+    """Import the function's service and the adapters' modules now, and build the models they
+    define (no client is built)."""
     import importlib
 
     SERVICE_ENTRIES[function]()
     for module in (*PRELOADED, "boto3", "kubernetes.config"):
         importlib.import_module(module)
+    build_imported_models()
 
 
 def aws_deps() -> Deps:
