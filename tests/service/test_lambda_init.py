@@ -19,7 +19,8 @@ _PROBE = """
 import json, sys
 sys.path.insert(0, sys.argv[1])
 import app
-modules = ("gpupool.service." + sys.argv[2], "boto3", "kubernetes.client", "gpupool.adapters.wiring")
+service = "gpupool.service." + sys.argv[2]
+modules = (service, "botocore.session", "kubernetes.client", "gpupool.adapters.wiring", "boto3")
 found = {m: m in sys.modules for m in modules}
 pool = sys.modules.get("gpupool.core.model.pool")
 found["GPUPool built"] = pool is not None and pool.GPUPool.__pydantic_complete__
@@ -54,9 +55,10 @@ def test_an_init_off_the_request_path_imports_the_service_and_the_adapters(init_
     imported = _imported_at_init("compact", init_type)
     assert imported == {
         "gpupool.service.compact": True,
-        "boto3": True,
+        "botocore.session": True,
         "kubernetes.client": True,
         "gpupool.adapters.wiring": True,
+        "boto3": False,  # clients are botocore's; boto3's resources and S3 transfers go unused
         "GPUPool built": True,
     }
 

@@ -1,4 +1,4 @@
-"""The functions' boto3 sessions (`adapters.aws_session`): clients for every service gpupool calls
+"""The functions' AWS sessions (`adapters.aws_session`): clients for every service gpupool calls
 load the same model as botocore's own loader would (same API version, same operations), except
 EC2's, which is the shipped cut (`adapters/botocore_data.json`), and every endpoint is resolved
 as botocore's own endpoints.json resolves it; the service listing answers without
@@ -64,7 +64,7 @@ def test_a_client_loads_the_model_botocore_would(service: str) -> None:
 
 def test_the_listing_names_only_the_services_called(monkeypatch: pytest.MonkeyPatch) -> None:
     session = aws_session(region_name="us-east-1", **KEYS)
-    loader = session._session.get_component("data_loader")
+    loader = session.botocore_session.get_component("data_loader")
     assert isinstance(loader, ServicesLoader)
     listed: list[str] = []
     real_listdir = os.listdir
@@ -81,7 +81,7 @@ def test_the_listing_names_only_the_services_called(monkeypatch: pytest.MonkeyPa
 def test_aws_data_path_stays_on_the_search_path(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("AWS_DATA_PATH", str(tmp_path))
     session = aws_session(region_name="us-east-1", **KEYS)
-    loader = session._session.get_component("data_loader")
+    loader = session.botocore_session.get_component("data_loader")
     assert loader.search_paths[0] == str(tmp_path)
     assert any(path.endswith("botocore/data") for path in loader.search_paths)
     # Nothing of EC2's there: botocore would read its own file, so the shipped cut is read.
@@ -142,10 +142,10 @@ def test_another_botocore_reads_its_own_files() -> None:
     loader = ServicesLoader(
         SERVICES,
         shipped=lambda: shipped_data("0.0.0"),
-        extra_search_paths=session._session.get_component("data_loader").search_paths,
+        extra_search_paths=session.botocore_session.get_component("data_loader").search_paths,
         include_default_search_paths=False,
     )
-    session._session.register_component("data_loader", loader)
+    session.botocore_session.register_component("data_loader", loader)
     assert len(session.client("ec2").meta.service_model.operation_names) > len(EC2_OPERATIONS)
     assert len(loader.load_data("endpoints")["partitions"][0]["services"]) > len(SERVICES)
 
@@ -159,7 +159,10 @@ def test_endpoints_resolve_as_botocores_own(service: str, region: str) -> None:
     theirs = boto3.session.Session(region_name=region, **KEYS)
     assert ours.client(service).meta.endpoint_url == theirs.client(service).meta.endpoint_url
     for fips in (True, False):
-        resolver, builtin = (s._session._get_internal_component("endpoint_resolver") for s in (ours, theirs))
+        resolver, builtin = (
+            core._get_internal_component("endpoint_resolver")
+            for core in (ours.botocore_session, theirs._session)
+        )
         assert resolver.construct_endpoint(
             service, region, use_fips_endpoint=fips
         ) == builtin.construct_endpoint(service, region, use_fips_endpoint=fips)
@@ -171,7 +174,7 @@ def test_a_copy_on_the_data_path_wins_over_the_shipped_cut(
 ) -> None:
     (tmp_path / "endpoints.json").write_text('{"partitions": [], "version": 3}', encoding="utf-8")
     monkeypatch.setenv("AWS_DATA_PATH", str(tmp_path))
-    loader = aws_session(region_name="us-east-1", **KEYS)._session.get_component("data_loader")
+    loader = aws_session(region_name="us-east-1", **KEYS).botocore_session.get_component("data_loader")
     assert loader.load_data("endpoints") == {"partitions": [], "version": 3}
 
 
@@ -182,7 +185,7 @@ def test_an_operation_outside_the_cut_fails_loudly() -> None:
 
 
 def test_another_api_version_of_ec2_is_read_from_botocore() -> None:
-    loader = aws_session(region_name="us-east-1", **KEYS)._session.get_component("data_loader")
+    loader = aws_session(region_name="us-east-1", **KEYS).botocore_session.get_component("data_loader")
     older = loader.load_service_model("ec2", "service-2", api_version="2016-09-15")
     assert older["metadata"]["apiVersion"] == "2016-09-15"
     assert len(older["operations"]) > len(EC2_OPERATIONS)

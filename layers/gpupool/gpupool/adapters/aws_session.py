@@ -1,6 +1,8 @@
-"""boto3 sessions for the functions, whose data loader is asked only about the services gpupool calls.
+"""AWS sessions for the functions, whose data loader is asked only about the services gpupool calls.
 
-Role: `aws_session(region_name=…, **credentials)` — a boto3 `Session` on a botocore session whose
+Role: `aws_session(region_name=…, credentials…)` — an `AwsSession` (clients and credentials, what
+gpupool asks of boto3's Session, on botocore alone: boto3 adds resources and S3 transfers, which
+gpupool never uses, and importing it costs a cold start about 11 ms more) on a botocore session whose
 data loader (`ServicesLoader`) answers "which services have this kind of data" from `SERVICES`,
 the services gpupool makes clients for (EC2 for instances, EKS for `eks` access, Secrets Manager
 for kubeconfig and relay secrets), by listing those services' folders alone. botocore's own
@@ -28,16 +30,15 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-import boto3
 import botocore.session
 from botocore.exceptions import DataNotFoundError
 from botocore.loaders import Loader, create_loader
 
 from gpupool.adapters.botocore_data import shipped_data
 
-__all__ = ["SERVICES", "ServicesLoader", "aws_session"]
+__all__ = ["SERVICES", "AwsSession", "ServicesLoader", "aws_session"]
 
-# Every service gpupool makes a boto3 client for (adapters/wiring.py, kube_auth.py, secret_stores.py).
+# Every service gpupool makes a client for (adapters/wiring.py, kube_auth.py, secret_stores.py).
 SERVICES = ("ec2", "eks", "secretsmanager")
 
 
@@ -84,10 +85,45 @@ class ServicesLoader(Loader):  # type: ignore[misc]  # botocore ships no types
         return sorted(found)
 
 
-def aws_session(*, region_name: str, **credentials: Any) -> Any:
-    """A boto3 Session in `region_name` (credentials: boto3.Session's keyword arguments; none:
-    the default chain) whose data loader is a `ServicesLoader` for `SERVICES`, with the shipped
-    cuts of botocore's data where they apply (see the module docstring)."""
+class AwsSession:
+    """Clients in one region with one set of credentials, as boto3's Session makes them (a
+    client is botocore's either way)."""
+
+    def __init__(self, core: Any, region_name: str) -> None:
+        self.region_name = region_name
+        self.botocore_session = core
+
+    def client(
+        self,
+        service_name: str,
+        *,
+        region_name: str | None = None,
+        endpoint_url: str | None = None,
+        config: Any = None,
+    ) -> Any:
+        """A botocore client for `service_name` (in the session's region unless told another)."""
+        return self.botocore_session.create_client(
+            service_name,
+            region_name=region_name or self.region_name,
+            endpoint_url=endpoint_url,
+            config=config,
+        )
+
+    def get_credentials(self) -> Any:
+        """The session's credentials: those given, else the default chain's (None when none)."""
+        return self.botocore_session.get_credentials()
+
+
+def aws_session(
+    *,
+    region_name: str,
+    aws_access_key_id: str | None = None,
+    aws_secret_access_key: str | None = None,
+    aws_session_token: str | None = None,
+) -> AwsSession:
+    """An `AwsSession` in `region_name` (credentials: the keys given, or none for the default
+    chain) whose data loader is a `ServicesLoader` for `SERVICES`, with the shipped cuts of
+    botocore's data where they apply (see the module docstring)."""
     core = botocore.session.get_session()
     default = create_loader(core.get_config_variable("data_path"))
     loader = ServicesLoader(
@@ -97,4 +133,7 @@ def aws_session(*, region_name: str, **credentials: Any) -> Any:
         include_default_search_paths=False,
     )
     core.register_component("data_loader", loader)
-    return boto3.session.Session(botocore_session=core, region_name=region_name, **credentials)
+    core.set_config_variable("region", region_name)
+    if aws_access_key_id or aws_secret_access_key or aws_session_token:
+        core.set_credentials(aws_access_key_id, aws_secret_access_key, aws_session_token)
+    return AwsSession(core, region_name)

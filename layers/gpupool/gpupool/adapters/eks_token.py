@@ -10,7 +10,7 @@ authenticator accepts a token for up to 15 minutes, so a cached token is renewed
 before that.
 
 Must not: store or read any long-lived secret, call the network (presigning is local), or
-import boto3 at module import time of the service (this module is imported only by the
+import botocore at module import time of the service (this module is imported only by the
 wiring, lazily).
 """
 

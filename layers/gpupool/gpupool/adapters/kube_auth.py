@@ -164,7 +164,7 @@ def _eks(access: KubeAccess, session: Any) -> Any:
 def build_api_client(access: KubeAccess, *, aws_session: Any = None) -> Any:
     """An authenticated `kubernetes.client.ApiClient` for `access`.
 
-    `aws_session` (a boto3 Session) is needed only for `eks`. Raises KubeAccessError with a
+    `aws_session` (an `AwsSession`) is needed only for `eks`. Raises KubeAccessError with a
     message naming what is wrong.
     """
     if access.mode == "incluster":

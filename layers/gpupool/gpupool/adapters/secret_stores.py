@@ -31,7 +31,7 @@ class SecretUnavailable(RuntimeError):
 
 
 def aws_secret_string(session: Any, secret_id: str, *, endpoint_url: str | None = None) -> str:
-    """The `SecretString` of Secrets Manager secret `secret_id`, through boto3 `session`."""
+    """The `SecretString` of Secrets Manager secret `secret_id`, through `session` (an `AwsSession`)."""
     from botocore.exceptions import BotoCoreError, ClientError
 
     try:

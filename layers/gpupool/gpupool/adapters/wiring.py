@@ -2,13 +2,13 @@
 
 Role: `read_aws_environment(environ)` parses and checks every variable (pure; a bad value is
 a `ConfigError` naming the variable) and `build_aws_deps(environ)` turns the result into
-`Deps`: `Ec2Compute` on a boto3 EC2 client (its session from `aws_session`), `KubeCluster` on
+`Deps`: `Ec2Compute` on a botocore EC2 client (its session from `aws_session`), `KubeCluster` on
 an `ApiClient` from `kube_auth`, the delivery ledger (`KubeDeliveryLedger`) on the same client,
 a UTC clock, and the priced offerings of the region from the bundled catalog (read when first
 used: bind and compaction never read them).
 `aws_secret(environ, secret_id)` reads a secret the functions name by id (the relay's HMAC
 secret, GPUPOOL_RELAY_HMAC_SECRET_ID) from Secrets Manager, as the kubeconfig secret is read.
-boto3 and the kubernetes client are imported, and their clients built, on first use of each
+botocore and the kubernetes client are imported, and their clients built, on first use of each
 port — once per cold start, and never for an invocation that does not touch that port.
 `AWS_ENDPOINT_URL` (moto, the sandbox) and `KUBECONFIG` are honoured from `environ`, not from
 `os.environ`.
@@ -155,7 +155,7 @@ def _access_mode(environ: Mapping[str, str]) -> str:
 
 
 def _credentials(environ: Mapping[str, str]) -> dict[str, str]:
-    """boto3 session keywords from AWS_ACCESS_KEY_ID / _SECRET_ACCESS_KEY / _SESSION_TOKEN, when set."""
+    """`aws_session` keywords from AWS_ACCESS_KEY_ID / _SECRET_ACCESS_KEY / _SESSION_TOKEN, when set."""
     names = (
         ("aws_access_key_id", "AWS_ACCESS_KEY_ID"),
         ("aws_secret_access_key", "AWS_SECRET_ACCESS_KEY"),

@@ -14,13 +14,13 @@ GPUPOOL_RELAY_HMAC_SECRET_ID); nothing configured refuses every call.
 Init: where Lambda runs the init phase off a request's path — SnapStart (the phase runs once,
 when a version is published, and its memory is snapshotted) and provisioned concurrency — it says
 so in ``AWS_LAMBDA_INITIALIZATION_TYPE`` (``snap-start`` / ``provisioned-concurrency``), and
-``make_handler`` then imports the function's service and the adapters' modules (boto3, the
+``make_handler`` then imports the function's service and the adapters' modules (botocore, the
 kubernetes client) at init (``PRELOADED``), and builds the models they define: what an
 on-demand cold start imports and builds at its first event is in the snapshot instead. Clients
 and credentials are still made at the first event (SnapStart: a snapshot must not hold
 credentials or connections).
 
-Must not: decide anything, talk to AWS or Kubernetes itself, or import boto3 / kubernetes at
+Must not: decide anything, talk to AWS or Kubernetes itself, or import botocore / kubernetes at
 module import of an on-demand function (``gpupool.adapters.wiring`` is imported when the first
 real event needs deps).
 """
@@ -60,13 +60,13 @@ def preload(function: FunctionName) -> None:
     import importlib
 
     SERVICE_ENTRIES[function]()
-    for module in (*PRELOADED, "boto3", "kubernetes.config"):
+    for module in (*PRELOADED, "botocore.session", "kubernetes.config"):
         importlib.import_module(module)
     build_imported_models()
 
 
 def aws_deps() -> Deps:
-    """Deps for the real cloud, from the function's environment (imports boto3 / kubernetes)."""
+    """Deps for the real cloud, from the function's environment (imports botocore / kubernetes)."""
     from gpupool.adapters.wiring import build_aws_deps
 
     return build_aws_deps(os.environ)
@@ -94,7 +94,7 @@ def make_handler(
     if settings.get("AWS_LAMBDA_INITIALIZATION_TYPE") in INIT_OFF_THE_REQUEST_PATH:
         preload(function)
 
-    def secret(secret_id: str) -> str:  # a Secrets Manager secret (imports boto3 on first use)
+    def secret(secret_id: str) -> str:  # a Secrets Manager secret (imports botocore on first use)
         from gpupool.adapters.wiring import aws_secret
 
         return aws_secret(settings, secret_id)
