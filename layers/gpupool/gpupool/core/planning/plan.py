@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import datetime
-from typing import Annotated, Literal
+from typing import Annotated, Literal, get_args
 
 from pydantic import ConfigDict, Field
 
@@ -25,8 +25,10 @@ from gpupool.core.model.base import Condition, Qty
 from gpupool.core.model.karpenter import KarpenterNodeClaim
 from gpupool.core.model.nodeclaim import ClaimPhase, GPUNodeClaim
 from gpupool.core.model.pool import GPUPool, GPUPoolStatus
+from gpupool.core.prevalidated import Prevalidated
 
 __all__ = [
+    "ACTION_TYPES",
     "TARGET_KEYS",
     "Action",
     "ApplyPool",
@@ -297,11 +299,15 @@ Action = Annotated[
     Field(discriminator="kind"),
 ]
 
+# The action kinds of the `Action` union.
+ACTION_TYPES: tuple[type[_Action], ...] = get_args(get_args(Action)[0])
+
 
 class Plan(_Frozen):
-    """Typed actions in the order they must be applied, and the reasons a human reads."""
+    """Typed actions in the order they must be applied, and the reasons a human reads. Each action
+    was validated when a decision made it: the plan checks their types (`Prevalidated`)."""
 
-    actions: tuple[Action, ...] = ()
+    actions: Annotated[tuple[Action, ...], Prevalidated(*ACTION_TYPES, what="actions")] = ()
     reasons: tuple[str, ...] = ()
 
     def __add__(self, other: Plan) -> Plan:

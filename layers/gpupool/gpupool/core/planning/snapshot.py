@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import cached_property
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import ConfigDict
 
@@ -25,6 +25,7 @@ from gpupool.core.model.node import GPUNode, GPUNodeStatus
 from gpupool.core.model.nodeclaim import GPUNodeClaim
 from gpupool.core.model.nodeclass import GPUNodeClass
 from gpupool.core.model.pool import GPUPool
+from gpupool.core.prevalidated import Prevalidated
 from gpupool.core.quantity import Quantity, sum_quantities
 
 __all__ = ["PoolCapacity", "PoolSnapshot", "gpus_in_use", "pool_capacity"]
@@ -48,10 +49,10 @@ class PoolSnapshot(_Frozen):
     cluster_name: str
     pool: GPUPool
     node_class: GPUNodeClass | None = None
-    claims: tuple[GPUNodeClaim, ...] = ()
-    nodes: tuple[Node, ...] = ()
-    gpu_nodes: tuple[GPUNode, ...] = ()
-    worker_pods: tuple[Pod, ...] = ()
+    claims: Annotated[tuple[GPUNodeClaim, ...], Prevalidated(GPUNodeClaim)] = ()
+    nodes: Annotated[tuple[Node, ...], Prevalidated(Node)] = ()
+    gpu_nodes: Annotated[tuple[GPUNode, ...], Prevalidated(GPUNode)] = ()
+    worker_pods: Annotated[tuple[Pod, ...], Prevalidated(Pod)] = ()
     pods_read_on: frozenset[str] | None = None
 
     @property
