@@ -9,7 +9,8 @@
 2. First and second invocation of each handler in a fresh interpreter against a sandbox —
    the embedded Kubernetes API server (gpupool.sandbox.kubeapi) and moto's EC2 server — through
    the real wiring (``build_aws_deps``), so the first invocation includes the lazy imports
-   (service, boto3, kubernetes), client construction and the real calls. Each repeat gets a
+   (service, botocore, kubernetes; the functions do not import boto3), building the models they
+   use, client construction and the real calls. Each repeat gets a
    fresh sandbox with one Provisioned pool below its minimum, so ``launch`` launches every
    time. The verdict: the first invocation of an on-demand init within ``TARGET_RATIO`` (1.5 ×)
    the reference — imported again in a fresh interpreter right before each invocation, and the
@@ -17,7 +18,8 @@
    beside it: init + first invocation (what the first event waits for when the init phase is
    on its path), and the same function with the init phase off the
    request path (``AWS_LAMBDA_INITIALIZATION_TYPE=snap-start``: the service and the adapters'
-   modules are imported at init, as with SnapStart or provisioned concurrency; a snapshot's
+   modules are imported, and their models built, at init, as with SnapStart or provisioned
+   concurrency; a snapshot's
    restore time, which only Lambda can measure, is not in it). For comparison it also times an
    EC2 client made by plain boto3 (botocore's whole EC2 model and endpoints.json) and one made as
    the functions make it (`adapters/aws_session`: botocore's files cut to the operations
@@ -103,7 +105,7 @@ LAZY_MODULES = (
     "gpupool.service.bind",
     "gpupool.service.compact",
     "gpupool.adapters.wiring",
-    "boto3",
+    "botocore.session",
     "kubernetes.client",
     "gpupool.adapters.kube",
     "gpupool.adapters.ec2",
@@ -121,7 +123,6 @@ print(time.perf_counter() - began)
 # The same client as the functions make it: on botocore's files cut to what gpupool calls.
 _EC2_CLIENT_SHIPPED = """
 import sys, time
-import boto3
 from gpupool.adapters.aws_session import aws_session
 from gpupool.adapters.botocore_data import EC2_OPERATIONS
 began = time.perf_counter()
