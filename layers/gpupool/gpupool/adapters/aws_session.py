@@ -2,9 +2,9 @@
 
 Role: `aws_session(region_name=…, credentials…)` — an `AwsSession` (clients and credentials, what
 gpupool asks of boto3's Session, on botocore alone: boto3 adds resources and S3 transfers, which
-gpupool never uses, and importing it costs a cold start about 11 ms more) on a botocore session whose
-data loader (`ServicesLoader`) answers "which services have this kind of data" from `SERVICES`,
-the services gpupool makes clients for (EC2 for instances, EKS for `eks` access, Secrets Manager
+gpupool never uses, and its imports to every cold start) on a botocore session whose data
+loader (`ServicesLoader`) answers "which services have this kind of data" from `SERVICES`, the
+services gpupool makes clients for (EC2 for instances, EKS for `eks` access, Secrets Manager
 for kubeconfig and relay secrets), by listing those services' folders alone. botocore's own
 `Loader.list_available_services` walks the folder of every service in its data tree (hundreds,
 each listed and its versions' files looked for) and is asked once per kind of data a client
