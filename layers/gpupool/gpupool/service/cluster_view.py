@@ -45,8 +45,7 @@ Key = tuple[str, str]
 
 
 def _key(obj: Any) -> Key:
-    meta = obj.metadata
-    return (meta.namespace or "", meta.name or "")
+    return (obj.metadata.namespace or "", obj.name)
 
 
 class _Kind(Generic[T]):

@@ -6,7 +6,7 @@ data, the same on every run, not I/O on user input — the one exception the cor
 
 Each catalog is written by hand as `{cloud}.yaml`, every figure beside its source, and shipped
 also as `{cloud}.json`, the same data as JSON, which `load_catalog` reads: every cold start of a
-launch reads its catalog, and JSON parses in a fortieth of the time libyaml takes.
+launch reads its catalog, and JSON parses in a fraction of the time libyaml takes.
 `layers/gpupool/compile_catalogs.py` writes the JSON from the YAML; a test fails while they differ.
 
 Must not: read any path a user names, reach the network, or cache anything but the bundled files.

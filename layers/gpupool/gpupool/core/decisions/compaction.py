@@ -82,8 +82,8 @@ def _candidates(
     chosen: list[Node] = []
     skipped: list[str] = []
     gpu_nodes = snapshot.gpu_nodes_by_name()
-    for node in sorted(snapshot.nodes, key=_node_name):
-        name = node.metadata.name or ""
+    for node in sorted(snapshot.nodes, key=lambda n: n.name):
+        name = node.name
         named = gpu_nodes.get(name)
         gpu_node = named[0] if named else None
         owner = node_claim(node)
@@ -108,10 +108,6 @@ def _candidates(
     return chosen, skipped
 
 
-def _node_name(node: Node) -> str:
-    return node.metadata.name or ""
-
-
 def plan_compaction(snapshot: PoolSnapshot, *, now: datetime, protection: timedelta) -> Plan:
     """Which idle nodes to remove (see module docstring)."""
     pool = snapshot.pool
@@ -122,7 +118,7 @@ def plan_compaction(snapshot: PoolSnapshot, *, now: datetime, protection: timede
     first_counts: dict[str, bool] = {}
     in_flight = []
     for claim in snapshot.claims:
-        name, counting = claim.metadata.name or "", claim_counts(claim)
+        name, counting = claim.name, claim_counts(claim)
         first_counts.setdefault(name, counting)
         if counting:
             live.add(name)
@@ -138,7 +134,7 @@ def plan_compaction(snapshot: PoolSnapshot, *, now: datetime, protection: timede
     gpu_nodes = snapshot.gpu_nodes_by_name()
     counted = []
     for node in snapshot.nodes:
-        named = gpu_nodes.get(node.metadata.name or "")
+        named = gpu_nodes.get(node.name)
         status = named[0].status if named else None
         if status is None:
             continue

@@ -92,7 +92,7 @@ class PoolSnapshot(_Frozen):
     def gpu_nodes_by_name(self) -> dict[str | None, list[GPUNode]]:
         """The GPUNodes by name, indexed once (what `gpu_node` answers from): a decision looping
         over a pool's thousands of nodes takes it once instead of asking per node."""
-        return self._index("gpu_nodes", _gpu_node_name)
+        return self._index("gpu_nodes", lambda g: g.name)
 
     def workers_on(self, node_name: str) -> tuple[Pod, ...]:
         return tuple(self._index("worker_pods", lambda p: p.spec.node_name).get(node_name, ()))
@@ -105,10 +105,6 @@ class PoolSnapshot(_Frozen):
         """The node runs TensorFusion pods (as far as they were read) or its GPUNode reports
         some of its GPUs' capacity allocated."""
         return bool(self.workers_on(node_name)) or gpus_in_use(self.gpu_node(node_name))
-
-
-def _gpu_node_name(gpu_node: GPUNode) -> str:
-    return gpu_node.metadata.name or ""
 
 
 def gpus_in_use(gpu_node: GPUNode | None) -> bool:
@@ -169,10 +165,9 @@ def _pool_capacity(snapshot: PoolSnapshot) -> PoolCapacity:
     known_claims: set[str] = set()
     counted_claims: set[str] = set()
     for claim in snapshot.claims:
-        name = claim.metadata.name or ""
-        known_claims.add(name)
+        known_claims.add(claim.name)
         if claim_counts(claim):
-            counted_claims.add(name)
+            counted_claims.add(claim.name)
     gpu_nodes = snapshot.gpu_nodes_by_name()
     reported: list[GPUNodeStatus] = []
     nodes = ready = 0
@@ -183,7 +178,7 @@ def _pool_capacity(snapshot: PoolSnapshot) -> PoolCapacity:
             continue
         nodes += 1
         ready += node.is_ready()
-        named = gpu_nodes.get(node.metadata.name or "")
+        named = gpu_nodes.get(node.name)
         status = named[0].status if named else None
         if status is None or status.total_tflops is None:
             continue
@@ -193,7 +188,7 @@ def _pool_capacity(snapshot: PoolSnapshot) -> PoolCapacity:
     flying = [
         claim.spec
         for claim in snapshot.claims
-        if (name := claim.metadata.name or "") in counted_claims and name not in reporting_claims
+        if claim.name in counted_claims and claim.name not in reporting_claims
     ]
     return PoolCapacity(
         total_tflops=sum_quantities([s.total_tflops or ZERO for s in reported]),
