@@ -21,7 +21,7 @@
    modules are imported, and their models built, at init, as with SnapStart or provisioned
    concurrency; a snapshot's
    restore time, which only Lambda can measure, is not in it). For comparison it also times an
-   EC2 client made by plain boto3 (botocore's whole EC2 model and endpoints.json) and one made as
+   EC2 client made by plain botocore (its whole EC2 model and endpoints.json) and one made as
    the functions make it (`adapters/aws_session`: botocore's files cut to the operations
    `Ec2Compute` calls and the services gpupool calls, shipped in the layer,
    `adapters/botocore_data`), session included in both. An invocation that did not end
@@ -115,9 +115,10 @@ LAZY_MODULES = (
 COMPARED_MODULES = ("kubernetes.client.api.core_v1_api",)
 _EC2_CLIENT = """
 import sys, time
-import boto3
+import botocore.session
 began = time.perf_counter()
-boto3.session.Session(region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="y").client("ec2")
+session = botocore.session.get_session()
+session.create_client("ec2", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="y")
 print(time.perf_counter() - began)
 """
 # The same client as the functions make it: on botocore's files cut to what gpupool calls.
@@ -150,7 +151,7 @@ def lazy_import_times(repeats: int) -> None:
         samples = [float(_python(_LAZY, module)) for _ in range(repeats)]
         print(f"  {module:<36} {statistics.median(samples) * 1000:7.1f} ms")
     samples = [float(_python(_EC2_CLIENT)) for _ in range(repeats)]
-    print(f"  {'boto3 session + client(ec2)':<36} {statistics.median(samples) * 1000:7.1f} ms")
+    print(f"  {'botocore session + client(ec2)':<36} {statistics.median(samples) * 1000:7.1f} ms")
     samples = [float(_python(_EC2_CLIENT_SHIPPED)) for _ in range(repeats)]
     print(f"  {'the same, aws_session (shipped cuts)':<36} {statistics.median(samples) * 1000:7.1f} ms")
 
