@@ -12,6 +12,7 @@ from __future__ import annotations
 import socket
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -114,14 +115,24 @@ def test_a_400_is_dropped_and_counted_and_the_next_event_still_goes_out() -> Non
             lane.stop()
 
 
+def _between_attempts(lane: DeliveryLane, then: Callable[[], None]) -> bool:
+    """Run `then` while the lane holds no attempt, under its lock (no attempt starts meanwhile);
+    False when an attempt is in flight."""
+    with lane._ready:
+        if lane._in_flight:
+            return False
+        then()
+        return True
+
+
 def test_the_queue_bound_holds_under_a_flood_dropping_the_oldest() -> None:
-    down = True
+    down = [True]
     attempted: set[str] = set()  # what the lane took out of the queue while the function was down
 
     def answer(event: dict[str, Any]) -> int:
-        if down:
+        if down[0]:
             attempted.add(event["data"]["node"])
-        return 503 if down else 200
+        return 503 if down[0] else 200
 
     metrics = RelayMetrics()
     with RelayReceiver(auth="hmac", hmac_secret=SECRET, answer=answer) as receiver:
@@ -136,7 +147,9 @@ def test_the_queue_bound_holds_under_a_flood_dropping_the_oldest() -> None:
                 assert lane.depth() <= 100
             assert sample(metrics, "gpupool_relay_queue_depth", function="bind") <= 100
             newest = {f"n-{i}" for i in range(9_901, 10_001)}
-            down = False
+            # The function comes back between two attempts: an event the lane took out of the
+            # queue before then was attempted while the function was down (none is held across).
+            wait_for(lambda: _between_attempts(lane, lambda: down.__setitem__(0, False)), "no attempt")
             assert lane.wait_idle(30), "every event taken and the 100 newest delivered"
             expected = attempted | newest
             nodes = [e["data"]["node"] for e in receiver.events()]
