@@ -20,6 +20,14 @@ def register(parser: argparse.ArgumentParser) -> None:
     up = actions.add_parser("up", help="start the sandbox (foreground until Ctrl-C, or --background)")
     down = actions.add_parser("down", help="stop a background sandbox")
     state = actions.add_parser("status", help="say whether a sandbox runs and where")
+    build = actions.add_parser(
+        "build",
+        help="build the real control plane's programs from their Go modules (needs Go ≥ 1.26)",
+        description="Build kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, etcd, KWOK "
+        "and Karpenter from the Go modules pinned under tests/cluster/; does nothing for a component "
+        "whose pinned build is already in the cache.",
+    )
+    build.add_argument("components", nargs="*", metavar="COMPONENT", help="only these (default: all)")
     for sub in (up, down, state):
         sub.add_argument("--dir", default=None, help="sandbox directory (default: .gpupool/sandbox)")
     up.add_argument("--background", action="store_true", help="detach and return once the servers answer")
@@ -41,7 +49,19 @@ def _usage(info: Any) -> str:
     )
 
 
+def _build(components: list[str]) -> int:
+    from gpupool.sandbox.cluster.build import BuildError, build
+
+    try:
+        build(components, say=lambda line: print(line, flush=True))
+    except BuildError as error:
+        raise UserError(str(error), exit_code=1) from error
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.action == "build":
+        return _build(args.components)
     from gpupool.sandbox import lifecycle as sandbox
     from gpupool.sandbox.files import SandboxFiles
 
