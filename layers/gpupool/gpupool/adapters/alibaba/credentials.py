@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from gpupool.adapters.ecs_api import EcsCredentials
+from gpupool.adapters.alibaba.api import EcsCredentials
 
 __all__ = [
     "ACCESS_KEY_PATH_VARIABLE",

@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from gpupool.adapters.ec2_request import instance_tags
+from gpupool.adapters.cloud import instance_tags
 from gpupool.core.model.constants import USER_DATA_NODE_NAME_PLACEHOLDER
 from gpupool.core.model.nodeclaim import GPUNodeClaim
 from gpupool.core.model.nodeclass import BlockDeviceMapping, GPUNodeClass

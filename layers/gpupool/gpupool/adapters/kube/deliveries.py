@@ -9,7 +9,7 @@ conditional: a claim is a create (409 AlreadyExists: someone has it) or a replac
 resourceVersion it read (409: someone else won); release and prune delete with a
 resourceVersion precondition, so a record another invocation just took over is never dropped.
 RBAC: get, list, create, update, delete on leases in that namespace (the chart's
-functions-leases Role). Requests go by path on the client's `ApiClient` (`kube_transport`), not
+functions-leases Role). Requests go by path on the client's `ApiClient` (`kube.transport`), not
 through the generated `CoordinationV1Api`, whose import a relay-triggered first invocation
 would pay.
 
@@ -23,9 +23,9 @@ import math
 from datetime import datetime, timedelta
 from typing import Any
 
-from gpupool.adapters.kube_coordination import lease_expired, micro_time
-from gpupool.adapters.kube_errors import translated
-from gpupool.adapters.kube_transport import KubeTransport, group_path
+from gpupool.adapters.kube.coordination import lease_expired, micro_time
+from gpupool.adapters.kube.errors import translated
+from gpupool.adapters.kube.transport import KubeTransport, group_path
 from gpupool.service.deliveries import DeliveryState
 from gpupool.service.errors import Conflict, DomainError, NotFound
 

@@ -21,7 +21,7 @@ FUNCTION_CLUSTER_CALLS = frozenset(
         (_TF, "tensorfusionclusters", "list"),
         (_TF, "gpunodeclasses", "list"),
         (_TF, "gpunodes", "list"),
-        # the kinds read on every invocation are kept current from their list by a watch (kube_listing.py)
+        # the kinds read on every invocation are kept current from their list by a watch (kube/listing.py)
         (_TF, "gpunodes", "watch"),
         (_TF, "gpus", "list"),
         (_TF, "gpupools", "get"),
@@ -41,7 +41,7 @@ FUNCTION_CLUSTER_CALLS = frozenset(
         (_TF, "tensorfusionclusters/status", "update"),
         ("", "nodes", "list"),
         ("", "nodes", "watch"),
-        # an Event about a Pod carries the pod's uid, read by one GET (kube_coordination.py)
+        # an Event about a Pod carries the pod's uid, read by one GET (kube/coordination.py)
         ("", "pods", "get"),
         ("", "nodes", "patch"),
         ("", "pods", "list"),
@@ -54,7 +54,7 @@ FUNCTION_CLUSTER_CALLS = frozenset(
 )
 
 # Granted by the Role <release>-functions-leases in GPUPOOL_KUBE_NAMESPACE (provisioning Leases,
-# and the delivery records of kube_deliveries.py: list and delete prune the expired ones).
+# and the delivery records of kube/deliveries.py: list and delete prune the expired ones).
 FUNCTION_NAMESPACE_CALLS = frozenset(
     {
         ("coordination.k8s.io", "leases", "get"),

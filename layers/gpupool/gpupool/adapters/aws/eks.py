@@ -2,7 +2,8 @@
 
 Role: turn the function's own AWS credentials (its execution role) into a short-lived
 Kubernetes bearer token for an EKS cluster, and keep a Kubernetes client configuration's
-token fresh. The token is `k8s-aws-v1.` + unpadded base64url of a SigV4-presigned
+token fresh; `eks_api_client(access, session)` is the `eks` access mode of `kube.auth`.
+The token is `k8s-aws-v1.` + unpadded base64url of a SigV4-presigned
 `GET https://sts.<region>.amazonaws.com/?Action=GetCallerIdentity&Version=2011-06-15`
 whose signed headers include `x-k8s-aws-id: <cluster name>` (format documented by
 kubernetes-sigs/aws-iam-authenticator). The URL carries `X-Amz-Expires=60`; the EKS
@@ -17,7 +18,10 @@ wiring, lazily).
 from __future__ import annotations
 
 import base64
+import binascii
+import tempfile
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -26,12 +30,15 @@ from botocore.hooks import HierarchicalEmitter
 from botocore.model import ServiceId
 from botocore.signers import RequestSigner
 
+from gpupool.adapters.kube.auth import KubeAccess, KubeAccessError
+
 __all__ = [
     "CLUSTER_ID_HEADER",
     "PRESIGN_EXPIRES_SECONDS",
     "TOKEN_PREFIX",
     "TOKEN_RENEW_AFTER_SECONDS",
     "TokenSource",
+    "eks_api_client",
     "install_token_refresh",
     "make_eks_token",
     "presigned_url_from_token",
@@ -127,3 +134,60 @@ def install_token_refresh(configuration: Any, source: TokenSource) -> None:
 
     configuration.refresh_api_key_hook = _refresh
     _refresh(configuration)
+
+
+def _write_ca(ca_data: str) -> str:
+    try:
+        pem = base64.b64decode(ca_data, validate=True)
+    except (binascii.Error, ValueError) as error:
+        raise KubeAccessError("eks access: the CA data is not base64") from error
+    # Lambda can write only under /tmp; the file lives as long as the execution environment.
+    with tempfile.NamedTemporaryFile("wb", prefix="gpupool-eks-ca-", suffix=".crt", delete=False) as handle:
+        handle.write(pem)
+        return handle.name
+
+
+def _describe_eks(session: Any, access: KubeAccess) -> tuple[str, str]:
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    try:
+        eks = session.client("eks", region_name=access.region)
+        cluster = eks.describe_cluster(name=access.eks_cluster_name)["cluster"]
+        return str(cluster["endpoint"]), str(cluster["certificateAuthority"]["data"])
+    except (ClientError, BotoCoreError, KeyError) as error:
+        raise KubeAccessError(
+            f"eks access: cannot describe EKS cluster {access.eks_cluster_name}: {error}"
+        ) from error
+
+
+def eks_api_client(access: KubeAccess, session: Any) -> Any:
+    """A `kubernetes.client.ApiClient` for `access` (mode `eks`) on `session` (an `AwsSession`):
+    a bearer token from the session's credentials, renewed before it expires, and the endpoint
+    and CA given or read from `eks:DescribeCluster`. Raises KubeAccessError."""
+    from kubernetes import client as k8s
+
+    if session is None:
+        raise KubeAccessError("eks access needs an AWS session")
+    if access.endpoint and access.ca_data:
+        endpoint, ca_data = access.endpoint, access.ca_data
+    else:
+        endpoint, ca_data = _describe_eks(session, access)
+    configuration = k8s.Configuration()
+    configuration.host = endpoint
+    configuration.ssl_ca_cert = _write_ca(ca_data)
+    configuration.verify_ssl = True
+
+    def credentials() -> Any:
+        found = session.get_credentials()
+        if found is None:
+            raise KubeAccessError("eks access: no AWS credentials in this environment")
+        return found
+
+    source = TokenSource(
+        cluster_name=str(access.eks_cluster_name),
+        region=str(access.region),
+        credentials=credentials,
+        monotonic=time.monotonic,
+    )
+    install_token_refresh(configuration, source)
+    return k8s.ApiClient(configuration)

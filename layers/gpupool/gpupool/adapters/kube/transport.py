@@ -6,7 +6,7 @@ the end) and `open(…)` (the unread answer, for a watch's stream). Every reques
 default headers and its BearerToken auth (`Configuration.get_api_key_with_prefix`, which runs the
 configuration's refresh hook: an EKS token is renewed there); an answer outside 2xx raises the
 client's `ApiException` with its status, reason and body, as the generated methods do, so
-`kube_errors` translates it the same way. Paths are the API's own (`core_path`, `group_path`).
+`kube.errors` translates it the same way. Paths are the API's own (`core_path`, `group_path`).
 
 Why not the generated API classes (CoreV1Api, CoordinationV1Api, CustomObjectsApi): the adapters
 read raw JSON anyway, and importing those classes costs more than the rest of the client — client

@@ -2,8 +2,8 @@
 
 Role: implements `gpupool.service.ports.Compute`. Resolves GPUNodeClass selector terms (ids
 as given; tags and names through Describe* calls), builds RunInstances with
-`ec2_request.run_instances_request`, turns reservations into `ManagedInstance` records, and
-translates every EC2 error through the one table in `ec2_errors`. Throttling is retried here
+`aws.request.run_instances_request`, turns reservations into `ManagedInstance` records, and
+translates every EC2 error through the one table in `aws.errors`. Throttling is retried here
 with bounded exponential backoff (the wiring turns botocore's own retries off so there is one
 policy), then surfaces as `Throttled`.
 
@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError, ParamValidationError
 
-from gpupool.adapters.ec2_errors import ErrorKind, classify, error_code, translate
-from gpupool.adapters.ec2_request import ResolvedNetwork, run_instances_request
+from gpupool.adapters.aws.errors import classify, error_code, translate
+from gpupool.adapters.aws.request import ResolvedNetwork, run_instances_request
+from gpupool.adapters.cloud import ErrorKind, RetryPolicy
 from gpupool.core.model.constants import (
     TAG_CLUSTER,
     TAG_MANAGED_BY,
@@ -48,18 +48,6 @@ FILTER_VALUES_LIMIT = 100
 # pkg/providers/subnet); it deducts the instance type's pods, as the VPC CNI gives each pod an
 # IP, where gpupool deducts the one IP an instance surely takes.
 SUBNETS_FRESH_FOR_S = 30.0
-
-
-@dataclass(frozen=True)
-class RetryPolicy:
-    """Bounded exponential backoff for throttled calls: `attempts` tries in all."""
-
-    attempts: int = 4
-    base_delay_s: float = 0.25
-    max_delay_s: float = 2.0
-
-    def delay(self, retry: int) -> float:
-        return float(min(self.max_delay_s, self.base_delay_s * (2**retry)))
 
 
 def _tag_filters(tags: dict[str, str]) -> list[dict[str, Any]]:
@@ -99,6 +87,9 @@ def _to_managed(instance: dict[str, Any]) -> ManagedInstance:
 
 class Ec2Compute:
     """EC2 instances for one Kubernetes cluster (`cluster` is the value of the cluster tag)."""
+
+    vendor = "aws"
+    connection_call = "DescribeInstances"  # with DryRun
 
     def __init__(
         self,

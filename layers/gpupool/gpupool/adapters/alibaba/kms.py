@@ -1,8 +1,7 @@
-"""Read one secret from the cloud's encrypted store: AWS Secrets Manager, Alibaba Cloud KMS.
+"""Read one secret from Alibaba Cloud KMS (AWS's Secrets Manager: `aws.secrets_manager`).
 
 Role: the functions keep no secret in a plaintext variable; a variable names the secret and this
-reads its value on first use — `aws_secret_string` (Secrets Manager `GetSecretValue`,
-`SecretString`) and `kms_secret_data` (KMS 2016-01-20 `GetSecretValue`, `SecretData`, base64
+reads its value on first use — `kms_secret_data` (KMS 2016-01-20 `GetSecretValue`, `SecretData`, base64
 undone for a `binary` secret; the RPC call made by `alibabacloud-tea-openapi`'s own client, the
 one the ECS SDK is built on, against `kms.<region>.aliyuncs.com` or the endpoint given). A
 secret that cannot be read — missing, empty, not permitted, or the store unreachable — is a
@@ -18,30 +17,14 @@ import base64
 import binascii
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:
-    from gpupool.adapters.ecs_api import EcsCredentials
+from gpupool.adapters.environment import SecretUnavailable
 
-__all__ = ["KMS_API_VERSION", "SecretUnavailable", "aws_secret_string", "kms_secret_data"]
+if TYPE_CHECKING:
+    from gpupool.adapters.alibaba.api import EcsCredentials
+
+__all__ = ["KMS_API_VERSION", "SecretUnavailable", "kms_secret_data"]
 
 KMS_API_VERSION = "2016-01-20"
-
-
-class SecretUnavailable(RuntimeError):
-    """A secret could not be read from its store; the message names it (never its value)."""
-
-
-def aws_secret_string(session: Any, secret_id: str, *, endpoint_url: str | None = None) -> str:
-    """The `SecretString` of Secrets Manager secret `secret_id`, through `session` (an `AwsSession`)."""
-    from botocore.exceptions import BotoCoreError, ClientError
-
-    try:
-        client = session.client("secretsmanager", endpoint_url=endpoint_url)
-        content = client.get_secret_value(SecretId=secret_id).get("SecretString")
-    except (ClientError, BotoCoreError) as error:
-        raise SecretUnavailable(f"Secrets Manager secret {secret_id}: cannot read it: {error}") from None
-    if not content:
-        raise SecretUnavailable(f"Secrets Manager secret {secret_id} has no SecretString")
-    return str(content)
 
 
 def _kms_client(
@@ -49,7 +32,7 @@ def _kms_client(
 ) -> Any:
     from alibabacloud_tea_openapi.client import Client
 
-    from gpupool.adapters.ecs_api import openapi_config
+    from gpupool.adapters.alibaba.api import openapi_config
 
     return Client(
         openapi_config("kms", region=region, endpoint=endpoint, credentials=credentials, timeout_s=timeout_s)

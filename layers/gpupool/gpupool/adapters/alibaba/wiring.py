@@ -3,14 +3,14 @@
 Role: `read_alibaba_environment(environ)` parses and checks every variable (pure but for
 reading credential files; a bad value is a `ConfigError` naming the variable, never showing a
 credential) and `build_alibaba_deps(environ)` turns the result into `Deps`: `EcsCompute` on
-the ECS SDK (`ecs_api.SdkEcsApi`), `KubeCluster` on an `ApiClient` from `kube_auth` (the
+the ECS SDK (`alibaba.api.SdkEcsApi`), `KubeCluster` on an `ApiClient` from `kube.auth` (the
 kubeconfig read from a KMS secret when GPUPOOL_KUBECONFIG_SECRET names one), the delivery
 ledger (`KubeDeliveryLedger`) on the same client, a UTC clock, and the region's priced offerings
 from the bundled Alibaba catalog. `alibaba_secret(environ, name)` reads a KMS secret the
 functions name (the relay's HMAC secret, GPUPOOL_RELAY_HMAC_SECRET_ID). The SDK and the
 kubernetes client are imported, and their clients built, on first use of each port.
 
-Variables (defaults in brackets; durations as in `gpupool.adapters.wiring`):
+Variables (defaults in brackets; durations as in `gpupool.adapters.environment`):
   GPUPOOL_CLUSTER_NAME (required) — the TensorFusion cluster; the instances' cluster tag
   ALIBABA_CLOUD_REGION_ID, else FC_REGION (set by Function Compute) (required)
   GPUPOOL_ECS_ENDPOINT [ecs.<region>.aliyuncs.com] — the sandbox's ECS endpoint URL
@@ -38,12 +38,22 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
-from gpupool.adapters.ecs_api import EcsCredentials
-from gpupool.adapters.ecs_credentials import CredentialsError, from_environment
-from gpupool.adapters.wiring import ConfigError, UtcClock, _Lazy, _settings, catalog_offerings, parse_duration
-from gpupool.service.deliveries import DeliveryLedger
+from gpupool.adapters.alibaba.api import EcsCredentials
+from gpupool.adapters.alibaba.credentials import CredentialsError, from_environment
+from gpupool.adapters.environment import (
+    ConfigError,
+    Lazy,
+    SecretUnavailable,
+    UtcClock,
+    catalog_offerings,
+    cluster_name,
+    duration_seconds,
+    read_settings,
+    url_variable,
+)
+from gpupool.adapters.kube.wiring import kube_ports
 from gpupool.service.deps import Deps, Settings
-from gpupool.service.ports import Clock, Cluster, Compute
+from gpupool.service.ports import Clock, CloudProvider
 
 __all__ = ["AlibabaEnvironment", "alibaba_secret", "build_alibaba_deps", "read_alibaba_environment"]
 
@@ -84,20 +94,9 @@ def _extra_params(text: str) -> dict[str, str]:
     return cast(dict[str, str], parsed)
 
 
-def _endpoint(environ: Mapping[str, str], variable: str) -> str | None:
-    endpoint = (environ.get(variable) or "").strip() or None
-    if endpoint is not None and not endpoint.startswith(("http://", "https://")):
-        raise ConfigError(f"{variable}={endpoint!r} must be a URL (http:// or https://)")
-    return endpoint
-
-
 def read_alibaba_environment(environ: Mapping[str, str]) -> AlibabaEnvironment:
     """Parse and check the variables listed in this module's docstring. Raises ConfigError."""
-    cluster = environ.get("GPUPOOL_CLUSTER_NAME", "").strip()
-    if not cluster:
-        raise ConfigError(
-            "GPUPOOL_CLUSTER_NAME is required (the TensorFusion cluster these functions manage)"
-        )
+    cluster = cluster_name(environ)
     region = (environ.get("ALIBABA_CLOUD_REGION_ID") or environ.get("FC_REGION") or "").strip()
     if not region:
         raise ConfigError("ALIBABA_CLOUD_REGION_ID (or FC_REGION, set by Function Compute) is required")
@@ -120,9 +119,9 @@ def read_alibaba_environment(environ: Mapping[str, str]) -> AlibabaEnvironment:
         credentials = from_environment(environ)
     except CredentialsError as error:
         raise ConfigError(str(error)) from None
-    endpoint = _endpoint(environ, "GPUPOOL_ECS_ENDPOINT")
+    endpoint = url_variable(environ, "GPUPOOL_ECS_ENDPOINT")
     return AlibabaEnvironment(
-        settings=_settings(environ, cluster, region),
+        settings=read_settings(environ, cluster, region),
         region=region,
         ecs_endpoint=endpoint,
         credentials=credentials,
@@ -131,15 +130,11 @@ def read_alibaba_environment(environ: Mapping[str, str]) -> AlibabaEnvironment:
         kubeconfig_path=path,
         kubeconfig_content=content,
         kubeconfig_secret=secret if mode == "kubeconfig" and not (path or content) else None,
-        kms_endpoint=_endpoint(environ, "GPUPOOL_KMS_ENDPOINT"),
+        kms_endpoint=url_variable(environ, "GPUPOOL_KMS_ENDPOINT"),
         kube_context=environ.get("GPUPOOL_KUBE_CONTEXT") or None,
         kube_namespace=environ.get("GPUPOOL_KUBE_NAMESPACE") or "default",
-        kube_timeout_s=parse_duration(
-            "GPUPOOL_KUBE_TIMEOUT", environ.get("GPUPOOL_KUBE_TIMEOUT") or "10s"
-        ).total_seconds(),
-        ecs_timeout_s=parse_duration(
-            "GPUPOOL_ALIBABA_TIMEOUT", environ.get("GPUPOOL_ALIBABA_TIMEOUT") or "20s"
-        ).total_seconds(),
+        kube_timeout_s=duration_seconds(environ, "GPUPOOL_KUBE_TIMEOUT", "10s"),
+        ecs_timeout_s=duration_seconds(environ, "GPUPOOL_ALIBABA_TIMEOUT", "20s"),
     )
 
 
@@ -161,9 +156,9 @@ def build_alibaba_deps(
         given = credentials() if credentials is not None else None
         return given or env.credentials
 
-    def compute() -> Compute:
-        from gpupool.adapters.ecs import EcsCompute
-        from gpupool.adapters.ecs_api import SdkEcsApi, sdk_client
+    def compute() -> CloudProvider:
+        from gpupool.adapters.alibaba.api import SdkEcsApi, sdk_client
+        from gpupool.adapters.alibaba.compute import EcsCompute
 
         def client_for(chosen: EcsCredentials | None) -> Any:
             return sdk_client(
@@ -178,8 +173,8 @@ def build_alibaba_deps(
         )
 
     def api_client() -> Any:
-        from gpupool.adapters.kube_auth import KubeAccess, KubeAccessError, build_api_client
-        from gpupool.adapters.secret_stores import SecretUnavailable, kms_secret_data
+        from gpupool.adapters.alibaba.kms import kms_secret_data
+        from gpupool.adapters.kube.auth import KubeAccess, KubeAccessError, build_api_client
 
         content = env.kubeconfig_content
         if env.kubeconfig_secret is not None:
@@ -204,29 +199,16 @@ def build_alibaba_deps(
         except KubeAccessError as error:
             raise ConfigError(f"Kubernetes access ({env.kube_mode}): {error}") from error
 
-    kube = _Lazy(api_client)
-
-    def cluster() -> Cluster:
-        from gpupool.adapters.kube import KubeCluster
-
-        return KubeCluster(
-            kube.resolve(), namespace=env.kube_namespace, request_timeout_s=env.kube_timeout_s, now=clock.now
-        )
-
-    def deliveries() -> DeliveryLedger:
-        from gpupool.adapters.kube_deliveries import KubeDeliveryLedger
-
-        return KubeDeliveryLedger(
-            kube.resolve(), namespace=env.kube_namespace, request_timeout_s=env.kube_timeout_s
-        )
-
+    kube = kube_ports(
+        api_client, namespace=env.kube_namespace, request_timeout_s=env.kube_timeout_s, now=clock.now
+    )
     return Deps(
-        compute=cast(Compute, _Lazy(compute)),
-        cluster=cast(Cluster, _Lazy(cluster)),
+        compute=cast(CloudProvider, Lazy(compute)),
+        cluster=kube.cluster,
         clock=clock,
         settings=env.settings,
-        offerings=catalog_offerings(env.region, "alibaba"),
-        deliveries=cast(DeliveryLedger, _Lazy(deliveries)),
+        offerings=catalog_offerings("alibaba", env.region),
+        deliveries=kube.deliveries,
     )
 
 
@@ -238,14 +220,14 @@ def alibaba_secret(
 ) -> str:
     """The value of KMS secret `name`, read with the region and endpoint of `environ` and the
     credentials `credentials()` gives (the FC context's), else those of `environ`, else the SDK's
-    default chain. Raises `gpupool.adapters.secret_stores.SecretUnavailable`."""
-    from gpupool.adapters.secret_stores import SecretUnavailable, kms_secret_data
+    default chain. Raises `gpupool.adapters.environment.SecretUnavailable`."""
+    from gpupool.adapters.alibaba.kms import kms_secret_data
 
     region = (environ.get("ALIBABA_CLOUD_REGION_ID") or environ.get("FC_REGION") or "").strip()
     if not region:
         raise SecretUnavailable(f"KMS secret {name}: ALIBABA_CLOUD_REGION_ID (or FC_REGION) is not set")
     try:
-        endpoint = _endpoint(environ, "GPUPOOL_KMS_ENDPOINT")
+        endpoint = url_variable(environ, "GPUPOOL_KMS_ENDPOINT")
         chosen = (credentials() if credentials is not None else None) or from_environment(environ)
     except (ConfigError, CredentialsError) as error:
         raise SecretUnavailable(f"KMS secret {name}: {error}") from None

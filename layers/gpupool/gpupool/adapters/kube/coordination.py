@@ -27,8 +27,8 @@ import math
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from gpupool.adapters.kube_errors import translated
-from gpupool.adapters.kube_transport import KubeTransport, core_path, group_path
+from gpupool.adapters.kube.errors import translated
+from gpupool.adapters.kube.transport import KubeTransport, core_path, group_path
 from gpupool.core.model.constants import API_GROUP
 from gpupool.core.model.karpenter import KarpenterNodeClaim, KarpenterNodePool
 from gpupool.service.errors import AlreadyExists, Conflict, DomainError, NotFound, PermanentError
@@ -46,7 +46,7 @@ _NAME_LIMIT = 253
 # Where Events about cluster-scoped objects go (kube-apiserver refuses them in any other namespace).
 EVENT_NAMESPACE_CLUSTER_SCOPED = "default"
 # Kinds whose uid an Event looks up — the kinds the decisions record Events about (RecordEvent's
-# object_kind): (group, plural, namespaced). Each GET is in kube_calls.
+# object_kind): (group, plural, namespaced). Each GET is in kube/calls.py.
 _LOOKED_UP: dict[str, tuple[str, str, bool]] = {
     "GPUPool": (API_GROUP, "gpupools", False),
     "GPUNodeClaim": (API_GROUP, "gpunodeclaims", False),

@@ -1,12 +1,12 @@
 """Two of botocore's data files cut to what gpupool uses, shipped with the layer.
 
-Role: `EC2_OPERATIONS` names every EC2 operation `adapters/ec2.Ec2Compute` calls (a test checks
+Role: `EC2_OPERATIONS` names every EC2 operation `adapters/aws/compute.Ec2Compute` calls (a test checks
 it against ec2.py's calls). `cut_service_model(model, operations)` restricts a service-2 model to
 those operations and every shape they reach; `cut_endpoints(endpoints, services)` restricts
 botocore's endpoints.json to those services, every partition's other data kept. Each kept
 operation, shape, partition and service entry is as botocore has it, less the model's
 documentation strings (docstrings only). `shipped_data()`
-returns the cuts written into `botocore_data.json` (package data) by
+returns the cuts written into `aws.botocore_data.json` (package data) by
 `layers/gpupool/cut_botocore_data.py` — keyed by the name botocore's loader asks for
 (`ec2/<api version>/service-2`, `endpoints`) — or nothing when the running botocore is not the
 version they were cut from. Why: botocore JSON-decodes EC2's whole model (every operation EC2
@@ -39,7 +39,7 @@ __all__ = [
     "shipped_data",
 ]
 
-# Every EC2 operation adapters/ec2.py calls (tests/contract/kube/test_aws_session.py reads ec2.py
+# Every EC2 operation adapters/aws/compute.py calls (tests/contract/kube/test_aws_session.py reads ec2.py
 # and compares).
 EC2_OPERATIONS = (
     "DescribeImages",

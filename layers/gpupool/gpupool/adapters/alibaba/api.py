@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from gpupool.adapters.ecs_errors import EcsApiError
+from gpupool.adapters.alibaba.errors import EcsApiError
 
 __all__ = ["ACTIONS", "EcsApi", "EcsCredentials", "SdkEcsApi", "openapi_config", "sdk_client"]
 

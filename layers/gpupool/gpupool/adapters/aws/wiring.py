@@ -2,8 +2,8 @@
 
 Role: `read_aws_environment(environ)` parses and checks every variable (pure; a bad value is
 a `ConfigError` naming the variable) and `build_aws_deps(environ)` turns the result into
-`Deps`: `Ec2Compute` on a botocore EC2 client (its session from `aws_session`), `KubeCluster` on
-an `ApiClient` from `kube_auth`, the delivery ledger (`KubeDeliveryLedger`) on the same client,
+`Deps`: `Ec2Compute` on a botocore EC2 client (its session from `aws.session`), `KubeCluster` on
+an `ApiClient` from `kube.auth`, the delivery ledger (`KubeDeliveryLedger`) on the same client,
 a UTC clock, and the priced offerings of the region from the bundled catalog (read when first
 used: bind and compaction never read them).
 `aws_secret(environ, secret_id)` reads a secret the functions name by id (the relay's HMAC
@@ -39,21 +39,26 @@ Must not: import boto3, botocore or kubernetes at module level, decide anything,
 
 from __future__ import annotations
 
-import re
-import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, cast, overload
+from typing import TYPE_CHECKING, Any, cast
 
-from gpupool.service.deliveries import DeliveryLedger
+from gpupool.adapters.environment import (
+    ConfigError,
+    Lazy,
+    LazyOfferings,
+    SecretUnavailable,
+    UtcClock,
+    cluster_name,
+    duration_seconds,
+    read_settings,
+)
+from gpupool.adapters.kube.wiring import kube_ports
 from gpupool.service.deps import Deps, Settings
-from gpupool.service.karpenter_ports import KarpenterApi
-from gpupool.service.ports import Clock, Cluster, Compute
+from gpupool.service.ports import Clock, CloudProvider
 
 if TYPE_CHECKING:
-    from gpupool.adapters.kube_auth import KubeAccess
-    from gpupool.core.planning.plan import OfferingRef
+    from gpupool.adapters.kube.auth import KubeAccess
 
 __all__ = [
     "AwsEnvironment",
@@ -64,51 +69,8 @@ __all__ = [
     "read_aws_environment",
 ]
 
-_DURATION = re.compile(r"^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$")
-# Settings fields read from GPUPOOL_<FIELD NAME IN CAPITALS>.
-_DURATION_SETTINGS = (
-    "launch_timeout",
-    "registration_timeout",
-    "offering_unavailable_for",
-    "orphan_grace",
-    "failed_claim_retention",
-    "new_node_protection",
-    "lease_duration",
-)
-_INT_SETTINGS = ("max_nodes_per_plan", "max_launch_rounds")
 _ACCESS_ALIASES = {"kubeconfig-secret": "kubeconfig"}
 _SECRET_PLACEHOLDER = "<read from Secrets Manager on first use>"
-
-T = TypeVar("T")
-
-
-class ConfigError(ValueError):
-    """An environment variable is missing or malformed; the message names it."""
-
-
-class UtcClock:
-    """The Clock port on the system clock."""
-
-    def now(self) -> datetime:
-        return datetime.now(UTC)
-
-
-def parse_duration(name: str, text: str) -> timedelta:
-    """`90s`, `5m`, `1h30m` or plain seconds; ConfigError naming `name` otherwise."""
-    value = text.strip()
-    if value.isdigit():
-        return timedelta(seconds=int(value))
-    match = _DURATION.match(value)
-    if not value or match is None:
-        raise ConfigError(f"{name}={text!r} is not a duration (e.g. 90s, 5m, 1h30m)")
-    hours, minutes, seconds = (int(part or 0) for part in match.groups())
-    return timedelta(hours=hours, minutes=minutes, seconds=seconds)
-
-
-def _positive_int(name: str, text: str) -> int:
-    if not text.strip().isdigit() or int(text) < 1:
-        raise ConfigError(f"{name}={text!r} must be a whole number of at least 1")
-    return int(text)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -127,22 +89,6 @@ class AwsEnvironment:
     aws_timeout_s: float
 
 
-def _settings(environ: Mapping[str, str], cluster: str, region: str) -> Settings:
-    values: dict[str, Any] = {"cluster_name": cluster, "region": region}
-    for name in _DURATION_SETTINGS + _INT_SETTINGS:
-        variable = f"GPUPOOL_{name.upper()}"
-        text = environ.get(variable)
-        if text is None or text == "":
-            continue
-        values[name] = (
-            parse_duration(variable, text) if name in _DURATION_SETTINGS else _positive_int(variable, text)
-        )
-    try:
-        return Settings(**values)
-    except ValueError as error:
-        raise ConfigError(str(error)) from error
-
-
 def _access_mode(environ: Mapping[str, str]) -> str:
     chosen = environ.get("GPUPOOL_KUBE_ACCESS", "").strip()
     if chosen:
@@ -155,7 +101,7 @@ def _access_mode(environ: Mapping[str, str]) -> str:
 
 
 def _credentials(environ: Mapping[str, str]) -> dict[str, str]:
-    """`aws_session` keywords from AWS_ACCESS_KEY_ID / _SECRET_ACCESS_KEY / _SESSION_TOKEN, when set."""
+    """`aws.session` keywords from AWS_ACCESS_KEY_ID / _SECRET_ACCESS_KEY / _SESSION_TOKEN, when set."""
     names = (
         ("aws_access_key_id", "AWS_ACCESS_KEY_ID"),
         ("aws_secret_access_key", "AWS_SECRET_ACCESS_KEY"),
@@ -166,13 +112,9 @@ def _credentials(environ: Mapping[str, str]) -> dict[str, str]:
 
 def read_aws_environment(environ: Mapping[str, str]) -> AwsEnvironment:
     """Parse and check the variables listed in this module's docstring. Raises ConfigError."""
-    from gpupool.adapters.kube_auth import KUBE_ACCESS_MODES, KubeAccess, KubeAccessError
+    from gpupool.adapters.kube.auth import KUBE_ACCESS_MODES, KubeAccess, KubeAccessError
 
-    cluster = environ.get("GPUPOOL_CLUSTER_NAME", "").strip()
-    if not cluster:
-        raise ConfigError(
-            "GPUPOOL_CLUSTER_NAME is required (the TensorFusion cluster these functions manage)"
-        )
+    cluster = cluster_name(environ)
     region = (environ.get("AWS_REGION") or environ.get("AWS_DEFAULT_REGION") or "").strip()
     if not region:
         raise ConfigError("AWS_REGION (or AWS_DEFAULT_REGION) is required")
@@ -208,7 +150,7 @@ def read_aws_environment(environ: Mapping[str, str]) -> AwsEnvironment:
         raise ConfigError(f"GPUPOOL_KUBE_ACCESS={raw_mode}: {error}") from error
     credentials = _credentials(environ)
     return AwsEnvironment(
-        settings=_settings(environ, cluster, region),
+        settings=read_settings(environ, cluster, region),
         region=region,
         kube=kube,
         kubeconfig_secret=secret_id if use_secret else None,
@@ -218,59 +160,9 @@ def read_aws_environment(environ: Mapping[str, str]) -> AwsEnvironment:
         or None,
         credentials=credentials,
         kube_namespace=environ.get("GPUPOOL_KUBE_NAMESPACE") or "default",
-        kube_timeout_s=parse_duration(
-            "GPUPOOL_KUBE_TIMEOUT", environ.get("GPUPOOL_KUBE_TIMEOUT") or "10s"
-        ).total_seconds(),
-        aws_timeout_s=parse_duration(
-            "GPUPOOL_AWS_TIMEOUT", environ.get("GPUPOOL_AWS_TIMEOUT") or "20s"
-        ).total_seconds(),
+        kube_timeout_s=duration_seconds(environ, "GPUPOOL_KUBE_TIMEOUT", "10s"),
+        aws_timeout_s=duration_seconds(environ, "GPUPOOL_AWS_TIMEOUT", "20s"),
     )
-
-
-class _Lazy(Generic[T]):
-    """Builds the real object on first attribute access (once, thread-safe) and forwards to it."""
-
-    def __init__(self, factory: Callable[[], T]) -> None:
-        self._factory = factory
-        self._target: T | None = None
-        self._lock = threading.Lock()
-
-    def resolve(self) -> T:
-        if self._target is None:
-            with self._lock:
-                if self._target is None:
-                    self._target = self._factory()
-        return self._target
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.resolve(), name)
-
-
-class _LazyOfferings(Sequence["OfferingRef"]):
-    """The region's catalog offerings, read on first use: launch and AutoSelect read them, while
-    bind and compaction never do and need not pay for the catalog at their first invocation."""
-
-    def __init__(self, region: str) -> None:
-        self._offerings = _Lazy(lambda: catalog_offerings(region))
-
-    @overload
-    def __getitem__(self, index: int) -> OfferingRef: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> Sequence[OfferingRef]: ...
-
-    def __getitem__(self, index: int | slice) -> OfferingRef | Sequence[OfferingRef]:
-        return self._offerings.resolve()[index]
-
-    def __len__(self) -> int:
-        return len(self._offerings.resolve())
-
-
-def catalog_offerings(region: str, cloud: Literal["aws", "alibaba"] = "aws") -> tuple[OfferingRef, ...]:
-    """Every priced offering of `cloud` in `region` from the bundled catalog, as launch reads them."""
-    from gpupool.core.planning.offerings import catalog_offerings as offerings_of
-
-    return offerings_of(cloud, region)
 
 
 def build_aws_deps(environ: Mapping[str, str], *, clock: Clock | None = None) -> Deps:
@@ -281,12 +173,12 @@ def build_aws_deps(environ: Mapping[str, str], *, clock: Clock | None = None) ->
     """
     env = read_aws_environment(environ)
     clock = clock or UtcClock()
-    session = _Lazy(lambda: _session(env))
+    session = Lazy(lambda: _session(env))
 
-    def compute() -> Compute:
+    def compute() -> CloudProvider:
         from botocore.config import Config
 
-        from gpupool.adapters.ec2 import Ec2Compute
+        from gpupool.adapters.aws.compute import Ec2Compute
 
         config = Config(
             retries={"total_max_attempts": 1},  # Ec2Compute's table is the one retry policy
@@ -297,57 +189,40 @@ def build_aws_deps(environ: Mapping[str, str], *, clock: Clock | None = None) ->
         return Ec2Compute(client, cluster=env.settings.cluster_name)
 
     def api_client() -> Any:
-        from gpupool.adapters.kube_auth import KubeAccessError, build_api_client
+        from gpupool.adapters.aws.eks import eks_api_client
+        from gpupool.adapters.kube.auth import KubeAccessError, build_api_client
 
         access = env.kube
         if env.kubeconfig_secret:
             access = _with_secret_kubeconfig(env, session.resolve())
         try:
-            return build_api_client(access, aws_session=session.resolve() if access.mode == "eks" else None)
+            return build_api_client(access, eks=lambda given: eks_api_client(given, session.resolve()))
         except KubeAccessError as error:
             raise ConfigError(f"Kubernetes access ({access.mode}): {error}") from error
 
-    kube = _Lazy(api_client)
-
-    def cluster() -> Cluster:
-        from gpupool.adapters.kube import KubeCluster
-
-        return KubeCluster(
-            kube.resolve(), namespace=env.kube_namespace, request_timeout_s=env.kube_timeout_s, now=clock.now
-        )
-
-    def karpenter() -> KarpenterApi:
-        from gpupool.adapters.karpenter import KubeKarpenter
-
-        return KubeKarpenter(kube.resolve(), request_timeout_s=env.kube_timeout_s)
-
-    def deliveries() -> DeliveryLedger:
-        from gpupool.adapters.kube_deliveries import KubeDeliveryLedger
-
-        return KubeDeliveryLedger(
-            kube.resolve(), namespace=env.kube_namespace, request_timeout_s=env.kube_timeout_s
-        )
-
+    kube = kube_ports(
+        api_client, namespace=env.kube_namespace, request_timeout_s=env.kube_timeout_s, now=clock.now
+    )
     # Karpenter's API makes Karpenter-mode claims' nodes (Deps.compute_for) and AutoSelect's.
     return Deps(
-        compute=cast(Compute, _Lazy(compute)),
-        cluster=cast(Cluster, _Lazy(cluster)),
+        compute=cast(CloudProvider, Lazy(compute)),
+        cluster=kube.cluster,
         clock=clock,
         settings=env.settings,
-        offerings=_LazyOfferings(env.region),
-        karpenter=cast(KarpenterApi, _Lazy(karpenter)),
-        deliveries=cast(DeliveryLedger, _Lazy(deliveries)),
+        offerings=LazyOfferings("aws", env.region),
+        karpenter=kube.karpenter,
+        deliveries=kube.deliveries,
     )
 
 
 def _session(env: AwsEnvironment) -> Any:
-    from gpupool.adapters.aws_session import aws_session
+    from gpupool.adapters.aws.session import aws_session
 
     return aws_session(region_name=env.region, **env.credentials)
 
 
 def _with_secret_kubeconfig(env: AwsEnvironment, session: Any) -> KubeAccess:
-    from gpupool.adapters.secret_stores import SecretUnavailable, aws_secret_string
+    from gpupool.adapters.aws.secrets_manager import aws_secret_string
 
     assert env.kubeconfig_secret is not None
     try:
@@ -359,9 +234,9 @@ def _with_secret_kubeconfig(env: AwsEnvironment, session: Any) -> KubeAccess:
 
 def aws_secret(environ: Mapping[str, str], secret_id: str) -> str:
     """The SecretString of Secrets Manager secret `secret_id`, with the region, credentials and
-    endpoint of `environ`. Raises `gpupool.adapters.secret_stores.SecretUnavailable`."""
-    from gpupool.adapters.aws_session import aws_session
-    from gpupool.adapters.secret_stores import SecretUnavailable, aws_secret_string
+    endpoint of `environ`. Raises `gpupool.adapters.environment.SecretUnavailable`."""
+    from gpupool.adapters.aws.secrets_manager import aws_secret_string
+    from gpupool.adapters.aws.session import aws_session
 
     region = (environ.get("AWS_REGION") or environ.get("AWS_DEFAULT_REGION") or "").strip()
     if not region:

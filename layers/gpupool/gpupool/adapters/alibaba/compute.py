@@ -2,9 +2,9 @@
 
 Role: implements `gpupool.service.ports.Compute` over an `EcsApi` (the SDK in the cloud, the
 sandbox's ECS endpoint or an in-memory one in tests). Resolves GPUNodeClass selector terms
-through `ecs_selectors`, builds RunInstances with `ecs_request.run_instances_params`, turns
+through `alibaba.selector_terms`, builds RunInstances with `alibaba.request.run_instances_params`, turns
 DescribeInstances answers into `ManagedInstance` records, and translates every ECS error
-through the one table in `ecs_errors`. Throttling is retried here with bounded exponential
+through the one table in `alibaba.errors`. Throttling is retried here with bounded exponential
 backoff, then surfaces as `Throttled`. A RunInstances answered `IdempotentParameterMismatch`
 (the claim's token was used before with other parameters) adopts the claim's tagged
 instance when there is one. ECS forgets deleted instances: `describe` leaves them out.
@@ -21,11 +21,11 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from gpupool.adapters.ec2 import RetryPolicy
-from gpupool.adapters.ecs_api import EcsApi
-from gpupool.adapters.ecs_errors import IDEMPOTENT_MISMATCH, EcsApiError, ErrorKind, classify, translate
-from gpupool.adapters.ecs_request import run_instances_params
-from gpupool.adapters.ecs_selectors import EcsSelectors, items, tag_params
+from gpupool.adapters.alibaba.api import EcsApi
+from gpupool.adapters.alibaba.errors import IDEMPOTENT_MISMATCH, EcsApiError, classify, translate
+from gpupool.adapters.alibaba.request import run_instances_params
+from gpupool.adapters.alibaba.selector_terms import EcsSelectors, items, tag_params
+from gpupool.adapters.cloud import ErrorKind, RetryPolicy
 from gpupool.core.model.constants import TAG_CLUSTER, TAG_MANAGED_BY, TAG_MANAGED_BY_VALUE, TAG_NODE_NAME
 from gpupool.core.model.instance import InstanceLifecycle, LaunchTemplate, ManagedInstance
 from gpupool.core.model.nodeclaim import GPUNodeClaim
@@ -84,6 +84,9 @@ def _to_managed(instance: Mapping[str, Any]) -> ManagedInstance:
 
 class EcsCompute:
     """ECS instances of one Kubernetes cluster (`cluster` is the value of the cluster tag) in one region."""
+
+    vendor = "alibaba"
+    connection_call = "DescribeRegions"
 
     def __init__(
         self,

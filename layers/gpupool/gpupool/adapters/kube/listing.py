@@ -7,7 +7,7 @@ the list was served at. Each later read watches from that resourceVersion — th
 every change since (client-go's reflector resumes the same way) — and applies the events: ADDED and
 MODIFIED replace the object, DELETED forgets it, BOOKMARK only moves the resourceVersion on. The
 watch is short and bounded: `open_watch` ends its stream once the server has been quiet for a
-moment, or after a short while at most (`kube_reader`); the events come in resourceVersion order, so
+moment, or after a short while at most (`kube.reader`); the events come in resourceVersion order, so
 what was kept is the kind's state at the last one. When the server's history no longer reaches back
 (an ERROR event with a 410 Status, or a 410 answer: `Expired`) the kind is listed in full again, as
 client-go relists. A full list is read with the cyclic garbage collector paused, and what it read is
@@ -18,7 +18,7 @@ either path. What a read returns is what a list at that moment returns, without 
 the objects that did not change.
 
 `ObjectDecoder(model, kind=…, report=…)` reads pages and events of whole objects into a model;
-`kube_tables` reads `Table` pages and events into node and GPUNode summaries.
+`kube.tables` reads `Table` pages and events into node and GPUNode summaries.
 
 Must not: decide anything, retry, translate errors (the fetchers do), or keep anything but parsed
 objects at the resourceVersion the server gave them.
@@ -36,7 +36,7 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from pydantic import BaseModel
 
-from gpupool.adapters.kube_reading import read_each, read_page
+from gpupool.adapters.kube.reading import read_each, read_page
 from gpupool.core.model.unreadable import UnreadableObject
 
 __all__ = [

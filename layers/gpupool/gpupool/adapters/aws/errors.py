@@ -10,9 +10,9 @@ Must not: call AWS, sleep or retry (the adapter retries throttling), or swallow 
 
 from __future__ import annotations
 
-from enum import Enum
 from typing import Any
 
+from gpupool.adapters.cloud import ErrorKind, table_kind
 from gpupool.service.errors import (
     CapacityUnavailable,
     DomainError,
@@ -22,13 +22,6 @@ from gpupool.service.errors import (
 )
 
 __all__ = ["ERROR_TABLE", "ErrorKind", "classify", "error_code", "translate"]
-
-
-class ErrorKind(Enum):
-    CAPACITY = "capacity"  # this offering (type × zone × capacity type) cannot launch now; try the next
-    THROTTLED = "throttled"  # retry with backoff, then let the platform retry
-    PERMANENT = "permanent"  # a retry cannot fix it: claim Failed with the message
-    NOT_FOUND = "not-found"  # the instance does not exist (any more)
 
 
 ERROR_TABLE: dict[str, ErrorKind] = {
@@ -106,11 +99,9 @@ def _http_status(error: Any) -> int:
 
 def classify(code: str, http_status: int = 0) -> ErrorKind:
     """The kind of an EC2 error code; unknown codes fall back on the HTTP status (5xx retryable)."""
-    if code in ERROR_TABLE:
-        return ERROR_TABLE[code]
-    for prefix, kind in PREFIX_TABLE:
-        if code.startswith(prefix):
-            return kind
+    kind = table_kind(code, ERROR_TABLE, PREFIX_TABLE)
+    if kind is not None:
+        return kind
     if http_status == 429 or http_status >= 500:
         return ErrorKind.THROTTLED
     return ErrorKind.PERMANENT

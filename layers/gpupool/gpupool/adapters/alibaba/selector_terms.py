@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from gpupool.adapters.ecs_request import ResolvedEcsNetwork
+from gpupool.adapters.alibaba.request import ResolvedEcsNetwork
 from gpupool.core.model.nodeclass import GPUNodeClass, SelectorTerm
 from gpupool.core.planning.plan import OfferingRef
 from gpupool.service.errors import CapacityUnavailable, PermanentError

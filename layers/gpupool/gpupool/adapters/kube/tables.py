@@ -3,7 +3,7 @@
 Role: `TABLE` is the Accept header that asks the API server to print a list (or a watch's events)
 as `meta.k8s.io/v1 Table` rows: each row's cells, as the server's own printer fills them, and the
 object's metadata (`includeObject=Metadata`, the default). Two decoders read those pages and
-events for `kube_listing.WatchedList`:
+events for `kube.listing.WatchedList`:
 
 - `NodeSummaryDecoder` → `Node` summaries (metadata, `spec.unschedulable`, one Ready condition)
   from the row's Status cell, which kube-apiserver's node printer writes as `Ready` (condition
@@ -32,8 +32,8 @@ from typing import Any, Generic, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from typing_extensions import TypedDict
 
-from gpupool.adapters.kube_listing import Change, Page, object_key, watch_event
-from gpupool.adapters.kube_reading import ListMeta
+from gpupool.adapters.kube.listing import Change, Page, object_key, watch_event
+from gpupool.adapters.kube.reading import ListMeta
 from gpupool.core.model.base import Condition, ObjectMeta
 from gpupool.core.model.foreign import Node, NodeSpec, NodeStatus
 from gpupool.core.model.node import GPUNode, GPUNodeSpec, GPUNodeStatus

@@ -5,22 +5,19 @@ Role: turn a `KubeAccess` (parsed from the environment by `wiring`) into an auth
 * `incluster` — the pod's service-account token and CA (the relay, or a function run in-cluster);
 * `kubeconfig` — a kubeconfig file path or its content (the content may come from a Secrets
   Manager secret the wiring read); exec plugins are not available in Lambda, use tokens or certs;
-* `eks` — a bearer token minted from the function's own IAM role (`eks_token`, a presigned STS
-  GetCallerIdentity URL, renewed before it expires), and the endpoint and CA from
-  `eks:DescribeCluster` unless given. No long-lived secret is stored anywhere.
+* `eks` — built by the caller's `eks` builder (`gpupool.adapters.aws.eks.eks_api_client`: a
+  bearer token minted from the function's own IAM role, the endpoint and CA from
+  `eks:DescribeCluster` unless given), so this module names no cloud's API.
 See docs/kube-access.md for the IAM and RBAC each needs.
 
 Must not: read the environment (the wiring does), fall back silently from one mode to another,
-or import the kubernetes client or botocore before a client is actually built (the wiring
+or import the kubernetes client before a client is actually built (the wiring
 imports this module to parse settings).
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
-import tempfile
-import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -105,70 +102,17 @@ def _kubeconfig(access: KubeAccess) -> Any:
     return k8s.ApiClient(configuration)
 
 
-def _write_ca(ca_data: str) -> str:
-    try:
-        pem = base64.b64decode(ca_data, validate=True)
-    except (binascii.Error, ValueError) as error:
-        raise KubeAccessError("eks access: the CA data is not base64") from error
-    # Lambda can write only under /tmp; the file lives as long as the execution environment.
-    with tempfile.NamedTemporaryFile("wb", prefix="gpupool-eks-ca-", suffix=".crt", delete=False) as handle:
-        handle.write(pem)
-        return handle.name
-
-
-def _describe_eks(session: Any, access: KubeAccess) -> tuple[str, str]:
-    from botocore.exceptions import BotoCoreError, ClientError
-
-    try:
-        eks = session.client("eks", region_name=access.region)
-        cluster = eks.describe_cluster(name=access.eks_cluster_name)["cluster"]
-        return str(cluster["endpoint"]), str(cluster["certificateAuthority"]["data"])
-    except (ClientError, BotoCoreError, KeyError) as error:
-        raise KubeAccessError(
-            f"eks access: cannot describe EKS cluster {access.eks_cluster_name}: {error}"
-        ) from error
-
-
-def _eks(access: KubeAccess, session: Any) -> Any:
-    from kubernetes import client as k8s
-
-    from gpupool.adapters.eks_token import TokenSource, install_token_refresh
-
-    if session is None:
-        raise KubeAccessError("eks access needs an AWS session")
-    if access.endpoint and access.ca_data:
-        endpoint, ca_data = access.endpoint, access.ca_data
-    else:
-        endpoint, ca_data = _describe_eks(session, access)
-    configuration = k8s.Configuration()
-    configuration.host = endpoint
-    configuration.ssl_ca_cert = _write_ca(ca_data)
-    configuration.verify_ssl = True
-
-    def credentials() -> Any:
-        found = session.get_credentials()
-        if found is None:
-            raise KubeAccessError("eks access: no AWS credentials in this environment")
-        return found
-
-    source = TokenSource(
-        cluster_name=str(access.eks_cluster_name),
-        region=str(access.region),
-        credentials=credentials,
-        monotonic=time.monotonic,
-    )
-    install_token_refresh(configuration, source)
-    return k8s.ApiClient(configuration)
-
-
-def build_api_client(access: KubeAccess, *, aws_session: Any = None) -> Any:
+def build_api_client(access: KubeAccess, *, eks: Callable[[KubeAccess], Any] | None = None) -> Any:
     """An authenticated `kubernetes.client.ApiClient` for `access`.
 
-    `aws_session` (an `AwsSession`) is needed only for `eks`. Raises KubeAccessError with a
-    message naming what is wrong.
+    `eks` builds the client of the `eks` mode (the AWS wiring passes
+    `gpupool.adapters.aws.eks.eks_api_client` on its session); no other mode needs it. Raises
+    KubeAccessError with a message naming what is wrong.
     """
     if access.mode == "incluster":
         return _incluster()
     if access.mode == "kubeconfig":
         return _kubeconfig(access)
-    return _eks(access, aws_session)
+    if eks is None:
+        raise KubeAccessError("eks access needs an AWS session")
+    return eks(access)

@@ -1,18 +1,18 @@
 """`Cluster` on the official Kubernetes client: tensor-fusion.ai objects, nodes, pods, events, leases.
 
-Role: implements `gpupool.service.ports.Cluster`. Requests go through `kube_transport` (the
+Role: implements `gpupool.service.ports.Cluster`. Requests go through `kube.transport` (the
 official client's `ApiClient`, by path); reads come back as gpupool's pydantic models (raw
 JSON, so no client model round trip); writes that carry a resourceVersion are
 optimistic (a stale one is `Conflict`); statuses go through the status subresource; merge
 patches are sent as `application/merge-patch+json` (the client's default is JSON patch).
-Every failure is translated by `kube_errors`; a listed object that does not fit its model is
-skipped with a Warning Event on it (`kube_reading`), so one bad pool never fails a whole list.
+Every failure is translated by `kube.errors`; a listed object that does not fit its model is
+skipped with a Warning Event on it (`kube.reading`), so one bad pool never fails a whole list.
 Lists are paged and parsed from the bytes; claims, GPUNodes and node summaries are listed once
-per warm function and then kept current by short watches (`kube_reader`); leases and evictions
-live in `kube_coordination`.
+per warm function and then kept current by short watches (`kube.reader`); leases and evictions
+live in `kube.coordination`.
 
 Must not: decide anything, retry, check dry-run, or build its own client (the wiring passes
-an `ApiClient` in, authenticated by `kube_auth`).
+an `ApiClient` in, authenticated by `kube.auth`).
 """
 
 from __future__ import annotations
@@ -23,10 +23,10 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from gpupool.adapters.kube_coordination import Coordination
-from gpupool.adapters.kube_errors import translated
-from gpupool.adapters.kube_reader import KubeReader
-from gpupool.adapters.kube_transport import KubeTransport, core_path, group_path
+from gpupool.adapters.kube.coordination import Coordination
+from gpupool.adapters.kube.errors import translated
+from gpupool.adapters.kube.reader import KubeReader
+from gpupool.adapters.kube.transport import KubeTransport, core_path, group_path
 from gpupool.core.model.cluster import TensorFusionCluster, TensorFusionClusterStatus
 from gpupool.core.model.constants import API_GROUP
 from gpupool.core.model.foreign import Node, Pod

@@ -13,7 +13,7 @@ filesystem a Lambda cold start reads. What a client loads is unchanged:
 the same search path (botocore's `create_loader` with the session's `data_path`, i.e.
 `AWS_DATA_PATH`), the same latest API version, the same files. A client for any other service
 is refused by botocore with its UnknownServiceError, which names the services here.
-Two files are answered from the cuts gpupool ships (`adapters/botocore_data`): EC2's
+Two files are answered from the cuts gpupool ships (`adapters/aws/botocore_data`): EC2's
 `service-2` (only the operations `Ec2Compute` calls, each as botocore has it) and
 `endpoints.json` (only the services here) — when the running botocore is the version they were
 cut from and the file botocore would read is its own (no `AWS_DATA_PATH` or `~/.aws/models` copy
@@ -34,11 +34,11 @@ import botocore.session
 from botocore.exceptions import DataNotFoundError
 from botocore.loaders import Loader, create_loader
 
-from gpupool.adapters.botocore_data import shipped_data
+from gpupool.adapters.aws.botocore_data import shipped_data
 
 __all__ = ["SERVICES", "AwsSession", "ServicesLoader", "aws_session"]
 
-# Every service gpupool makes a client for (adapters/wiring.py, kube_auth.py, secret_stores.py).
+# Every service gpupool makes a client for (adapters/aws/wiring.py, aws/eks.py, aws/secrets_manager.py).
 SERVICES = ("ec2", "eks", "secretsmanager")
 
 

@@ -1,6 +1,6 @@
 """The one table that turns Alibaba Cloud ECS error codes into gpupool's domain errors.
 
-Role: `EcsApiError` is what every ECS transport raises (the SDK wrapper in `ecs_api` converts
+Role: `EcsApiError` is what every ECS transport raises (the SDK wrapper in `alibaba.api` converts
 Tea exceptions into it); `classify` maps its code (exact code first, then a known prefix, then
 the HTTP status) to capacity / throttled / permanent / not-found, and `translate` builds the
 matching `gpupool.service.errors` exception. Codes are those of the ECS API reference
@@ -14,7 +14,7 @@ error.
 
 from __future__ import annotations
 
-from gpupool.adapters.ec2_errors import ErrorKind
+from gpupool.adapters.cloud import ErrorKind, table_kind
 from gpupool.service.errors import (
     CapacityUnavailable,
     DomainError,
@@ -100,11 +100,9 @@ def classify(code: str, http_status: int = 0) -> ErrorKind:
 
     An empty code is a transport failure (connection refused, timeout): retryable.
     """
-    if code in ERROR_TABLE:
-        return ERROR_TABLE[code]
-    for prefix, kind in PREFIX_TABLE:
-        if code.startswith(prefix):
-            return kind
+    kind = table_kind(code, ERROR_TABLE, PREFIX_TABLE)
+    if kind is not None:
+        return kind
     if not code or http_status == 429 or http_status >= 500:
         return ErrorKind.THROTTLED
     return ErrorKind.PERMANENT

@@ -19,12 +19,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from gpupool.adapters.cloud import instance_tags
 from gpupool.core.model.constants import (
-    TAG_CLUSTER,
-    TAG_MANAGED_BY,
-    TAG_MANAGED_BY_VALUE,
-    TAG_NODE_CLASS,
-    TAG_NODE_NAME,
     USER_DATA_NODE_NAME_PLACEHOLDER,
 )
 from gpupool.core.model.nodeclaim import GPUNodeClaim
@@ -35,7 +31,6 @@ from gpupool.service.errors import PermanentError
 __all__ = [
     "SPOT_PRICE_LIMIT_PARAM",
     "ResolvedNetwork",
-    "instance_tags",
     "run_instances_request",
 ]
 
@@ -51,22 +46,6 @@ class ResolvedNetwork:
     image_id: str
     subnet_id: str | None
     security_group_ids: tuple[str, ...]
-
-
-def instance_tags(
-    *, claim_name: str, class_name: str, cluster: str, class_tags: dict[str, str]
-) -> dict[str, str]:
-    """DESIGN §2 tags plus the class's tags; ours win so adoption and terminate checks stay sound."""
-    tags = {"Name": claim_name, **class_tags}
-    tags.update(
-        {
-            TAG_MANAGED_BY: TAG_MANAGED_BY_VALUE,
-            TAG_NODE_NAME: claim_name,
-            TAG_NODE_CLASS: class_name,
-            TAG_CLUSTER: cluster,
-        }
-    )
-    return tags
 
 
 def _on_off(value: bool | str | None) -> str | None:

@@ -3,9 +3,9 @@
 Role: `KubeReader(api_client, …)` lists tensor-fusion.ai objects, nodes and pods the way a client
 that reads big clusters must: every list is paged (`limit` = `PAGE_SIZE`, `KEPT_PAGE_SIZE` for the
 kinds kept, then `continue`), so no response holds more than one page, and each page is parsed
-straight from its bytes into gpupool's models (`kube_reading.read_page`). The kinds the functions
-read on every invocation — claims, node and GPUNode summaries (Table rows, `kube_tables`) — go
-through `kube_listing.WatchedList`: listed in full once per warm function, then brought up to date
+straight from its bytes into gpupool's models (`kube.reading.read_page`). The kinds the functions
+read on every invocation — claims, node and GPUNode summaries (Table rows, `kube.tables`) — go
+through `kube.listing.WatchedList`: listed in full once per warm function, then brought up to date
 by a watch from the list's resourceVersion (`allowWatchBookmarks`, `timeoutSeconds` =
 `WATCH_TIMEOUT_S`) whose stream is read until the server has sent nothing for `quiet_s` (the replay
 of what changed comes at once; a quiet stream means it is over) or for at most `WATCH_LIMIT_S` (a
@@ -27,17 +27,17 @@ from kubernetes.client.exceptions import ApiException
 from pydantic import BaseModel
 from urllib3.exceptions import HTTPError
 
-from gpupool.adapters.kube_errors import translated
-from gpupool.adapters.kube_listing import Expired, ListPage, ObjectDecoder, OpenWatch, WatchedList
-from gpupool.adapters.kube_reading import read_page
-from gpupool.adapters.kube_tables import (
+from gpupool.adapters.kube.errors import translated
+from gpupool.adapters.kube.listing import Expired, ListPage, ObjectDecoder, OpenWatch, WatchedList
+from gpupool.adapters.kube.reading import read_page
+from gpupool.adapters.kube.tables import (
     TABLE,
     GPUNodeSummaryDecoder,
     MissingColumns,
     NodeSummaryDecoder,
     node_summary,
 )
-from gpupool.adapters.kube_transport import KubeTransport, core_path, group_path
+from gpupool.adapters.kube.transport import KubeTransport, core_path, group_path
 from gpupool.core.model.constants import API_GROUP
 from gpupool.core.model.foreign import Node, Pod
 from gpupool.core.model.node import GPUNode

@@ -4,8 +4,8 @@ Role: implements `gpupool.service.karpenter_ports.KarpenterApi`. NodeClaims are 
 gpupool's `KarpenterNodeClaim` envelope and created from it; gpupool's NodeClaims are those
 labelled `tensor-fusion.ai/node-provisioner`. A node class is looked up by group / kind / name
 through API discovery (kind → plural), so any provider's class works (EC2NodeClass on AWS).
-Failures are translated by `kube_errors`; Karpenter's CRDs missing reads as "no NodeClaims".
-Requests go by path on the client's `ApiClient` (`kube_transport`), not through the generated
+Failures are translated by `kube.errors`; Karpenter's CRDs missing reads as "no NodeClaims".
+Requests go by path on the client's `ApiClient` (`kube.transport`), not through the generated
 `CustomObjectsApi` / `ApisApi`, whose import a function would pay at its first invocation.
 
 Must not: decide anything, retry, or build its own client (the wiring passes an `ApiClient`).
@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpupool.adapters.kube_errors import translated
-from gpupool.adapters.kube_transport import KubeTransport, group_path
+from gpupool.adapters.kube.errors import translated
+from gpupool.adapters.kube.transport import KubeTransport, group_path
 from gpupool.core.model.constants import LABEL_NODE_PROVISIONER
 from gpupool.core.model.karpenter import KarpenterNodeClaim, KarpenterNodeClassRef, KarpenterNodePool
 from gpupool.service.errors import NotFound, PermanentError
