@@ -12,16 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from gpupool.sandbox.cluster.build import BuildError, binary
 from gpupool.sandbox.cluster.controlplane import ControlPlane
-
-
-def require_built(*names: str) -> None:
-    try:
-        for name in names:
-            binary(name)
-    except BuildError as error:
-        pytest.fail(f"the real tier needs its build: {error}", pytrace=False)
+from tests.programs import require_built
 
 
 @pytest.fixture(scope="session")

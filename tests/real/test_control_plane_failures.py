@@ -14,7 +14,7 @@ import pytest
 from gpupool.cli.main import main
 from gpupool.sandbox.cluster import build as cluster_build
 from gpupool.sandbox.cluster.controlplane import ControlPlane, ControlPlaneError, process_alive
-from tests.real.conftest import require_built
+from tests.programs import require_built
 
 
 def test_a_missing_go_is_one_line(

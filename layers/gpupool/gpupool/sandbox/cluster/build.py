@@ -297,10 +297,15 @@ def build_component(
     say(f"{component.name} {component.version}: downloading modules (log: {log})")
     started = time.monotonic()
 
-    def progress(lines: int, elapsed: float) -> None:
-        say(f"{component.name}: {elapsed / 60:.1f} min, {lines} packages so far")
+    def progress_of(step: str) -> Callable[[int, float], None]:
+        def progress(lines: int, elapsed: float) -> None:
+            total = (time.monotonic() - started) / 60
+            say(f"{component.name}: {step} {elapsed / 60:.1f} min ({lines} packages), {total:.1f} min in all")
 
-    if _run_logged([go, "mod", "download"], cwd=module, env=env, log=log, progress=progress) != 0:
+        return progress
+
+    download = progress_of("downloading")
+    if _run_logged([go, "mod", "download"], cwd=module, env=env, log=log, progress=download) != 0:
         raise BuildError(f"{component.name}: module download failed — see {log}")
     say(f"{component.name}: compiling {', '.join(component.binaries)}")
     bin_dir().mkdir(parents=True, exist_ok=True)
@@ -309,7 +314,7 @@ def build_component(
         for package, name in component.programs.items():
             command = [go, "build", "-mod=readonly", "-trimpath", "-v", "-o", str(Path(scratch) / name)]
             command += ["-ldflags", " ".join(("-s", "-w", *component.ldflags)), package]
-            if _run_logged(command, cwd=module, env=env, log=log, progress=progress) != 0:
+            if _run_logged(command, cwd=module, env=env, log=log, progress=progress_of(name)) != 0:
                 raise BuildError(f"{component.name}: go build {package} failed — see {log}")
         for name in component.binaries:
             os.replace(Path(scratch) / name, bin_dir() / name)  # whole binaries only, by rename

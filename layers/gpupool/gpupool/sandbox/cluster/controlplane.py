@@ -341,16 +341,31 @@ class ControlPlane:
             raise ControlPlaneError(f"kubectl {' '.join(args)}: {done.stderr.strip()[:500]}")
         return done
 
+    def apply(self, document: dict[str, Any], *, path: str) -> Any:
+        """Server-side apply `document` at `path` (its object's URL) as the field manager `gpupool`."""
+        return self.request(
+            "PATCH",
+            f"{path}?fieldManager=gpupool&force=true",
+            json.dumps(document).encode(),
+            content_type="application/apply-patch+yaml",
+        )
+
     def _apply_crds(self) -> None:
         from gpupool.sandbox.cluster.crds import crd_documents
 
-        documents = crd_documents()
-        text = "\n---\n".join(yaml.safe_dump(document, sort_keys=False) for document in documents)
-        self.kubectl("apply", "--server-side", "--force-conflicts", "-f", "-", input_text=text)
-        names = [document["metadata"]["name"] for document in documents]
-        self.kubectl(
-            "wait", "--for=condition=Established", "--timeout=60s", *(f"crd/{name}" for name in names)
-        )
+        base = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+        names = []
+        for document in crd_documents():
+            name = document["metadata"]["name"]
+            self.apply(document, path=f"{base}/{name}")
+            names.append(name)
+
+        def established(name: str) -> bool:
+            conditions = self.request("GET", f"{base}/{name}").get("status", {}).get("conditions") or []
+            return any(c["type"] == "Established" and c["status"] == "True" for c in conditions)
+
+        for name in names:
+            self._wait("crds", lambda name=name: established(name))  # type: ignore[misc]
 
     def _start_controller_manager(self) -> None:
         self._spawn(
