@@ -22,6 +22,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -271,11 +272,17 @@ def _run_logged(
         ticker = threading.Thread(target=heartbeat, daemon=True)
         ticker.start()
         assert process.stdout is not None
-        for line in process.stdout:
-            lines += 1
-            out.write(line)
-        code = process.wait()
-        done.set()
+        try:
+            for line in process.stdout:
+                lines += 1
+                out.write(line)
+            code = process.wait()
+        except BaseException:  # Ctrl-C or SIGTERM: the compiler goes with us
+            process.kill()
+            process.wait()
+            raise
+        finally:
+            done.set()
     return code
 
 
@@ -340,6 +347,9 @@ def build(names: Sequence[str] = (), *, say: Callable[[str], None] = print) -> i
     from gpupool.sandbox.cluster.system_tools import SystemToolError, ensure_system_tools
 
     components = select(names)
+    if threading.current_thread() is threading.main_thread():
+        # Stopped by SIGTERM, end as Ctrl-C would: the running compiler is killed, not orphaned.
+        signal.signal(signal.SIGTERM, lambda _signum, _frame: sys.exit(143))
     go = _go()
     toolchain = go_version(go)
     built = 0
