@@ -18,8 +18,8 @@ what the real build made and creates the stack in moto's CloudFormation, where t
 `gpupool values --stack` reads it; `helm upgrade --install` applies what the real `helm template`
 renders). Before the "Uninstall" section, the relay is started from the arguments the chart
 rendered (listeners on loopback, the rendered TLS pair, the files of the Secrets the pod mounts, the
-Function URLs pointed at a receiver) and must deliver a signed `node.joined` for a provisioned node. For EKS the receiver
-verifies SigV4 as the Function URLs would. For ACK it is Function Compute as `s deploy` left it
+Function URLs pointed at a receiver) and must deliver a signed `node.joined` for a provisioned
+node. For EKS and the self-managed cluster the receiver verifies SigV4 as the Function URLs would. For ACK it is Function Compute as `s deploy` left it
 (tests/e2e/doubles_fc.py): FC's gateway checks the relay's ACS3 signature with the AccessKey RAM
 issued and that key's user's right to invoke the function, then the real bind handler runs with
 s.yaml's environment, reading its kubeconfig from the KMS secret the guide stored (only as the
