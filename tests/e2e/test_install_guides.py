@@ -8,29 +8,28 @@ earlier assignment (the order has no cycle); the published chart and image the g
 the release workflow publishes.
 
 Run (where bash and kubectl 1.30 exist): every `sh` block not marked "not run by the test" runs in
-order, in one bash session (`set -euo pipefail`), from a directory holding the repository's files,
-with kubectl 1.30 against the embedded Kubernetes API server, the real tools wherever they work
-offline — `sam validate --lint` and `sam build` (aws-sam-cli), `s config add` (Serverless Devs),
-`helm lint` and `helm template` (Helm built from its Go module), all from `gpupool sandbox build`'s
-cache, a missing one failing the test with the command that installs it — and doubles of the cloud
-side only (tests/e2e/install_doubles.py: each refuses what the real tool would, `sam deploy` reads
-what the real build made and creates the stack in moto's CloudFormation, where the real
-`gpupool values --stack` reads it; `helm upgrade --install` applies what the real `helm template`
-renders). Before the "Uninstall" section, the relay is started from the arguments the chart
-rendered (listeners on loopback, the rendered TLS pair, the files of the Secrets the pod mounts, the
-Function URLs pointed at a receiver) and must deliver a signed `node.joined` for a provisioned
-node. For EKS and the self-managed cluster the receiver verifies SigV4 as the Function URLs would. For ACK it is Function Compute as `s deploy` left it
-(tests/e2e/doubles_fc.py): FC's gateway checks the relay's ACS3 signature with the AccessKey RAM
-issued and that key's user's right to invoke the function, then the real bind handler runs with
-s.yaml's environment, reading its kubeconfig from the KMS secret the guide stored (only as the
-functions' role, with s.yaml's policy, may) and answering the relay. After the uninstall nothing the
-guide made may be left. The self-managed walk starts from the account such a cluster has (its VPC
-and control-plane security group in moto, Karpenter's node role) and checks the functions' kubeconfig
-in Secrets Manager, the relay's role trusting the cluster's own issuer for the chart's ServiceAccount
-and its web-identity token in the chart. The ACK walk is also run on the guide broken on purpose —
-the relay given a wrong AccessKey secret, the KMS secret step left out, the relay's policy never
-attached — and must stop at each with the refusal that names it.
-"""
+order, in one bash session (`set -euo pipefail`), from a directory holding the repository's files, with
+kubectl 1.30 against the embedded Kubernetes API server, the real tools wherever they work offline —
+`sam validate --lint` and `sam build` (aws-sam-cli), `s config add` (Serverless Devs), `helm lint` and
+`helm template` (Helm built from its Go module), all from `gpupool sandbox build`'s cache, a missing one
+failing the test with the command that installs it — and doubles of the cloud side only
+(tests/e2e/install_doubles.py: each refuses what the real tool would, `sam deploy` reads what the real
+build made and creates the stack in moto's CloudFormation, where the real `gpupool values --stack` reads
+it; `helm upgrade --install` applies what the real `helm template` renders). Before the "Uninstall"
+section, the relay is started from the arguments the chart rendered (listeners on loopback, the rendered
+TLS pair, the files of the Secrets the pod mounts, the Function URLs pointed at a receiver) and must
+deliver a signed `node.joined` for a provisioned node. For EKS and the self-managed cluster the receiver
+verifies SigV4 as the Function URLs would. For ACK it is Function Compute as `s deploy` left it
+(tests/e2e/doubles_fc.py): FC's gateway checks the relay's ACS3 signature with the AccessKey RAM issued
+and that key's user's right to invoke the function, then the real bind handler runs with s.yaml's
+environment, reading its kubeconfig from the KMS secret the guide stored (only as the functions' role,
+with s.yaml's policy, may) and answering the relay. After the uninstall nothing the guide made may be
+left. The self-managed walk starts from the account such a cluster has (its VPC and control-plane
+security group in moto, Karpenter's node role) and checks the functions' kubeconfig in Secrets Manager,
+the relay's role trusting the cluster's own issuer for the chart's ServiceAccount and its web-identity
+token in the chart. The ACK walk is also run on the guide broken on purpose — the relay given a wrong
+AccessKey secret, the KMS secret step left out, the relay's policy never attached — and must stop at
+each with the refusal that names it."""
 
 from __future__ import annotations
 
