@@ -300,9 +300,9 @@ def _workdir(tmp_path: Path) -> Path:
 def real_tools() -> dict[str, str]:
     """The real sam, s and helm (`gpupool sandbox build` puts them in its cache; missing ones fail
     the test with the command that installs them)."""
-    from gpupool.sandbox.cluster.tools import program
+    from tests.real_tools import real_tool
 
-    return {tool: str(program(tool)) for tool in REAL}
+    return {tool: str(real_tool(tool)) for tool in REAL}
 
 
 def _tools(tmp_path: Path) -> Path:

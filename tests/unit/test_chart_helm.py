@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gpupool.sandbox.cluster.tools import program
+from tests.real_tools import real_tool
 
 sys.path.insert(0, str(Path(__file__).parent))
 from test_chart_images import EVERYTHING_ON, REPOSITORY, SCHEDULER, TAG, containers
@@ -23,7 +23,7 @@ CHART = Path(__file__).resolve().parents[2] / "incluster" / "chart"
 
 @pytest.fixture(scope="module")
 def helm() -> Path:
-    return program("helm")
+    return real_tool("helm")
 
 
 def _values(tmp_path: Path) -> Path:
