@@ -236,6 +236,8 @@ def test_the_published_chart_and_image_named_are_where_the_release_workflow_publ
 
 
 # ---- the walk ----------------------------------------------------------------------------------
+# The real `sam build` installs the layer's dependencies for arm64 with pip: minutes on 2 busy cores.
+WALK_TIMEOUT_S = 1500
 WALK = pytest.mark.skipif(
     KUBECTL is None or not all(shutil.which(tool) for tool in ("bash", "openssl", "base64")),
     reason="the walk needs kubectl 1.30, bash, openssl and base64",
@@ -269,7 +271,7 @@ class Walk:
             env=self.env,
             capture_output=True,
             text=True,
-            timeout=600,
+            timeout=WALK_TIMEOUT_S - 60,
             check=False,
         )
         assert result.returncode == 0, f"the guide stopped:\n{result.stderr[-6000:]}"
@@ -504,6 +506,7 @@ def _split(guide: Path, text: str | None = None) -> tuple[list[Block], list[Bloc
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(WALK_TIMEOUT_S)
 @WALK
 def test_the_eks_guide_installs_and_uninstalls(walk: Walk, tmp_path: Path) -> None:
     from botocore.credentials import Credentials
@@ -548,6 +551,7 @@ def _ack_walk_to_the_relay(walk: Walk, tmp_path: Path, guide: str) -> tuple[dict
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(WALK_TIMEOUT_S)
 @WALK
 def test_the_ack_guide_installs_and_uninstalls(walk: Walk, tmp_path: Path) -> None:
     from kubernetes import client, config
@@ -607,6 +611,7 @@ BROKEN_ACK_GUIDES = {
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(WALK_TIMEOUT_S)
 @WALK
 @pytest.mark.parametrize("broken", sorted(BROKEN_ACK_GUIDES))
 def test_the_ack_walk_stops_at_a_broken_guide(walk: Walk, tmp_path: Path, broken: str) -> None:
@@ -665,6 +670,7 @@ def _self_managed_account(walk: Walk) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(WALK_TIMEOUT_S)
 @WALK
 def test_the_self_managed_guide_installs_and_uninstalls(walk: Walk, tmp_path: Path) -> None:
     import boto3

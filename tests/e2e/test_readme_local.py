@@ -33,6 +33,7 @@ def _workdir(tmp_path: Path) -> Path:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)
 def test_the_readmes_local_block_runs_as_written(tmp_path: Path) -> None:
     block = readme_block()
     assert "gpupool invoke bind" in block and "gpupool sandbox down" in block
