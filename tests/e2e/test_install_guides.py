@@ -636,13 +636,24 @@ SELF_MANAGED_CLUSTER = "gpupool-kubean"  # the guide's CLUSTER
 KARPENTER_NODE_ROLE = f"KarpenterNodeRole-{SELF_MANAGED_CLUSTER}"
 
 
+def _moto(walk: Walk, service: str) -> Any:
+    """A client of the walk's moto, with the walk's credentials."""
+    import boto3
+
+    return boto3.client(
+        service,
+        region_name="us-east-1",
+        endpoint_url=walk.env["AWS_ENDPOINT_URL"],
+        aws_access_key_id=walk.env["AWS_ACCESS_KEY_ID"],
+        aws_secret_access_key=walk.env["AWS_SECRET_ACCESS_KEY"],
+    )
+
+
 def _self_managed_account(walk: Walk) -> None:
     """What the guide starts from, made in the account before it runs: the cluster's VPC (moto)
     with private subnets carrying Karpenter's discovery tag and the control plane's security group,
     Karpenter's node role, and the cluster's version (kubeadm's, where eksctl would record EKS's)."""
-    import boto3
-
-    ec2 = boto3.client("ec2", region_name="us-east-1", endpoint_url=walk.env["AWS_ENDPOINT_URL"])
+    ec2 = _moto(walk, "ec2")
     vpc = ec2.create_vpc(CidrBlock="10.20.0.0/16")["Vpc"]["VpcId"]
     for index, zone in enumerate("abc"):
         subnet = ec2.create_subnet(
@@ -673,7 +684,6 @@ def _self_managed_account(walk: Walk) -> None:
 @pytest.mark.timeout(WALK_TIMEOUT_S)
 @WALK
 def test_the_self_managed_guide_installs_and_uninstalls(walk: Walk, tmp_path: Path) -> None:
-    import boto3
     from botocore.credentials import Credentials
 
     from gpupool.testing.relay_receiver import RelayReceiver
@@ -697,14 +707,11 @@ def test_the_self_managed_guide_installs_and_uninstalls(walk: Walk, tmp_path: Pa
     assert statement["Condition"]["StringEquals"][f"{issuer}:sub"] == (
         f"system:serviceaccount:{session['NAMESPACE']}:{session['RELEASE']}-scheduler"
     )
-    aws = {"region_name": "us-east-1", "endpoint_url": walk.env["AWS_ENDPOINT_URL"]}
-    providers = boto3.client("iam", **aws).list_open_id_connect_providers()["OpenIDConnectProviderList"]
+    providers = _moto(walk, "iam").list_open_id_connect_providers()["OpenIDConnectProviderList"]
     assert [p["Arn"] for p in providers] == [statement["Principal"]["Federated"]]
     # The functions' kubeconfig, in Secrets Manager under the stack's default name, is the
     # functions' ServiceAccount token for the API server the guide named; no copy is left on disk.
-    stored = boto3.client("secretsmanager", **aws).get_secret_value(
-        SecretId="gpupool/tensor-fusion/kubeconfig"
-    )
+    stored = _moto(walk, "secretsmanager").get_secret_value(SecretId="gpupool/tensor-fusion/kubeconfig")
     kubeconfig = yaml.safe_load(stored["SecretString"])
     assert kubeconfig["clusters"][0]["cluster"]["server"] == session["API_SERVER"]
     from kubernetes import client, config
@@ -725,9 +732,9 @@ def test_the_self_managed_guide_installs_and_uninstalls(walk: Walk, tmp_path: Pa
         _relay_delivers_a_signed_node_joined(documents, receiver, walk, tmp_path)
     walk.run(uninstall, first=False)
     _nothing_left(load_state_at(walk), walk, kept_roles=frozenset({KARPENTER_NODE_ROLE}))
-    assert not boto3.client("iam", **aws).list_open_id_connect_providers()["OpenIDConnectProviderList"]
-    assert not boto3.client("secretsmanager", **aws).list_secrets()["SecretList"]
-    left = boto3.client("ec2", **aws).describe_security_groups(
+    assert not _moto(walk, "iam").list_open_id_connect_providers()["OpenIDConnectProviderList"]
+    assert not _moto(walk, "secretsmanager").list_secrets()["SecretList"]
+    left = _moto(walk, "ec2").describe_security_groups(
         Filters=[{"Name": "group-name", "Values": ["gpupool-functions"]}]
     )["SecurityGroups"]
     assert not left
