@@ -118,6 +118,10 @@ COMPONENTS: tuple[Component, ...] = (
             ("sigs.k8s.io/karpenter", "kwok/apis/crds/karpenter.kwok.sh_kwoknodeclasses.yaml"),
         ),
     ),
+    # The tools the install guides and the chart's tests run for real: Helm (lint, template,
+    # install) and Prometheus's promtool (check and unit-test the alert rules, parse dashboards).
+    Component("helm", "v4.3.2", {"helm.sh/helm/v4/cmd/helm": "helm"}),
+    Component("promtool", "v0.316.0", {"github.com/prometheus/prometheus/cmd/promtool": "promtool"}),
 )
 
 
