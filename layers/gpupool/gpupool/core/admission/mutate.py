@@ -70,6 +70,9 @@ class AdmissionContext:
     default_pool: str | None = None
     quota: GPUResourceQuota | None = None
     quota_usage: QuotaUsage = field(default_factory=QuotaUsage)
+    largest_gpu: tuple[int, int] = (0, 0)
+    """(milli-TFLOPS, VRAM bytes) of the largest GPU known: converts compute-percent and
+    dedicated requests for the quota; (0, 0) when none is (the scheduler judges them then)."""
     progressive_migration: bool = False
     migrated_replicas: int = 0
     workload_profiles: Mapping[str, WorkloadProfileSpec] = field(default_factory=dict)
@@ -317,7 +320,7 @@ def mutate_pod(raw: Mapping[str, Any], namespace: str, ctx: AdmissionContext) ->
         request = request_from_pod(candidate, default_pool=pool)
     except RequestError as exc:
         raise Denial(str(exc)) from None
-    check_quota(request, ctx.quota, ctx.quota_usage)
+    check_quota(request, ctx.quota, ctx.quota_usage, largest_gpu=ctx.largest_gpu)
     return Mutation(_patch(raw, pod, notes, ctx), notes_out, migrated=True)
 
 
