@@ -163,7 +163,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "ledger: an expired record taken over without its resourceVersion",
-        CORE + "adapters/kube_deliveries.py",
+        CORE + "adapters/kube/deliveries.py",
         'state="processing", version=version)\n        try:\n            self._replace(taken)',
         'state="processing", version=None)\n        try:\n            self._replace(taken)',
         ("tests/contract/kube/test_kube_deliveries.py",),

@@ -1,8 +1,9 @@
 """The replay ledger's window against every signature window (issue 33, a surviving mutation): a
 finished delivery's record outlives the longest time a captured request still authenticates — the
-HMAC timestamp (±5 min), SigV4 (15 min) and FC's `x-acs-date` (±15 min) — so a replay at any moment its signature is still good is `done`, never
-acted on again. A window cut below that (say 10 min) lets a request captured at minute 0 be acted on
-again at minute 14 with a date still inside FC's tolerance.
+HMAC timestamp (±5 min), SigV4 (15 min) and FC's `x-acs-date` (±15 min) — so a replay at any
+moment its signature is still good is `done`, never acted on again. A window cut below that (say
+10 min) lets a request captured at minute 0 be acted on again at minute 14 with a date still
+inside FC's tolerance.
 """
 
 from __future__ import annotations

@@ -186,7 +186,8 @@ def test_over_quota_is_denied_and_says_which_total() -> None:
     # The pod's own amount and the bound; not the 100 TFLOPS the namespace already uses.
     with pytest.raises(
         Denial,
-        match=r"this pod's requests\.tflops 100 TFLOPS does not fit in what is left of the quota's total 150 TFLOPS",
+        match=r"this pod's requests\.tflops 100 TFLOPS does not fit in what is left of the quota's "
+        r"total 150 TFLOPS",
     ) as refused:
         mutate_pod(pod(BASE), "team", ctx)
     assert "200" not in str(refused.value)
