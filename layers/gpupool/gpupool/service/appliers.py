@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from gpupool.core.decisions.claim_lifecycle import phase_move_refusal
+from gpupool.core.decisions.instance_owner import launch_token
 from gpupool.core.decisions.karpenter_nodeclaim import KarpenterModeError, nodeclaim_template
 from gpupool.core.model.base import Condition, TopLevel
 from gpupool.core.model.claim_state import ANNOTATION_INTERRUPTED, LaunchedMode, claim_mode
@@ -115,7 +116,7 @@ def apply_launch_instance(deps: Deps, action: LaunchInstance) -> str:
     if found is not None:
         instance_id, how = found.instance_id, "adopted"
     else:
-        token = claim.metadata.uid or name
+        token = launch_token(claim)
         instance_id, how = (
             compute.launch(claim, template, action.offering, client_token=token),
             "launched",
