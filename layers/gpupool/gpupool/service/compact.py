@@ -21,7 +21,9 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import datetime
 
+from gpupool.core.allocator.build import gpu_info
 from gpupool.core.decisions.compaction import compaction_due, plan_compaction, unconfirmed_removals
+from gpupool.core.decisions.consolidation import consolidation_enabled, plan_consolidation
 from gpupool.core.decisions.pool_status import plan_pool_status
 from gpupool.core.intake.routing import CompactCause
 from gpupool.core.model.pool import GPUPoolStatus
@@ -183,6 +185,8 @@ def _compact_held_pool(
         step = Plan(actions=group)
         record_results(outcome, Plan(actions=group), executor.apply(step))
         applied += 1
+    if applied == 0 and consolidation_enabled(snapshot) and lease.hold():
+        _consolidate(name, deps, executor, outcome, dry_run=dry_run)
     final = _snapshot(deps, name, ClusterReads.load(deps)) or snapshot
     stamp = PatchPoolStatus(
         pool=name,
@@ -191,3 +195,36 @@ def _compact_held_pool(
     )
     closing = Plan(actions=(stamp,)) + plan_pool_status(final, now=deps.clock.now())
     record_results(outcome, closing, executor.apply(closing))
+
+
+def _consolidation_plan(deps: Deps, name: str) -> Plan:
+    """plan_consolidation on a fresh read of the pool: every node's pods and the pool's GPUs."""
+    reads = ClusterReads.load(deps)
+    snapshot = _snapshot(deps, name, reads)
+    if snapshot is None:
+        return Plan()
+    reads = reads.with_pods_on(deps, tuple(n.name for n in snapshot.nodes))
+    snapshot = with_pods_of(snapshot, reads)
+    names = {n.name for n in snapshot.nodes}
+    gpus = [g for g in deps.cluster.list_gpus() if (info := gpu_info(g)) is not None and info.node in names]
+    protection = deps.settings.new_node_protection
+    return plan_consolidation(snapshot, gpus, now=deps.clock.now(), protection=protection)
+
+
+def _consolidate(name: str, deps: Deps, executor: Executor, outcome: Outcome, *, dry_run: bool) -> None:
+    """WhenUnderutilized: when compaction removed nothing, drain the one node consolidation picks,
+    deciding again on a fresh read right before (DESIGN: re-validate before destroying)."""
+    if isinstance(deps.cluster, ClusterView):
+        deps.cluster.refresh()
+    plan = _consolidation_plan(deps, name)
+    outcome.plan = outcome.plan + Plan(reasons=plan.reasons)
+    if not plan.actions:
+        return
+    if not dry_run:
+        if isinstance(deps.cluster, ClusterView):
+            deps.cluster.refresh()
+        again = _consolidation_plan(deps, name)
+        if again.actions != plan.actions:
+            outcome.note(f"pool {name}: consolidation no longer stands on re-validation; nothing drained")
+            return
+    record_results(outcome, plan, executor.apply(plan))

@@ -20,7 +20,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import ClassVar, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from gpupool.core.model.base import (
     Condition,
@@ -40,7 +40,9 @@ __all__ = [
     "MAX_POOL_NAME",
     "Budget",
     "CapacityConfig",
+    "CompactionPolicy",
     "ComponentConfig",
+    "DisruptionBudget",
     "GPUPool",
     "GPUPoolSpec",
     "GPUPoolStatus",
@@ -144,11 +146,43 @@ class NodeDefrag(SpecModel):
     timezone: str | None = None
 
 
+CompactionPolicy = Literal["WhenEmpty", "WhenUnderutilized"]
+_BUDGET_NODES = r"^((100|[0-9]{1,2})%|[0-9]+)$"
+
+
+class DisruptionBudget(SpecModel):
+    """How many of the pool's nodes consolidation may be disrupting at once (Karpenter's NodePool
+    `disruption.budgets` semantics): `nodes` a count or a percentage of the pool's nodes (rounded
+    up); with `schedule` (a 5-field crontab, UTC) and `duration` it applies only from each
+    scheduled time for that long, without them always. The most restrictive active budget wins."""
+
+    nodes: str = Field(default="10%", pattern=_BUDGET_NODES)
+    schedule: str | None = None
+    duration: Duration | None = None
+
+    @model_validator(mode="after")
+    def _schedule_with_duration(self) -> DisruptionBudget:
+        if (self.schedule is None) != (self.duration is None):
+            raise ValueError("a disruption budget's schedule and duration go together")
+        return self
+
+
 class NodeCompaction(SpecModel):
-    """How often idle nodes are looked for, and the optional defrag strategy."""
+    """How often idle nodes are looked for, and the optional defrag strategy.
+
+    `policy` (gpupool's, opt-in): `WhenEmpty` removes only nodes with nothing allocated, as
+    TensorFusion does; `WhenUnderutilized` also drains a node whose allocations fit the free GPUs of
+    the pool's other nodes, or replaces it with a cheaper offering that holds them, one node at a
+    time within `budgets` (none: one budget of 10 %, Karpenter's default), and only when the saving
+    over `consolidationWindow` exceeds `savingsThreshold` (USD). See docs/consolidation.md.
+    """
 
     period: Duration = "5m"
     defrag: NodeDefrag | None = None
+    policy: CompactionPolicy = "WhenEmpty"
+    budgets: list[DisruptionBudget] = Field(default_factory=list)
+    consolidation_window: Duration = "1h"
+    savings_threshold: str = Field(default="0.10", pattern=r"^[0-9]+(\.[0-9]+)?$")
 
 
 class MaintenanceWindow(SpecModel):
