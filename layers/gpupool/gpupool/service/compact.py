@@ -27,7 +27,16 @@ from gpupool.core.decisions.consolidation import consolidation_enabled, plan_con
 from gpupool.core.decisions.pool_status import plan_pool_status
 from gpupool.core.intake.routing import CompactCause
 from gpupool.core.model.pool import GPUPoolStatus
-from gpupool.core.planning.plan import Action, DeleteClaim, LabelNode, PatchPoolStatus, Plan, RecordEvent
+from gpupool.core.planning.plan import (
+    Action,
+    CordonNode,
+    DeleteClaim,
+    DrainNode,
+    LabelNode,
+    PatchPoolStatus,
+    Plan,
+    RecordEvent,
+)
 from gpupool.core.planning.snapshot import PoolSnapshot
 from gpupool.service.cluster_view import ClusterView, reading_once
 from gpupool.service.deps import Deps
@@ -227,4 +236,11 @@ def _consolidate(name: str, deps: Deps, executor: Executor, outcome: Outcome, *,
         if again.actions != plan.actions:
             outcome.note(f"pool {name}: consolidation no longer stands on re-validation; nothing drained")
             return
-    record_results(outcome, plan, executor.apply(plan))
+    results = executor.apply(plan)
+    record_results(outcome, plan, results)
+    drain = next((r for r in results if isinstance(r.action, DrainNode)), None)
+    if drain is not None and drain.outcome == "failed":
+        # The node stays: make it schedulable again rather than leave capacity cordoned.
+        cordon = next(a for a in plan.actions if isinstance(a, CordonNode))
+        undo = Plan(actions=(cordon.model_copy(update={"unschedulable": False}),))
+        record_results(outcome, undo, executor.apply(undo))

@@ -151,11 +151,11 @@ _BUDGET_NODES = r"^((100|[0-9]{1,2})%|[0-9]+)$"
 
 
 class DisruptionBudget(SpecModel):
-    """How many of the pool's nodes consolidation may be disrupting at once (Karpenter's NodePool
-    `disruption.budgets` semantics): `nodes` a count or a percentage of the pool's nodes (rounded
-    up); with `schedule` (a 5-field crontab, UTC) and `duration` it applies only from each
-    scheduled time for that long, without them always. The most restrictive active budget wins."""
+    """A Karpenter-style disruption budget: nodes (a count or a percentage), optionally scheduled."""
 
+    # A percentage is of the pool's nodes, rounded up; with schedule (a 5-field crontab, UTC) and
+    # duration it applies from each scheduled time for that long; the most restrictive active
+    # budget wins (core.decisions.disruption_budget).
     nodes: str = Field(default="10%", pattern=_BUDGET_NODES)
     schedule: str | None = None
     duration: Duration | None = None
@@ -168,15 +168,13 @@ class DisruptionBudget(SpecModel):
 
 
 class NodeCompaction(SpecModel):
-    """How often idle nodes are looked for, and the optional defrag strategy.
+    """How often idle nodes are looked for, the optional defrag, and the consolidation policy."""
 
-    `policy` (gpupool's, opt-in): `WhenEmpty` removes only nodes with nothing allocated, as
-    TensorFusion does; `WhenUnderutilized` also drains a node whose allocations fit the free GPUs of
-    the pool's other nodes, or replaces it with a cheaper offering that holds them, one node at a
-    time within `budgets` (none: one budget of 10 %, Karpenter's default), and only when the saving
-    over `consolidationWindow` exceeds `savingsThreshold` (USD). See docs/consolidation.md.
-    """
-
+    # policy (gpupool's): WhenEmpty removes only nodes with nothing allocated, as TensorFusion
+    # does; WhenUnderutilized also drains a node whose allocations fit the free GPUs of the pool's
+    # other nodes, one node at a time within `budgets` (none: one of 10 %, Karpenter's default),
+    # only when its price over `consolidationWindow` exceeds `savingsThreshold` (USD).
+    # See docs/consolidation.md and core.decisions.consolidation.
     period: Duration = "5m"
     defrag: NodeDefrag | None = None
     policy: CompactionPolicy = "WhenEmpty"
