@@ -18,7 +18,7 @@ from gpupool.core.model.constants import (
     LABEL_ENABLED,
     LABEL_GPU_POOL,
 )
-from gpupool.core.model.foreign import Pod, PodSpec, PodStatus
+from gpupool.core.model.foreign import Pod, PodDisruptionBudget, PodSpec, PodStatus
 from gpupool.core.model.node import GPU, GPUStatus, ObservedResource
 from gpupool.core.model.pool import GPUPool
 from gpupool.core.quantity import Quantity
@@ -104,6 +104,30 @@ def test_dry_run_plans_the_drain_and_applies_nothing() -> None:
     kinds = [a["kind"] for a in outcome.to_json()["plan"]["actions"]]  # type: ignore[index]
     assert "drain-node" in kinds and "delete-claim" in kinds
     assert _deleting(world) == [] and world.cluster.evicted == []
+
+
+def test_a_pod_disruption_budget_with_no_room_is_read_and_nothing_is_touched() -> None:
+    world, nodes = _world("WhenUnderutilized")
+    for node in nodes:
+        pod = world.cluster.objects["Pod"][f"w-{node}"]
+        world.cluster.objects["Pod"][f"w-{node}"] = pod.model_copy(
+            update={
+                "metadata": pod.metadata.model_copy(update={"labels": {**pod.metadata.labels, "app": "x"}})
+            }
+        )
+    world.cluster.add(
+        PodDisruptionBudget.model_validate(
+            {
+                "metadata": {"name": "x", "namespace": "default"},
+                "spec": {"selector": {"matchLabels": {"app": "x"}}},
+                "status": {"disruptionsAllowed": 0},
+            }
+        )
+    )
+    outcome = handle_compact(Compact(pool="pool-a", event_id="c1"), world.deps)
+    assert _deleting(world) == [] and world.cluster.evicted == []
+    assert not any(world.cluster.objects["Node"][n].spec.unschedulable for n in nodes)
+    assert any("PodDisruptionBudget default/x allows 0" in r for r in outcome.plan.reasons)
 
 
 def test_an_eviction_a_disruption_budget_refuses_keeps_the_claim() -> None:

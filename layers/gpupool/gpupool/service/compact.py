@@ -11,7 +11,11 @@ each node it would remove are read (`spec.nodeName` field selector, TensorFusion
 before each removal the node's pods are read again and the decision re-run (from the second
 removal on, on the cluster read again), applying the removal only if it still stands (so warm /
 min hold node by node even when things changed meanwhile). Records the run time in the pool's
-status.lastCompactionTime and keeps the status true.
+status.lastCompactionTime and keeps the status true. A pool with `nodeCompaction.policy:
+WhenUnderutilized` whose run removed nothing then consolidates: every node's pods, the pool's
+GPU objects and the PodDisruptionBudgets read, `plan_consolidation` decides, the same read and
+decision are made again right before the drain, and a drain an eviction refused makes the node
+schedulable again.
 
 Must not: decide itself, or remove anything the fresh decision no longer removes.
 """
@@ -23,9 +27,14 @@ from datetime import datetime
 
 from gpupool.core.allocator.build import gpu_info
 from gpupool.core.decisions.compaction import compaction_due, plan_compaction, unconfirmed_removals
-from gpupool.core.decisions.consolidation import consolidation_enabled, plan_consolidation
+from gpupool.core.decisions.consolidation import (
+    DisruptionAllowance,
+    consolidation_enabled,
+    plan_consolidation,
+)
 from gpupool.core.decisions.pool_status import plan_pool_status
 from gpupool.core.intake.routing import CompactCause
+from gpupool.core.model.common import LabelSelector
 from gpupool.core.model.pool import GPUPoolStatus
 from gpupool.core.planning.plan import (
     Action,
@@ -216,8 +225,18 @@ def _consolidation_plan(deps: Deps, name: str) -> Plan:
     snapshot = with_pods_of(snapshot, reads)
     names = {n.name for n in snapshot.nodes}
     gpus = [g for g in deps.cluster.list_gpus() if (info := gpu_info(g)) is not None and info.node in names]
+    pdbs = [
+        DisruptionAllowance(
+            namespace=pdb.metadata.namespace or "default",
+            name=pdb.name,
+            selector=pdb.spec.selector or LabelSelector(),
+            disruptions_allowed=pdb.status.disruptions_allowed,
+        )
+        for pdb in deps.cluster.list_pod_disruption_budgets()
+        if pdb.spec.selector is not None  # a PDB with no selector selects no pod (policy/v1)
+    ]
     protection = deps.settings.new_node_protection
-    return plan_consolidation(snapshot, gpus, now=deps.clock.now(), protection=protection)
+    return plan_consolidation(snapshot, gpus, pdbs=pdbs, now=deps.clock.now(), protection=protection)
 
 
 def _consolidate(name: str, deps: Deps, executor: Executor, outcome: Outcome, *, dry_run: bool) -> None:
