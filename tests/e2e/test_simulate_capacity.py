@@ -66,7 +66,7 @@ def test_the_same_seed_gives_the_same_figures(
 def test_a_budget_below_the_demand_is_never_passed_and_the_reason_shows(
     capsys: pytest.CaptureFixture[str], both: dict[str, Any]
 ) -> None:
-    budget_per_day = 12.0  # $0.50/h: less than the demand needs
+    budget_per_day = 24.0  # $1.00/h On-Demand: one g4dn.xlarge ($0.526/h), less than the demand needs
     assert both["gpupool"]["peakHourlyRate"] > budget_per_day / 24  # unbudgeted, it spends more
     rows = {
         p["policy"]: p
@@ -76,7 +76,7 @@ def test_a_budget_below_the_demand_is_never_passed_and_the_reason_shows(
     assert 0 < gpupool["peakHourlyRate"] <= budget_per_day / 24
     assert gpupool["cost"] <= budget_per_day * 0.1
     assert gpupool["budgetRefusals"] > 0
-    assert any("would pass budgetPerDay $12" in reason for reason in gpupool["budgetReasons"])
+    assert any("would pass budgetPerDay $24" in reason for reason in gpupool["budgetReasons"])
     # TensorFusion only reads the budget: it refuses nothing and passes it.
     assert tensorfusion["budgetRefusals"] == 0 and tensorfusion["peakHourlyRate"] > budget_per_day / 24
 
