@@ -4,7 +4,9 @@ Role: the `capacity` subcommand of `gpupool simulate` — `register(sub)` adds i
 `run(args)` is the I/O around `gpupool.simulation.capacity`: every argument checked before any
 work (bad input: one clear line, exit 2, nothing written), the demand read (a trace file, or
 the openb-shaped sample the package ships), a progress bar on stderr when it is a terminal, a
-table (or `--json`: `{"policies": [...]}`) on stdout, and `--plot` (matplotlib, one panel
+table (or `--json`: `{"spot", "policies": [...]}`) on stdout — On-Demand cost, the 'at Spot'
+column only from `--spot-discount` or a quoted Spot table, each gpupool policy's cost and idle
+beyond min and warm against TensorFusion's — and `--plot` (matplotlib, one panel
 each: GPUs asked and bought, the cost so far with each policy's total and their ratio, and the
 pods waiting for capacity, over simulated hours). The simulation is imported only when it runs.
 
@@ -39,7 +41,10 @@ EPILOG = """\
 The world (identical for every policy with one --seed): instances boot in 60-180 s and join
 30-90 s later; a share of Spot launches is interrupted (2-minute notice); each offering is out
 of capacity for whole hours with some probability. The pool: min 2, warm 4 T4 worth of
-TFLOPS/VRAM, g4dn/g5/g6 (aws) or gn6i/gn7i/gn6v (alibaba), OnDemand and Spot.
+TFLOPS/VRAM, g4dn/g5/g6 (aws) or gn6i/gn7i/gn6v (alibaba), On-Demand (--spot: and Spot).
+Policies: gpupool, tensorfusion, and gpupool+consolidation (nodeCompaction.policy
+WhenUnderutilized). 'beyond' is the idle GPU-hours beyond what min and warm require; 'at Spot'
+prices the run at --spot-discount (the catalog's Spot prices are estimates, never used for it).
 --mode karpenter: gpupool's pool makes Karpenter NodeClaims; a simulated Karpenter launches
 them in the same world (same boot/join times, interruptions and capacity failures).
 Trace format: CSV `name,arrival,departure,gpus` (seconds from the start; 0.5 = half a GPU) or
