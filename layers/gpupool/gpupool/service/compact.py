@@ -245,14 +245,15 @@ def _consolidate(name: str, deps: Deps, executor: Executor, outcome: Outcome, *,
     if isinstance(deps.cluster, ClusterView):
         deps.cluster.refresh()
     plan = _consolidation_plan(deps, name)
-    outcome.plan = outcome.plan + Plan(reasons=plan.reasons)
     if not plan.actions:
+        outcome.plan = outcome.plan + plan
         return
     if not dry_run:
         if isinstance(deps.cluster, ClusterView):
             deps.cluster.refresh()
         again = _consolidation_plan(deps, name)
         if again.actions != plan.actions:
+            outcome.plan = outcome.plan + Plan(reasons=plan.reasons)
             outcome.note(f"pool {name}: consolidation no longer stands on re-validation; nothing drained")
             return
     results = executor.apply(plan)
