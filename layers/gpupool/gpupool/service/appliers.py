@@ -217,8 +217,8 @@ def apply_terminate(deps: Deps, action: TerminateInstance) -> str:
 
 
 def apply_cordon(deps: Deps, action: CordonNode) -> str:
-    deps.cluster.patch_node(action.node, unschedulable=action.unschedulable)
-    return "cordoned" if action.unschedulable else "uncordoned"
+    deps.cluster.patch_node(action.node, unschedulable=not action.uncordon)
+    return "uncordoned" if action.uncordon else "cordoned"
 
 
 def apply_label(deps: Deps, action: LabelNode) -> str:

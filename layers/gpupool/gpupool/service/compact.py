@@ -262,5 +262,5 @@ def _consolidate(name: str, deps: Deps, executor: Executor, outcome: Outcome, *,
     if drain is not None and drain.outcome == "failed":
         # The node stays: make it schedulable again rather than leave capacity cordoned.
         cordon = next(a for a in plan.actions if isinstance(a, CordonNode))
-        undo = Plan(actions=(cordon.model_copy(update={"unschedulable": False}),))
+        undo = Plan(actions=(cordon.model_copy(update={"uncordon": True}),))
         record_results(outcome, undo, executor.apply(undo))

@@ -156,7 +156,7 @@ class DisruptionBudget(SpecModel):
     # A percentage is of the pool's nodes, rounded up; with schedule (a 5-field crontab, UTC) and
     # duration it applies from each scheduled time for that long; the most restrictive active
     # budget wins (core.decisions.disruption_budget).
-    nodes: str = Field(default="10%", pattern=_BUDGET_NODES)
+    nodes: str = crd_default("10%", pattern=_BUDGET_NODES)
     schedule: str | None = None
     duration: Duration | None = None
 
@@ -177,10 +177,10 @@ class NodeCompaction(SpecModel):
     # See docs/consolidation.md and core.decisions.consolidation.
     period: Duration = "5m"
     defrag: NodeDefrag | None = None
-    policy: CompactionPolicy = "WhenEmpty"
+    policy: CompactionPolicy = crd_default("WhenEmpty")
     budgets: list[DisruptionBudget] = Field(default_factory=list)
-    consolidation_window: Duration = "1h"
-    savings_threshold: str = Field(default="0.10", pattern=r"^[0-9]+(\.[0-9]+)?$")
+    consolidation_window: Duration = crd_default("1h")
+    savings_threshold: str = crd_default("0.10", pattern=r"^[0-9]+(\.[0-9]+)?$")
 
 
 class MaintenanceWindow(SpecModel):

@@ -177,13 +177,13 @@ class ReleaseClaim(_Action):
 
 class CordonNode(_Action):
     """Mark a node unschedulable (its claim and instance, when known, for the log); with
-    `unschedulable=False`, schedulable again (a consolidation whose drain was refused)."""
+    `uncordon=True`, schedulable again (a consolidation whose drain was refused)."""
 
     pool: str | None = None
     claim: str | None = None
     node: str
     instance_id: str | None = None
-    unschedulable: bool = True
+    uncordon: bool | None = None  # None (left out of printed plans): cordon
     kind: Literal["cordon-node"] = "cordon-node"
 
 
