@@ -25,12 +25,11 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import datetime
 
-from gpupool.core.allocator.build import gpu_info
-from gpupool.core.decisions.compaction import compaction_due, plan_compaction, unconfirmed_removals
-from gpupool.core.decisions.consolidation import (
-    DisruptionAllowance,
+from gpupool.core.decisions.compaction import (
+    compaction_due,
     consolidation_enabled,
-    plan_consolidation,
+    plan_compaction,
+    unconfirmed_removals,
 )
 from gpupool.core.decisions.pool_status import plan_pool_status
 from gpupool.core.intake.routing import CompactCause
@@ -217,6 +216,11 @@ def _compact_held_pool(
 
 def _consolidation_plan(deps: Deps, name: str) -> Plan:
     """plan_consolidation on a fresh read of the pool: every node's pods and the pool's GPUs."""
+    # Imported here: the allocator (and numpy) load only for a pool that opted in, not on every
+    # compact cold start.
+    from gpupool.core.allocator.build import gpu_info
+    from gpupool.core.decisions.consolidation import DisruptionAllowance, plan_consolidation
+
     reads = ClusterReads.load(deps)
     snapshot = _snapshot(deps, name, reads)
     if snapshot is None:

@@ -41,6 +41,7 @@ from gpupool.core.allocator.allocator import AllocationError
 from gpupool.core.allocator.build import gpu_info, rebuild_allocator
 from gpupool.core.allocator.pod_request import RequestError, allocation_from_pod, request_from_pod
 from gpupool.core.allocator.request import GpuRequest
+from gpupool.core.decisions.compaction import consolidation_enabled
 from gpupool.core.decisions.disruption_budget import allowed_disruptions
 from gpupool.core.model.base import duration_seconds
 from gpupool.core.model.claim_state import claim_counts, claim_phase, do_not_disrupt, node_claim
@@ -105,11 +106,6 @@ class Consolidation:
     moves: tuple[Move, ...]
     hourly_saving: Decimal
     window_saving: Decimal
-
-
-def consolidation_enabled(snapshot: PoolSnapshot) -> bool:
-    config = snapshot.pool.spec.node_manager_config.node_compaction
-    return config is not None and config.policy == "WhenUnderutilized"
 
 
 def selector_matches(selector: LabelSelector, labels: Mapping[str, str]) -> bool:
