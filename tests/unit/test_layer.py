@@ -53,7 +53,10 @@ def test_the_layer_leaves_out_the_sandbox_the_cli_and_the_reference_solvers(tmp_
     assert not any("reference" in f for f in files)
     size = sum((tmp_path / f).stat().st_size for f in files)
     print(f"layer gpupool package: {len(files)} files, {size:,} bytes unzipped")
-    assert size < 1_000_000
+    # 1 MB until issue 35: the compact function's WhenUnderutilized consolidation decides with the
+    # allocator's own fit, so gpupool.core.allocator (~165 KB of source) ships too (1,195,124 bytes
+    # when this was raised); the lead's call whether to keep it or trim the allocator's closure.
+    assert size < 1_250_000
 
 
 def test_everything_the_functions_import_is_in_the_layer(tmp_path: Path) -> None:

@@ -246,8 +246,8 @@ def apply_terminate(deps: Deps, action: TerminateInstance) -> str:
 
 
 def apply_cordon(deps: Deps, action: CordonNode) -> str:
-    deps.cluster.patch_node(action.node, unschedulable=True)
-    return "cordoned"
+    deps.cluster.patch_node(action.node, unschedulable=not action.uncordon)
+    return "uncordoned" if action.uncordon else "cordoned"
 
 
 def apply_label(deps: Deps, action: LabelNode) -> str:
