@@ -18,17 +18,17 @@ Must not: change the object or reach storage.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from typing import Any
 
+from gpupool.core.goregexp import go_regexp
 from gpupool.sandbox.kubeapi.builtin_schemas import Schema, referenced_name, resolve, types_of
 from gpupool.sandbox.kubeapi.selectors import selector_from_object
 
 JsonObject = dict[str, Any]
 Problems = list[tuple[str, str]]
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-_DATA_KEY = re.compile(r"^[-._a-zA-Z0-9]+$")
+_DNS_LABEL = go_regexp(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_DATA_KEY = go_regexp(r"^[-._a-zA-Z0-9]+$")
 _PULL = ("Always", "IfNotPresent", "Never")
 _PROTOCOLS = ("SCTP", "TCP", "UDP")
 _SELECTOR_OPERATORS = ("DoesNotExist", "Exists", "In", "NotIn")

@@ -29,6 +29,9 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from gpupool.core.goregexp import go_regexp
+from gpupool.sandbox.kubeapi.errors import go_quote
+
 __all__ = [
     "RuleCheck",
     "RuleError",
@@ -44,7 +47,7 @@ __all__ = [
 
 RuleCheck = Callable[[Any, Any], bool]
 
-_GO_INT = re.compile(r"^[+-]?[0-9]+$")
+_GO_INT = go_regexp(r"^[+-]?[0-9]+$")
 _INT64 = (-(2**63), 2**63 - 1)
 
 
@@ -122,7 +125,7 @@ def _type_name(value: Any) -> str:
 
 def _shown(value: Any) -> str:
     if isinstance(value, str):
-        return f'"{value}"'
+        return go_quote(value)
     return str(value).lower() if isinstance(value, bool) else str(value)
 
 

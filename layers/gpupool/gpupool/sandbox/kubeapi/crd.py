@@ -11,17 +11,17 @@ Must not: store objects or register types itself; `cluster` wires CRDs to the re
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
+from gpupool.core.goregexp import go_regexp
 from gpupool.sandbox.kubeapi.cel import is_known
 from gpupool.sandbox.kubeapi.errors import invalid
 from gpupool.sandbox.kubeapi.objects import metadata
 from gpupool.sandbox.kubeapi.resources import COMMON_FIELDS, ResourceType
 
 JsonObject = dict[str, Any]
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-_KIND = re.compile(r"^[A-Z][A-Za-z0-9]*$")
+_DNS_LABEL = go_regexp(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_KIND = go_regexp(r"^[A-Z][A-Za-z0-9]*$")
 
 
 def validate_crd(crd: JsonObject) -> None:

@@ -53,6 +53,29 @@ class ApiError(Exception):
         return body
 
 
+_GO_ESCAPES = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\v": "\\v"}
+
+
+def go_quote(text: str) -> str:
+    """`text` as Go's `%q` (strconv.Quote) prints it, as field errors show a bad value."""
+    out = ['"']
+    for char in text:
+        if char in ('"', "\\"):
+            out.append("\\" + char)
+        elif char in _GO_ESCAPES:
+            out.append(_GO_ESCAPES[char])
+        elif char.isprintable():
+            out.append(char)
+        elif ord(char) < 0x80:
+            out.append(f"\\x{ord(char):02x}")
+        elif ord(char) <= 0xFFFF:
+            out.append(f"\\u{ord(char):04x}")
+        else:
+            out.append(f"\\U{ord(char):08x}")
+    out.append('"')
+    return "".join(out)
+
+
 def _details(name: str, group: str, plural: str) -> JsonObject:
     details: JsonObject = {"name": name}
     if group:
@@ -111,8 +134,12 @@ def _cause_reason(message: str) -> str:
 
 
 def invalid(kind: str, group: str, name: str, causes: list[tuple[str, str]]) -> ApiError:
-    """422 Invalid: `causes` are (field path, message) pairs, as the real server lists them."""
-    summary = ", ".join(f"{field}: {message}" for field, message in causes)
+    """422 Invalid: `causes` are (field path, message) pairs, as the real server lists them; the
+    message names each distinct one, in brackets when there are several (upstream's aggregate)."""
+    lines = list(dict.fromkeys(f"{field}: {message}" for field, message in causes))
+    summary = lines[0] if len(lines) == 1 else "[" + ", ".join(lines) + "]"
+    if not lines:
+        summary = ""
     details: JsonObject = {
         "name": name,
         "kind": kind,
@@ -121,7 +148,8 @@ def invalid(kind: str, group: str, name: str, causes: list[tuple[str, str]]) -> 
     if group:
         details["group"] = group
     qualified = f"{kind}.{group}" if group else kind
-    return ApiError(422, "Invalid", f'{qualified} "{name}" is invalid: {summary}', details=details)
+    message = f'{qualified} "{name}" is invalid' + (f": {summary}" if summary else "")
+    return ApiError(422, "Invalid", message, details=details)
 
 
 def bad_request(message: str) -> ApiError:
