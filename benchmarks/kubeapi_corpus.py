@@ -243,6 +243,14 @@ def _karpenter() -> list[Request]:
             MERGE,
         ),
         Request("NodePool weight update", "PATCH", f"{NODEPOOLS}/{{run}}-p", {"spec": {"weight": 10}}, MERGE),
+        Request(
+            "NodePool budget for Unhealthy nodes",
+            "POST",
+            NODEPOOLS,
+            nodepool(
+                "unhealthy", disruption={"budgets": [{"nodes": "1", "reasons": ["Unhealthy", "Drifted"]}]}
+            ),
+        ),
         *_pool_refusals(),
     ]
 
