@@ -21,6 +21,18 @@ VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update
 
 
 @dataclass(frozen=True)
+class PrinterColumn:
+    """One column of a CRD version's Table (its `additionalPrinterColumns` entry, as served)."""
+
+    name: str
+    type: str
+    json_path: str
+    description: str
+    priority: int = 0
+    format: str = ""
+
+
+@dataclass(frozen=True)
 class ResourceType:
     group: str
     version: str
@@ -37,8 +49,8 @@ class ResourceType:
     list_kind: str = ""
     # Kinds whose spec changes bump metadata.generation (upstream: CRs, and built-ins with a spec).
     tracks_generation: bool = True
-    # A CRD's additionalPrinterColumns: (name, type, jsonPath) for kubectl's tables.
-    printer_columns: tuple[tuple[str, str, str], ...] = ()
+    # A CRD version's additionalPrinterColumns for kubectl's tables (Age alone when it has none).
+    printer_columns: tuple[PrinterColumn, ...] = ()
     # A CRD version's openAPIV3Schema (custom resources only), enforced when the server says so.
     schema: Mapping[str, Any] | None = field(default=None, compare=False, hash=False)
     # What discovery lists; a create-only kind (an access review) answers through
