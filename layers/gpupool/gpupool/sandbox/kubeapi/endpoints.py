@@ -5,6 +5,8 @@ the response formats clients ask for in `Accept` (a `Table`, `PartialObjectMetad
 writes honour `dryRun`, `fieldValidation`, `fieldManager` and `force` through `WriteOptions`.
 Subresources other than `status` are looked up in `SUBRESOURCE_HANDLERS`, and create-only
 kinds (access reviews) in `CREATE_ONLY_HANDLERS`: tables that take one more entry per addition.
+A delete that removes the object answers upstream's Success `Status`, except for the kinds whose
+registries return the deleted object (`RETURN_DELETED_OBJECT`).
 
 Must not: touch sockets or parse the query string (see `handler` and `query`).
 """
@@ -129,8 +131,50 @@ def _single(cluster: ApiOperations, rt: ResourceType, namespace: str, name: str,
         if request.query.propagation_policy is not None:
             delete_options["propagationPolicy"] = request.query.propagation_policy
         last, gone = cluster.delete(rt, namespace, name, delete_options, options=options)
+        if gone and (rt.group, rt.plural) not in RETURN_DELETED_OBJECT:
+            return 200, deleted_status(rt, last)
         return (200 if gone else 202), last
     raise errors.method_not_allowed(f"{method} is not supported on this path")
+
+
+# The registries whose DELETE answers with the deleted object itself (upstream's
+# `ReturnDeletedObject`); every other kind, custom resources included, answers a Success Status
+# once the object is gone. One still held by finalizers answers itself (202) everywhere.
+RETURN_DELETED_OBJECT = frozenset(
+    {
+        ("", "pods"),
+        ("", "namespaces"),
+        ("", "services"),
+        ("", "serviceaccounts"),
+        ("", "persistentvolumeclaims"),
+        ("", "persistentvolumes"),
+        ("", "resourcequotas"),
+        ("", "podtemplates"),
+        ("storage.k8s.io", "storageclasses"),
+        ("storage.k8s.io", "csidrivers"),
+        ("storage.k8s.io", "csinodes"),
+        ("storage.k8s.io", "volumeattachments"),
+        ("storage.k8s.io", "volumeattributesclasses"),
+        ("resource.k8s.io", "resourceclaims"),
+        ("resource.k8s.io", "resourceclaimtemplates"),
+        ("resource.k8s.io", "resourceslices"),
+        ("resource.k8s.io", "deviceclasses"),
+        ("resource.k8s.io", "devicetaintrules"),
+    }
+)
+
+
+def deleted_status(rt: ResourceType, last: JsonObject) -> JsonObject:
+    """Upstream's answer to a delete that removed the object: Success, naming it (kind is the
+    resource's plural, as upstream fills it)."""
+    meta = last.get("metadata") or {}
+    details: JsonObject = {"name": meta.get("name")}
+    if rt.group:
+        details["group"] = rt.group
+    details["kind"] = rt.plural
+    if meta.get("uid"):
+        details["uid"] = meta["uid"]
+    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details}
 
 
 def _collection(cluster: ApiOperations, rt: ResourceType, namespace: str | None, request: Request) -> Answer:
