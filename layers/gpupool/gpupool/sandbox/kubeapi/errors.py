@@ -160,9 +160,27 @@ def method_not_allowed(message: str) -> ApiError:
     return ApiError(405, "MethodNotAllowed", message)
 
 
-def unsupported_media_type(content_type: str) -> ApiError:
+# The patch types upstream's handlers accept, in the order its error lists them.
+CUSTOM_PATCH_TYPES = (
+    "application/json-patch+json",
+    "application/merge-patch+json",
+    "application/apply-patch+yaml",
+)
+BUILTIN_PATCH_TYPES = (
+    "application/json-patch+json",
+    "application/merge-patch+json",
+    "application/strategic-merge-patch+json",
+    "application/apply-patch+yaml",
+)
+
+
+def unsupported_media_type(accepted: tuple[str, ...]) -> ApiError:
+    """415 for a PATCH whose Content-Type the resource does not take, in upstream's words."""
     return ApiError(
-        415, "UnsupportedMediaType", f"the body of the request was in an unknown format: {content_type}"
+        415,
+        "UnsupportedMediaType",
+        "the body of the request was in an unknown format - accepted media types include: "
+        + ", ".join(accepted),
     )
 
 
