@@ -331,7 +331,7 @@ def _lists_and_watches() -> list[Request]:
 
 def _tensor_fusion() -> list[Request]:
     pools = "/apis/tensor-fusion.ai/v1/gpupools"
-    pool = {
+    pool: dict[str, Any] = {
         "apiVersion": "tensor-fusion.ai/v1",
         "kind": "GPUPool",
         "metadata": _meta("{run}-pool"),

@@ -87,7 +87,8 @@ class Target:
         current = config.get("current-context") or config["contexts"][0]["name"]
         context = next(c["context"] for c in config["contexts"] if c["name"] == current)
         cluster = next(c["cluster"] for c in config["clusters"] if c["name"] == context["cluster"])
-        user = next((u["user"] for u in config.get("users") or [] if u["name"] == context.get("user")), {})
+        users: list[dict[str, Any]] = config.get("users") or []
+        user: dict[str, Any] = next((u["user"] for u in users if u["name"] == context.get("user")), {})
         url = str(cluster["server"]).rstrip("/")
         token = user.get("token")
         if token is None and user.get("tokenFile"):
