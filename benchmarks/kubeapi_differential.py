@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import re
 import secrets
 import ssl
 import sys
@@ -234,8 +235,10 @@ def _warnings(raw: Raw) -> tuple[str, ...]:
     """`Warning: 299 - "text"` headers, as their texts."""
     found = []
     for header in raw.warnings:
-        text = header.split(" ", 2)[-1] if header.startswith("299") else header
-        found.append(text.strip().strip('"'))
+        text = (header.split(" ", 2)[-1] if header.startswith("299") else header).strip()
+        if len(text) >= 2 and text[0] == text[-1] == '"':
+            text = re.sub(r"\\(.)", r"\1", text[1:-1])  # a quoted-string's escapes (RFC 9110)
+        found.append(text)
     return tuple(sorted(found))
 
 
