@@ -5,6 +5,8 @@ condition filters, the first value a path selects — Karpenter's NodeClaim colu
 
 from __future__ import annotations
 
+import http.client
+import json
 from typing import Any
 
 from kubeapi_builders import http_call
@@ -92,3 +94,15 @@ def test_jsonpath_reads_as_client_go_reads() -> None:
     assert find(obj, '.a.l[?(@.t=="y")].v') == [2, 3]
     assert find(obj, ".a.l[*].t") == ["x", "y", "y"] and find(obj, ".a.l[-1].v") == [3]
     assert find(obj, ".a.missing") == [] and find(obj, ".a[") == []
+
+
+def test_a_table_watch_announces_the_columns_once_then_null(kube_api: EmbeddedKubeAPI) -> None:
+    """Upstream sets NoHeaders after the first event: later tables carry `columnDefinitions: null`."""
+    for name in ("a", "b"):
+        http_call(kube_api.port, "POST", NODECLAIMS, {**CLAIM, "metadata": {"name": name}})
+    connection = http.client.HTTPConnection("127.0.0.1", kube_api.port, timeout=10)
+    connection.request("GET", f"{NODECLAIMS}?watch=1&timeoutSeconds=1", headers={"Accept": TABLE})
+    events = [json.loads(line) for line in connection.getresponse().read().splitlines() if line.strip()]
+    connection.close()
+    assert [e["object"]["rows"][0]["cells"][0] for e in events] == ["a", "b"]
+    assert events[0]["object"]["columnDefinitions"] and events[1]["object"]["columnDefinitions"] is None

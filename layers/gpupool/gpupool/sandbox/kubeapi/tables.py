@@ -148,6 +148,6 @@ def table(
         "kind": "Table",
         "apiVersion": "meta.k8s.io/v1",
         "metadata": {"resourceVersion": resource_version},
-        "columnDefinitions": definitions if with_definitions else [],
+        "columnDefinitions": definitions if with_definitions else None,  # upstream: NoHeaders → null
         "rows": rows,
     }
