@@ -129,14 +129,27 @@ def test_replace_keeps_server_owned_metadata(core: client.CoreV1Api) -> None:
     assert replaced.metadata.labels == {"zone": "a"}
 
 
-def test_generation_moves_with_spec_not_with_metadata_or_status(core: client.CoreV1Api) -> None:
-    core.create_node(node("n1"))
-    labelled = core.patch_node("n1", {"metadata": {"labels": {"a": "b"}}})
+def test_generation_moves_with_spec_not_with_metadata_or_status(api_client: client.ApiClient) -> None:
+    apps = client.AppsV1Api(api_client)
+    template = {"metadata": {"labels": {"app": "w"}}, "spec": {"containers": [{"name": "c", "image": "i"}]}}
+    deployment = {
+        "metadata": {"name": "w"},
+        "spec": {"selector": {"matchLabels": {"app": "w"}}, "template": template},
+    }
+    assert apps.create_namespaced_deployment("default", deployment).metadata.generation == 1
+    labelled = apps.patch_namespaced_deployment("w", "default", {"metadata": {"labels": {"a": "b"}}})
     assert labelled.metadata.generation == 1
-    cordoned = core.patch_node("n1", {"spec": {"unschedulable": True}})
-    assert cordoned.metadata.generation == 2
-    with_status = core.patch_node_status("n1", {"status": {"capacity": {"cpu": "4"}}})
+    scaled = apps.patch_namespaced_deployment("w", "default", {"spec": {"replicas": 3}})
+    assert scaled.metadata.generation == 2
+    with_status = apps.patch_namespaced_deployment_status("w", "default", {"status": {"replicas": 3}})
     assert with_status.metadata.generation == 2
+
+
+def test_kinds_whose_registries_keep_no_generation_have_none(core: client.CoreV1Api) -> None:
+    """Upstream: Node, Namespace, ConfigMap, Service, … strategies never set metadata.generation."""
+    assert core.create_node(node("n1")).metadata.generation is None
+    assert core.patch_node("n1", {"spec": {"unschedulable": True}}).metadata.generation is None
+    assert core.create_namespace({"metadata": {"name": "ns1"}}).metadata.generation is None
 
 
 def test_no_op_update_keeps_resource_version(core: client.CoreV1Api) -> None:

@@ -75,13 +75,49 @@ class ResourceType:
         return f"/apis/{self.group}/{self.version}" if self.group else "/api/v1"
 
 
+# The built-in kinds whose registries set metadata.generation (their strategies set it to 1 on
+# create, Kubernetes 1.36 `pkg/registry/*/strategy.go`); the others (Namespace, Node, Service,
+# ConfigMap, Event, Lease, RBAC, …) have none. Custom resources and CRDs always do.
+GENERATION_KINDS = frozenset(
+    {
+        ("", "pods"),
+        ("", "podtemplates"),
+        ("", "replicationcontrollers"),
+        ("apps", "deployments"),
+        ("apps", "replicasets"),
+        ("apps", "daemonsets"),
+        ("apps", "statefulsets"),
+        ("batch", "jobs"),
+        ("batch", "cronjobs"),
+        ("admissionregistration.k8s.io", "mutatingwebhookconfigurations"),
+        ("admissionregistration.k8s.io", "validatingwebhookconfigurations"),
+        ("admissionregistration.k8s.io", "validatingadmissionpolicies"),
+        ("admissionregistration.k8s.io", "validatingadmissionpolicybindings"),
+        ("admissionregistration.k8s.io", "mutatingadmissionpolicies"),
+        ("admissionregistration.k8s.io", "mutatingadmissionpolicybindings"),
+        ("apiextensions.k8s.io", "customresourcedefinitions"),
+        ("discovery.k8s.io", "endpointslices"),
+        ("flowcontrol.apiserver.k8s.io", "flowschemas"),
+        ("flowcontrol.apiserver.k8s.io", "prioritylevelconfigurations"),
+        ("networking.k8s.io", "ingresses"),
+        ("networking.k8s.io", "ingressclasses"),
+        ("networking.k8s.io", "networkpolicies"),
+        ("policy", "poddisruptionbudgets"),
+        ("resource.k8s.io", "deviceclasses"),
+        ("resource.k8s.io", "devicetaintrules"),
+        ("resource.k8s.io", "resourceslices"),
+        ("scheduling.k8s.io", "priorityclasses"),
+    }
+)
+
+
 def _core(
     plural: str,
     kind: str,
     *,
     namespaced: bool = True,
     has_status: bool = True,
-    tracks_generation: bool = True,
+    tracks_generation: bool | None = None,
     short_names: tuple[str, ...] = (),
     categories: tuple[str, ...] = (),
     field_paths: frozenset[str] = COMMON_FIELDS,
@@ -95,7 +131,9 @@ def _core(
         singular=kind.lower(),
         namespaced=namespaced,
         has_status=has_status,
-        tracks_generation=tracks_generation,
+        tracks_generation=("", plural) in GENERATION_KINDS
+        if tracks_generation is None
+        else tracks_generation,
         short_names=short_names,
         categories=categories,
         field_paths=field_paths,
@@ -159,7 +197,16 @@ BUILTIN_TYPES: tuple[ResourceType, ...] = (
     _core(
         "secrets", "Secret", has_status=False, tracks_generation=False, field_paths=COMMON_FIELDS | {"type"}
     ),
-    ResourceType("coordination.k8s.io", "v1", "leases", "Lease", "lease", True, has_status=False),
+    ResourceType(
+        "coordination.k8s.io",
+        "v1",
+        "leases",
+        "Lease",
+        "lease",
+        True,
+        has_status=False,
+        tracks_generation=False,
+    ),
     ResourceType(
         "events.k8s.io",
         "v1",
@@ -201,7 +248,7 @@ def _kind(
     *,
     namespaced: bool = True,
     has_status: bool = False,
-    tracks_generation: bool = True,
+    tracks_generation: bool | None = None,
     short_names: tuple[str, ...] = (),
     categories: tuple[str, ...] = (),
     version: str = "v1",
@@ -216,7 +263,9 @@ def _kind(
         kind.lower(),
         namespaced,
         has_status=has_status,
-        tracks_generation=tracks_generation,
+        tracks_generation=(group, plural) in GENERATION_KINDS
+        if tracks_generation is None
+        else tracks_generation,
         short_names=short_names,
         categories=categories,
         verbs=verbs,
