@@ -1,7 +1,8 @@
 """Three places the embedded server once answered otherwise than kube-apiserver 1.36 does, each
 now as upstream's source reads (apiextensions-apiserver, kube-openapi):
 - `format: date-time` (and `date`): kube-openapi's reading of RFC 3339, quirks included, a
-  violation a TypeInvalid cause `… in body must be of type date-time: "<value>"`;
+  violation a TypeInvalid cause (reason FieldValueTypeInvalid) `… in body must be of type
+  date-time: "<value>"`, named from inside `status` on a status write;
 - a `pattern` and the name/label rules read as Go's regexp reads them: `$` is the end of the
   text, so `expireAfter: "720h\\n"` is refused (the value printed as Go's %q prints it);
 - a blocking schema error (a wrong type or format, a required field, an enum, a length or
@@ -114,9 +115,12 @@ def test_a_date_time_violation_is_refused_with_upstreams_cause(custom: client.Cu
         )
     )
     where = "status.conditions[0].lastTransitionTime"
-    assert (where, f'Invalid value: "yesterday": {where} in body must be of type date-time: "yesterday"') in (
+    # A status write validates the status schema alone: the message names the path from inside it.
+    named = "conditions[0].lastTransitionTime"
+    assert (where, f'Invalid value: "yesterday": {named} in body must be of type date-time: "yesterday"') in (
         _causes(body)
     )
+    assert body["details"]["causes"][0]["reason"] == "FieldValueTypeInvalid"
 
 
 def test_a_duration_with_a_trailing_newline_is_refused(custom: client.CustomObjectsApi) -> None:

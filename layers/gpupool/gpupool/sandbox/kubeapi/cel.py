@@ -70,7 +70,7 @@ def has(value: Any, name: str) -> bool:
 def cel_int(text: Any) -> int:
     """CEL's `int(string)`: Go's base-10 ParseInt (an optional sign, digits, nothing else)."""
     if not isinstance(text, str) or not _GO_INT.match(text):
-        raise RuleError(f"type conversion error from 'string' to 'int': {text!r} is not an integer")
+        raise RuleError("type conversion error from 'string' to 'int'")  # cel-go's words, no more
     number = int(text)
     if not _INT64[0] <= number <= _INT64[1]:
         raise RuleError("integer overflow")

@@ -126,8 +126,17 @@ _CAUSE_REASONS = (
 )
 
 
+class TypeInvalid(str):
+    """A cause message of field.TypeInvalid: it prints "Invalid value" like field.Invalid, but its
+    cause reason is `FieldValueTypeInvalid` (and it stops CEL, see `schema`)."""
+
+    __slots__ = ()
+
+
 def _cause_reason(message: str) -> str:
     """Upstream's cause reason, from the message prefix field.Error gives each error type."""
+    if isinstance(message, TypeInvalid):
+        return "FieldValueTypeInvalid"
     return next(
         (reason for prefix, reason in _CAUSE_REASONS if message.startswith(prefix)), "FieldValueInvalid"
     )
@@ -141,7 +150,7 @@ def invalid(kind: str, group: str, name: str, causes: list[tuple[str, str]]) -> 
     if not lines:
         summary = ""
     details: JsonObject = {
-        "name": name,
+        **({"name": name} if name else {}),  # upstream's omitempty: ListOptions are nameless
         "kind": kind,
         "causes": [{"reason": _cause_reason(m), "message": m, "field": f} for f, m in causes],
     }

@@ -34,7 +34,7 @@ from typing import Any
 
 from gpupool.core.goregexp import go_match
 from gpupool.sandbox.kubeapi.cel import evaluate
-from gpupool.sandbox.kubeapi.errors import go_quote
+from gpupool.sandbox.kubeapi.errors import TypeInvalid, go_quote
 from gpupool.sandbox.kubeapi.string_formats import format_problem
 
 _TYPES: dict[str, tuple[type, ...]] = {
@@ -66,10 +66,19 @@ class _Walk:
     rules: list[tuple[str, str]] = field(default_factory=list)  # CEL verdicts
     unknown: list[str] = field(default_factory=list)
     blocked: bool = False
+    # A status write validates the status schema on its own (upstream's statusSchemaValidator):
+    # the messages name paths from inside it ("conditions[0].type"), the causes' fields do not.
+    message_root: str = ""
+
+    def named(self, path: str) -> str:
+        """`path` as kube-openapi's messages name it."""
+        if not self.message_root:
+            return path
+        return path.removeprefix(self.message_root).removeprefix(".")
 
     def block(self, path: str, message: str) -> None:
         """A TypeInvalid cause (a wrong type or format): it stops CEL, as upstream."""
-        self.problems.append((path, message))
+        self.problems.append((path, TypeInvalid(message)))
         self.blocked = True
 
     def causes(self, schema: Mapping[str, Any]) -> list[tuple[str, str]]:
@@ -104,11 +113,16 @@ def conform(schema: Mapping[str, Any], obj: dict[str, Any]) -> tuple[dict[str, A
 
 
 def conform_reporting(
-    schema: Mapping[str, Any], obj: dict[str, Any], old: Mapping[str, Any] | None = None
+    schema: Mapping[str, Any],
+    obj: dict[str, Any],
+    old: Mapping[str, Any] | None = None,
+    *,
+    status_write: bool = False,
 ) -> tuple[dict[str, Any], list[tuple[str, str]], list[str]]:
     """As `conform`, plus the paths of the unknown fields that were pruned; `old` is the stored
-    object an update replaces (its transition rules compare against it)."""
-    walk = _Walk()
+    object an update replaces (its transition rules compare against it); `status_write` for a
+    write through the status subresource (messages name paths from inside `status`)."""
+    walk = _Walk(message_root="status" if status_write else "")
     root = {key: obj[key] for key in ROOT_FIELDS if key in obj}
     body = {key: value for key, value in obj.items() if key not in ROOT_FIELDS}
     old_body = (
@@ -140,7 +154,7 @@ def _type_ok(schema: Mapping[str, Any], value: Any) -> bool:
 
 def _walk(schema: Mapping[str, Any], value: Any, old: Any, path: str, walk: _Walk) -> Any:
     if not _type_ok(schema, value):
-        walk.block(path, _type_problem(schema, value, path))
+        walk.block(path, _type_problem(schema, value, walk.named(path)))
         return value
     if isinstance(value, dict):
         result: Any = _walk_object(schema, value, old, path, walk)
@@ -212,7 +226,7 @@ def _walk_array(schema: Mapping[str, Any], value: list[Any], old: Any, path: str
         walk.problems.append(
             (
                 path,
-                f"Invalid value: {len(result)}: {path} in body should have at least "
+                f"Invalid value: {len(result)}: {walk.named(path)} in body should have at least "
                 f"{schema['minItems']} items",
             )
         )
@@ -285,7 +299,7 @@ def _walk_object(schema: Mapping[str, Any], value: dict[str, Any], old: Any, pat
         walk.problems.append(
             (
                 path,
-                f"Invalid value: {len(result)}: {path} in body should have at least "
+                f"Invalid value: {len(result)}: {walk.named(path)} in body should have at least "
                 f"{schema['minProperties']} properties",
             )
         )
@@ -303,7 +317,7 @@ def _check_scalar(schema: Mapping[str, Any], value: Any, path: str, walk: _Walk)
             problems.append(
                 (
                     path,
-                    f"Invalid value: {value}: {path} in body should be greater than or equal to "
+                    f"Invalid value: {value}: {walk.named(path)} in body should be greater than or equal to "
                     f"{schema['minimum']}",
                 )
             )
@@ -311,7 +325,7 @@ def _check_scalar(schema: Mapping[str, Any], value: Any, path: str, walk: _Walk)
             problems.append(
                 (
                     path,
-                    f"Invalid value: {value}: {path} in body should be less than or equal to "
+                    f"Invalid value: {value}: {walk.named(path)} in body should be less than or equal to "
                     f"{schema['maximum']}",
                 )
             )
@@ -320,7 +334,7 @@ def _check_scalar(schema: Mapping[str, Any], value: Any, path: str, walk: _Walk)
             problems.append(
                 (
                     path,
-                    f'Invalid value: "{value}": {path} in body should be at least '
+                    f'Invalid value: "{value}": {walk.named(path)} in body should be at least '
                     f"{schema['minLength']} chars long",
                 )
             )
@@ -328,7 +342,11 @@ def _check_scalar(schema: Mapping[str, Any], value: Any, path: str, walk: _Walk)
             problems.append((path, f"Too long: may not be more than {schema['maxLength']} bytes"))
         if "pattern" in schema and not go_match(str(schema["pattern"]), value):
             problems.append(
-                (path, f"Invalid value: {go_quote(value)}: {path} in body should match '{schema['pattern']}'")
+                (
+                    path,
+                    f"Invalid value: {go_quote(value)}: {walk.named(path)} in body should match "
+                    f"'{schema['pattern']}'",
+                )
             )
-        if (problem := format_problem(schema, value, path)) is not None:
+        if (problem := format_problem(schema, value, walk.named(path))) is not None:
             walk.block(path, problem)

@@ -217,10 +217,18 @@ class Store:
         old: JsonObject | None,
         previous: JsonObject | None,
         options: WriteOptions,
+        *,
+        status_write: bool = False,
     ) -> JsonObject:
         """Decode, default and validate; then credit the changed fields to the request's manager."""
         admitted = admit(
-            rt, obj, old, options, self.allocate_cluster_ip, enforce_schemas=self.enforce_schemas
+            rt,
+            obj,
+            old,
+            options,
+            self.allocate_cluster_ip,
+            enforce_schemas=self.enforce_schemas,
+            status_write=status_write,
         )
         if options.field_manager:
             now = rfc3339(self.clock.now())
@@ -283,7 +291,9 @@ class Store:
             if wanted_rv not in (None, "") and str(wanted_rv) != metadata(current)["resourceVersion"]:
                 raise errors.conflict(rt.group, rt.plural, name)
             prepared = prepare_update(rt, current, candidate, status_only=status_only)
-            updated = self._admit(rt, prepared, None if trusted else current, current, options)
+            updated = self._admit(
+                rt, prepared, None if trusted else current, current, options, status_write=status_only
+            )
             if rt.tracks_generation and spec_of(updated) == spec_of(current):
                 # Defaults can make a changed request store the same spec: nothing to observe.
                 metadata(updated)["generation"] = metadata(current).get("generation")
