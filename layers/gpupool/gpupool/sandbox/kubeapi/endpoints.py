@@ -19,7 +19,7 @@ from typing import Any
 
 from gpupool.sandbox.kubeapi import errors, formats, reviews, tables
 from gpupool.sandbox.kubeapi.operations import ApiOperations
-from gpupool.sandbox.kubeapi.query import Query, WriteOptions
+from gpupool.sandbox.kubeapi.query import Query, WriteOptions, list_problems
 from gpupool.sandbox.kubeapi.resources import ResourceType
 from gpupool.sandbox.kubeapi.routes import ResourcePath
 from gpupool.sandbox.kubeapi.selectors import parse_field_selector, parse_label_selector
@@ -188,8 +188,10 @@ def _collection(cluster: ApiOperations, rt: ResourceType, namespace: str | None,
         if rt.namespaced and namespace is None:
             raise errors.method_not_allowed("create a namespaced object under /namespaces/NAME/")
         return 201, cluster.create(rt, namespace, request.body, options=request.options)
+    if method == "GET" and (problems := list_problems(query)):
+        raise errors.invalid("ListOptions", "meta.k8s.io", "", problems)
     labels = parse_label_selector(query.label_selector)
-    fields = parse_field_selector(query.field_selector, rt.field_paths, rt.kind)
+    fields = parse_field_selector(query.field_selector, rt.field_paths, rt.kind, custom=not rt.builtin)
     if method == "GET" and query.watch:
         cluster.check_watch_start(query.resource_version)
         return watch_lines(

@@ -79,6 +79,9 @@ def list_body(
 ) -> bytes:
     """The encoded list of `entries` (one page, already selected, in key order)."""
     list_meta: JsonObject = {"resourceVersion": str(resource_version), **(extra_metadata or {})}
+    if not rt.builtin:
+        # An unstructured list always carries `continue` ("" on the last page); a typed one omits it.
+        list_meta.setdefault("continue", "")
     head = json.dumps({"kind": rt.list_kind_name, "apiVersion": rt.api_version, "metadata": list_meta})
     served = rt.api_version
     items = b",".join(

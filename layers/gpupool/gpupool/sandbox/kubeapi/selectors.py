@@ -180,7 +180,34 @@ class FieldSelector:
         return None
 
 
-def parse_field_selector(selector: str, supported: Collection[str], kind: str) -> FieldSelector:
+# Kinds with their own field-label conversion upstream (their error names the label bare); a
+# custom resource's converter words it the same way. Others fall back to apimachinery's default.
+_CONVERTED_KINDS = frozenset(
+    {
+        "Pod",
+        "Node",
+        "ReplicationController",
+        "Event",
+        "Namespace",
+        "Secret",
+        "Service",
+        "CertificateSigningRequest",
+    }
+)
+
+
+def unsupported_field(path: str, kind: str, *, custom: bool) -> str:
+    """Upstream's words for a field selector on a path the kind does not index."""
+    if custom or kind in _CONVERTED_KINDS:
+        return f"field label not supported: {path}"
+    if kind == "Job":
+        return f'field label "{path}" not supported for Job'
+    return f'"{path}" is not a known field selector: only "metadata.name", "metadata.namespace"'
+
+
+def parse_field_selector(
+    selector: str, supported: Collection[str], kind: str, *, custom: bool = False
+) -> FieldSelector:
     """Compile a `fieldSelector`; a path the resource does not support is a 400, as upstream."""
     if not selector.strip():
         return FieldSelector(())
@@ -191,6 +218,6 @@ def parse_field_selector(selector: str, supported: Collection[str], kind: str) -
             raise bad_request(f'invalid field selector: "{part}"')
         path, operator, value = found.groups()
         if path not in supported:
-            raise bad_request(f'field label not supported: "{path}" for {kind}')
+            raise bad_request(unsupported_field(path, kind, custom=custom))
         terms.append((path, operator != "!=", value))
     return FieldSelector(tuple(terms))
