@@ -4,11 +4,11 @@ metadata, 201/409/404/422 answers with Status bodies, optimistic concurrency, ge
 from __future__ import annotations
 
 import pytest
-from kubeapi_builders import node, pod, status_body
+from kubeapi_builders import http_call, node, pod, status_body
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from gpupool.sandbox.kubeapi import ManualClock
+from gpupool.sandbox.kubeapi import EmbeddedKubeAPI, ManualClock
 
 
 def test_create_stamps_uid_resource_version_generation_and_clock_time(
@@ -229,3 +229,37 @@ def test_list_pages_with_limit_and_continue(core: client.CoreV1Api) -> None:
         if not token:
             break
     assert sorted(seen) == [f"n{index}" for index in range(7)]
+
+
+def test_a_put_without_resource_version_is_refused_where_upstream_refuses_it(
+    kube_api: EmbeddedKubeAPI,
+) -> None:
+    """Custom resources, Leases, PDBs, webhooks, … (AllowUnconditionalUpdate false) answer 422
+    naming the resource; ConfigMaps and most built-ins overwrite."""
+    claim = {
+        "apiVersion": "karpenter.sh/v1",
+        "kind": "NodeClaim",
+        "metadata": {"name": "c"},
+        "spec": {
+            "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"},
+            "requirements": [{"key": "k", "operator": "Exists"}],
+        },
+    }
+    http_call(kube_api.port, "POST", "/apis/karpenter.sh/v1/nodeclaims", claim)
+    status, body, _ = http_call(kube_api.port, "PUT", "/apis/karpenter.sh/v1/nodeclaims/c", claim)
+    assert (status, body["message"]) == (
+        422,
+        'nodeclaims.karpenter.sh "c" is invalid: '
+        "metadata.resourceVersion: Invalid value: 0: must be specified for an update",
+    )
+    assert (body["details"]["kind"], body["details"]["group"]) == ("nodeclaims", "karpenter.sh")
+    lease = {"metadata": {"name": "l"}, "spec": {"holderIdentity": "a"}}
+    http_call(kube_api.port, "POST", "/apis/coordination.k8s.io/v1/namespaces/default/leases", lease)
+    status, _, _ = http_call(
+        kube_api.port, "PUT", "/apis/coordination.k8s.io/v1/namespaces/default/leases/l", lease
+    )
+    assert status == 422
+    config_map = {"metadata": {"name": "m"}, "data": {"a": "1"}}
+    http_call(kube_api.port, "POST", "/api/v1/namespaces/default/configmaps", config_map)
+    status, _, _ = http_call(kube_api.port, "PUT", "/api/v1/namespaces/default/configmaps/m", config_map)
+    assert status == 200

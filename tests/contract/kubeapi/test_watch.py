@@ -148,3 +148,16 @@ def test_deleted_event_after_finalizer_removal_carries_the_final_state(core: cli
     final = events[-1]["object"]
     assert final.metadata.deletion_timestamp is not None and not final.metadata.finalizers
     assert int(final.metadata.resource_version) > int(events[1]["object"].metadata.resource_version)
+
+
+def test_an_object_leaving_the_selector_is_deleted_as_it_last_matched(kube_api: EmbeddedKubeAPI) -> None:
+    """Upstream's watch cache: the DELETED event carries the object as the watcher last saw it."""
+    core = client.CoreV1Api(config.new_client_from_config(config_file=str(kube_api.kubeconfig_path)))
+    start = core.list_node().metadata.resource_version
+    core.create_node(node("n1", labels={"team": "x"}))
+    core.patch_node("n1", {"metadata": {"labels": {"team": "z"}}})
+    stream = watch.Watch().stream(
+        core.list_node, label_selector="team=x", resource_version=start, timeout_seconds=1
+    )
+    events = [(e["type"], e["object"].metadata.labels["team"]) for e in stream]
+    assert events == [("ADDED", "x"), ("DELETED", "x")]

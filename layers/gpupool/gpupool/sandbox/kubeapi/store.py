@@ -67,6 +67,34 @@ class Entry:
         return self._encoded
 
 
+# Built-in registries whose strategies refuse an update without a resourceVersion (upstream's
+# AllowUnconditionalUpdate false); custom resources refuse it too.
+_CONDITIONAL_UPDATES = frozenset(
+    {
+        ("admissionregistration.k8s.io", "mutatingwebhookconfigurations"),
+        ("admissionregistration.k8s.io", "validatingwebhookconfigurations"),
+        ("admissionregistration.k8s.io", "validatingadmissionpolicies"),
+        ("admissionregistration.k8s.io", "validatingadmissionpolicybindings"),
+        ("admissionregistration.k8s.io", "mutatingadmissionpolicies"),
+        ("admissionregistration.k8s.io", "mutatingadmissionpolicybindings"),
+        ("apiextensions.k8s.io", "customresourcedefinitions"),
+        ("coordination.k8s.io", "leases"),
+        ("coordination.k8s.io", "leasecandidates"),
+        ("node.k8s.io", "runtimeclasses"),
+        ("policy", "poddisruptionbudgets"),
+        ("storage.k8s.io", "csidrivers"),
+        ("storage.k8s.io", "csinodes"),
+        ("storage.k8s.io", "csistoragecapacities"),
+        ("storage.k8s.io", "volumeattachments"),
+    }
+)
+
+
+def allows_unconditional_update(rt: ResourceType) -> bool:
+    """Whether a PUT without a resourceVersion overwrites (else it is 422, as upstream)."""
+    return rt.builtin and (rt.group, rt.plural) not in _CONDITIONAL_UPDATES
+
+
 @dataclass(frozen=True)
 class WatchEvent:
     resource_version: int
@@ -261,6 +289,14 @@ class Store:
         if body_name not in (None, name):
             raise errors.bad_request(
                 f"the name of the object ({body_name}) does not match the name on the URL ({name})"
+            )
+        if metadata(body).get("resourceVersion") in (None, "", "0") and not allows_unconditional_update(rt):
+            # Upstream names the resource (plural) where the kind would go, as its TODO admits.
+            raise errors.invalid(
+                rt.plural,
+                rt.group,
+                name,
+                [("metadata.resourceVersion", "Invalid value: 0: must be specified for an update")],
             )
         return self.mutate(
             rt, namespace, name, lambda _current: body, status_only=status_only, options=options

@@ -5,7 +5,8 @@ with ADDED for every matching object (then, with bookmarks and `sendInitialEvent
 annotated `k8s.io/initial-events-end`); otherwise it replays history after the given version,
 or sends one ERROR event with a 410 Expired Status when history no longer reaches back that
 far. Objects are rendered by the caller's `render` (plain JSON, a Table row, metadata only).
-With selectors, an object that starts or stops matching is reported as ADDED or DELETED, as
+With selectors, an object that starts or stops matching is reported as ADDED or DELETED (the
+DELETED one carrying the object as it last matched, at the new resourceVersion), as
 upstream's watch cache does. The stream ends after `timeoutSeconds` (wall time) or when the
 server stops.
 
@@ -14,6 +15,7 @@ Must not: hold the store lock while a line is written to a socket.
 
 from __future__ import annotations
 
+import copy
 import json
 import time
 from collections.abc import Callable, Iterator
@@ -76,6 +78,12 @@ class _Filter:
             kind = {(True, True): "MODIFIED", (True, False): "ADDED", (False, True): "DELETED"}.get(
                 (now_matches, before)
             )
+            if kind == "DELETED" and event.previous is not None:
+                # Upstream's cacher: the object as the watcher last saw it (the one that matched),
+                # at the event's resourceVersion.
+                last_seen = copy.deepcopy(event.previous)
+                metadata(last_seen)["resourceVersion"] = metadata(event.entry.obj).get("resourceVersion")
+                return _line(kind, self.render(self.rt, Entry(last_seen)))
         else:
             kind = (
                 event.type
