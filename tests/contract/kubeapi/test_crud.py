@@ -263,3 +263,14 @@ def test_a_put_without_resource_version_is_refused_where_upstream_refuses_it(
     http_call(kube_api.port, "POST", "/api/v1/namespaces/default/configmaps", config_map)
     status, _, _ = http_call(kube_api.port, "PUT", "/api/v1/namespaces/default/configmaps/m", config_map)
     assert status == 200
+
+
+def test_built_in_list_items_carry_no_kind_custom_ones_do(kube_api: EmbeddedKubeAPI) -> None:
+    """Upstream's typed lists leave each item's kind and apiVersion out; unstructured ones keep them."""
+    http_call(kube_api.port, "POST", "/api/v1/namespaces/default/configmaps", {"metadata": {"name": "m"}})
+    _, listed, _ = http_call(kube_api.port, "GET", "/api/v1/namespaces/default/configmaps")
+    (item,) = listed["items"]
+    assert "kind" not in item and "apiVersion" not in item and item["metadata"]["name"] == "m"
+    assert "continue" not in listed["metadata"]
+    _, pools, _ = http_call(kube_api.port, "GET", "/apis/karpenter.sh/v1/nodepools")
+    assert pools["metadata"]["continue"] == ""

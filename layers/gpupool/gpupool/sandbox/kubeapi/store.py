@@ -48,7 +48,7 @@ __all__ = ["Entry", "Store", "WatchEvent"]
 class Entry:
     """A stored object and its JSON encoding, computed once and reused by lists and watches."""
 
-    __slots__ = ("_encoded", "key", "labels", "obj")
+    __slots__ = ("_encoded", "_encoded_item", "key", "labels", "obj")
 
     def __init__(self, obj: JsonObject) -> None:
         self.obj = obj
@@ -59,12 +59,22 @@ class Entry:
             str(meta.get("name") or ""),
         )  # list order
         self._encoded: bytes | None = None
+        self._encoded_item: bytes | None = None
 
     @property
     def encoded(self) -> bytes:
         if self._encoded is None:
             self._encoded = json.dumps(self.obj, separators=(",", ":")).encode()
         return self._encoded
+
+    @property
+    def encoded_item(self) -> bytes:
+        """The encoding as an item of a built-in kind's list: upstream's typed lists leave each
+        item's kind and apiVersion out (custom resource lists keep them)."""
+        if self._encoded_item is None:
+            bare = {k: v for k, v in self.obj.items() if k not in ("kind", "apiVersion")}
+            self._encoded_item = json.dumps(bare, separators=(",", ":")).encode()
+        return self._encoded_item
 
 
 # Built-in registries whose strategies refuse an update without a resourceVersion (upstream's
