@@ -502,7 +502,15 @@ def _events_and_builtins() -> list[Request]:
 
 def _setup() -> list[Request]:
     namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": _meta("{ns}")}
-    return [Request("Namespace created", "POST", "/api/v1/namespaces", namespace)]
+    account = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default"}}
+    return [
+        Request("Namespace created", "POST", "/api/v1/namespaces", namespace),
+        # What kube-controller-manager makes in every namespace, and ServiceAccount admission needs
+        # before it looks at a pod (a bare kube-apiserver refuses pods 403 without it).
+        Request(
+            "ServiceAccount default", "POST", "/api/v1/namespaces/{ns}/serviceaccounts", account, setup=True
+        ),
+    ]
 
 
 CORPUS: tuple[Request, ...] = (

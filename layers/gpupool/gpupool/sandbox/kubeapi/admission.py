@@ -67,7 +67,7 @@ def admit(
         pruned, problems, unknown = conform_reporting(rt.schema, obj, old, status_write=status_write)
         _unknown_fields(rt, unknown, options)
         if problems:
-            raise errors.invalid(rt.kind, rt.group, name, problems)
+            raise errors.invalid(rt.kind, rt.error_group, name, problems)
         return pruned
     definition = definition_name(rt.group, rt.version, rt.kind)
     if definition is None:
@@ -85,5 +85,5 @@ def admit(
     found = schema_problems(schema, admitted, rt.kind) + kind_problems(rt.group, admitted, old)
     problems = list(dict.fromkeys(found))  # a rule and the schema may name the same field
     if problems:
-        raise errors.invalid(rt.kind, rt.group, name, problems)
+        raise errors.invalid(rt.kind, rt.error_group, name, problems)
     return admitted

@@ -143,7 +143,8 @@ def _data_problems(obj: JsonObject, old: JsonObject | None) -> Problems:
         (
             f"{field}[{key}]",
             f'Invalid value: "{key}": a valid config key must consist of alphanumeric '
-            "characters, '-', '_' or '.'",
+            "characters, '-', '_' or '.' (e.g. 'key.name',  or 'KEY_NAME',  or 'key-name', regex used "
+            "for validation is '[-._a-zA-Z0-9]+')",
         )
         for field in ("data", "binaryData")
         for key in (obj.get(field) or {})

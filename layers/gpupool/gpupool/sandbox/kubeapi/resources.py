@@ -71,6 +71,12 @@ class ResourceType:
         return self.list_kind or f"{self.kind}List"
 
     @property
+    def error_group(self) -> str:
+        """The group a 422 names: events.k8s.io Events are stored and validated as core Events
+        upstream, so their errors name no group."""
+        return "" if (self.group, self.plural) == ("events.k8s.io", "events") else self.group
+
+    @property
     def group_path(self) -> str:
         return f"/apis/{self.group}/{self.version}" if self.group else "/api/v1"
 

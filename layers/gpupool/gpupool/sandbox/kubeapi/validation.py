@@ -169,4 +169,6 @@ def validate(rt: ResourceType, obj: JsonObject, old: JsonObject | None = None) -
                 )
             )
     if problems:
-        raise invalid(rt.kind, rt.group, str(meta.get("name") or meta.get("generateName") or ""), problems)
+        raise invalid(
+            rt.kind, rt.error_group, str(meta.get("name") or meta.get("generateName") or ""), problems
+        )
