@@ -70,7 +70,7 @@ def test_bookmarks_accept_any_true_form(kube_api: EmbeddedKubeAPI) -> None:
     connection = http.client.HTTPConnection("127.0.0.1", kube_api.port, timeout=10)
     connection.request(
         "GET",
-        f"/api/v1/namespaces/default/pods?watch=True&allowWatchBookmarks=True&resourceVersion={rv}&timeoutSeconds=1",
+        f"/api/v1/namespaces/default/pods?watch=True&allowWatchBookmarks=True&resourceVersion={rv}&timeoutSeconds=3",
     )
     lines = [json.loads(line) for line in connection.getresponse().read().splitlines() if line.strip()]
     assert [e["type"] for e in lines] == ["BOOKMARK"]
