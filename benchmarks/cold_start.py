@@ -22,9 +22,9 @@
    concurrency; a snapshot's
    restore time, which only Lambda can measure, is not in it). For comparison it also times an
    EC2 client made by plain botocore (its whole EC2 model and endpoints.json) and one made as
-   the functions make it (`adapters/aws_session`: botocore's files cut to the operations
+   the functions make it (`adapters/aws/session`: botocore's files cut to the operations
    `Ec2Compute` calls and the services gpupool calls, shipped in the layer,
-   `adapters/botocore_data`), session included in both. An invocation that did not end
+   `adapters/aws/botocore_data`), session included in both. An invocation that did not end
    "handled" without errors prints FAILED and its errors, never a time, and the run exits 1.
    Run:
 
@@ -104,14 +104,14 @@ LAZY_MODULES = (
     "gpupool.service.launch",
     "gpupool.service.bind",
     "gpupool.service.compact",
-    "gpupool.adapters.wiring",
+    "gpupool.adapters.aws.wiring",
     "botocore.session",
     "kubernetes.client",
-    "gpupool.adapters.kube",
-    "gpupool.adapters.ec2",
+    "gpupool.adapters.kube.cluster",
+    "gpupool.adapters.aws.compute",
 )
 # Not imported by the functions: the kubernetes client's generated core API (the adapters send
-# requests by path instead, adapters/kube_transport.py), timed for comparison.
+# requests by path instead, adapters/kube/transport.py), timed for comparison.
 COMPARED_MODULES = ("kubernetes.client.api.core_v1_api",)
 _EC2_CLIENT = """
 import sys, time
@@ -124,8 +124,8 @@ print(time.perf_counter() - began)
 # The same client as the functions make it: on botocore's files cut to what gpupool calls.
 _EC2_CLIENT_SHIPPED = """
 import sys, time
-from gpupool.adapters.aws_session import aws_session
-from gpupool.adapters.botocore_data import EC2_OPERATIONS
+from gpupool.adapters.aws.session import aws_session
+from gpupool.adapters.aws.botocore_data import EC2_OPERATIONS
 began = time.perf_counter()
 client = aws_session(region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="y").client("ec2")
 elapsed = time.perf_counter() - began

@@ -46,7 +46,7 @@ start = time.perf_counter()
 sys.path.insert(0, sys.argv[1])
 import index
 imported = time.perf_counter() - start
-from gpupool.adapters.wiring_alibaba import build_alibaba_deps
+from gpupool.adapters.alibaba.wiring import build_alibaba_deps
 from gpupool.core.model.nodeclass import GPUNodeClass
 from gpupool.core.model.pool import GPUPool
 from gpupool.sandbox.ecs_server import SANDBOX_ACCESS_KEY_ID, SANDBOX_ACCESS_KEY_SECRET, EcsEndpoint

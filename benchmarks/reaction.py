@@ -124,7 +124,7 @@ def spot_replacement(samples: int) -> None:
 
     import botocore.client
 
-    from gpupool.adapters.wiring import build_aws_deps
+    from gpupool.adapters.aws.wiring import build_aws_deps
     from gpupool.cli.commands.invoke import call_handler, load_function, load_handler, quiet_handler_output
     from gpupool.sandbox.demo.events import iso_time
     from gpupool.sandbox.demo.world import DemoWorld

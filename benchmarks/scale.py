@@ -119,7 +119,7 @@ class _FixedClock:
 
 def function_deps(cloud: ScaleCompute, kubeconfig: str) -> Any:
     """One function's deps, as its own Lambda builds them (own client, own lists), on the shared cloud."""
-    from gpupool.adapters.wiring import build_aws_deps
+    from gpupool.adapters.aws.wiring import build_aws_deps
 
     environ = {
         "GPUPOOL_CLUSTER_NAME": "scale",

@@ -75,8 +75,8 @@ def main(argv: list[str] | None = None) -> None:
     if args.claims < 1 or args.rounds < 1:
         parser.error("--claims and --rounds must be at least 1")
 
-    from gpupool.adapters.kube import KubeCluster
-    from gpupool.adapters.kube_auth import KubeAccess, build_api_client
+    from gpupool.adapters.kube.auth import KubeAccess, build_api_client
+    from gpupool.adapters.kube.cluster import KubeCluster
     from gpupool.core.model.base import ObjectMeta
     from gpupool.core.model.nodeclass import GPUNodeClass
     from gpupool.sandbox.demo.objects import KubeObjects

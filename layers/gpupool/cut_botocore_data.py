@@ -1,9 +1,9 @@
-"""Write `gpupool/adapters/botocore_data.json`: the installed botocore's files, cut to what gpupool uses.
+"""Write `gpupool/adapters/aws/botocore_data.json`: the installed botocore's files, cut to what gpupool uses.
 
 Role: the one way the shipped cuts are made (never by hand). With botocore's own loader it reads
 EC2's latest `service-2` file and `endpoints.json`, cuts them with
-`gpupool.adapters.botocore_data` (EC2 to `EC2_OPERATIONS`, the endpoints to
-`aws_session.SERVICES`), and writes them under the names botocore's loader asks for, with the
+`gpupool.adapters.aws.botocore_data` (EC2 to `EC2_OPERATIONS`, the endpoints to
+`adapters/aws/session.SERVICES`), and writes them under the names botocore's loader asks for, with the
 botocore version they came from. Run it after changing `EC2_OPERATIONS`, `SERVICES` or botocore's
 version, then pin boto3 and botocore to that version in `requirements.txt` and in the `dev`
 extra of the repository's `pyproject.toml` (tests/contract/kube/test_aws_session.py fails until
@@ -23,8 +23,8 @@ from typing import Any
 import botocore
 from botocore.loaders import create_loader
 
-from gpupool.adapters.aws_session import SERVICES
-from gpupool.adapters.botocore_data import DATA_FILE, EC2_OPERATIONS, cut_endpoints, cut_service_model
+from gpupool.adapters.aws.botocore_data import DATA_FILE, EC2_OPERATIONS, cut_endpoints, cut_service_model
+from gpupool.adapters.aws.session import SERVICES
 
 
 def fresh_cut() -> dict[str, Any]:

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from kubernetes import client, config
 
-from gpupool.adapters.kube import KubeCluster
+from gpupool.adapters.kube.cluster import KubeCluster
 from gpupool.core.intake.causes import Reconcile
 from gpupool.sandbox.kubeapi import EmbeddedKubeAPI
 from gpupool.service.deps import Deps

@@ -102,7 +102,7 @@ def _fc_event(path: str, headers: dict[str, str], body: bytes) -> bytes:
 
 
 def _handler(function: str, environ: dict[str, str]) -> Callable[[bytes, Any], dict[str, Any]]:
-    from gpupool.adapters.wiring_alibaba import build_alibaba_deps
+    from gpupool.adapters.alibaba.wiring import build_alibaba_deps
 
     spec = importlib.util.spec_from_file_location(
         f"walk_fc_{function}_index", ROOT / "functions" / function / "index.py"

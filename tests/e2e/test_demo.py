@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 
-from gpupool.adapters.wiring import build_aws_deps
+from gpupool.adapters.aws.wiring import build_aws_deps
 from gpupool.cli.commands.invoke import call_handler, load_function, load_handler
 from gpupool.cli.main import main
 from gpupool.core.intake.routing import FUNCTIONS

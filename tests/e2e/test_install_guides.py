@@ -514,7 +514,7 @@ def _ack_walk_to_the_relay(walk: Walk, tmp_path: Path, guide: str) -> tuple[dict
 def test_the_ack_guide_installs_and_uninstalls(walk: Walk, tmp_path: Path) -> None:
     from kubernetes import client, config
 
-    from gpupool.adapters.kube_deliveries import LABEL_RECORD
+    from gpupool.adapters.kube.deliveries import LABEL_RECORD
 
     event, (function, _, status, body) = _ack_walk_to_the_relay(walk, tmp_path, GUIDES["ack"].read_text())
     assert event["source"] == "/gpupool/relay/tensor-fusion"

@@ -33,9 +33,9 @@ from typing import Any
 import pytest
 from kubernetes import client, config
 
-from gpupool.adapters.ecs import EcsCompute
-from gpupool.adapters.ecs_api import EcsCredentials, SdkEcsApi, sdk_client
-from gpupool.adapters.kube_deliveries import LABEL_RECORD
+from gpupool.adapters.alibaba.api import EcsCredentials, SdkEcsApi, sdk_client
+from gpupool.adapters.alibaba.compute import EcsCompute
+from gpupool.adapters.kube.deliveries import LABEL_RECORD
 from gpupool.cli.commands.invoke import read_env_file
 from gpupool.cli.main import main
 from gpupool.core.intake.signature import SIGNATURE_HEADER, sign_body

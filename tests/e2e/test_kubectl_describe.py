@@ -9,7 +9,6 @@ events with kubectl's columns, aged in the world's time. Skipped where kubectl i
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,9 +20,10 @@ from gpupool.cli.commands.demo import _wire
 from gpupool.cli.commands.invoke import quiet_handler_output
 from gpupool.sandbox.demo.provisioned_story import STORIES, ProvisionedStory
 from gpupool.sandbox.demo.world import DemoWorld
+from tests.programs import program_path
 
-KUBECTL = shutil.which("kubectl")
-pytestmark = pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed on this machine")
+pytestmark = pytest.mark.usefixtures("needs_kubectl")
+KUBECTL = program_path("kubectl")
 
 
 @pytest.fixture(scope="module")

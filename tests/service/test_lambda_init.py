@@ -20,7 +20,7 @@ import json, sys
 sys.path.insert(0, sys.argv[1])
 import app
 service = "gpupool.service." + sys.argv[2]
-modules = (service, "botocore.session", "kubernetes.client", "gpupool.adapters.wiring", "boto3")
+modules = (service, "botocore.session", "kubernetes.client", "gpupool.adapters.aws.wiring", "boto3")
 found = {m: m in sys.modules for m in modules}
 pool = sys.modules.get("gpupool.core.model.pool")
 found["GPUPool built"] = pool is not None and pool.GPUPool.__pydantic_complete__
@@ -57,7 +57,7 @@ def test_an_init_off_the_request_path_imports_the_service_and_the_adapters(init_
         "gpupool.service.compact": True,
         "botocore.session": True,
         "kubernetes.client": True,
-        "gpupool.adapters.wiring": True,
+        "gpupool.adapters.aws.wiring": True,
         "boto3": False,  # clients are botocore's; boto3's resources and S3 transfers go unused
         "GPUPool built": True,
     }

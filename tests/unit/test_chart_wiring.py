@@ -21,7 +21,7 @@ import pytest
 import yaml
 from starlette.routing import Route
 
-from gpupool.adapters.kube_calls import FUNCTION_CLUSTER_CALLS, FUNCTION_NAMESPACE_CALLS
+from gpupool.adapters.kube.calls import FUNCTION_CLUSTER_CALLS, FUNCTION_NAMESPACE_CALLS
 from gpupool_incluster.relay.access import VIEWER_RULES
 from gpupool_incluster.relay.app import create_app
 from gpupool_incluster.relay.hub import SchedulerHub

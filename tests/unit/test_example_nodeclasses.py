@@ -26,8 +26,8 @@ from typing import Any
 import pytest
 import yaml
 
-from gpupool.adapters.ec2_request import ResolvedNetwork, run_instances_request
-from gpupool.adapters.ecs_request import ResolvedEcsNetwork, run_instances_params
+from gpupool.adapters.alibaba.request import ResolvedEcsNetwork, run_instances_params
+from gpupool.adapters.aws.request import ResolvedNetwork, run_instances_request
 from gpupool.cli.main import main
 from gpupool.core.model.nodeclaim import GPUNodeClaim
 from gpupool.core.model.nodeclass import GPUNodeClass

@@ -242,7 +242,7 @@ def test_the_role_launches_only_tagged_as_this_clusters() -> None:
     other = {**OURS, "tensor-fusion.ai/cluster": "another-cluster"}
     assert not _allowed(statements, "ecs:RunInstances", INSTANCE, request_tags=other)
     # The tags the ECS adapter's RunInstances request carries for this cluster pass the condition.
-    from gpupool.adapters.ecs_request import ResolvedEcsNetwork, run_instances_params
+    from gpupool.adapters.alibaba.request import ResolvedEcsNetwork, run_instances_params
     from tests.contract.ecs.conftest import make_claim, make_class, make_offering
 
     request = run_instances_params(
@@ -334,7 +334,7 @@ def test_the_ram_policy_is_least_privilege() -> None:
     from gpupool.core.model.constants import TAG_CLUSTER, TAG_MANAGED_BY, TAG_MANAGED_BY_VALUE
 
     assert OURS == {TAG_MANAGED_BY: TAG_MANAGED_BY_VALUE, TAG_CLUSTER: CLUSTER}
-    from gpupool.adapters.ecs_api import ACTIONS
+    from gpupool.adapters.alibaba.api import ACTIONS
 
     called = {f"ecs:{action}" for action in ACTIONS if action != "DescribeUserData"}
     assert called <= actions, "every ECS action the adapter calls is allowed"

@@ -2,7 +2,7 @@
 
 Role: `MetricsServer` serves one `prometheus_client` registry on HOST:PORT (a daemon thread).
 `/metrics` carries per-worker series labelled with namespace and pod, so with an `access` (a
-`gpupool.adapters.token_access.TokenAccess`) every scrape must carry `Authorization: Bearer
+`gpupool.adapters.kube.token_access.TokenAccess`) every scrape must carry `Authorization: Bearer
 <token>` that a TokenReview authenticates and a SubjectAccessReview allows `get` on the
 non-resource URL `/metrics` — what the kubelet and kube-rbac-proxy ask, and what Prometheus's
 RBAC normally holds. Refusals answer 401 (no or unknown token), 403 (not allowed) or 503 (the API

@@ -109,7 +109,7 @@ def serve(options: ServeOptions) -> None:
         try:
             access = None
             if options.metrics_auth == "token":
-                from gpupool.adapters.token_access import TokenAccess
+                from gpupool.adapters.kube.token_access import TokenAccess
 
                 access = TokenAccess(api, audiences=options.metrics_audiences, ttl=METRICS_REVIEW_TTL_S)
             agent.metrics.serve(options.metrics_host, options.metrics_port, access=access)

@@ -1,6 +1,6 @@
 """Who may call the relay's `/api/*` routes on the Service port: the relay's audience and its routes.
 
-Role: the relay's policy for `gpupool.adapters.token_access.TokenAccess` (a TokenReview, then a
+Role: the relay's policy for `gpupool.adapters.kube.token_access.TokenAccess` (a TokenReview, then a
 SubjectAccessReview for the non-resource URL and HTTP verb, the way kube-rbac-proxy and the
 kubelet do): its token audience, `DEFAULT_AUDIENCE` (`gpupool-relay`: `kubectl create token SA
 --audience gpupool-relay`) — a token made for the API server (any pod's own service-account
@@ -14,7 +14,7 @@ Must not: hold the review logic (token_access does) or log a token.
 
 from __future__ import annotations
 
-from gpupool.adapters.token_access import AccessDenied, TokenAccess
+from gpupool.adapters.kube.token_access import AccessDenied, TokenAccess
 
 __all__ = ["DEFAULT_AUDIENCE", "VIEWER_RULES", "AccessDenied", "TokenAccess"]
 

@@ -51,7 +51,7 @@ def read_or_skip(
 
 def event_reporter(api: Any, *, namespace: str = "default") -> Report:
     """Records a Warning Event (reason UnreadableSpec) on the skipped object."""
-    from gpupool.adapters.kube_coordination import Coordination
+    from gpupool.adapters.kube.coordination import Coordination
 
     events = Coordination(api, namespace=namespace, request_timeout_s=10.0)
 

@@ -29,7 +29,7 @@ import pytest
 import yaml
 from kubernetes import client, config
 
-from gpupool.adapters.token_access import TokenAccess
+from gpupool.adapters.kube.token_access import TokenAccess
 from gpupool.sandbox.kubeapi import EmbeddedKubeAPI
 from gpupool.sandbox.kubeapi.reviews import book_of
 from gpupool_incluster.agent.metrics import AgentMetrics

@@ -1,7 +1,7 @@
 """Builders and a moto-backed EC2 world for the EC2 adapter's contract tests.
 
 Every builder takes overrides so a test states only what it is about. `Ec2World.compute()` is
-Ec2Compute on a client made as the functions make theirs (`aws_session`: the shipped cut of EC2's
+Ec2Compute on a client made as the functions make theirs (`aws.session`: the shipped cut of EC2's
 model), so every test through it also checks the cut carries what each call needs.
 """
 
@@ -16,9 +16,9 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from gpupool.adapters.aws_session import aws_session
-from gpupool.adapters.botocore_data import EC2_OPERATIONS
-from gpupool.adapters.ec2 import Ec2Compute
+from gpupool.adapters.aws.botocore_data import EC2_OPERATIONS
+from gpupool.adapters.aws.compute import Ec2Compute
+from gpupool.adapters.aws.session import aws_session
 from gpupool.core.model.nodeclaim import GPUNodeClaim
 from gpupool.core.model.nodeclass import GPUNodeClass
 from gpupool.core.planning.plan import OfferingRef
@@ -76,7 +76,7 @@ class Ec2World:
         monotonic: Callable[[], float] = time.monotonic,
         calls: list[str] | None = None,
     ) -> Ec2Compute:
-        """Ec2Compute on a client as the functions make it: through `aws_session`, so on the shipped
+        """Ec2Compute on a client as the functions make it: through `aws.session`, so on the shipped
         cut of EC2's model (`client` is botocore's full one, for setting the account up). Each EC2
         operation it calls is appended to `calls` when given."""
         client = aws_session(region_name=REGION).client("ec2")

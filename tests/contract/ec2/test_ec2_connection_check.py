@@ -8,8 +8,8 @@ import pytest
 from botocore.config import Config
 from botocore.stub import Stubber
 
-from gpupool.adapters.aws_session import aws_session
-from gpupool.adapters.ec2 import Ec2Compute
+from gpupool.adapters.aws.compute import Ec2Compute
+from gpupool.adapters.aws.session import aws_session
 from gpupool.service.errors import PermanentError, Throttled
 from tests.contract.ec2.conftest import Ec2World
 

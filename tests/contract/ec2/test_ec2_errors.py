@@ -15,10 +15,10 @@ import pytest
 from botocore.exceptions import EndpointConnectionError, ParamValidationError
 from botocore.stub import Stubber
 
-from gpupool.adapters.aws_session import aws_session
-from gpupool.adapters.ec2 import Ec2Compute, RetryPolicy
-from gpupool.adapters.ec2_errors import ERROR_TABLE, ErrorKind, classify
-from gpupool.adapters.ec2_request import ResolvedNetwork, run_instances_request
+from gpupool.adapters.aws.compute import Ec2Compute, RetryPolicy
+from gpupool.adapters.aws.errors import ERROR_TABLE, ErrorKind, classify
+from gpupool.adapters.aws.request import ResolvedNetwork, run_instances_request
+from gpupool.adapters.aws.session import aws_session
 from gpupool.service.errors import (
     CapacityUnavailable,
     DomainError,

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from gpupool.adapters.ec2 import SUBNETS_FRESH_FOR_S, Ec2Compute
+from gpupool.adapters.aws.compute import SUBNETS_FRESH_FOR_S, Ec2Compute
 from gpupool.service.errors import CapacityUnavailable, PermanentError
 
 from .conftest import CLUSTER, Ec2World, make_claim, make_class, make_offering

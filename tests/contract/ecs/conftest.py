@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from gpupool.adapters.ecs import EcsCompute
-from gpupool.adapters.ecs_api import EcsCredentials, SdkEcsApi, sdk_client
-from gpupool.adapters.ecs_errors import EcsApiError
+from gpupool.adapters.alibaba.api import EcsCredentials, SdkEcsApi, sdk_client
+from gpupool.adapters.alibaba.compute import EcsCompute
+from gpupool.adapters.alibaba.errors import EcsApiError
 from gpupool.core.model.nodeclaim import GPUNodeClaim
 from gpupool.core.model.nodeclass import GPUNodeClass
 from gpupool.core.planning.plan import OfferingRef

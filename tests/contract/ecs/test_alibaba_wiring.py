@@ -18,9 +18,14 @@ from types import SimpleNamespace
 
 import pytest
 
-from gpupool.adapters.ecs_credentials import CredentialsError, from_environment, from_fc_context, from_files
-from gpupool.adapters.wiring import ConfigError
-from gpupool.adapters.wiring_alibaba import build_alibaba_deps, read_alibaba_environment
+from gpupool.adapters.alibaba.credentials import (
+    CredentialsError,
+    from_environment,
+    from_fc_context,
+    from_files,
+)
+from gpupool.adapters.alibaba.wiring import build_alibaba_deps, read_alibaba_environment
+from gpupool.adapters.environment import ConfigError
 
 BASE = {"GPUPOOL_CLUSTER_NAME": "demo", "ALIBABA_CLOUD_REGION_ID": "cn-hangzhou", "KUBECONFIG": "/k"}
 
@@ -126,7 +131,7 @@ def test_fc_region_is_the_fallback_and_extra_params_are_read() -> None:
 
 def test_deps_build_no_client_before_first_use_and_price_the_region() -> None:
     code = (
-        "import sys; from gpupool.adapters.wiring_alibaba import build_alibaba_deps; "
+        "import sys; from gpupool.adapters.alibaba.wiring import build_alibaba_deps; "
         "build_alibaba_deps({'GPUPOOL_CLUSTER_NAME': 'demo', 'ALIBABA_CLOUD_REGION_ID': 'cn-hangzhou', "
         "'KUBECONFIG': '/k'}); "
         "print(sorted(m for m in ('alibabacloud_ecs20140526', 'kubernetes') if m in sys.modules))"

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from gpupool.adapters.ecs import EcsCompute
+from gpupool.adapters.alibaba.compute import EcsCompute
 from gpupool.core.model.instance import ManagedInstance
 from gpupool.sandbox.ecs_server import EcsEndpoint
 from gpupool.service.errors import CapacityUnavailable, PermanentError

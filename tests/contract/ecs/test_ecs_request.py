@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from gpupool.adapters.ecs import EcsCompute
-from gpupool.adapters.ecs_request import ResolvedEcsNetwork, run_instances_params
+from gpupool.adapters.alibaba.compute import EcsCompute
+from gpupool.adapters.alibaba.request import ResolvedEcsNetwork, run_instances_params
 from gpupool.sandbox.ecs_server import EcsEndpoint
 from gpupool.service.errors import CapacityUnavailable, PermanentError
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from gpupool.adapters.ecs_errors import ErrorKind, classify
+from gpupool.adapters.alibaba.errors import ErrorKind, classify
 from gpupool.sandbox.ecs_server import EcsEndpoint, unflatten
 from gpupool.sandbox.ecs_state import EcsState
 from gpupool.service.errors import CapacityUnavailable, PermanentError, Throttled

@@ -30,7 +30,7 @@ from typing import Any
 
 import pytest
 
-from gpupool.adapters.wiring_alibaba import build_alibaba_deps
+from gpupool.adapters.alibaba.wiring import build_alibaba_deps
 from gpupool.core.catalog import load_catalog
 from gpupool.core.model.constants import TAG_CLUSTER, TAG_NODE_NAME
 from gpupool.core.quantity import Quantity

@@ -1,7 +1,7 @@
 """The embedded Kubernetes API server and a KubeCluster on it, for the Kubernetes adapter's contract tests.
 
 The adapter reaches the server the way a function would: a kubeconfig file through
-`kube_auth.build_api_client`.
+`kube.auth.build_api_client`.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from gpupool.adapters.kube import KubeCluster
-from gpupool.adapters.kube_auth import KubeAccess, build_api_client
+from gpupool.adapters.kube.auth import KubeAccess, build_api_client
+from gpupool.adapters.kube.cluster import KubeCluster
 from gpupool.core.model.nodeclaim import GPUNodeClaim
 from gpupool.core.model.pool import GPUPool
 from gpupool.sandbox.kubeapi import EmbeddedKubeAPI

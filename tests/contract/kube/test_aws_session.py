@@ -1,6 +1,6 @@
-"""The functions' AWS sessions (`adapters.aws_session`): clients for every service gpupool calls
+"""The functions' AWS sessions (`adapters.aws.session`): clients for every service gpupool calls
 load the same model as botocore's own loader would (same API version, same operations), except
-EC2's, which is the shipped cut (`adapters/botocore_data.json`), and every endpoint is resolved
+EC2's, which is the shipped cut (`adapters/aws/botocore_data.json`), and every endpoint is resolved
 as botocore's own endpoints.json resolves it; the service listing answers without
 walking botocore's whole data tree, `AWS_DATA_PATH` is still on the search path (and a model there
 wins over the cuts), and a client for a service gpupool does not call is refused naming the ones it
@@ -23,8 +23,8 @@ from botocore import xform_name
 from botocore.exceptions import UnknownServiceError
 from moto import mock_aws
 
-from gpupool.adapters.aws_session import SERVICES, ServicesLoader, aws_session
-from gpupool.adapters.botocore_data import DATA_FILE, EC2_OPERATIONS, read_shipped, shipped_data
+from gpupool.adapters.aws.botocore_data import DATA_FILE, EC2_OPERATIONS, read_shipped, shipped_data
+from gpupool.adapters.aws.session import SERVICES, ServicesLoader, aws_session
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -94,7 +94,7 @@ def test_a_service_gpupool_does_not_call_is_refused_by_name() -> None:
 
 
 def test_the_cut_names_every_operation_ec2compute_calls() -> None:
-    source = (ROOT / "layers/gpupool/gpupool/adapters/ec2.py").read_text()
+    source = (ROOT / "layers/gpupool/gpupool/adapters/aws/compute.py").read_text()
     called = set(re.findall(r'_call\(\s*"([a-z_]+)"', source)) | set(
         re.findall(r"_client\.([a-z_]+)\(", source)
     )

@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from gpupool.adapters.kube import KubeCluster
-from gpupool.adapters.kube_auth import KubeAccess, build_api_client
+from gpupool.adapters.kube.auth import KubeAccess, build_api_client
+from gpupool.adapters.kube.cluster import KubeCluster
 from gpupool.core.model.base import OwnerReference
 from gpupool.core.model.constants import FINALIZER
 from gpupool.core.model.foreign import Node, Pod

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from kubernetes import client as k8s
 
-from gpupool.adapters.karpenter import KubeKarpenter
+from gpupool.adapters.kube.karpenter import KubeKarpenter
 from gpupool.core.decisions.karpenter_nodeclaim import nodeclaim_template
 from gpupool.core.model.base import ObjectMeta
 from gpupool.core.model.karpenter import KarpenterNodeClaim

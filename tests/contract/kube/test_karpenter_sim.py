@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from kubernetes import config as kube_config
 
-from gpupool.adapters.wiring import build_aws_deps
+from gpupool.adapters.aws.wiring import build_aws_deps
 from gpupool.core.catalog import load_catalog
 from gpupool.core.intake.causes import Reconcile, Sweep
 from gpupool.sandbox.demo.objects import ClientObjects

@@ -1,4 +1,4 @@
-"""kube_auth and eks_token: every access mode builds a working client, or fails with a clear error.
+"""kube.auth and aws.eks: every access mode builds a working client, or fails with a clear error.
 
 Covers: kubeconfig by path and by content reach the embedded API server; a bad kubeconfig and
 in-cluster outside a pod are `KubeAccessError`s; the EKS token is `k8s-aws-v1.` + unpadded
@@ -20,18 +20,24 @@ import pytest
 from botocore.credentials import Credentials
 from moto import mock_aws
 
-from gpupool.adapters.eks_token import (
+from gpupool.adapters.aws.eks import (
     TOKEN_PREFIX,
     TokenSource,
+    eks_api_client,
     make_eks_token,
     presigned_url_from_token,
 )
-from gpupool.adapters.kube import KubeCluster
-from gpupool.adapters.kube_auth import KubeAccess, KubeAccessError, build_api_client
+from gpupool.adapters.kube.auth import KubeAccess, KubeAccessError, build_api_client
+from gpupool.adapters.kube.cluster import KubeCluster
 from gpupool.sandbox.kubeapi import EmbeddedKubeAPI
 
 CREDENTIALS = Credentials("AKIDEXAMPLE", "secret", "session-token")
 CA_PEM = b"-----BEGIN CERTIFICATE-----\nMIIBfake\n-----END CERTIFICATE-----\n"
+
+
+def through_eks(access: KubeAccess, session: Any) -> Any:
+    """`build_api_client` in eks mode as the AWS wiring calls it: with `eks_api_client` on `session`."""
+    return build_api_client(access, eks=lambda given: eks_api_client(given, session))
 
 
 def test_kubeconfig_content_reaches_the_server(kube_api: EmbeddedKubeAPI) -> None:
@@ -137,7 +143,7 @@ def test_token_source_renews_after_ten_minutes() -> None:
 
 
 class _Session:
-    """The two things kube_auth asks of a boto3 Session in eks mode."""
+    """The two things aws.eks asks of a boto3 Session in eks mode."""
 
     def __init__(self, credentials: Credentials | None) -> None:
         self._credentials = credentials
@@ -157,7 +163,7 @@ def test_eks_with_given_endpoint_and_ca_uses_a_bearer_token() -> None:
         endpoint="https://ABC.gr7.us-west-2.eks.amazonaws.com",
         ca_data=base64.b64encode(CA_PEM).decode(),
     )
-    api_client = build_api_client(access, aws_session=_Session(CREDENTIALS))
+    api_client = through_eks(access, _Session(CREDENTIALS))
     configuration = api_client.configuration
     assert configuration.host == "https://ABC.gr7.us-west-2.eks.amazonaws.com"
     with open(configuration.ssl_ca_cert, "rb") as handle:
@@ -172,11 +178,9 @@ def test_eks_with_given_endpoint_and_ca_uses_a_bearer_token() -> None:
 def test_eks_without_credentials_or_with_bad_ca_is_a_clear_error() -> None:
     given = {"mode": "eks", "eks_cluster_name": "c", "region": "us-east-1", "endpoint": "https://x"}
     with pytest.raises(KubeAccessError, match="credentials"):
-        build_api_client(
-            KubeAccess(**given, ca_data=base64.b64encode(CA_PEM).decode()), aws_session=_Session(None)
-        )
+        through_eks(KubeAccess(**given, ca_data=base64.b64encode(CA_PEM).decode()), _Session(None))
     with pytest.raises(KubeAccessError, match="base64"):
-        build_api_client(KubeAccess(**given, ca_data="not base64!"), aws_session=_Session(CREDENTIALS))
+        through_eks(KubeAccess(**given, ca_data="not base64!"), _Session(CREDENTIALS))
     with pytest.raises(KubeAccessError, match="AWS session"):
         build_api_client(KubeAccess(**given, ca_data=base64.b64encode(CA_PEM).decode()))
 
@@ -195,11 +199,9 @@ def test_eks_endpoint_and_ca_come_from_describe_cluster(monkeypatch: pytest.Monk
         )
         described = eks.describe_cluster(name="prod-gpu")["cluster"]
         access = KubeAccess(mode="eks", eks_cluster_name="prod-gpu", region="us-east-1")
-        api_client = build_api_client(access, aws_session=session)
+        api_client = through_eks(access, session)
         assert api_client.configuration.host == described["endpoint"]
         with open(api_client.configuration.ssl_ca_cert, "rb") as handle:
             assert handle.read() == base64.b64decode(described["certificateAuthority"]["data"])
         with pytest.raises(KubeAccessError, match="cannot describe"):
-            build_api_client(
-                KubeAccess(mode="eks", eks_cluster_name="missing", region="us-east-1"), aws_session=session
-            )
+            through_eks(KubeAccess(mode="eks", eks_cluster_name="missing", region="us-east-1"), session)

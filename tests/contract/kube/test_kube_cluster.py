@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from kubernetes import client as k8s
 
-from gpupool.adapters.kube import KubeCluster
+from gpupool.adapters.kube.cluster import KubeCluster
 from gpupool.core.model.constants import FINALIZER
 from gpupool.core.model.nodeclaim import GPUNodeClaimStatus
 from gpupool.core.model.pool import GPUPoolStatus

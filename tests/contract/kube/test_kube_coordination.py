@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from kubernetes import client as k8s
 
-from gpupool.adapters.kube import KubeCluster
+from gpupool.adapters.kube.cluster import KubeCluster
 from gpupool.service.errors import NotFound, PermanentError, Throttled
 
 from .conftest import FIXED_NOW, make_pool

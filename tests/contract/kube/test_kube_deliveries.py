@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from gpupool.adapters.kube_deliveries import LABEL_RECORD, RECORD_PREFIX, STATE_ANNOTATION, KubeDeliveryLedger
+from gpupool.adapters.kube.deliveries import LABEL_RECORD, RECORD_PREFIX, STATE_ANNOTATION, KubeDeliveryLedger
 from gpupool.sandbox.kubeapi import EmbeddedKubeAPI
 from gpupool.service.deliveries import DeliveryLedger
 from gpupool.testing.memory_ports import MemoryDeliveryLedger

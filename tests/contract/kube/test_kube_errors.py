@@ -14,8 +14,8 @@ import pytest
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
-from gpupool.adapters.kube import KubeCluster
-from gpupool.adapters.kube_errors import translate_api_error
+from gpupool.adapters.kube.cluster import KubeCluster
+from gpupool.adapters.kube.errors import translate_api_error
 from gpupool.service.errors import (
     AlreadyExists,
     Conflict,

@@ -18,7 +18,7 @@ import pytest
 from kubernetes import client as k8s
 from kubernetes import config as kube_config
 
-from gpupool.adapters.wiring import build_aws_deps
+from gpupool.adapters.aws.wiring import build_aws_deps
 from gpupool.core.intake.causes import Reconcile, Sweep
 from gpupool.core.model.karpenter import KarpenterNodeClaim, KarpenterNodeClassRef
 from gpupool.sandbox.kubeapi import EmbeddedKubeAPI
@@ -196,7 +196,7 @@ def test_connection_condition_follows_the_karpenter_check_in_the_sandbox(sandbox
 
 
 def test_check_access_names_a_missing_nodeclaim_crd() -> None:
-    from gpupool.adapters.karpenter import KubeKarpenter
+    from gpupool.adapters.kube.karpenter import KubeKarpenter
 
     with EmbeddedKubeAPI(install_karpenter_crds=False) as api:
         karpenter = KubeKarpenter(kube_config.new_client_from_config(config_file=str(api.kubeconfig_path)))

@@ -12,10 +12,10 @@ import threading
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from gpupool.adapters.kube import KubeCluster
-from gpupool.adapters.kube_auth import KubeAccess, build_api_client
-from gpupool.adapters.kube_reader import KEPT_PAGE_SIZE, PAGE_SIZE
-from gpupool.adapters.kube_tables import TABLE
+from gpupool.adapters.kube.auth import KubeAccess, build_api_client
+from gpupool.adapters.kube.cluster import KubeCluster
+from gpupool.adapters.kube.reader import KEPT_PAGE_SIZE, PAGE_SIZE
+from gpupool.adapters.kube.tables import TABLE
 from gpupool.sandbox.kubeapi import EmbeddedKubeAPI
 from gpupool.sandbox.kubeapi.server import gpupool_crds
 

@@ -19,7 +19,7 @@ from kubernetes import client as k8s
 from kubernetes import config as kube_config
 from kubernetes.client.exceptions import ApiException
 
-from gpupool.adapters.wiring import build_aws_deps
+from gpupool.adapters.aws.wiring import build_aws_deps
 from gpupool.core.catalog import load_catalog
 from gpupool.core.intake.causes import Reconcile
 from gpupool.core.model.constants import SCHEDULER_NAME

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gpupool.adapters.kube_errors import read_body
+from gpupool.adapters.kube.errors import read_body
 
 
 class _Response:

@@ -21,8 +21,8 @@ from typing import Any
 import boto3
 import pytest
 
-from gpupool.adapters.ec2 import Ec2Compute
-from gpupool.adapters.wiring import build_aws_deps
+from gpupool.adapters.aws.compute import Ec2Compute
+from gpupool.adapters.aws.wiring import build_aws_deps
 from gpupool.core.intake.causes import Reconcile
 from gpupool.core.model.nodeclass import GPUNodeClass
 from gpupool.core.quantity import Quantity

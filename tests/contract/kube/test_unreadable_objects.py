@@ -48,7 +48,7 @@ def test_one_malformed_pool_is_skipped_and_the_good_one_is_planned(
 ) -> None:
     deps, ec2, api = world
     api_client = _store_bad_pool(api)
-    with caplog.at_level(logging.WARNING, logger="gpupool.adapters.kube_reading"):
+    with caplog.at_level(logging.WARNING, logger="gpupool.adapters.kube.reading"):
         assert [pool.name for pool in deps.cluster.list_pools()] == ["pool-a"]
     logged = [json.loads(record.getMessage()) for record in caplog.records]
     assert any(line["action"] == "skip_unreadable" and BAD_FIELD in line["message"] for line in logged)
@@ -73,7 +73,7 @@ def test_a_pool_whose_name_leaves_no_room_for_claim_names_is_skipped_with_the_re
     name = "p" * 55  # a valid Kubernetes name TensorFusion's CRD takes; its claims' labels would not be
     body = {"apiVersion": "tensor-fusion.ai/v1", "kind": "GPUPool", "metadata": {"name": name}, "spec": {}}
     k8s.CustomObjectsApi(api_client).create_cluster_custom_object("tensor-fusion.ai", "v1", "gpupools", body)
-    with caplog.at_level(logging.WARNING, logger="gpupool.adapters.kube_reading"):
+    with caplog.at_level(logging.WARNING, logger="gpupool.adapters.kube.reading"):
         assert [pool.name for pool in deps.cluster.list_pools()] == ["pool-a"]
     logged = [json.loads(record.getMessage()) for record in caplog.records]
     assert any("55 characters; at most 54" in line["message"] for line in logged)

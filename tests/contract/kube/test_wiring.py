@@ -18,7 +18,8 @@ from pathlib import Path
 import boto3
 import pytest
 
-from gpupool.adapters.wiring import ConfigError, build_aws_deps, parse_duration, read_aws_environment
+from gpupool.adapters.aws.wiring import build_aws_deps, read_aws_environment
+from gpupool.adapters.environment import ConfigError, parse_duration
 from gpupool.core.model.nodeclaim import GPUNodeClaim
 from gpupool.core.planning.plan import OfferingRef
 from gpupool.sandbox.kubeapi import EmbeddedKubeAPI
@@ -200,7 +201,7 @@ def test_offerings_of_the_region_are_loaded() -> None:
 def test_the_catalog_is_read_when_the_offerings_are_first_used() -> None:
     script = (
         "import sys\n"
-        "from gpupool.adapters.wiring import build_aws_deps\n"
+        "from gpupool.adapters.aws.wiring import build_aws_deps\n"
         "environ = {'GPUPOOL_CLUSTER_NAME': 'demo', 'AWS_REGION': 'us-east-1', 'KUBECONFIG': '/none'}\n"
         "deps = build_aws_deps(environ)\n"
         "from gpupool.core.catalog.loader import load_catalog\n"
@@ -217,7 +218,7 @@ def test_the_catalog_is_read_when_the_offerings_are_first_used() -> None:
 def test_no_sdk_is_imported_until_a_port_is_used(tmp_path: Path) -> None:
     script = (
         "import sys\n"
-        "from gpupool.adapters.wiring import build_aws_deps\n"
+        "from gpupool.adapters.aws.wiring import build_aws_deps\n"
         "environ = {'GPUPOOL_CLUSTER_NAME': 'demo', 'AWS_REGION': 'us-east-1', 'KUBECONFIG': '/none'}\n"
         "deps = build_aws_deps(environ)\n"
         "print(sorted(m for m in ('boto3', 'botocore', 'kubernetes') if m in sys.modules))\n"
@@ -253,9 +254,9 @@ def test_the_functions_adapters_import_no_generated_api_class() -> None:
     script = (
         "import sys\n"
         "from kubernetes.client import ApiClient, Configuration\n"
-        "from gpupool.adapters.karpenter import KubeKarpenter\n"
-        "from gpupool.adapters.kube import KubeCluster\n"
-        "from gpupool.adapters.kube_deliveries import KubeDeliveryLedger\n"
+        "from gpupool.adapters.kube.karpenter import KubeKarpenter\n"
+        "from gpupool.adapters.kube.cluster import KubeCluster\n"
+        "from gpupool.adapters.kube.deliveries import KubeDeliveryLedger\n"
         "api = ApiClient(Configuration())\n"
         "KubeCluster(api); KubeKarpenter(api); KubeDeliveryLedger(api, namespace='n', request_timeout_s=1)\n"
         "print(sorted(m for m in sys.modules if m.startswith('kubernetes.client.api.')))\n"

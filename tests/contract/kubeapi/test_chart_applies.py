@@ -1,11 +1,11 @@
 """The project's own chart applies to its own sandbox: every object `helm template` renders
 from incluster/chart (and the chart's CRDs, as `helm install` applies them) goes in with
-kubectl 1.30 `apply -f`, reads back equal to what was applied (the server adds only
+kubectl `apply -f`, reads back equal to what was applied (the server adds only
 defaults), and a second apply writes nothing.
 
-Rendered with helm-python-sdk (the real Helm library, offline); kubectl is found as in
-test_kubectl_130.py and that test is skipped where there is none — the same objects then
-still go in by server-side apply over raw HTTP (the second test), which needs no kubectl.
+Rendered with helm-python-sdk (the real Helm library, offline); kubectl as in
+test_kubectl_130.py; the same objects also go in by server-side apply over raw HTTP (the second
+test).
 """
 
 from __future__ import annotations
@@ -26,7 +26,6 @@ from gpupool.sandbox.kubeapi import EmbeddedKubeAPI
 CHART = Path(__file__).resolve().parents[3] / "incluster" / "chart"
 NAMESPACE = "gpupool-system"
 APPLY = "application/apply-patch+yaml"
-NO_KUBECTL = pytest.mark.skipif(KUBECTL is None, reason="kubectl 1.30 is not installed on this machine")
 
 
 def _documents() -> list[dict[str, Any]]:
@@ -72,7 +71,7 @@ def _expected(doc: dict[str, Any]) -> dict[str, Any]:
     return {**{k: v for k, v in doc.items() if k != "stringData"}, "data": data}
 
 
-@NO_KUBECTL
+@pytest.mark.usefixtures("needs_kubectl")
 def test_every_chart_object_applies_and_reads_back(kube_api: EmbeddedKubeAPI, tmp_path: Path) -> None:
     assert KUBECTL is not None
     documents = _documents()

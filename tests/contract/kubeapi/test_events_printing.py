@@ -14,7 +14,6 @@ the kubectl part where kubectl is not installed.
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 from datetime import timedelta
 from pathlib import Path
@@ -26,8 +25,9 @@ from kubeapi_builders import http_call
 
 from gpupool.sandbox.kubeapi import EmbeddedKubeAPI, ManualClock
 from gpupool.sandbox.kubeapi.printers import human_duration
+from tests.programs import program_path
 
-KUBECTL = shutil.which("kubectl")
+KUBECTL = program_path("kubectl")
 EVENTS = "/api/v1/namespaces/default/events"
 TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
 WIDE_HEADER = ["LAST", "SEEN", "TYPE", "REASON", "OBJECT", "SUBOBJECT", "SOURCE", "MESSAGE", "FIRST", "SEEN"]
@@ -245,7 +245,7 @@ def test_an_event_lives_in_its_objects_namespace(
     assert http_call(kube_api.port, "GET", f"{path}/e")[0] == 404
 
 
-@pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed on this machine")
+@pytest.mark.usefixtures("needs_kubectl")
 def test_kubectl_get_events_prints_kubectls_columns(
     kube_api: EmbeddedKubeAPI, clock: ManualClock, tmp_path: Path
 ) -> None:

@@ -1,9 +1,8 @@
-"""Debian's kubectl (1.20) against the embedded API server: discovery, get, create (from a
-generator and from a file), delete. Skipped where kubectl is not installed."""
+"""kubectl (v1.36.3, as `gpupool sandbox build` builds it) against the embedded API server:
+discovery, get, create (from a generator and from a file), delete."""
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -11,9 +10,10 @@ import pytest
 from kubernetes import client
 
 from gpupool.sandbox.kubeapi import EmbeddedKubeAPI
+from tests.programs import program_path
 
-KUBECTL = shutil.which("kubectl")
-pytestmark = pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed on this machine")
+pytestmark = pytest.mark.usefixtures("needs_kubectl")
+KUBECTL = program_path("kubectl")
 
 
 def _kubectl(api: EmbeddedKubeAPI, home: Path, *args: str) -> subprocess.CompletedProcess[str]:

@@ -1,17 +1,15 @@
-"""kubectl 1.30 against the embedded API server: client-side `apply` (create, unchanged,
+"""kubectl against the embedded API server: client-side `apply` (create, unchanged,
 configured), `diff`, server-side apply with its conflicts and `--force-conflicts`,
 `create --dry-run=server`, `explain` (OpenAPI v3), `get -o wide` with each kind's columns and
 `get -w` (Table watch events) and `auth can-i` (access reviews answered by the sandbox).
 
-kubectl 1.30 is looked for as `$GPUPOOL_KUBECTL`, `kubectl.1.30` on PATH or in the Google Cloud
-SDK's bin directory (Debian's google-cloud-cli ships one per minor version); skipped where
-none exists, like the Debian kubectl test beside it.
+The kubectl is `$GPUPOOL_KUBECTL` (to try another minor version) or the one `gpupool sandbox
+build` builds (v1.36.3); never skipped.
 """
 
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -19,19 +17,10 @@ import pytest
 from kubernetes import client
 
 from gpupool.sandbox.kubeapi import EmbeddedKubeAPI
+from tests.programs import program_path
 
-
-def _find_kubectl() -> str | None:
-    candidates = [
-        os.environ.get("GPUPOOL_KUBECTL"),
-        shutil.which("kubectl.1.30"),
-        "/usr/lib/google-cloud-sdk/bin/kubectl.1.30",
-    ]
-    return next((c for c in candidates if c and Path(c).is_file()), None)
-
-
-KUBECTL = _find_kubectl()
-pytestmark = pytest.mark.skipif(KUBECTL is None, reason="kubectl 1.30 is not installed on this machine")
+pytestmark = pytest.mark.usefixtures("needs_kubectl")
+KUBECTL = os.environ.get("GPUPOOL_KUBECTL") or program_path("kubectl")
 DEPLOYMENT = """apiVersion: apps/v1
 kind: Deployment
 metadata: {name: web, namespace: default}

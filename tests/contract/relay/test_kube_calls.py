@@ -19,9 +19,9 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from kubernetes import config
 
-from gpupool.adapters.kube import KubeCluster
-from gpupool.adapters.kube_calls import FUNCTION_CLUSTER_CALLS, FUNCTION_NAMESPACE_CALLS
-from gpupool.adapters.kube_deliveries import KubeDeliveryLedger
+from gpupool.adapters.kube.calls import FUNCTION_CLUSTER_CALLS, FUNCTION_NAMESPACE_CALLS
+from gpupool.adapters.kube.cluster import KubeCluster
+from gpupool.adapters.kube.deliveries import KubeDeliveryLedger
 from gpupool.core.model.cluster import TensorFusionClusterStatus
 from gpupool.core.model.nodeclaim import GPUNodeClaim, GPUNodeClaimStatus
 from gpupool.core.model.pool import GPUPool, GPUPoolStatus

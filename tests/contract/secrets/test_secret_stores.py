@@ -33,9 +33,10 @@ from typing import Any
 import boto3
 import pytest
 
-from gpupool.adapters.secret_stores import KMS_API_VERSION, SecretUnavailable, kms_secret_data
-from gpupool.adapters.wiring import ConfigError, aws_secret
-from gpupool.adapters.wiring_alibaba import alibaba_secret, build_alibaba_deps
+from gpupool.adapters.alibaba.kms import KMS_API_VERSION, SecretUnavailable, kms_secret_data
+from gpupool.adapters.alibaba.wiring import alibaba_secret, build_alibaba_deps
+from gpupool.adapters.aws.wiring import aws_secret
+from gpupool.adapters.environment import ConfigError
 from gpupool.core.intake.signature import sign_body
 from gpupool.sandbox.kubeapi import EmbeddedKubeAPI
 from gpupool.sandbox.moto_ec2 import MotoEC2

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from gpupool.adapters.kube_listing import Expired, ObjectDecoder, WatchedList
+from gpupool.adapters.kube.listing import Expired, ObjectDecoder, WatchedList
 from gpupool.core.model.foreign import Node
 from gpupool.core.model.unreadable import UnreadableObject
 

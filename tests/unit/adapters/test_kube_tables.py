@@ -1,4 +1,4 @@
-"""GPUNode summaries from a `Table` page (`kube_tables.GPUNodeSummaryDecoder`): each row's status
+"""GPUNode summaries from a `Table` page (`kube.tables.GPUNodeSummaryDecoder`): each row's status
 read from the printer columns by name; rows with the same cells share one frozen status, while a
 cell of another JSON type never takes a status read from a lookalike (a `true` where a `1` was is
 still reported unreadable and skipped, not read as the `1`'s status)."""
@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from gpupool.adapters.kube_tables import GPUNodeSummaryDecoder
+from gpupool.adapters.kube.tables import GPUNodeSummaryDecoder
 from gpupool.core.model.unreadable import UnreadableObject
 
 COLUMNS = [

@@ -92,8 +92,8 @@ class _Alibaba:
         ]
 
     def instances(self, env: dict[str, str], env_file: Path) -> Instances:
-        from gpupool.adapters.wiring import ConfigError
-        from gpupool.adapters.wiring_alibaba import build_alibaba_deps
+        from gpupool.adapters.alibaba.wiring import build_alibaba_deps
+        from gpupool.adapters.environment import ConfigError
         from gpupool.simulation.cluster.instance_nodes import SimInstance
 
         try:

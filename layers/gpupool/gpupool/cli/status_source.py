@@ -1,7 +1,7 @@
 """Where `gpupool status` reads a cluster: one list of each kind, or a list+watch of each kind.
 
 Role: `connect(kubeconfig, context)` builds the user's authenticated client (the adapters'
-kubeconfig access: `adapters.kube_auth`) and names the server and context; `STREAMS` are the
+kubeconfig access: `adapters.kube.auth`) and names the server and context; `STREAMS` are the
 reads the view needs — GPUPools, GPUNodeClaims, GPUNodes, GPUs, Nodes, TensorFusion pods (two
 label selectors: `enabled=true` and `component=worker`, as `core.vocabulary.pods` defines them),
 Karpenter NodeClaims (optional: a cluster without Karpenter has none) and Events; all reads,
@@ -121,7 +121,7 @@ def connect(kubeconfig: str | None, context: str | None) -> Connection:
     """The user's client for the kubeconfig's context (its current context unless `context`)."""
     from kubernetes import config as kube_config
 
-    from gpupool.adapters.kube_auth import KubeAccess, KubeAccessError, build_api_client
+    from gpupool.adapters.kube.auth import KubeAccess, KubeAccessError, build_api_client
 
     path = _kubeconfig_path(kubeconfig)
     config: Any = kube_config

@@ -21,7 +21,7 @@ and credentials are still made at the first event (SnapStart: a snapshot must no
 credentials or connections).
 
 Must not: decide anything, talk to AWS or Kubernetes itself, or import botocore / kubernetes at
-module import of an on-demand function (``gpupool.adapters.wiring`` is imported when the first
+module import of an on-demand function (``gpupool.adapters.aws.wiring`` is imported when the first
 real event needs deps).
 """
 
@@ -45,12 +45,12 @@ __all__ = ["INIT_OFF_THE_REQUEST_PATH", "PRELOADED", "aws_deps", "make_handler",
 
 # AWS_LAMBDA_INITIALIZATION_TYPE values whose init phase no request waits for.
 INIT_OFF_THE_REQUEST_PATH = frozenset({"snap-start", "provisioned-concurrency"})
-# Imported by `preload`: what deps are built from (`gpupool.adapters.wiring` imports them lazily).
+# Imported by `preload`: what deps are built from (`gpupool.adapters.aws.wiring` imports them lazily).
 PRELOADED = (
-    "gpupool.adapters.wiring",
-    "gpupool.adapters.kube",
-    "gpupool.adapters.kube_auth",
-    "gpupool.adapters.ec2",
+    "gpupool.adapters.aws.wiring",
+    "gpupool.adapters.kube.cluster",
+    "gpupool.adapters.kube.auth",
+    "gpupool.adapters.aws.compute",
 )
 
 
@@ -67,7 +67,7 @@ def preload(function: FunctionName) -> None:
 
 def aws_deps() -> Deps:
     """Deps for the real cloud, from the function's environment (imports botocore / kubernetes)."""
-    from gpupool.adapters.wiring import build_aws_deps
+    from gpupool.adapters.aws.wiring import build_aws_deps
 
     return build_aws_deps(os.environ)
 
@@ -95,7 +95,7 @@ def make_handler(
         preload(function)
 
     def secret(secret_id: str) -> str:  # a Secrets Manager secret (imports botocore on first use)
-        from gpupool.adapters.wiring import aws_secret
+        from gpupool.adapters.aws.wiring import aws_secret
 
         return aws_secret(settings, secret_id)
 

@@ -16,7 +16,7 @@ client (and KMS) on every invocation.
 "launch")``, ``handler = make_handler()``.
 
 Must not: decide anything, talk to Alibaba Cloud or Kubernetes itself, or import the ECS SDK
-or kubernetes at module import (``gpupool.adapters.wiring_alibaba`` is imported when the
+or kubernetes at module import (``gpupool.adapters.alibaba.wiring`` is imported when the
 first real event needs deps).
 """
 
@@ -33,7 +33,7 @@ from gpupool.handlers.common import Handler, ServiceEntry, build_handler
 from gpupool.handlers.relay_auth import RelayAuthReader
 
 if TYPE_CHECKING:
-    from gpupool.adapters.ecs_api import EcsCredentials
+    from gpupool.adapters.alibaba.api import EcsCredentials
     from gpupool.service.deps import Deps
 
 __all__ = ["alibaba_deps", "make_handler"]
@@ -49,14 +49,14 @@ _latest = _LatestContext()
 
 
 def _context_credentials() -> EcsCredentials | None:
-    from gpupool.adapters.ecs_credentials import from_fc_context
+    from gpupool.adapters.alibaba.credentials import from_fc_context
 
     return from_fc_context(_latest.context)
 
 
 def alibaba_deps() -> Deps:
     """Deps for the real cloud, from the function's environment (imports the ECS SDK / kubernetes lazily)."""
-    from gpupool.adapters.wiring_alibaba import build_alibaba_deps
+    from gpupool.adapters.alibaba.wiring import build_alibaba_deps
 
     return build_alibaba_deps(os.environ, credentials=_context_credentials)
 
@@ -86,7 +86,7 @@ def make_handler(
     settings = os.environ if environ is None else environ
 
     def secret(name: str) -> str:  # a KMS secret, with the invocation's STS credentials
-        from gpupool.adapters.wiring_alibaba import alibaba_secret
+        from gpupool.adapters.alibaba.wiring import alibaba_secret
 
         return alibaba_secret(settings, name, credentials=_context_credentials)
 

@@ -25,9 +25,10 @@ def _announce(info: SandboxInfo) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m gpupool.sandbox.daemon")
     parser.add_argument("--dir", required=True)
+    parser.add_argument("--real", action="store_true")
     args = parser.parse_args(argv)
     try:
-        run_foreground(SandboxFiles.at(args.dir), announce=_announce)
+        run_foreground(SandboxFiles.at(args.dir), announce=_announce, real=args.real)
     except SandboxError as error:
         print(f"sandbox: {error}", file=sys.stderr, flush=True)
         return 1

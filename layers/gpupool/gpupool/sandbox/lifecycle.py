@@ -4,7 +4,9 @@
 a detached daemon (`python -m gpupool.sandbox.daemon`, own session, pid file in the
 directory) and returns once both servers answer; `stop` ends it; `status` reports it. The
 directory holds `kubeconfig`, `env` (KEY=VALUE lines), `sandbox.pid`, `state.json`, and the
-daemon's `sandbox.log`.
+daemon's `sandbox.log`. With `real=True` the Kubernetes API is the real control plane
+(`gpupool.sandbox.cluster`: kube-apiserver, etcd, controllers, KWOK, Karpenter) under
+`cluster/`, its components' PIDs in `cluster/pids/` so `stop` ends them even when the daemon died.
 
 Must not: print (the CLI does) or swallow a failure to start: every bad state is a
 `SandboxError` whose message says what to do.
@@ -15,16 +17,19 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import signal
+import ssl
 import subprocess
 import sys
 import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 
 from gpupool.sandbox.ecs_server import EcsEndpoint
 from gpupool.sandbox.files import (
@@ -50,6 +55,7 @@ class SandboxInfo:
     aws_url: str
     started_at: str
     ecs_url: str = ""
+    real: bool = False
 
 
 def _info(files: SandboxFiles) -> SandboxInfo | None:
@@ -63,6 +69,7 @@ def _info(files: SandboxFiles) -> SandboxInfo | None:
         str(state["aws_url"]),
         str(state["started_at"]),
         str(state.get("ecs_url") or ""),
+        bool(state.get("real")),
     )
 
 
@@ -78,11 +85,39 @@ def _refuse_if_running(files: SandboxFiles) -> None:
     files.clear_runtime()  # stale: the process that wrote it is gone
 
 
+def cluster_root(files: SandboxFiles) -> Path:
+    """Where `--real` keeps the control plane's PKI, data, logs and PIDs."""
+    return files.root / "cluster"
+
+
+@contextlib.contextmanager
+def _kube_api(files: SandboxFiles, *, real: bool) -> Iterator[str]:
+    """The sandbox's Kubernetes API (its URL), with `files.kubeconfig` pointing at it."""
+    if not real:
+        with EmbeddedKubeAPI(kubeconfig_path=files.kubeconfig) as api:
+            yield api.url
+        return
+    from gpupool.sandbox.cluster.controlplane import ControlPlane, ControlPlaneError
+
+    plane = ControlPlane(cluster_root(files), say=lambda line: print(line, flush=True))
+    try:
+        plane.start()
+    except ControlPlaneError as error:
+        raise SandboxError(str(error)) from error
+    try:
+        shutil.copyfile(plane.kubeconfig, files.kubeconfig)
+        os.chmod(files.kubeconfig, 0o600)
+        yield plane.url
+    finally:
+        plane.stop()
+
+
 def run_foreground(
     files: SandboxFiles,
     *,
     announce: Callable[[SandboxInfo], None] = lambda info: None,
     stop: threading.Event | None = None,
+    real: bool = False,
 ) -> None:
     """Serve until SIGINT/SIGTERM (or `stop` is set); clean the pid and state files after."""
     _refuse_if_running(files)
@@ -91,31 +126,45 @@ def run_foreground(
     if threading.current_thread() is threading.main_thread():
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, lambda _signum, _frame: stop.set())
-    with EmbeddedKubeAPI(kubeconfig_path=files.kubeconfig) as api, MotoEC2() as ec2, EcsEndpoint() as ecs:
-        write_env(files, sandbox_env(files, kube_url=api.url, aws_url=ec2.url, ecs_url=ecs.url))
-        info = SandboxInfo(
-            files, os.getpid(), api.url, ec2.url, datetime.now(UTC).isoformat(timespec="seconds"), ecs.url
-        )
-        state = {
-            "pid": info.pid,
-            "kube_url": info.kube_url,
-            "aws_url": info.aws_url,
-            "ecs_url": info.ecs_url,
-            "started_at": info.started_at,
-        }
-        files.pid.write_text(f"{info.pid}\n")
-        files.state.write_text(json.dumps(state, indent=2) + "\n")  # written last: the "ready" mark
-        try:
+    if real:  # seven processes start in turn: `down` must find a sandbox that is still starting
+        files.pid.write_text(f"{os.getpid()}\n")
+    try:
+        with _kube_api(files, real=real) as kube_url, MotoEC2() as ec2, EcsEndpoint() as ecs:
+            write_env(files, sandbox_env(files, kube_url=kube_url, aws_url=ec2.url, ecs_url=ecs.url))
+            info = SandboxInfo(
+                files,
+                os.getpid(),
+                kube_url,
+                ec2.url,
+                datetime.now(UTC).isoformat(timespec="seconds"),
+                ecs.url,
+                real,
+            )
+            state = {
+                "pid": info.pid,
+                "kube_url": info.kube_url,
+                "aws_url": info.aws_url,
+                "ecs_url": info.ecs_url,
+                "started_at": info.started_at,
+                "real": real,
+            }
+            files.pid.write_text(f"{info.pid}\n")
+            files.state.write_text(json.dumps(state, indent=2) + "\n")  # written last: the "ready" mark
             announce(info)
             while not stop.wait(0.5):
                 pass
-        finally:
-            files.clear_runtime()
+    finally:
+        files.clear_runtime()
 
 
-def _answers(url: str) -> bool:
+def _answers(url: str, *, real: bool = False) -> bool:
+    context = None
+    if real:  # served with the control plane's own CA: any TLS answer means it is up
+        context = ssl.create_default_context()
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
     try:
-        urllib.request.urlopen(url, timeout=2).close()
+        urllib.request.urlopen(url, timeout=2, context=context).close()
     except urllib.error.HTTPError:
         return True  # any HTTP answer means the server is up
     except OSError:
@@ -130,13 +179,22 @@ def _log_tail(files: SandboxFiles, lines: int = 15) -> str:
         return "(no log)"
 
 
-def start_background(files: SandboxFiles, *, timeout: float = 60.0) -> SandboxInfo:
+def start_background(files: SandboxFiles, *, timeout: float = 60.0, real: bool = False) -> SandboxInfo:
     """Launch the daemon and return once the API server, moto and the ECS endpoint answer."""
     _refuse_if_running(files)
     files.root.mkdir(parents=True, exist_ok=True)
+    if real:
+        timeout = max(timeout, 180.0)  # the real control plane starts seven processes in turn
     with files.log.open("ab") as log:
         daemon = subprocess.Popen(
-            [sys.executable, "-m", "gpupool.sandbox.daemon", "--dir", str(files.root)],
+            [
+                sys.executable,
+                "-m",
+                "gpupool.sandbox.daemon",
+                "--dir",
+                str(files.root),
+                *(["--real"] if real else []),
+            ],
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,
@@ -154,7 +212,7 @@ def start_background(files: SandboxFiles, *, timeout: float = 60.0) -> SandboxIn
         if (
             info is not None
             and info.pid == daemon.pid
-            and _answers(f"{info.kube_url}/version")
+            and _answers(f"{info.kube_url}/version", real=info.real)
             and _answers(info.aws_url)
             and _answers(info.ecs_url)
         ):
@@ -162,6 +220,7 @@ def start_background(files: SandboxFiles, *, timeout: float = 60.0) -> SandboxIn
         time.sleep(0.1)
     daemon.kill()
     daemon.wait(timeout=5)
+    _stop_cluster(files)
     files.clear_runtime()
     raise SandboxError(
         f"the sandbox did not answer within {timeout:.0f} s; its log says:\n{_log_tail(files)}"
@@ -174,7 +233,15 @@ def _reap(pid: int) -> None:
         os.waitpid(pid, os.WNOHANG)
 
 
-def stop(files: SandboxFiles, *, timeout: float = 15.0) -> int:
+def _stop_cluster(files: SandboxFiles) -> None:
+    """End the real control plane's components, whatever became of the daemon that started them."""
+    if (cluster_root(files) / "pids").is_dir():
+        from gpupool.sandbox.cluster.controlplane import stop_recorded
+
+        stop_recorded(cluster_root(files))
+
+
+def stop(files: SandboxFiles, *, timeout: float = 30.0) -> int:
     """Stop the sandbox running in `files.root`; returns the pid that was stopped."""
     pid = files.read_pid()
     if pid is None:
@@ -189,11 +256,13 @@ def stop(files: SandboxFiles, *, timeout: float = 15.0) -> int:
     while time.monotonic() < deadline:
         _reap(pid)
         if not process_alive(pid):
+            _stop_cluster(files)
             files.clear_runtime()
             return pid
         time.sleep(0.1)
     os.kill(pid, signal.SIGKILL)
     _reap(pid)
+    _stop_cluster(files)
     files.clear_runtime()
     return pid
 

@@ -1,16 +1,19 @@
 """The connection check: run each vendor's check and keep CloudVendorConnectionReady true.
 
 Role: `refresh_connection_status(deps, executor, outcome)` (the launch function calls it on
-the schedule tick): per TensorFusionCluster, run the checks its vendor calls for — `aws` /
-`alibaba`: the Compute port's `check_connection` (DescribeInstances dry run / DescribeRegions);
+the schedule tick): per TensorFusionCluster, run the checks its vendor calls for — a cloud
+(`gpupool.core.catalog.model.CLOUDS`): the cloud provider's `check_connection`, named by the
+call it makes (`CloudProvider.connection_call`);
 `karpenter`, or any Karpenter-mode pool of the cluster: list NodeClaims and read every
 referenced node class — and apply `plan_connection_status` (its applier: `appliers_cluster`).
 
-Must not: decide the condition (the core does) or let a failing check stop the launch.
+Must not: decide the condition (the core does), let a failing check stop the launch, or name
+a cloud's API (the provider names its own call).
 """
 
 from __future__ import annotations
 
+from gpupool.core.catalog.model import CLOUDS
 from gpupool.core.decisions.connection import ConnectionCheck, plan_connection_status
 from gpupool.core.model.cluster import TensorFusionCluster
 from gpupool.core.model.constants import LABEL_CLUSTER
@@ -23,8 +26,6 @@ from gpupool.service.outcome import Outcome
 from gpupool.service.results import record_results
 
 __all__ = ["cluster_checks", "refresh_connection_status"]
-
-_CLOUD_CALLS = {"aws": "DescribeInstances", "alibaba": "DescribeRegions"}
 
 
 def _karpenter_refs(pools: list[GPUPool]) -> list[KarpenterNodeClassRef]:
@@ -69,8 +70,8 @@ def cluster_checks(deps: Deps, cluster: TensorFusionCluster, pools: list[GPUPool
     vendor = cluster.spec.computing_vendor
     kind = vendor.type if vendor is not None and vendor.enable else None
     checks: list[ConnectionCheck] = []
-    if kind in _CLOUD_CALLS:
-        target = f"{kind} {_CLOUD_CALLS[kind or '']}"
+    if kind in CLOUDS:
+        target = f"{kind} {deps.compute.connection_call}"
         try:
             deps.compute.check_connection()
             checks.append(ConnectionCheck(target=target))

@@ -7,7 +7,7 @@ so it outlives the invocation (DESIGN §2: state lives in Kubernetes and cloud t
 process).
 - ``DeliveryLedger`` is the port: one record per (function, event id), taken with a conditional
   write, so of two invocations racing for one id exactly one wins (implemented on
-  ``coordination.k8s.io`` Leases by ``gpupool.adapters.kube_deliveries.KubeDeliveryLedger``;
+  ``coordination.k8s.io`` Leases by ``gpupool.adapters.kube.deliveries.KubeDeliveryLedger``;
   in memory by ``gpupool.testing.memory_ports.deliveries.MemoryDeliveryLedger``).
 - ``DeliveryOnce`` is one invocation's use of it: ``begin()`` says ``first`` (act on it),
   ``done`` (a replay of a delivery already acted on: acknowledge, act on nothing) or

@@ -5,7 +5,7 @@ Role: `Settings` (cluster name, timeouts, limits — all with the DESIGN default
 deployment has one, and how fresh ids are made). `Deps.compute_for(mode)` is the `Compute` of a
 provisioning mode — the cloud's for Provisioned, `KarpenterCompute` on Karpenter's API for
 Karpenter — so a Provisioned pool and a Karpenter pool live side by side in one cluster.
-Handlers build one `Deps` per cold start (`gpupool.adapters.wiring.build_aws_deps`); tests
+Handlers build one `Deps` per cold start (`gpupool.adapters.aws.wiring.build_aws_deps`); tests
 build one from fakes.
 
 Must not: build clients or read the environment (wiring does), or hold state between calls.
@@ -27,7 +27,7 @@ from gpupool.service.deliveries import DeliveryLedger
 from gpupool.service.errors import PermanentError
 from gpupool.service.karpenter_compute import KarpenterCompute
 from gpupool.service.karpenter_ports import KarpenterApi
-from gpupool.service.ports import Clock, Cluster, Compute
+from gpupool.service.ports import Clock, CloudProvider, Cluster, Compute
 
 __all__ = ["Deps", "Settings", "random_suffix"]
 
@@ -69,9 +69,10 @@ class Settings:
 class Deps:
     """The ports and settings one invocation works with.
 
-    `compute` is the cloud's (Provisioned mode); `karpenter` is Karpenter's API (Karpenter mode
-    and AutoSelect), None where the deployment has no Kubernetes API for it. `offerings` is the
-    priced catalog for the cluster's region (instance type × zone × capacity type);
+    `compute` is the cloud's (Provisioned mode; `gpupool.adapters.<cloud>`); `karpenter` is
+    Karpenter's API (Karpenter mode and AutoSelect), None where the deployment has no
+    Kubernetes API for it. `offerings` is the priced catalog for the cluster's region
+    (instance type × zone × capacity type);
     `new_suffix` makes claim-name suffixes (tests pass a deterministic one).
     `holder` names this invocation in pool Leases; `sleep` waits between polls (a drain waiting
     for its pods; tests pass one that advances their clock). `deliveries` records the relay
@@ -79,7 +80,7 @@ class Deps:
     without one, since a replay could not be told.
     """
 
-    compute: Compute
+    compute: CloudProvider
     cluster: Cluster
     clock: Clock
     settings: Settings

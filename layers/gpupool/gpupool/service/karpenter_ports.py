@@ -2,7 +2,7 @@
 
 Role: `KarpenterApi`, a Protocol whose method docstrings are the contract (what each returns,
 which domain errors from `gpupool.service.errors` it raises). The Kubernetes adapter
-(`gpupool.adapters.karpenter`) implements it; service tests use an in-memory fake.
+(`gpupool.adapters.kube.karpenter`) implements it; service tests use an in-memory fake.
 
 Must not: contain logic or import an SDK.
 """

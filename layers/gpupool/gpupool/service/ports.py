@@ -2,6 +2,8 @@
 
 Role: `Compute` (the nodes launched for claims: cloud instances in Provisioned mode, Karpenter
 NodeClaims in Karpenter mode — after Karpenter's `CloudProvider`: create, get, list, delete),
+`CloudProvider` (a cloud behind that one interface, named: each cloud's package under
+`gpupool.adapters` implements it, and the service speaks to a cloud through nothing else),
 `Cluster` (Kubernetes objects), `Clock` (time) as Protocols.
 Each method's docstring is its contract: what it does, what it returns, and which domain
 errors (`gpupool.service.errors`) it raises. Adapters (`gpupool.adapters`) implement them;
@@ -28,7 +30,7 @@ if TYPE_CHECKING:
     from gpupool.core.model.nodeclass import GPUNodeClass
     from gpupool.core.model.pool import GPUPool, GPUPoolStatus
 
-__all__ = ["Clock", "Cluster", "Compute", "EventType"]
+__all__ = ["Clock", "CloudProvider", "Cluster", "Compute", "EventType"]
 
 EventType = Literal["Normal", "Warning"]
 
@@ -114,6 +116,24 @@ class Compute(Protocol):
         Returns None when it works. Raises: PermanentError (unauthorized, bad credentials,
         unknown region, no NodeClaim CRD), Throttled (unreachable, rate limited) — their message
         is what the cluster's condition shows."""
+        ...
+
+
+class CloudProvider(Compute, Protocol):
+    """A cloud behind one interface, as Karpenter's `CloudProvider`: the `Compute` of
+    Provisioned mode, and its name. `gpupool.adapters.<cloud>.compute` implements it; the
+    service never names a cloud or its API (docs/CONTRIBUTING.md lists what a new one adds)."""
+
+    @property
+    def vendor(self) -> str:
+        """The TensorFusionCluster `spec.computingVendor.type` this cloud serves (one of
+        `gpupool.core.catalog.model.CLOUDS`)."""
+        ...
+
+    @property
+    def connection_call(self) -> str:
+        """The call `check_connection` makes, as the cluster's CloudVendorConnectionReady
+        condition names it (e.g. "DescribeInstances")."""
         ...
 
 

@@ -159,8 +159,8 @@ def _wire(world: Any, functions_dir: Path | None) -> Any:
     adapters, built from the world's environment, on its clock and claim-name suffixes."""
     from dataclasses import replace
 
-    from gpupool.adapters.wiring import build_aws_deps
-    from gpupool.adapters.wiring_alibaba import build_alibaba_deps
+    from gpupool.adapters.alibaba.wiring import build_alibaba_deps
+    from gpupool.adapters.aws.wiring import build_aws_deps
     from gpupool.cli.commands.invoke import call_handler, load_function, load_handler
     from gpupool.core.intake.routing import FUNCTIONS
 

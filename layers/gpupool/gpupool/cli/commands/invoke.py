@@ -5,8 +5,8 @@ Role: run a function's real handler — Lambda's `functions/<FUNCTION>/app.py`, 
 as FC gives it — in this process on one event file, against the endpoints of an env file
 written by `gpupool sandbox up` (or the process environment), and print the plan and what was
 applied. The handler gets its deps through its own `make_handler(deps_factory, dry_run=...)`
-seam, built by the same wiring a deployed function uses (`gpupool.adapters.wiring.build_aws_deps`,
-`gpupool.adapters.wiring_alibaba.build_alibaba_deps`). `--json` prints exactly
+seam, built by the same wiring a deployed function uses (`gpupool.adapters.aws.wiring.build_aws_deps`,
+`gpupool.adapters.alibaba.wiring.build_alibaba_deps`). `--json` prints exactly
 `{"plan": {"actions": [...], "reasons": [...]}, "applied": [...], "errors": [...]}`.
 
 Where the handlers are found (first match): `--functions-dir DIR`, `$GPUPOOL_FUNCTIONS_DIR`,
@@ -288,8 +288,8 @@ def refuse_other_clouds_event(event: Mapping[str, Any], cloud: str, path: Path) 
 
 def _deps_factory(cloud: str, environ: dict[str, str], env_file: Path | None) -> Callable[[], Any]:
     """The wiring a deployed function of `cloud` uses, after checking `environ` (UserError if bad)."""
-    from gpupool.adapters.wiring import ConfigError, build_aws_deps, read_aws_environment
-    from gpupool.adapters.wiring_alibaba import build_alibaba_deps, read_alibaba_environment
+    from gpupool.adapters.alibaba.wiring import build_alibaba_deps, read_alibaba_environment
+    from gpupool.adapters.aws.wiring import ConfigError, build_aws_deps, read_aws_environment
 
     try:
         if cloud == "alibaba":

@@ -31,6 +31,12 @@ def register(parser: argparse.ArgumentParser) -> None:
     for sub in (up, down, state):
         sub.add_argument("--dir", default=None, help="sandbox directory (default: .gpupool/sandbox)")
     up.add_argument("--background", action="store_true", help="detach and return once the servers answer")
+    up.add_argument(
+        "--real",
+        action="store_true",
+        help="the real control plane (kube-apiserver, etcd, controllers, kube-scheduler, KWOK, Karpenter) "
+        "instead of the embedded API server; builds what is missing first (`gpupool sandbox build`)",
+    )
 
 
 def _usage(info: Any) -> str:
@@ -38,7 +44,8 @@ def _usage(info: Any) -> str:
     return "\n".join(
         [
             f"gpupool sandbox is up in {files.root} (pid {info.pid})",
-            f"  Kubernetes API  {info.kube_url}   kubeconfig: {files.kubeconfig}",
+            f"  Kubernetes API  {info.kube_url}   kubeconfig: {files.kubeconfig}"
+            + ("   (real: kube-apiserver, KWOK nodes, Karpenter)" if info.real else ""),
             f"  EC2 (moto)      {info.aws_url}   region us-east-1, credentials testing/testing",
             f"  ECS (sandbox)   {info.ecs_url}   region cn-hangzhou (GPUPOOL_ECS_ENDPOINT in the env file)",
             "Use it from a shell:",
@@ -70,11 +77,15 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"--dir {files.root} exists and is not a directory")
     try:
         if args.action == "up":
+            if args.real:
+                _build([])
             if args.background:
-                print(_usage(sandbox.start_background(files)))
+                print(_usage(sandbox.start_background(files, real=args.real)))
             else:
                 sandbox.run_foreground(
-                    files, announce=lambda info: print(_usage(info) + "  (or press Ctrl-C)", flush=True)
+                    files,
+                    announce=lambda info: print(_usage(info) + "  (or press Ctrl-C)", flush=True),
+                    real=args.real,
                 )
                 print("gpupool sandbox stopped")
             return 0

@@ -51,6 +51,9 @@ class Component:
     ldflags: tuple[str, ...] = ()
     # Set for this component's go commands only (a module that needs a newer Go than the machine's).
     env: Mapping[str, str] = field(default_factory=dict)
+    # Files the control plane reads from the component's published module (its CRDs, KWOK's stages):
+    # (module path, path inside it), copied to `<cache>/assets/<name>/` beside the binaries.
+    assets: tuple[tuple[str, str], ...] = ()
 
     @property
     def binaries(self) -> tuple[str, ...]:
@@ -83,7 +86,22 @@ COMPONENTS: tuple[Component, ...] = (
         ldflags=_version_stamp(KUBERNETES_VERSION),
     ),
     Component("etcd", "v3.6.17", {"go.etcd.io/etcd/server/v3": "etcd"}),
-    Component("kwok", "v0.8.0", {"sigs.k8s.io/kwok/cmd/kwok": "kwok"}),
+    Component(
+        "kwok",
+        "v0.8.0",
+        {"sigs.k8s.io/kwok/cmd/kwok": "kwok"},
+        # KWOK's own published stages: nodes become Ready and keep a Lease; pods run, complete, go.
+        assets=tuple(
+            ("sigs.k8s.io/kwok", f"kustomize/stage/{path}")
+            for path in (
+                "node/fast/node-initialize.yaml",
+                "node/heartbeat-with-lease/node-heartbeat-with-lease.yaml",
+                "pod/fast/pod-ready.yaml",
+                "pod/fast/pod-complete.yaml",
+                "pod/fast/pod-delete.yaml",
+            )
+        ),
+    ),
     # Named apart from KWOK's own binary. Karpenter v1.15 asks for Go 1.26.9; the module proxy
     # serves go1.27.3 as the approved newer toolchain, fetched once like any module.
     Component(
@@ -91,6 +109,13 @@ COMPONENTS: tuple[Component, ...] = (
         "v1.15.0",
         {"sigs.k8s.io/karpenter/kwok": "karpenter-kwok"},
         env={"GOTOOLCHAIN": "go1.27.3"},
+        assets=(
+            ("sigs.k8s.io/karpenter", "pkg/apis/crds/karpenter.sh_nodepools.yaml"),
+            ("sigs.k8s.io/karpenter", "pkg/apis/crds/karpenter.sh_nodeclaims.yaml"),
+            ("sigs.k8s.io/karpenter", "pkg/apis/crds/karpenter.sh_nodeoverlays.yaml"),
+            ("sigs.k8s.io/karpenter", "pkg/apis/crds/autoscaling.x-k8s.io_capacitybuffers.yaml"),
+            ("sigs.k8s.io/karpenter", "kwok/apis/crds/karpenter.kwok.sh_kwoknodeclasses.yaml"),
+        ),
     ),
 )
 
@@ -131,6 +156,35 @@ def binary(name: str) -> Path:
     return path
 
 
+def assets_dir(component: str) -> Path:
+    return cache_dir() / "assets" / component
+
+
+def _copy_assets(component: Component, *, go: str, module: Path, env: Mapping[str, str]) -> None:
+    target = assets_dir(component.name)
+    target.mkdir(parents=True, exist_ok=True)
+    sources: dict[str, Path] = {}
+    for module_path, inside in component.assets:
+        if module_path not in sources:
+            found = subprocess.run(
+                [go, "list", "-m", "-f", "{{.Dir}}", module_path],
+                cwd=module,
+                env=dict(env),
+                capture_output=True,
+                text=True,
+                check=False,
+            )
+            if found.returncode != 0 or not found.stdout.strip():
+                raise BuildError(
+                    f"{component.name}: cannot find {module_path}'s source: {found.stderr.strip()}"
+                )
+            sources[module_path] = Path(found.stdout.strip())
+        source = sources[module_path] / inside
+        if not source.is_file():
+            raise BuildError(f"{component.name}: {module_path} has no {inside}")
+        shutil.copyfile(source, target / source.name)
+
+
 def _go() -> str:
     go = shutil.which("go")
     if go is None:
@@ -163,6 +217,7 @@ def stamp_of(component: Component, module: Path, toolchain: str) -> str:
         "programs": dict(component.programs),
         "ldflags": list(component.ldflags),
         "env": dict(component.env),
+        "assets": [list(pair) for pair in component.assets],
         "go": toolchain,
     }
     digest.update(json.dumps(spec, sort_keys=True).encode())
@@ -181,7 +236,9 @@ def is_current(component: Component, stamp: str) -> bool:
         recorded = json.loads(_stamp_file(component).read_text())
     except (FileNotFoundError, ValueError):
         return False
-    return recorded.get("stamp") == stamp and all((bin_dir() / name).is_file() for name in component.binaries)
+    wanted = [bin_dir() / name for name in component.binaries]
+    wanted += [assets_dir(component.name) / Path(inside).name for _, inside in component.assets]
+    return recorded.get("stamp") == stamp and all(path.is_file() for path in wanted)
 
 
 def _log_path(component: Component) -> Path:
@@ -240,10 +297,15 @@ def build_component(
     say(f"{component.name} {component.version}: downloading modules (log: {log})")
     started = time.monotonic()
 
-    def progress(lines: int, elapsed: float) -> None:
-        say(f"{component.name}: {elapsed / 60:.1f} min, {lines} packages so far")
+    def progress_of(step: str) -> Callable[[int, float], None]:
+        def progress(lines: int, elapsed: float) -> None:
+            total = (time.monotonic() - started) / 60
+            say(f"{component.name}: {step} {elapsed / 60:.1f} min ({lines} packages), {total:.1f} min in all")
 
-    if _run_logged([go, "mod", "download"], cwd=module, env=env, log=log, progress=progress) != 0:
+        return progress
+
+    download = progress_of("downloading")
+    if _run_logged([go, "mod", "download"], cwd=module, env=env, log=log, progress=download) != 0:
         raise BuildError(f"{component.name}: module download failed — see {log}")
     say(f"{component.name}: compiling {', '.join(component.binaries)}")
     bin_dir().mkdir(parents=True, exist_ok=True)
@@ -252,10 +314,11 @@ def build_component(
         for package, name in component.programs.items():
             command = [go, "build", "-mod=readonly", "-trimpath", "-v", "-o", str(Path(scratch) / name)]
             command += ["-ldflags", " ".join(("-s", "-w", *component.ldflags)), package]
-            if _run_logged(command, cwd=module, env=env, log=log, progress=progress) != 0:
+            if _run_logged(command, cwd=module, env=env, log=log, progress=progress_of(name)) != 0:
                 raise BuildError(f"{component.name}: go build {package} failed — see {log}")
         for name in component.binaries:
             os.replace(Path(scratch) / name, bin_dir() / name)  # whole binaries only, by rename
+    _copy_assets(component, go=go, module=module, env=env)
     _stamp_file(component).parent.mkdir(parents=True, exist_ok=True)
     _stamp_file(component).write_text(
         json.dumps({"stamp": stamp, "version": component.version, "go": toolchain}, indent=2) + "\n"
@@ -274,12 +337,20 @@ def select(names: Sequence[str]) -> tuple[Component, ...]:
 
 def build(names: Sequence[str] = (), *, say: Callable[[str], None] = print) -> int:
     """Build what is missing or stale; returns how many components were built."""
+    from gpupool.sandbox.cluster.system_tools import SystemToolError, ensure_system_tools
+
+    components = select(names)
     go = _go()
     toolchain = go_version(go)
     built = 0
-    for component in select(names):
+    for component in components:
         built += build_component(component, go=go, toolchain=toolchain, say=say)
     say(f"binaries in {bin_dir()}")
+    if not names:
+        try:
+            ensure_system_tools(say=say)
+        except SystemToolError as error:
+            raise BuildError(str(error)) from error
     return built
 
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpupool.core.goregexp import go_regexp
+from gpupool.core.model.requirements import holds
 from gpupool.sandbox.kubeapi.errors import bad_request
 
 _NAME = go_regexp(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
@@ -27,6 +28,8 @@ _EQUALITY = re.compile(r"^\s*([^\s!=]+)\s*(==|=|!=)\s*([^\s]*)\s*$")
 _EXISTS = re.compile(r"^\s*(!?)\s*([^\s!=(),]+)\s*$")
 
 Labels = Mapping[str, str]
+# The selector grammar's operators as the one requirement algebra names them (core.model.requirements).
+_OPERATORS = {"in": "In", "notin": "NotIn", "exists": "Exists", "!exists": "DoesNotExist"}
 
 
 @dataclass(frozen=True)
@@ -36,13 +39,7 @@ class Requirement:
     values: frozenset[str]
 
     def matches(self, labels: Labels) -> bool:
-        if self.operator == "in":
-            return labels.get(self.key) in self.values
-        if self.operator == "notin":
-            return labels.get(self.key) not in self.values
-        if self.operator == "exists":
-            return self.key in labels
-        return self.key not in labels
+        return holds(_OPERATORS[self.operator], self.values, labels.get(self.key))
 
 
 def _check_key(key: str, selector: str) -> None:

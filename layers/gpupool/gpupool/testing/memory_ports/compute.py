@@ -40,10 +40,22 @@ def _node_class(template: LaunchTemplate) -> GPUNodeClass:
 
 
 class MemoryCompute(CallRecorder):
-    """Instances in memory; `no_capacity` holds offering keys (type/zone/capacity) that fail."""
+    """Instances in memory; `no_capacity` holds offering keys (type/zone/capacity) that fail.
 
-    def __init__(self, clock: MemoryClock, *, cluster: str = "demo") -> None:
+    As a `CloudProvider` it answers for the cloud `vendor` names, its connection check named as
+    that cloud's adapter names it (`connection_call`; AWS's by default, as the sandbox's EC2)."""
+
+    def __init__(
+        self,
+        clock: MemoryClock,
+        *,
+        cluster: str = "demo",
+        vendor: str = "aws",
+        connection_call: str = "DescribeInstances",
+    ) -> None:
         super().__init__()
+        self.vendor = vendor
+        self.connection_call = connection_call
         self.clock = clock
         self.cluster = cluster
         self.instances: dict[str, ManagedInstance] = {}
