@@ -377,6 +377,37 @@ def _tensor_fusion() -> list[Request]:
             {"status": {"phase": "Running"}},
             MERGE,
         ),
+        Request(
+            "GPUPool status with a bad date-time",
+            "PATCH",
+            f"{pools}/{{run}}-pool/status",
+            {
+                "status": {
+                    "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": "2026-03-01"}]
+                }
+            },
+            MERGE,
+        ),
+        Request(
+            "GPUPool status with a quantity of the wrong type and a condition without type",
+            "PATCH",
+            f"{pools}/{{run}}-pool/status",
+            {"status": {"totalTFlops": True, "conditions": [{"status": "True"}]}},
+            MERGE,
+        ),
+        Request(
+            "GPUPool with a negative-looking quantity and an unknown field, Warn",
+            "POST",
+            pools,
+            {
+                **pool,
+                "metadata": _meta("{run}-neg"),
+                "spec": {
+                    "capacityConfig": {"minResources": {"tflops": "-1", "vram": "1e3"}},
+                    "colour": "red",
+                },
+            },
+        ),
         Request("GPUPools listed", "GET", f"{pools}?{RUN_SELECTOR}"),
         Request("GPUPools listed as a Table", "GET", f"{pools}?{RUN_SELECTOR}", accept=TABLE),
         Request(

@@ -193,7 +193,23 @@ def _normal(value: Any, columns: list[str] | None = None) -> Any:
         out[key] = "<set>" if key in _CHOSEN and item not in (None, "") else _normal(item, columns)
     if out.get("kind") == "Table":
         _normal_table(out, columns)
+    if out.get("kind") == "Status":
+        _normal_causes(out)
     return out
+
+
+def _normal_causes(status: dict[str, Any]) -> None:
+    """A 422's causes in a stable order: kube-openapi walks an object's properties in Go map
+    order, so upstream lists the causes of two fields either way round. The message, which
+    aggregates them in that order, keeps only what precedes them."""
+    details = status.get("details")
+    causes = details.get("causes") if isinstance(details, dict) else None
+    if not isinstance(causes, list) or len(causes) < 2:
+        return
+    details["causes"] = sorted(causes, key=lambda c: json.dumps(c, sort_keys=True))
+    message = str(status.get("message") or "")
+    if " is invalid: [" in message:
+        status["message"] = message.split(" is invalid: [", 1)[0] + " is invalid: [the causes]"
 
 
 def _normal_watch(events: list[Any]) -> list[Any]:

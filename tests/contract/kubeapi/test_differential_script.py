@@ -67,3 +67,15 @@ def test_a_kubeconfig_is_read_as_kubectl_reads_it(tmp_path: Path) -> None:
     target = Target.from_kubeconfig(config)
     assert target.url == "https://127.0.0.1:6443" and target.token == "eA=="
     assert target.context is not None and not target.context.check_hostname
+
+
+def test_a_refusals_causes_are_compared_in_any_order() -> None:
+    """Upstream lists the causes of two fields in Go map order, either way round."""
+
+    def refusal(*fields: str) -> dict[str, object]:
+        causes = [{"field": f, "message": "Required value", "reason": "FieldValueRequired"} for f in fields]
+        listed = ", ".join(f"{f}: Required value" for f in fields)
+        return {"kind": "Status", "message": f'X "x" is invalid: [{listed}]', "details": {"causes": causes}}
+
+    assert normal(refusal("a", "b")) == normal(refusal("b", "a"))
+    assert normal(refusal("a", "b")) != normal(refusal("a", "c"))

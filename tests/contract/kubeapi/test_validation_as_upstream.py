@@ -187,3 +187,37 @@ def test_a_wrong_type_is_named_as_json_names_it_and_blocks(custom: client.Custom
         ),
         ("<nil>", NOTE),
     ]
+
+
+def test_a_quantity_of_no_type_it_takes_fails_its_any_of_as_upstream(custom: client.CustomObjectsApi) -> None:
+    """gpupool's quantities are int-or-string with `anyOf: [integer, string]`: a boolean fails the
+    type (`integer,string`), then the anyOf (filed under the validated root, here `status`), then
+    the first branch."""
+    pool = {
+        "apiVersion": "tensor-fusion.ai/v1",
+        "kind": "GPUPool",
+        "metadata": {"name": "quantities"},
+        "spec": {"capacityConfig": {"minResources": {"tflops": "100", "vram": "16Gi"}}},
+    }
+    custom.create_cluster_custom_object("tensor-fusion.ai", "v1", "gpupools", pool)
+    body = _refusal(
+        lambda: custom.patch_cluster_custom_object_status(
+            "tensor-fusion.ai", "v1", "gpupools", "quantities", {"status": {"totalTFlops": True}}
+        )
+    )
+    assert _causes(body) == [
+        (
+            "status.totalTFlops",
+            'Invalid value: "boolean": totalTFlops in body must be of type integer,string: "boolean"',
+        ),
+        ("status", 'Invalid value: "": "totalTFlops" must validate at least one schema (anyOf)'),
+        (
+            "status.totalTFlops",
+            'Invalid value: "boolean": totalTFlops in body must be of type integer: "boolean"',
+        ),
+    ]
+    assert [c["reason"] for c in body["details"]["causes"]] == [
+        "FieldValueTypeInvalid",
+        "FieldValueInvalid",
+        "FieldValueTypeInvalid",
+    ]

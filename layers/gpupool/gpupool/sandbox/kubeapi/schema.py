@@ -155,6 +155,7 @@ def _type_ok(schema: Mapping[str, Any], value: Any) -> bool:
 def _walk(schema: Mapping[str, Any], value: Any, old: Any, path: str, walk: _Walk) -> Any:
     if not _type_ok(schema, value):
         walk.block(path, _type_problem(schema, value, walk.named(path)))
+        _any_of_problems(schema, value, path, walk)
         return value
     if isinstance(value, dict):
         result: Any = _walk_object(schema, value, old, path, walk)
@@ -192,16 +193,37 @@ def _go_format(value: Any) -> str:
     return "float64" if isinstance(value, float) else ""
 
 
-def _type_problem(schema: Mapping[str, Any], value: Any, path: str) -> str:
+def _type_problem(schema: Mapping[str, Any], value: Any, path: str, expected: str | None = None) -> str:
     """Upstream's TypeInvalid cause: `Invalid value: "<got>": <path> in body must be of type
-    <expected>: "<got>"`. A schema with a format names the format, and the value's inferred
-    format, when a value that is neither a string nor a list breaks it (kube-openapi's order)."""
-    expected = "integer or string" if schema.get("x-kubernetes-int-or-string") else str(schema.get("type"))
+    <expected>: "<got>"` (an int-or-string is of type `integer,string`). A schema with a format
+    names the format, and the value's inferred format, when a value that is neither a string nor
+    a list breaks it (kube-openapi's order)."""
+    if expected is None:
+        expected = "integer,string" if schema.get("x-kubernetes-int-or-string") else str(schema.get("type"))
     got = _json_type(value)
     if schema.get("format") and not isinstance(value, (str, list)):
         expected, got = str(schema["format"]), _go_format(value)
     shown = go_quote(got)
     return f"Invalid value: {shown}: {path} in body must be of type {expected}: {shown}"
+
+
+def _any_of_problems(schema: Mapping[str, Any], value: Any, path: str, walk: _Walk) -> None:
+    """An `anyOf` none of whose branches takes the value (int-or-string quantities, the only
+    anyOf a structural schema may carry): kube-openapi's composite error, which the server files
+    under the validated root (`<nil>`, or `status` on a status write) naming the path, then the
+    first branch's own failure."""
+    branches = [b for b in schema.get("anyOf") or [] if isinstance(b, Mapping)]
+    if not branches or any(_type_ok(branch, value) for branch in branches):
+        return
+    named = walk.named(path)
+    walk.problems.append(
+        (
+            walk.message_root or "<nil>",
+            f'Invalid value: "": {go_quote(named)} must validate at least one schema (anyOf)',
+        )
+    )
+    first = branches[0]
+    walk.block(path, _type_problem(first, value, named, expected=str(first.get("type"))))
 
 
 def _walk_array(schema: Mapping[str, Any], value: list[Any], old: Any, path: str, walk: _Walk) -> Any:
