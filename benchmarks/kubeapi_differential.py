@@ -203,7 +203,9 @@ def _normal_causes(status: dict[str, Any]) -> None:
     order, so upstream lists the causes of two fields either way round. The message, which
     aggregates them in that order, keeps only what precedes them."""
     details = status.get("details")
-    causes = details.get("causes") if isinstance(details, dict) else None
+    if not isinstance(details, dict):
+        return
+    causes = details.get("causes")
     if not isinstance(causes, list) or len(causes) < 2:
         return
     details["causes"] = sorted(causes, key=lambda c: json.dumps(c, sort_keys=True))
