@@ -302,7 +302,7 @@ def _workdir(tmp_path: Path) -> Path:
 def real_tools() -> dict[str, str]:
     """The real sam, s and helm (`gpupool sandbox build` puts them in its cache; missing ones fail
     the test with the command that installs them)."""
-    from tests.real_tools import real_tool
+    from tests.programs import real_tool
 
     return {tool: str(real_tool(tool)) for tool in REAL}
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.real_tools import real_tool
+from tests.programs import real_tool
 
 sys.path.insert(0, str(Path(__file__).parent))
 from test_chart_images import EVERYTHING_ON, REPOSITORY, SCHEDULER, TAG, containers

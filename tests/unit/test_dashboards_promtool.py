@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.real_tools import real_tool
+from tests.programs import real_tool
 
 sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(0, str(Path(__file__).parent / "alerts"))

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.real_tools import real_tool
+from tests.programs import real_tool
 
 sys.path.insert(0, str(Path(__file__).parent))
 from test_prometheus_rule import CASES, END, STEP, TIMES, render

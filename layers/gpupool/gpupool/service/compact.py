@@ -246,14 +246,14 @@ def _consolidation_plan(deps: Deps, name: str) -> Plan:
 def _consolidate(name: str, deps: Deps, executor: Executor, outcome: Outcome, *, dry_run: bool) -> None:
     """WhenUnderutilized: when compaction removed nothing, drain the one node consolidation picks,
     deciding again on a fresh read right before (DESIGN: re-validate before destroying)."""
-    if isinstance(deps.cluster, ClusterView):
+    if isinstance(deps.cluster, InvocationCluster):
         deps.cluster.refresh()
     plan = _consolidation_plan(deps, name)
     if not plan.actions:
         outcome.plan = outcome.plan + plan
         return
     if not dry_run:
-        if isinstance(deps.cluster, ClusterView):
+        if isinstance(deps.cluster, InvocationCluster):
             deps.cluster.refresh()
         again = _consolidation_plan(deps, name)
         if again.actions != plan.actions:

@@ -154,9 +154,11 @@ def modules_dir() -> Path:
 
 
 def binary(name: str) -> Path:
-    """The path of a built program; BuildError naming the fix when it was never built."""
+    """The path of a real program in the cache — built from its Go module or installed by `tools`;
+    BuildError naming the fix when it is missing. The tests and the control plane find every real
+    program through this."""
     path = bin_dir() / name
-    if not path.is_file():
+    if not (path.is_file() and os.access(path, os.X_OK)):
         raise BuildError(f"{name} is not built ({path} is missing): run `gpupool sandbox build`")
     return path
 

@@ -137,12 +137,3 @@ def select(names: Sequence[str]) -> tuple[Tool, ...]:
 def install(names: Sequence[str] = (), *, say: Callable[[str], None] = print) -> int:
     """Install what is missing or stale among `names` (every tool when empty); how many installed."""
     return sum(install_tool(tool, say=say) for tool in select(names))
-
-
-def program(name: str) -> Path:
-    """The path of a real tool in the cache — a Go program or an installed one; BuildError naming
-    the fix when it is missing. The tests find every real tool through this."""
-    path = bin_dir() / name
-    if not (path.exists() and os.access(path, os.X_OK)):
-        raise BuildError(f"{name} is not installed ({path} is missing): run `gpupool sandbox build`")
-    return path
