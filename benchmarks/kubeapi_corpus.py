@@ -467,7 +467,9 @@ def _events_and_builtins() -> list[Request]:
         Request(
             "Events by involvedObject.name",
             "GET",
-            "/api/v1/namespaces/default/events?fieldSelector=involvedObject.name%3D{run}-a",
+            # The run's label too: on a full control plane Karpenter's controller writes Events about
+            # the same NodeClaim ("Status condition transitioned").
+            f"/api/v1/namespaces/default/events?{RUN_SELECTOR}&fieldSelector=involvedObject.name%3D{{run}}-a",
         ),
         Request(
             "Events by reason and type",
