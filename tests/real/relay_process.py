@@ -2,6 +2,11 @@
 from a CA of the test's own, kubeconfigs for a bearer token or a ServiceAccount's TokenRequest, the
 chart rendered as the guides render it, and `gpupool relay serve` run as a process on loopback.
 
+`pod_webhook_harness` is the whole webhook setup in one call: a namespace of its own, a default
+GPUPool, the relay serving a pair from a fresh CA, and the chart's MutatingWebhookConfiguration
+pointed at it (narrowed to that namespace), waited for until the API server calls it; replay a
+tenant's pods through `harness.create(pod)`.
+
 A `RelayProcess` is started with `start_new_session`, so its PID leads its own process group;
 `stop()` terminates that group (SIGTERM, then SIGKILL) and `kill()` SIGKILLs it at once. The
 `relay` context manager stops it on the way out, even when the test failed.
@@ -22,6 +27,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -325,6 +331,95 @@ def relay(**options: Any) -> Iterator[RelayProcess]:
         yield process.start()
     finally:
         process.stop()
+
+
+# -- the pod webhook, registered with the real API server ------------------------------------------
+
+WEBHOOKS = "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations"
+PROBE = {
+    "apiVersion": "v1",
+    "kind": "Pod",
+    "metadata": {
+        "name": "probe",
+        "labels": {"tensor-fusion.ai/enabled": "true"},
+        "annotations": {"tensor-fusion.ai/tflops-request": "1", "tensor-fusion.ai/vram-request": "1Gi"},
+    },
+    "spec": {"containers": [{"name": "main", "image": "example.invalid/probe:1"}]},
+}
+
+
+@dataclass
+class WebhookHarness:
+    plane: ControlPlane
+    relay: RelayProcess
+    pair: ServingPair
+    namespace: str
+    pool: str
+
+    @property
+    def webhook_name(self) -> str:
+        return f"gpupool-test-{self.namespace}"
+
+    @property
+    def pods(self) -> str:
+        return f"/api/v1/namespaces/{self.namespace}/pods"
+
+    def create(
+        self, pod: dict[str, Any], *, dry_run: bool = False, token: str | None = None
+    ) -> tuple[int, Any]:
+        """POST `pod` into the harness's namespace (as the admin, or with `token`)."""
+        return call(self.plane, "POST", self.pods + ("?dryRun=All" if dry_run else ""), pod, token=token)
+
+
+@contextlib.contextmanager
+def pod_webhook_harness(
+    plane: ControlPlane, root: Path, *, kubeconfig: Path | None = None, relay_args: Sequence[str] = ()
+) -> Iterator[WebhookHarness]:
+    """The relay's pod webhook called by `plane` over TLS for pods of a fresh namespace; everything
+    it made (the webhook configuration, the pool, the namespace) removed and the relay stopped on
+    the way out."""
+    namespace = f"tenant-{uuid.uuid4().hex[:6]}"
+    pool = f"pool-{namespace}"
+    pair = serving_pair(root / "tls")
+    relay = RelayProcess(
+        root, kubeconfig or plane.kubeconfig, tls=pair, args=["--default-pool", pool, *relay_args]
+    )
+    harness = WebhookHarness(plane, relay, pair, namespace, pool)
+    webhook = chart_pod_webhook(
+        relay.webhook_url, pair.ca_pem, name=harness.webhook_name, namespace=namespace
+    )
+    try:
+        plane.request("POST", "/api/v1/namespaces", {"metadata": {"name": namespace}})
+        # Pods are admitted once the namespace's `default` ServiceAccount exists; the controller-manager
+        # makes it, applying it too means no wait for that.
+        account = {
+            "apiVersion": "v1",
+            "kind": "ServiceAccount",
+            "metadata": {"name": "default", "namespace": namespace},
+        }
+        plane.apply(account, path=f"/api/v1/namespaces/{namespace}/serviceaccounts/default")
+        plane.request(
+            "POST",
+            "/apis/tensor-fusion.ai/v1/gpupools",
+            {"apiVersion": "tensor-fusion.ai/v1", "kind": "GPUPool", "metadata": {"name": pool}, "spec": {}},
+        )
+        relay.start()
+        plane.request("POST", WEBHOOKS, webhook)
+        # The API server loads a new webhook configuration through its informer: wait until it calls it.
+        wait_for(
+            "the API server to call the webhook",
+            lambda: (
+                (answer := harness.create(PROBE, dry_run=True))[0] == 201
+                and answer[1]["spec"].get("schedulerName") == "tensor-fusion-scheduler"
+            ),
+            timeout=30,
+        )
+        yield harness
+    finally:
+        relay.stop()
+        call(plane, "DELETE", f"{WEBHOOKS}/{harness.webhook_name}")
+        call(plane, "DELETE", f"/apis/tensor-fusion.ai/v1/gpupools/{pool}")
+        call(plane, "DELETE", f"/api/v1/namespaces/{namespace}")
 
 
 # -- calls that may be refused ---------------------------------------------------------------------
