@@ -1,0 +1,277 @@
+"""The real kube-scheduler calling the relay's extender to place TensorFusion pods on KWOK GPU nodes
+(issue 31, story 3).
+
+On the session's real control plane: the chart's scheduling RBAC (its ServiceAccount, the relay's
+ClusterRole, kube-scheduler's bindings and Lease Role) is applied for a release in a namespace of the
+test's own; the relay and a second kube-scheduler — the chart's KubeSchedulerConfiguration, its
+extender pointed at the relay's extender port, leader election on `tensor-fusion-scheduler` in that
+namespace — both run as that ServiceAccount with a TokenRequest token, so the chart's RBAC is what
+lets them work. Two KWOK nodes carry GPUs published by the node agent's own code (`Publisher` over a
+fake NVML, writing GPU objects and GPUNode status through `KubeAgentCluster`). Covers: a TensorFusion
+pod is filtered, prioritized and bound by the relay (filter / prioritize / bind called by the real
+scheduler), carries the GPU assignment (`tensor-fusion.ai/gpu-ids`, `gpupool.io/allocation` naming
+its node and GPUs of that node), and KWOK runs it; a pod no GPU can hold stays Pending with the
+extender's reason in its PodScheduled condition.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gpupool.sandbox.cluster.controlplane import ControlPlane
+from tests.programs import require_built
+from tests.real.relay_process import (
+    RelayProcess,
+    call,
+    render_chart,
+    service_account_kubeconfig,
+    wait_for,
+)
+from tests.real.scheduler_process import SchedulerProcess
+
+T = "tensor-fusion.ai/"
+RBAC_KINDS = {"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"}
+GIB = 1024**3
+# On the test's nodes and in its pods' nodeSelector: the session's Karpenter cannot launch a node with
+# a label no NodePool offers, so a pod left Pending here never makes it launch one.
+STORY_LABEL = "gpupool.test/pool"
+
+
+@dataclass
+class Placement:
+    plane: ControlPlane
+    namespace: str
+    pool: str
+    nodes: dict[str, list[str]]  # node → its GPU objects' names
+    relay: RelayProcess
+    scheduler: SchedulerProcess
+
+    @property
+    def pods(self) -> str:
+        return f"/api/v1/namespaces/{self.namespace}/pods"
+
+
+def _object_path(document: dict[str, Any]) -> str:
+    kind, meta = document["kind"], document["metadata"]
+    plural = {"ServiceAccount": "serviceaccounts", "Role": "roles", "RoleBinding": "rolebindings"}
+    cluster = {"ClusterRole": "clusterroles", "ClusterRoleBinding": "clusterrolebindings"}
+    if kind in cluster:
+        return f"/apis/rbac.authorization.k8s.io/v1/{cluster[kind]}/{meta['name']}"
+    group = "/api/v1" if kind == "ServiceAccount" else "/apis/rbac.authorization.k8s.io/v1"
+    return f"{group}/namespaces/{meta['namespace']}/{plural[kind]}/{meta['name']}"
+
+
+def kwok_gpu_node(name: str, pool: str) -> dict[str, Any]:
+    capacity = {
+        "cpu": "32",
+        "memory": "256Gi",
+        "pods": "110",
+        "ephemeral-storage": "500Gi",
+        "nvidia.com/gpu": "2",
+    }
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "annotations": {"kwok.x-k8s.io/node": "fake"},
+            "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", STORY_LABEL: pool},
+        },
+        "status": {"capacity": capacity, "allocatable": capacity},
+    }
+
+
+def publish_gpus(plane: ControlPlane, node: str, pool: str, nvml_file: Path) -> list[str]:
+    """Two A100s on `node`, published by the node agent's Publisher as it does each round."""
+    from kubernetes import config
+
+    from gpupool_incluster.agent.discovery import gpu_object_name
+    from gpupool_incluster.agent.kube import KubeAgentCluster
+    from gpupool_incluster.agent.nvml_fake import FakeNvml
+    from gpupool_incluster.agent.publish import Publisher
+
+    uuids = [f"GPU-{uuid.uuid4()}" for _ in range(2)]
+    nvml_file.write_text(
+        json.dumps(
+            {
+                "driverVersion": "550.54.15",
+                "gpus": [
+                    {
+                        "uuid": u,
+                        "name": "NVIDIA A100-SXM4-40GB",
+                        "memoryBytes": 40 * GIB,
+                        "numaNode": 0,
+                        "health": None,
+                    }
+                    for u in uuids
+                ],
+                "processes": [],
+            }
+        )
+    )
+    api = config.new_client_from_config(config_file=str(plane.kubeconfig))
+    try:
+        Publisher(node, FakeNvml(nvml_file), KubeAgentCluster(api), pool=pool).publish([], datetime.now(UTC))
+    finally:
+        api.close()
+    return [gpu_object_name(u) for u in uuids]
+
+
+def tf_pod(name: str, pool: str, *, vram: str = "4Gi") -> dict[str, Any]:
+    """A TensorFusion worker as the pod webhook leaves it (test_pod_webhook_real.py shows the webhook)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "labels": {T + "enabled": "true"},
+            "annotations": {
+                T + "tflops-request": "10",
+                T + "tflops-limit": "10",
+                T + "vram-request": vram,
+                T + "vram-limit": vram,
+                T + "gpupool": pool,
+                T + "qos": "high",
+                T + "isolation": "soft",
+            },
+        },
+        "spec": {
+            "schedulerName": "tensor-fusion-scheduler",
+            "nodeSelector": {STORY_LABEL: pool},
+            "containers": [
+                {
+                    "name": "main",
+                    "image": "example.invalid/cuda:12",
+                    "resources": {"limits": {T + "index_0": "1"}},
+                }
+            ],
+        },
+    }
+
+
+@pytest.fixture(scope="module")
+def placement(control_plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Placement]:
+    require_built("kube-scheduler", "kwok")
+    plane = control_plane
+    root: Path = tmp_path_factory.mktemp("extender")
+    suffix = uuid.uuid4().hex[:6]
+    namespace, release, pool = f"sched-{suffix}", f"tf{suffix}", f"pool-{suffix}"
+    rbac = [d for d in render_chart({}, release=release, namespace=namespace) if d["kind"] in RBAC_KINDS]
+    rbac = [d for d in rbac if f"{release}-scheduler" in json.dumps(d)]
+    nodes = [f"kwok-gpu-{suffix}-{i}" for i in range(2)]
+    relay: RelayProcess | None = None
+    scheduler: SchedulerProcess | None = None
+    try:
+        plane.request("POST", "/api/v1/namespaces", {"metadata": {"name": namespace}})
+        account = {
+            "apiVersion": "v1",
+            "kind": "ServiceAccount",
+            "metadata": {"name": "default", "namespace": namespace},
+        }
+        plane.apply(
+            account, path=f"/api/v1/namespaces/{namespace}/serviceaccounts/default"
+        )  # no wait for the controller
+        for document in rbac:
+            plane.apply(document, path=_object_path(document))
+        pool_object = {
+            "apiVersion": "tensor-fusion.ai/v1",
+            "kind": "GPUPool",
+            "metadata": {"name": pool},
+            "spec": {},
+        }
+        plane.request("POST", "/apis/tensor-fusion.ai/v1/gpupools", pool_object)
+        gpus = {}
+        for node in nodes:
+            plane.request("POST", "/api/v1/nodes", kwok_gpu_node(node, pool))
+            gpus[node] = publish_gpus(plane, node, pool, root / f"{node}-nvml.json")
+        for node in nodes:
+            wait_for(
+                f"KWOK to make {node} Ready",
+                lambda node=node: any(  # type: ignore[misc]
+                    c["type"] == "Ready" and c["status"] == "True"
+                    for c in plane.request("GET", f"/api/v1/nodes/{node}")["status"].get("conditions") or []
+                ),
+                timeout=60,
+            )
+        identity = service_account_kubeconfig(
+            plane, namespace, f"{release}-scheduler", root / "sa.kubeconfig"
+        )
+        relay = RelayProcess(root, identity, args=["--lease-namespace", namespace]).start()
+        scheduler = SchedulerProcess(root, identity, namespace, relay.extender_port).start()
+        yield Placement(plane, namespace, pool, gpus, relay, scheduler)
+    finally:
+        if scheduler is not None:
+            scheduler.stop()
+        if relay is not None:
+            relay.stop()
+        call(plane, "DELETE", f"/api/v1/namespaces/{namespace}")
+        for node in nodes:
+            call(plane, "DELETE", f"/api/v1/nodes/{node}")
+            call(plane, "DELETE", f"/apis/tensor-fusion.ai/v1/gpunodes/{node}")
+        for names in (gpus if "gpus" in locals() else {}).values():
+            for name in names:
+                call(plane, "DELETE", f"/apis/tensor-fusion.ai/v1/gpus/{name}")
+        call(plane, "DELETE", f"/apis/tensor-fusion.ai/v1/gpupools/{pool}")
+        for document in rbac:
+            if document["kind"].startswith("Cluster"):
+                call(plane, "DELETE", _object_path(document))
+
+
+def test_the_real_scheduler_places_a_worker_through_the_extender_and_kwok_runs_it(
+    placement: Placement,
+) -> None:
+    plane = placement.plane
+    status, created = call(plane, "POST", placement.pods, tf_pod("worker", placement.pool))
+    assert status == 201, created
+    path = f"{placement.pods}/worker"
+    running = wait_for(
+        "the pod to be bound and run",
+        lambda: (pod := plane.request("GET", path))["status"].get("phase") == "Running" and pod,
+        timeout=90,
+    )
+    node = running["spec"]["nodeName"]
+    assert node in placement.nodes
+    notes = running["metadata"]["annotations"]
+    gpu_ids = notes[T + "gpu-ids"].split(",")
+    assert len(gpu_ids) == 1 and gpu_ids[0] in placement.nodes[node]  # a GPU of the node it was bound to
+    record = json.loads(notes["gpupool.io/allocation"])
+    assert record["node"] == node and record["uid"] == running["metadata"]["uid"]
+    calls = placement.relay.log.read_text()
+    for verb in ("filter", "prioritize", "bind"):  # the real scheduler called each extender verb
+        assert f'"POST /scheduler/{verb} HTTP/1.1" 200' in calls, verb
+    bound = f'"Successfully bound pod to node" pod="{placement.namespace}/worker" node="{node}"'
+    assert bound in placement.scheduler.log.read_text()
+    scheduled = next(c for c in running["status"]["conditions"] if c["type"] == "PodScheduled")
+    assert scheduled["status"] == "True"
+
+
+def test_a_pod_no_gpu_can_hold_stays_pending_with_the_extenders_reason(placement: Placement) -> None:
+    plane = placement.plane
+    status, created = call(plane, "POST", placement.pods, tf_pod("too-big", placement.pool, vram="200Gi"))
+    assert status == 201, created
+    path = f"{placement.pods}/too-big"
+    condition = wait_for(
+        "the scheduler to report the pod unschedulable",
+        lambda: next(
+            (
+                c
+                for c in plane.request("GET", path)["status"].get("conditions") or []
+                if c["type"] == "PodScheduled" and c["status"] == "False"
+            ),
+            None,
+        ),
+        timeout=60,
+    )
+    assert condition["reason"] == "Unschedulable"
+    assert "vram" in condition["message"].lower(), condition
+    pod = plane.request("GET", path)
+    assert not pod["spec"].get("nodeName")
+    assert T + "gpu-ids" not in pod["metadata"].get("annotations", {})
