@@ -202,6 +202,42 @@ def chart_pod_webhook(url: str, ca_pem: bytes, *, name: str, namespace: str) -> 
     return webhook
 
 
+RBAC_KINDS = ("ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding")
+
+
+def _rbac_path(document: dict[str, Any]) -> str:
+    kind, meta = document["kind"], document["metadata"]
+    if kind == "ServiceAccount":
+        return f"/api/v1/namespaces/{meta['namespace']}/serviceaccounts/{meta['name']}"
+    plural = kind.lower() + "s"
+    where = "" if kind.startswith("Cluster") else f"/namespaces/{meta['namespace']}"
+    return f"/apis/rbac.authorization.k8s.io/v1{where}/{plural}/{meta['name']}"
+
+
+@contextlib.contextmanager
+def chart_relay_identity(plane: ControlPlane, root: Path, *, namespace: str) -> Iterator[Path]:
+    """The scheduling pod's identity as the chart makes it — its ServiceAccount `<release>-scheduler`
+    in `namespace` (which must exist), the relay's ClusterRole, kube-scheduler's bindings and the
+    Lease Role — under a release name of its own; yields a kubeconfig with a TokenRequest token for
+    it, so only the chart's RBAC lets the relay and kube-scheduler work. The cluster-wide objects
+    are deleted on the way out."""
+    release = f"tf{uuid.uuid4().hex[:6]}"
+    account = f"{release}-scheduler"
+    rbac = [
+        d
+        for d in render_chart({}, release=release, namespace=namespace)
+        if d["kind"] in RBAC_KINDS and account in json.dumps(d)
+    ]
+    try:
+        for document in rbac:
+            plane.apply(document, path=_rbac_path(document))
+        yield service_account_kubeconfig(plane, namespace, account, root / f"{account}.kubeconfig")
+    finally:
+        for document in rbac:
+            if document["kind"].startswith("Cluster"):
+                call(plane, "DELETE", _rbac_path(document))
+
+
 # -- the relay as a process ------------------------------------------------------------------------
 
 

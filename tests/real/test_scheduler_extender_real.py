@@ -16,6 +16,7 @@ extender's reason in its PodScheduled condition.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import uuid
 from collections.abc import Iterator
@@ -28,17 +29,12 @@ import pytest
 
 from gpupool.sandbox.cluster.controlplane import ControlPlane
 from tests.programs import require_built
-from tests.real.relay_process import (
-    RelayProcess,
-    call,
-    render_chart,
-    service_account_kubeconfig,
-    wait_for,
-)
+from tests.real.relay_process import RelayProcess, call, chart_relay_identity, wait_for
+from tests.real.relay_process import relay as relay_process
 from tests.real.scheduler_process import SchedulerProcess
+from tests.real.scheduler_process import scheduler as tensor_fusion_scheduler
 
 T = "tensor-fusion.ai/"
-RBAC_KINDS = {"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"}
 GIB = 1024**3
 # On the test's nodes and in its pods' nodeSelector: the session's Karpenter cannot launch a node with
 # a label no NodePool offers, so a pod left Pending here never makes it launch one.
@@ -57,16 +53,6 @@ class Placement:
     @property
     def pods(self) -> str:
         return f"/api/v1/namespaces/{self.namespace}/pods"
-
-
-def _object_path(document: dict[str, Any]) -> str:
-    kind, meta = document["kind"], document["metadata"]
-    plural = {"ServiceAccount": "serviceaccounts", "Role": "roles", "RoleBinding": "rolebindings"}
-    cluster = {"ClusterRole": "clusterroles", "ClusterRoleBinding": "clusterrolebindings"}
-    if kind in cluster:
-        return f"/apis/rbac.authorization.k8s.io/v1/{cluster[kind]}/{meta['name']}"
-    group = "/api/v1" if kind == "ServiceAccount" else "/apis/rbac.authorization.k8s.io/v1"
-    return f"{group}/namespaces/{meta['namespace']}/{plural[kind]}/{meta['name']}"
 
 
 def kwok_gpu_node(name: str, pool: str) -> dict[str, Any]:
@@ -163,14 +149,11 @@ def placement(control_plane: ControlPlane, tmp_path_factory: pytest.TempPathFact
     plane = control_plane
     root: Path = tmp_path_factory.mktemp("extender")
     suffix = uuid.uuid4().hex[:6]
-    namespace, release, pool = f"sched-{suffix}", f"tf{suffix}", f"pool-{suffix}"
-    rbac = [d for d in render_chart({}, release=release, namespace=namespace) if d["kind"] in RBAC_KINDS]
-    rbac = [d for d in rbac if f"{release}-scheduler" in json.dumps(d)]
+    namespace, pool = f"sched-{suffix}", f"pool-{suffix}"
     nodes = [f"kwok-gpu-{suffix}-{i}" for i in range(2)]
-    relay: RelayProcess | None = None
-    scheduler: SchedulerProcess | None = None
-    try:
+    with contextlib.ExitStack() as cleanup:  # undone in reverse, whatever failed
         plane.request("POST", "/api/v1/namespaces", {"metadata": {"name": namespace}})
+        cleanup.callback(call, plane, "DELETE", f"/api/v1/namespaces/{namespace}")
         account = {
             "apiVersion": "v1",
             "kind": "ServiceAccount",
@@ -179,8 +162,6 @@ def placement(control_plane: ControlPlane, tmp_path_factory: pytest.TempPathFact
         plane.apply(
             account, path=f"/api/v1/namespaces/{namespace}/serviceaccounts/default"
         )  # no wait for the controller
-        for document in rbac:
-            plane.apply(document, path=_object_path(document))
         pool_object = {
             "apiVersion": "tensor-fusion.ai/v1",
             "kind": "GPUPool",
@@ -188,10 +169,15 @@ def placement(control_plane: ControlPlane, tmp_path_factory: pytest.TempPathFact
             "spec": {},
         }
         plane.request("POST", "/apis/tensor-fusion.ai/v1/gpupools", pool_object)
-        gpus = {}
+        cleanup.callback(call, plane, "DELETE", f"/apis/tensor-fusion.ai/v1/gpupools/{pool}")
+        gpus: dict[str, list[str]] = {}
         for node in nodes:
             plane.request("POST", "/api/v1/nodes", kwok_gpu_node(node, pool))
+            cleanup.callback(call, plane, "DELETE", f"/api/v1/nodes/{node}")
+            cleanup.callback(call, plane, "DELETE", f"/apis/tensor-fusion.ai/v1/gpunodes/{node}")
             gpus[node] = publish_gpus(plane, node, pool, root / f"{node}-nvml.json")
+            for name in gpus[node]:
+                cleanup.callback(call, plane, "DELETE", f"/apis/tensor-fusion.ai/v1/gpus/{name}")
         for node in nodes:
             wait_for(
                 f"KWOK to make {node} Ready",
@@ -201,28 +187,16 @@ def placement(control_plane: ControlPlane, tmp_path_factory: pytest.TempPathFact
                 ),
                 timeout=60,
             )
-        identity = service_account_kubeconfig(
-            plane, namespace, f"{release}-scheduler", root / "sa.kubeconfig"
+        kubeconfig = cleanup.enter_context(chart_relay_identity(plane, root, namespace=namespace))
+        relay = cleanup.enter_context(
+            relay_process(root=root, kubeconfig=kubeconfig, args=["--lease-namespace", namespace])
         )
-        relay = RelayProcess(root, identity, args=["--lease-namespace", namespace]).start()
-        scheduler = SchedulerProcess(root, identity, namespace, relay.extender_port).start()
+        scheduler = cleanup.enter_context(
+            tensor_fusion_scheduler(
+                root=root, kubeconfig=kubeconfig, namespace=namespace, extender_port=relay.extender_port
+            )
+        )
         yield Placement(plane, namespace, pool, gpus, relay, scheduler)
-    finally:
-        if scheduler is not None:
-            scheduler.stop()
-        if relay is not None:
-            relay.stop()
-        call(plane, "DELETE", f"/api/v1/namespaces/{namespace}")
-        for node in nodes:
-            call(plane, "DELETE", f"/api/v1/nodes/{node}")
-            call(plane, "DELETE", f"/apis/tensor-fusion.ai/v1/gpunodes/{node}")
-        for names in (gpus if "gpus" in locals() else {}).values():
-            for name in names:
-                call(plane, "DELETE", f"/apis/tensor-fusion.ai/v1/gpus/{name}")
-        call(plane, "DELETE", f"/apis/tensor-fusion.ai/v1/gpupools/{pool}")
-        for document in rbac:
-            if document["kind"].startswith("Cluster"):
-                call(plane, "DELETE", _object_path(document))
 
 
 def test_the_real_scheduler_places_a_worker_through_the_extender_and_kwok_runs_it(
