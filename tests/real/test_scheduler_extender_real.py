@@ -11,7 +11,8 @@ fake NVML, writing GPU objects and GPUNode status through `KubeAgentCluster`). C
 pod is filtered, prioritized and bound by the relay (filter / prioritize / bind called by the real
 scheduler), carries the GPU assignment (`tensor-fusion.ai/gpu-ids`, `gpupool.io/allocation` naming
 its node and GPUs of that node), and KWOK runs it; a pod no GPU can hold stays Pending with the
-extender's reason in its PodScheduled condition.
+extender's reason in its PodScheduled condition; a GPUPool the relay cannot read is skipped with a
+Warning Event that `kubectl describe` shows.
 """
 
 from __future__ import annotations
@@ -249,3 +250,32 @@ def test_a_pod_no_gpu_can_hold_stays_pending_with_the_extenders_reason(placement
     pod = plane.request("GET", path)
     assert not pod["spec"].get("nodeName")
     assert T + "gpu-ids" not in pod["metadata"].get("annotations", {})
+
+
+def test_an_unreadable_pool_is_skipped_with_a_warning_kubectl_describe_shows(placement: Placement) -> None:
+    """The relay, with only the chart's RBAC, records the Warning Event on the object itself (its
+    uid included), so `kubectl describe` shows it: the describe filters Events by uid."""
+    plane = placement.plane
+    name = f"broken-{placement.pool}"
+    requirement = {
+        "key": "example.com/rack",
+        "operator": "In",
+        "values": ["r1"],
+    }  # the CRD takes it, the model not
+    broken = {
+        "apiVersion": "tensor-fusion.ai/v1",
+        "kind": "GPUPool",
+        "metadata": {"name": name},
+        "spec": {"nodeManagerConfig": {"nodeProvisioner": {"gpuRequirements": [requirement]}}},
+    }
+    status, answer = call(plane, "POST", "/apis/tensor-fusion.ai/v1/gpupools", broken)
+    assert status == 201, answer
+    try:
+        described = wait_for(
+            "kubectl describe to show the Warning",
+            lambda: "UnreadableSpec" in (done := plane.kubectl("describe", "gpupool", name)).stdout and done,
+            timeout=60,
+        )
+        assert "example.com/rack" in described.stdout
+    finally:
+        call(plane, "DELETE", f"/apis/tensor-fusion.ai/v1/gpupools/{name}")
