@@ -105,3 +105,16 @@ def test_short_rows_rows_without_metadata_and_cells_of_any_json_shape() -> None:
     phase_status = by_name["phase"].status
     assert phase_status is not None and phase_status.phase == "Pending"
     assert [r.name for r in reported] == ["odd"] and "not a quantity" in reported[0].message
+
+
+def test_null_column_definitions_are_none_as_kube_apiserver_writes_them_on_later_watch_events() -> None:
+    """kube-apiserver marshals the nil slice of a watch event after the first as
+    `"columnDefinitions": null`; the columns the first event defined still place the cells."""
+    decoder = GPUNodeSummaryDecoder(report=lambda unreadable: None)
+    decoder.page(_page(("g1", ["Running", "1000", "192Gi", "250", "48Gi", 8])))
+    later = json.loads(_page(("g1", ["Running", "1000", "192Gi", "1000", "192Gi", 8])))
+    later["columnDefinitions"] = None
+    event = json.dumps({"type": "MODIFIED", "object": later}).encode()
+    change = decoder.change(event)
+    assert change.type == "MODIFIED" and change.obj is not None and change.obj.status is not None
+    assert str(change.obj.status.available_tflops) == "1k"

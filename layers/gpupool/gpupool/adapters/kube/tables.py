@@ -84,7 +84,9 @@ class _Table(BaseModel):
     model_config = ConfigDict(extra="ignore", populate_by_name=True)
 
     metadata: ListMeta = Field(default_factory=ListMeta)
-    column_definitions: list[_Column] = Field(default_factory=list, alias="columnDefinitions")
+    # kube-apiserver writes `"columnDefinitions": null` (a nil Go slice) on the watch events after
+    # the first, and on any Table printed without headers: the same as none.
+    column_definitions: list[_Column] | None = Field(default=None, alias="columnDefinitions")
     rows: list[_Row] | None = None
 
 
