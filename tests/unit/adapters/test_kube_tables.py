@@ -107,14 +107,18 @@ def test_short_rows_rows_without_metadata_and_cells_of_any_json_shape() -> None:
     assert [r.name for r in reported] == ["odd"] and "not a quantity" in reported[0].message
 
 
-def test_null_column_definitions_are_none_as_kube_apiserver_writes_them_on_later_watch_events() -> None:
-    """kube-apiserver marshals the nil slice of a watch event after the first as
-    `"columnDefinitions": null`; the columns the first event defined still place the cells."""
-    decoder = GPUNodeSummaryDecoder(report=lambda unreadable: None)
-    decoder.page(_page(("g1", ["Running", "1000", "192Gi", "250", "48Gi", 8])))
-    later = json.loads(_page(("g1", ["Running", "1000", "192Gi", "1000", "192Gi", 8])))
-    later["columnDefinitions"] = None
-    event = json.dumps({"type": "MODIFIED", "object": later}).encode()
-    change = decoder.change(event)
-    assert change.type == "MODIFIED" and change.obj is not None and change.obj.status is not None
-    assert str(change.obj.status.available_tflops) == "1k"
+def test_a_watchs_later_events_carry_null_column_definitions() -> None:
+    """kube-apiserver announces a Table watch's columns in the first event only; the later ones
+    carry `columnDefinitions: null` (NoHeaders), read with the columns the first announced."""
+    decoder = GPUNodeSummaryDecoder(report=lambda _unreadable: None)
+
+    def event(name: str, *, headers: bool) -> bytes:
+        table = json.loads(_page((name, ["Running", "1000", "192Gi", "250", "48Gi", 8])))
+        if not headers:
+            table["columnDefinitions"] = None
+        return json.dumps({"type": "ADDED", "object": table}).encode()
+
+    first = decoder.change(event("a", headers=True))
+    later = decoder.change(event("b", headers=False))
+    assert first.obj is not None and later.obj is not None and later.obj.status is not None
+    assert later.obj.status.total_gpus == 8

@@ -84,8 +84,7 @@ class _Table(BaseModel):
     model_config = ConfigDict(extra="ignore", populate_by_name=True)
 
     metadata: ListMeta = Field(default_factory=ListMeta)
-    # kube-apiserver writes `"columnDefinitions": null` (a nil Go slice) on the watch events after
-    # the first, and on any Table printed without headers: the same as none.
+    # null in a watch's later events: kube-apiserver prints the headers once (NoHeaders after).
     column_definitions: list[_Column] | None = Field(default=None, alias="columnDefinitions")
     rows: list[_Row] | None = None
 
