@@ -51,8 +51,9 @@ def read_env(path: Path) -> dict[str, str]:
 
 
 class Sandbox:
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, up_output: str) -> None:
         self.root = root
+        self.up_output = up_output
         self.env = read_env(root / "env")
         self.pids = {
             pid_file.stem: int(pid_file.read_text().strip())
@@ -92,7 +93,7 @@ def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sandbox]:
     root = tmp_path_factory.mktemp("real-sandbox")
     started = gpupool("sandbox", "up", "--real", "--background", "--dir", str(root))
     assert started.returncode == 0, started.stdout + started.stderr
-    made = Sandbox(root)
+    made = Sandbox(root, started.stdout)
     try:
         yield made
     finally:
@@ -107,6 +108,12 @@ def _wait(what: str, probe: Any, *, timeout: float = 180) -> Any:
             return found
         time.sleep(2)
     raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+
+
+def test_up_builds_only_the_control_plane(sandbox: Sandbox) -> None:
+    """Helm and promtool are the tests' tools: `up --real` neither builds nor checks them."""
+    assert "kubernetes" in sandbox.up_output and "karpenter" in sandbox.up_output
+    assert "helm" not in sandbox.up_output and "promtool" not in sandbox.up_output
 
 
 def test_up_writes_the_kubeconfig_and_env(sandbox: Sandbox) -> None:
