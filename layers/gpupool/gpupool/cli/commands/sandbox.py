@@ -90,7 +90,9 @@ def run(args: argparse.Namespace) -> int:
     try:
         if args.action == "up":
             if args.real:
-                _build([])
+                from gpupool.sandbox.cluster.build import CONTROL_PLANE
+
+                _build(list(CONTROL_PLANE))
             if args.background:
                 print(_usage(sandbox.start_background(files, real=args.real)))
             else:

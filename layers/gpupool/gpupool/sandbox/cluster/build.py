@@ -123,6 +123,8 @@ COMPONENTS: tuple[Component, ...] = (
     Component("helm", "v4.3.2", {"helm.sh/helm/v4/cmd/helm": "helm"}),
     Component("promtool", "v0.316.0", {"github.com/prometheus/prometheus/cmd/promtool": "promtool"}),
 )
+# What `gpupool sandbox up --real` runs: Helm and promtool are the tests' tools, not the cluster's.
+CONTROL_PLANE: tuple[str, ...] = ("kubernetes", "etcd", "kwok", "karpenter")
 
 
 def cache_dir() -> Path:
