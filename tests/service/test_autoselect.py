@@ -259,14 +259,25 @@ def test_only_the_pools_tensorfusion_pods_waiting_for_gpus_are_expanded_for() ->
 
 
 def test_without_a_karpenter_template_there_is_no_expansion_and_a_reason() -> None:
+    """GPU nodes exist but no NodePool owns one: TensorFusion's NodeExpansionFailed."""
     world = autoselect_world()
     world.karpenter.nodeclaims.clear()
     world.cluster.add(pending_pod("w-0"))
     expand(world)
     assert world.karpenter.nodeclaims == {}
-    assert "no GPU node owned by a Karpenter NodeClaim" in (
-        world.cluster.events_with("NodeExpansionCheck")[0]["message"] or ""
+    assert "none is owned by a Karpenter NodePool's NodeClaim" in (
+        world.cluster.events_with("NodeExpansionFailed")[0]["message"] or ""
     )
+
+
+def test_scaling_from_zero_is_left_to_karpenter_with_one_event() -> None:
+    world = KarpenterWorld(make_pool(mode="AutoSelect", min_tflops=None, min_vram=None))
+    world.cluster.add(pending_pod("w-0"), pending_pod("w-1"))
+    expand(world)
+    assert world.karpenter.nodeclaims == {}
+    (event,) = world.cluster.events_with("NodeExpansionCheck")
+    assert "left to Karpenter's own provisioning" in (event["message"] or "")
+    assert "2 pod(s)" in (event["message"] or "")
 
 
 def test_compaction_in_autoselect_only_labels_should_delete_under_the_seed_rules() -> None:

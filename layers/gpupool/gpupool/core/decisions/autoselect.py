@@ -40,6 +40,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
+from gpupool.core.allocator.affinity import node_constraint_failure
+from gpupool.core.allocator.request import MatchExpression, NodeConstraints
+from gpupool.core.allocator.request import NodeSelectorTerm as AllocatorTerm
 from gpupool.core.decisions.autoselect_budget import (
     ANNOTATION_EXPANSION_POOL,
     affordable_candidate,
@@ -52,11 +55,12 @@ from gpupool.core.decisions.autoselect_candidates import (
     launched_placement,
 )
 from gpupool.core.decisions.autoselect_fit import non_gpu_blocker
+from gpupool.core.decisions.autoselect_limits import EVENT_NODEPOOL_LIMIT_REACHED, NodePoolUsage
 from gpupool.core.decisions.autoselect_memory import ExpansionRecord, expansions_text, read_expansions
 from gpupool.core.decisions.karpenter_nodeclaim import placement_of
 from gpupool.core.decisions.launch_budget import warning_on_pool
 from gpupool.core.decisions.launch_failure import OFFERING_UNAVAILABLE_FOR
-from gpupool.core.model.base import ObjectMeta
+from gpupool.core.model.base import ObjectMeta, OwnerReference
 from gpupool.core.model.constants import (
     ANNOTATION_HOURLY_PRICING,
     ANNOTATION_KARPENTER_DO_NOT_DISRUPT,
@@ -67,6 +71,7 @@ from gpupool.core.model.constants import (
     INITIAL_GPU_NODE_LABEL,
     KEY_CAPACITY_TYPE,
     KEY_INSTANCE_TYPE,
+    KEY_REGION,
     KEY_ZONE,
     LABEL_EXPANSION_SOURCE,
 )
@@ -97,7 +102,11 @@ __all__ = [
 DEFAULT_MAX_IN_FLIGHT = 15
 LABEL_NODEPOOL = "karpenter.sh/nodepool"  # Karpenter's label on its NodeClaims and Nodes
 ANNOTATION_EXPANSION_FOR = "gpupool.io/expansion-for"  # <namespace>/<pod>: whom it was made for
-_PINNED = (KEY_INSTANCE_TYPE, KEY_ZONE, KEY_CAPACITY_TYPE)
+# Labels Karpenter merges into a NodeClaim at launch (what that one node runs): not the template's to copy.
+_LAUNCH_LABELS = frozenset(
+    (KEY_INSTANCE_TYPE, KEY_ZONE, KEY_REGION, KEY_CAPACITY_TYPE, "kubernetes.io/hostname")
+)
+_NODEPOOL_HASH = ("karpenter.sh/nodepool-hash", "karpenter.sh/nodepool-hash-version")
 
 
 def _pod_key(pod: Pod) -> str:
@@ -124,17 +133,80 @@ def _event(pod_key: str, reason: str, message: str, warning: bool) -> RecordEven
     )
 
 
+def _serves(pool: GPUPool | None, node: Node) -> bool:
+    """Whether `node` is one of `pool`'s (its nodeManagerConfig.nodeSelector; none: every GPU node)."""
+    selector = pool.spec.node_manager_config.node_selector if pool is not None else None
+    if selector is None or not selector.node_selector_terms:
+        return True
+    terms = tuple(
+        AllocatorTerm(
+            match_expressions=tuple(
+                MatchExpression(key=e.key, operator=e.operator, values=tuple(e.values))
+                for e in term.match_expressions
+            )
+        )
+        for term in selector.node_selector_terms
+    )
+    return (
+        node_constraint_failure(NodeConstraints(required_terms=terms), node.name, node.metadata.labels)
+        is None
+    )
+
+
 def _templates(
-    nodes: Sequence[Node], nodeclaims: Sequence[KarpenterNodeClaim]
-) -> list[tuple[Node, KarpenterNodeClaim]]:
+    nodes: Sequence[Node], nodeclaims: Sequence[KarpenterNodeClaim], pool: GPUPool | None
+) -> tuple[list[tuple[Node, KarpenterNodeClaim]], int]:
+    """The pool's GPU nodes whose NodeClaim a NodePool owns (not expansions themselves), oldest
+    first; and how many of the pool's GPU nodes there are at all (0: scaling from zero)."""
     owner = {nc.status.node_name: nc for nc in nodeclaims if nc.status.node_name}
-    return [
+    gpu_nodes = [
+        n for n in nodes if n.metadata.labels.get(INITIAL_GPU_NODE_LABEL) == "true" and _serves(pool, n)
+    ]
+    found = [
         (node, owner[node.name])
-        for node in sorted(nodes, key=lambda n: n.name)
-        if node.metadata.labels.get(INITIAL_GPU_NODE_LABEL) == "true"
-        and node.name in owner
+        for node in sorted(
+            gpu_nodes,
+            key=lambda n: (n.metadata.creation_timestamp is None, n.metadata.creation_timestamp, n.name),
+        )
+        if node.name in owner
         and LABEL_NODEPOOL in owner[node.name].metadata.labels
         and LABEL_EXPANSION_SOURCE not in owner[node.name].metadata.labels
+    ]
+    return found, len(gpu_nodes)
+
+
+def _min_values(template: KarpenterNodeClaim, nodepool: KarpenterNodePool | None) -> dict[str, int]:
+    """The largest `minValues` the template or its NodePool puts on each key."""
+    found: dict[str, int] = {}
+    pool_reqs = nodepool.spec.template.spec.requirements if nodepool else []
+    for requirement in [*template.spec.requirements, *pool_reqs]:
+        if requirement.min_values:
+            found[requirement.key] = max(found.get(requirement.key, 0), requirement.min_values)
+    return found
+
+
+def _pins(candidate: Candidate, capacity_type: str | None, min_values: Mapping[str, int]) -> dict[str, str]:
+    """The keys an expansion is pinned on: instance type and zone of its candidate and the launched
+    capacity type — but never a key with `minValues` above 1 (one value cannot satisfy it, and
+    Karpenter deletes such a NodeClaim as insufficient capacity): that key keeps the template's."""
+    pinned = {KEY_INSTANCE_TYPE: candidate[0], KEY_ZONE: candidate[1]}
+    if capacity_type is not None:
+        pinned[KEY_CAPACITY_TYPE] = capacity_type
+    return {k: v for k, v in pinned.items() if min_values.get(k, 0) <= 1}
+
+
+def _owner(nodepool: KarpenterNodePool | None) -> list[OwnerReference]:
+    if nodepool is None or not nodepool.metadata.uid:
+        return []
+    return [
+        OwnerReference(
+            api_version=nodepool.api_version,
+            kind=nodepool.kind,
+            name=nodepool.name,
+            uid=nodepool.metadata.uid,
+            controller=True,
+            block_owner_deletion=True,
+        )
     ]
 
 
@@ -142,26 +214,36 @@ def _expansion(
     template: KarpenterNodeClaim,
     node: Node,
     pod: Pod,
-    candidate: Candidate,
-    capacity_type: str | None,
+    pinned: Mapping[str, str],
+    nodepool: KarpenterNodePool | None,
     name: str,
     billing: dict[str, str],
 ) -> KarpenterNodeClaim:
-    pinned = {KEY_INSTANCE_TYPE: candidate[0], KEY_ZONE: candidate[1]}
-    if capacity_type is not None:
-        pinned[KEY_CAPACITY_TYPE] = capacity_type
+    """A NodeClaim like the template's, as Karpenter's provisioner would write it from its
+    NodePool: the NodePool's template labels and annotations, the template NodeClaim's (the
+    labels Karpenter resolved at launch — what *that* node runs — and `karpenter.sh/do-not-disrupt`
+    left out: the expansion must stay consolidatable), the NodePool as controller owner."""
     requirements = [r for r in template.spec.requirements if r.key not in pinned]
     narrowed = [KarpenterRequirement(key=k, operator="In", values=[v]) for k, v in pinned.items()]
-    labels = {k: v for k, v in template.metadata.labels.items() if k == LABEL_NODEPOOL}
+    pool_meta = nodepool.spec.template.metadata if nodepool else None
+    labels = {
+        **{k: v for k, v in template.metadata.labels.items() if k not in _LAUNCH_LABELS},
+        **(pool_meta.labels if pool_meta else {}),
+        LABEL_NODEPOOL: template.metadata.labels[LABEL_NODEPOOL],
+        LABEL_EXPANSION_SOURCE: node.name,
+    }
+    copied = {**template.metadata.annotations, **(pool_meta.annotations if pool_meta else {})}
+    if nodepool is not None:  # the hash Karpenter's drift detection compares, as its provisioner writes it
+        copied.update({k: v for k, v in nodepool.metadata.annotations.items() if k in _NODEPOOL_HASH})
     annotations = {
+        **{k: v for k, v in copied.items() if k != ANNOTATION_KARPENTER_DO_NOT_DISRUPT},
         ANNOTATION_EXPANSION_FOR: _pod_key(pod),
-        ANNOTATION_KARPENTER_DO_NOT_DISRUPT: "true",
         **billing,
     }
     spec = template.spec.model_copy(update={"requirements": [*narrowed, *requirements]})
     return KarpenterNodeClaim(
         metadata=ObjectMeta(
-            name=name, labels={**labels, LABEL_EXPANSION_SOURCE: node.name}, annotations=annotations
+            name=name, labels=labels, annotations=annotations, owner_references=_owner(nodepool)
         ),
         spec=spec,
     )
@@ -206,8 +288,9 @@ def _review(
             )
             review.covered.add(pod_key)
             if registered:  # its node joined; the scheduler has yet to place the pod there
-                message = f"node {expansion.status.node_name} joined from NodeClaim {expansion.name}"
-                review.actions.append(_event(pod_key, EVENT_NODE_EXPANSION_COMPLETED, message, warning=False))
+                review.reasons.append(
+                    f"pod {pod_key}: node {expansion.status.node_name} joined from NodeClaim {expansion.name}"
+                )
             else:
                 review.in_flight += 1
             continue
@@ -273,7 +356,7 @@ def plan_autoselect(
     blocked = unavailable_offerings(pool, now) if pool is not None else {}
     pending = {_pod_key(p) for p in pods}
     review = _review(nodeclaims, pending, remembered)
-    templates = _templates(nodes, nodeclaims)
+    templates, gpu_nodes = _templates(nodes, nodeclaims, pool)
     launched_capacity = (
         capacity_type_of(launched_placement(templates[0][1], templates[0][0])) if templates else None
     )
@@ -292,6 +375,26 @@ def plan_autoselect(
     room = max_in_flight - review.in_flight
     names = iter(suffixes)
     waiting = 0
+    limits = NodePoolUsage.of(nodepools, nodeclaims, nodes)
+    stopped: dict[str, str] = {}  # NodePool → the limit that stopped its expansions
+    if pods and not templates and gpu_nodes == 0:
+        # Scaling from zero: no node to copy; Karpenter's own provisioning answers pending pods.
+        message = (
+            f"{len(pods)} pod(s) wait with no GPU node in the pool yet: the first node is left "
+            "to Karpenter's own provisioning"
+        )
+        actions.append(
+            RecordEvent(
+                pool=gpu_pool,
+                object_kind="GPUPool",
+                object_name=gpu_pool,
+                event_type="Normal",
+                reason=EVENT_NODE_EXPANSION_CHECK,
+                message=message,
+            )
+        )
+        reasons.append(f"pool {gpu_pool}: {message}")
+        pods = []
     for pod in sorted(
         pods,
         key=lambda p: (p.metadata.creation_timestamp is None, p.metadata.creation_timestamp, _pod_key(p)),
@@ -301,8 +404,10 @@ def plan_autoselect(
             reasons.append(f"pod {key}: an in-flight NodeClaim was made for it")
             continue
         if not templates:
-            message = "no GPU node owned by a Karpenter NodeClaim to take as template"
-            actions.append(_event(key, EVENT_NODE_EXPANSION_CHECK, message, warning=True))
+            message = (
+                "GPU nodes exist but none is owned by a Karpenter NodePool's NodeClaim to take as template"
+            )
+            actions.append(_event(key, EVENT_NODE_EXPANSION_FAILED, message, warning=True))
             reasons.append(f"pod {key}: {message}")
             continue
         node, template = templates[0]
@@ -345,19 +450,30 @@ def plan_autoselect(
         billing = {ANNOTATION_EXPANSION_POOL: gpu_pool} if gpu_pool else {}
         if price is not None:
             billing[ANNOTATION_HOURLY_PRICING] = str(price)
-        manifest = _expansion(
-            template, node, pod, candidate, karpenter_capacity, f"{pool_name}-{suffix}", billing
-        )
+        nodepool = by_name.get(pool_name)
+        pinned = _pins(candidate, karpenter_capacity, _min_values(template, nodepool))
+        manifest = _expansion(template, node, pod, pinned, nodepool, f"{pool_name}-{suffix}", billing)
         problems = nodeclaim_problems(manifest)
         if problems:
             message = f"the NodeClaim copied from {template.name} would be refused: {'; '.join(problems)}"
             actions.append(_event(key, EVENT_NODE_EXPANSION_FAILED, message, warning=True))
             reasons.append(f"pod {key}: {message}")
             continue
+        over = limits.exceeded_by(pool_name, node)
+        if over is not None:
+            stopped.setdefault(pool_name, over)
+            reasons.append(f"pod {key}: not expanding: {over}")
+            continue
+        limits.add(pool_name)
         room -= 1
         actions.append(CreateNodeClaim(manifest=manifest, node=node.name))
+        created = f"NodeClaim {manifest.name} created in NodePool {pool_name} from node {node.name}"
+        actions.append(_event(key, EVENT_NODE_EXPANSION_COMPLETED, created, warning=False))
         memory[key] = replace(record, nodeclaim=manifest.name, candidate=_text(candidate), registered=False)
         reasons.append(f"pod {key}: NodeClaim {manifest.name} in NodePool {pool_name} ({_text(candidate)})")
+    for pool_name, over in sorted(stopped.items()):
+        actions.append(warning_on_pool(gpu_pool, EVENT_NODEPOOL_LIMIT_REACHED, over))
+        reasons.append(f"NodePool {pool_name}: {over}")
     if spending is not None and spending.refused:
         message = spending.message(spending.refused)
         actions.append(warning_on_pool(gpu_pool, EVENT_BUDGET_EXCEEDED, message))
