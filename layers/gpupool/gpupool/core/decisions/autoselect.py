@@ -57,6 +57,7 @@ from gpupool.core.decisions.autoselect_candidates import (
 from gpupool.core.decisions.autoselect_fit import non_gpu_blocker
 from gpupool.core.decisions.autoselect_limits import EVENT_NODEPOOL_LIMIT_REACHED, NodePoolUsage
 from gpupool.core.decisions.autoselect_memory import ExpansionRecord, expansions_text, read_expansions
+from gpupool.core.decisions.autoselect_packing import ExpansionBin, GpuShape, Share, share_of, template_shape
 from gpupool.core.decisions.karpenter_nodeclaim import placement_of
 from gpupool.core.decisions.launch_budget import warning_on_pool
 from gpupool.core.decisions.launch_failure import OFFERING_UNAVAILABLE_FOR
@@ -69,6 +70,7 @@ from gpupool.core.model.constants import (
     EVENT_NODE_EXPANSION_COMPLETED,
     EVENT_NODE_EXPANSION_FAILED,
     INITIAL_GPU_NODE_LABEL,
+    KARPENTER_DEFAULT_GPU_RESOURCE,
     KEY_CAPACITY_TYPE,
     KEY_INSTANCE_TYPE,
     KEY_REGION,
@@ -78,6 +80,7 @@ from gpupool.core.model.constants import (
 from gpupool.core.model.foreign import Node, Pod
 from gpupool.core.model.karpenter import KarpenterNodeClaim, KarpenterNodePool, KarpenterRequirement
 from gpupool.core.model.karpenter_rules import nodeclaim_problems
+from gpupool.core.model.node import GPU
 from gpupool.core.model.pool import Budget, GPUPool
 from gpupool.core.planning.budget import BudgetError
 from gpupool.core.planning.plan import (
@@ -90,6 +93,7 @@ from gpupool.core.planning.plan import (
     RememberExpansions,
 )
 from gpupool.core.planning.unavailable import unavailable_offerings
+from gpupool.core.quantity import Quantity
 
 __all__ = [
     "ANNOTATION_EXPANSION_FOR",
@@ -253,7 +257,8 @@ def _expansion(
 class _Review:
     """What the expansions say, pod by pod, before new ones are made."""
 
-    in_flight: int = 0
+    in_flight_names: set[str] = field(default_factory=set)
+    live: dict[str, KarpenterNodeClaim] = field(default_factory=dict)  # in-flight expansions by name
     covered: set[str] = field(default_factory=set)
     memory: dict[str, ExpansionRecord] = field(default_factory=dict)
     vanished: dict[str, str] = field(default_factory=dict)  # pod → the candidate that failed
@@ -268,6 +273,7 @@ def _review(
     A registered NodeClaim whose pod still waits covers it (not in flight) and is reported."""
     review = _Review()
     live: dict[str, KarpenterNodeClaim] = {}
+    by_name: dict[str, KarpenterNodeClaim] = {}  # a NodeClaim several packed pods share
     for nc in sorted(nodeclaims, key=lambda n: n.name):
         pod_key = nc.metadata.annotations.get(ANNOTATION_EXPANSION_FOR, "")
         if (
@@ -276,9 +282,10 @@ def _review(
             and pod_key
         ):
             live.setdefault(pod_key, nc)
+            by_name[nc.name] = nc
     for pod_key in sorted(pending):
         record = remembered.get(pod_key, ExpansionRecord())
-        expansion = live.get(pod_key)
+        expansion = live.get(pod_key) or by_name.get(record.nodeclaim or "")
         if expansion is not None:
             registered = _condition(expansion, "Registered") == "True"
             placed = placement_of(expansion)
@@ -292,7 +299,8 @@ def _review(
                     f"pod {pod_key}: node {expansion.status.node_name} joined from NodeClaim {expansion.name}"
                 )
             else:
-                review.in_flight += 1
+                review.in_flight_names.add(expansion.name)
+                review.live[expansion.name] = expansion
             continue
         if record.nodeclaim and record.candidate and not record.registered:
             review.vanished[pod_key] = record.candidate
@@ -334,6 +342,52 @@ def _mark_vanished(
     return marks
 
 
+def _gpu_resource(nodeclaim: KarpenterNodeClaim) -> str:
+    """The extended resource the NodeClaim asks GPUs as (the template's; `nvidia.com/gpu` by default)."""
+    asked = nodeclaim.spec.resources.requests
+    return next((r for r in asked if r.endswith("/gpu")), KARPENTER_DEFAULT_GPU_RESOURCE)
+
+
+def _asking_for(nodeclaim: KarpenterNodeClaim, gpus: int) -> KarpenterNodeClaim:
+    """`nodeclaim` asking Karpenter for a node with at least `gpus` GPUs (those its pods use)."""
+    requests = {**nodeclaim.spec.resources.requests, _gpu_resource(nodeclaim): Quantity(max(gpus, 1))}
+    resources = nodeclaim.spec.resources.model_copy(update={"requests": requests})
+    return nodeclaim.model_copy(update={"spec": nodeclaim.spec.model_copy(update={"resources": resources})})
+
+
+def _in_flight_bins(
+    review: _Review, memory: Mapping[str, ExpansionRecord], pods: Sequence[Pod], shape: GpuShape | None
+) -> list[ExpansionBin]:
+    """The GPUs of each expansion in flight, with the shares of the pending pods made or packed
+    for it already placed (in pod-key order), so new pods fill what is left."""
+    if shape is None:
+        return []
+    by_key = {_pod_key(p): p for p in pods}
+    bins: list[ExpansionBin] = []
+    for name, nodeclaim in sorted(review.live.items()):
+        asked = nodeclaim.spec.resources.requests.get(_gpu_resource(nodeclaim))
+        count = min(int(asked.value), shape.count) if asked is not None and asked.value >= 1 else shape.count
+        placed = ExpansionBin(name=name, shape=shape, gpus=count, candidate=_text_of(nodeclaim))
+        for key in sorted(k for k, r in memory.items() if r.nodeclaim == name and k in by_key):
+            share = share_of(by_key[key], shape)
+            if not isinstance(share, str):
+                placed.place(key, share)
+        bins.append(placed)
+    return bins
+
+
+def _text_of(nodeclaim: KarpenterNodeClaim) -> str:
+    placed = placement_of(nodeclaim)
+    return f"{placed.get(KEY_INSTANCE_TYPE, '?')}/{placed.get(KEY_ZONE, '?')}"
+
+
+def _pack(key: str, share: Share | None, bins: Sequence[ExpansionBin]) -> ExpansionBin | None:
+    """The first expansion (in flight, then new) whose GPUs take `share`; None: a new node."""
+    if share is None:
+        return None
+    return next((b for b in bins if b.place(key, share)), None)
+
+
 def plan_autoselect(
     pods: Sequence[Pod],
     nodes: Sequence[Node],
@@ -346,9 +400,12 @@ def plan_autoselect(
     pool: GPUPool | None = None,
     offerings: Sequence[OfferingRef] = (),
     unavailable_for: timedelta = OFFERING_UNAVAILABLE_FOR,
+    gpus: Sequence[GPU] = (),
 ) -> Plan:
     """Expansion NodeClaims for pods short of GPU capacity only (see module docstring), each
-    admitted by `pool`'s budget at its catalog price (`decisions.autoselect_budget`)."""
+    admitted by `pool`'s budget at its catalog price (`decisions.autoselect_budget`), pods packed
+    onto the GPUs of expansions in flight or made in this round (`gpus`: the template's GPU
+    objects; without them each pod gets its own node)."""
     gpu_pool = pool.name if pool is not None else ""
     provisioner = pool.spec.node_manager_config.node_provisioner if pool is not None else None
     budget: Budget | None = provisioner.budget if provisioner else None
@@ -372,10 +429,13 @@ def plan_autoselect(
         actions.append(warning_on_pool(gpu_pool, "NodeLaunchFailed", message))
         return Plan(actions=tuple(actions), reasons=(*reasons, f"pool {gpu_pool}: {message}"))
     by_name = {p.name: p for p in nodepools}
-    room = max_in_flight - review.in_flight
+    room = max_in_flight - len(review.in_flight_names)
     names = iter(suffixes)
     waiting = 0
     limits = NodePoolUsage.of(nodepools, nodeclaims, nodes)
+    shape = template_shape(templates[0][0], gpus) if templates else None
+    bins = _in_flight_bins(review, memory, pods, shape)
+    new_bins: dict[int, ExpansionBin] = {}  # index of its CreateNodeClaim in `actions` → its GPUs
     stopped: dict[str, str] = {}  # NodePool → the limit that stopped its expansions
     if pods and not templates and gpu_nodes == 0:
         # Scaling from zero: no node to copy; Karpenter's own provisioning answers pending pods.
@@ -417,9 +477,22 @@ def plan_autoselect(
             actions.append(_event(key, EVENT_NODE_EXPANSION_CHECK, message, warning=True))
             reasons.append(f"pod {key}: {message}")
             continue
+        record = memory.get(key, ExpansionRecord())
+        share = share_of(pod, shape) if shape is not None else None
+        if isinstance(share, str):
+            message = f"not expanding: no node like {node.name} can serve it: {share}"
+            actions.append(_event(key, EVENT_NODE_EXPANSION_FAILED, message, warning=True))
+            reasons.append(f"pod {key}: {message}")
+            continue
+        packed = _pack(key, share, bins)
+        if packed is not None:
+            memory[key] = replace(record, nodeclaim=packed.name, candidate=packed.candidate or None)
+            message = f"pre-scheduled onto the GPUs of NodeClaim {packed.name}, in flight"
+            actions.append(_event(key, EVENT_NODE_EXPANSION_CHECK, message, warning=False))
+            reasons.append(f"pod {key}: {message}")
+            continue
         launched = launched_placement(template, node)
         capacity_type = capacity_type_of(launched)
-        record = memory.get(key, ExpansionRecord())
         pool_name = template.metadata.labels[LABEL_NODEPOOL]
         allowed = [
             c
@@ -466,11 +539,22 @@ def plan_autoselect(
             continue
         limits.add(pool_name)
         room -= 1
+        if shape is not None and share is not None:
+            opened = ExpansionBin(
+                name=manifest.name, shape=shape, gpus=shape.count, candidate=_text(candidate)
+            )
+            opened.place(key, share)
+            bins.append(opened)
+            new_bins[len(actions)] = opened
         actions.append(CreateNodeClaim(manifest=manifest, node=node.name))
         created = f"NodeClaim {manifest.name} created in NodePool {pool_name} from node {node.name}"
         actions.append(_event(key, EVENT_NODE_EXPANSION_COMPLETED, created, warning=False))
         memory[key] = replace(record, nodeclaim=manifest.name, candidate=_text(candidate), registered=False)
         reasons.append(f"pod {key}: NodeClaim {manifest.name} in NodePool {pool_name} ({_text(candidate)})")
+    for index, opened in new_bins.items():
+        action = actions[index]
+        if isinstance(action, CreateNodeClaim):
+            actions[index] = action.model_copy(update={"manifest": _asking_for(action.manifest, opened.used)})
     for pool_name, over in sorted(stopped.items()):
         actions.append(warning_on_pool(gpu_pool, EVENT_NODEPOOL_LIMIT_REACHED, over))
         reasons.append(f"NodePool {pool_name}: {over}")
