@@ -7,7 +7,7 @@ replaces the node at once. For every cause: plan_claim_lifecycle over all claims
 adopt instances found by tag, launch / registration timeouts, deleting claims terminate
 their instance then release the finalizer). For the periodic Sweep: plan_orphan_sweep and
 plan_orphan_nodes too. Then the status of every pool whose claims changed is brought up to date.
-The invocation reads the cluster once (`cluster_view`): claims, node summaries and GPUNodes (and
+The invocation reads the cluster once (`invocation_cluster`): claims, node summaries and GPUNodes (and
 the pools when a status is due); every decision reads that, with this invocation's writes folded in.
 
 Must not: launch instances (launch does, under the pool lease) or decide itself.
@@ -24,10 +24,10 @@ from gpupool.core.intake.routing import BindCause
 from gpupool.core.model.claim_state import LaunchedMode, claim_mode, node_claim
 from gpupool.core.model.instance import ManagedInstance
 from gpupool.core.model.nodeclaim import GPUNodeClaim
-from gpupool.service.cluster_view import reading_once
 from gpupool.service.deps import Deps
 from gpupool.service.errors import DomainError
 from gpupool.service.executor import Executor
+from gpupool.service.invocation_cluster import reading_once
 from gpupool.service.outcome import Outcome, acknowledge
 from gpupool.service.pools import ClusterReads, select_pools, snapshot_of
 from gpupool.service.results import record_results

@@ -17,6 +17,7 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from gpupool.core.model.requirements import holds
 from gpupool.sandbox.kubeapi.errors import bad_request
 
 _NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
@@ -26,6 +27,8 @@ _EQUALITY = re.compile(r"^\s*([^\s!=]+)\s*(==|=|!=)\s*([^\s]*)\s*$")
 _EXISTS = re.compile(r"^\s*(!?)\s*([^\s!=(),]+)\s*$")
 
 Labels = Mapping[str, str]
+# The selector grammar's operators as the one requirement algebra names them (core.model.requirements).
+_OPERATORS = {"in": "In", "notin": "NotIn", "exists": "Exists", "!exists": "DoesNotExist"}
 
 
 @dataclass(frozen=True)
@@ -35,13 +38,7 @@ class Requirement:
     values: frozenset[str]
 
     def matches(self, labels: Labels) -> bool:
-        if self.operator == "in":
-            return labels.get(self.key) in self.values
-        if self.operator == "notin":
-            return labels.get(self.key) not in self.values
-        if self.operator == "exists":
-            return self.key in labels
-        return self.key not in labels
+        return holds(_OPERATORS[self.operator], self.values, labels.get(self.key))
 
 
 def _check_key(key: str, selector: str) -> None:
