@@ -329,3 +329,71 @@ def test_compaction_in_autoselect_only_labels_should_delete_under_the_seed_rules
     assert marked == ["idle-1"], "busy and do-not-disrupt nodes are kept, and one idle node stays for warm"
     assert world.karpenter.count("delete_nodeclaim") == 0, "deletion is left to Karpenter"
     assert world.cluster.events_with("Compaction")
+
+
+def test_compaction_guards_the_karpenter_nodes_gpupool_needs_and_releases_them_when_not() -> None:
+    """Karpenter consolidates any empty node without `karpenter.sh/do-not-disrupt`: the nodes
+    warm keeps and the young ones carry it (gpupool's marker beside it), a node no longer needed
+    loses it with the should-delete label, and a do-not-disrupt a person set is never touched."""
+    from datetime import timedelta
+
+    from gpupool.core.intake.causes import Compact
+    from gpupool.core.model.base import ObjectMeta
+    from gpupool.core.model.node import GPUNode, GPUNodeStatus
+    from gpupool.core.quantity import Quantity
+    from gpupool.service.compact import handle_compact
+
+    world = KarpenterWorld(
+        make_pool(mode="AutoSelect", min_tflops=None, min_vram=None, warm_tflops="130", warm_vram="32Gi")
+    )
+
+    def add(name: str, annotations: dict[str, str] | None = None) -> None:
+        world.cluster.add(
+            Node.model_validate(
+                {
+                    "metadata": {
+                        "name": name,
+                        "labels": {"karpenter.sh/nodepool": "gpu"},
+                        "annotations": annotations or {},
+                    },
+                    "status": {"conditions": [{"type": "Ready", "status": "True"}]},
+                }
+            ),
+            GPUNode(
+                metadata=ObjectMeta(name=name, labels={"tensor-fusion.ai/gpupool": "pool-a"}),
+                status=GPUNodeStatus(
+                    phase="Running",
+                    total_tflops=Quantity(65),
+                    total_vram=Quantity.parse("16Gi"),
+                    available_tflops=Quantity(65),
+                    available_vram=Quantity.parse("16Gi"),
+                    total_gpus=1,
+                ),
+            ),
+        )
+
+    add("idle-a")
+    add("idle-b")
+    add("person", {"karpenter.sh/do-not-disrupt": "true"})
+    world.clock.advance(timedelta(minutes=2))
+
+    def notes() -> dict[str, dict[str, str]]:
+        return {n.name: dict(n.metadata.annotations) for n in world.cluster.all("Node")}
+
+    handle_compact(Compact(pool="pool-a", manual=True, event_id="young"), world.deps)
+    young = notes()
+    assert young["idle-a"]["gpupool.io/do-not-disrupt-for"] == "protection"
+    assert young["idle-b"]["karpenter.sh/do-not-disrupt"] == "true", "protected for its first 5 minutes"
+    world.clock.advance(timedelta(minutes=6))
+    handle_compact(Compact(pool="pool-a", manual=True, event_id="old"), world.deps)
+    old = notes()
+    marked = sorted(
+        n.name for n in world.cluster.all("Node") if n.metadata.labels.get("tensor-fusion.ai/should-delete")
+    )
+    assert marked == ["idle-a"], "warm needs two nodes: the person's (Karpenter keeps it) and idle-b"
+    assert "karpenter.sh/do-not-disrupt" not in old["idle-a"], "not needed: Karpenter may remove it"
+    assert old["idle-b"]["gpupool.io/do-not-disrupt-for"] in ("protection", "warm-min")
+    assert old["idle-b"]["karpenter.sh/do-not-disrupt"] == "true", (
+        "warm needs it: Karpenter must not remove it"
+    )
+    assert old["person"] == {"karpenter.sh/do-not-disrupt": "true"}, "a person's annotation is left alone"
