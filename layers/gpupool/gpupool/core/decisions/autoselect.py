@@ -1,32 +1,35 @@
 """plan_autoselect: AutoSelect expansion — a new Karpenter NodeClaim per pod short of GPU capacity only.
 
 Role: from the pool's pending TensorFusion pods (the scheduler rejected them), its GPU nodes
-owned by Karpenter NodeClaims (templates), every expansion NodeClaim (label
-`tensor-fusion.ai/expansion-source`), the template's NodePool, the region's priced offerings
-and the pool's memories (each pod's expansions, `autoselect_memory`; offerings out of capacity,
-`planning.unavailable`), decide:
-- per pod without an in-flight expansion NodeClaim: does it fit the template with the GPU
-  checks off (nodeSelector, taints, CPU / memory)? No → no expansion, a `NodeExpansionCheck`
-  Warning with the reason. Yes → a NodeClaim copied from the template's, in the same NodePool,
-  pinned to one candidate (`autoselect_candidates`: the template's launched instance type and
-  zone first, read from the labels Karpenter sets at launch, then what the template, the
-  NodePool and — where it names no zone — the region's zones allow, narrowed by the pod's
-  nodeSelector / required affinity) and to the launched capacity type, labelled
-  `expansion-source=<template node>`, checked against Karpenter's CRD rules before it is made;
-  candidates the pod already tried and offerings the pool remembers as out of capacity are
-  skipped; at most `max_in_flight` (15) expansion NodeClaims in flight, the rest wait;
+owned by Karpenter NodeClaims (templates: the pool's own nodes, by its nodeSelector, oldest
+first), every expansion NodeClaim (label `tensor-fusion.ai/expansion-source`), the NodePools,
+the template's GPU objects, the region's priced offerings and the pool's memories (each pod's
+expansions, `autoselect_memory`; offerings out of capacity, `planning.unavailable`), decide:
+- no GPU node in the pool (scaling from zero): one `NodeExpansionCheck` on the GPUPool, the
+  first node left to Karpenter's own provisioning; GPU nodes but none a NodePool owns:
+  `NodeExpansionFailed` per pod (TensorFusion's Events);
+- per pod without an in-flight expansion: does it fit the template with the GPU checks off
+  (nodeSelector, taints, CPU / memory)? No → `NodeExpansionCheck` Warning. Does its GPU request
+  fit a fresh GPU like the template's (`autoselect_packing`)? No → `NodeExpansionFailed`, no node.
+  Yes → packed onto the GPUs of an expansion in flight or made this round (`NodeExpansionCheck`,
+  pre-scheduled), else a new NodeClaim: the template's spec pinned to one candidate
+  (`autoselect_candidates`) and the launched capacity type — keys with `minValues` above 1 left
+  unpinned — with the template's and the NodePool's labels and annotations (never
+  `karpenter.sh/do-not-disrupt`, nor the labels Karpenter resolved at the template's launch), the
+  NodePool as controller owner, asking for the GPUs its pods use, checked against Karpenter's CRD
+  rules and against the NodePool's limits (`autoselect_limits`: one `NodePoolLimitReached` names
+  the limit that stopped it); `NodeExpansionCompleted` when it is created; at most
+  `max_in_flight` (15) expansions in flight, the rest wait;
 - per expansion that vanished before its node registered — Karpenter deletes a NodeClaim it
   cannot launch (InsufficientCapacity, NodeClassNotReady) and never writes `Launched=False` —
-  a failed candidate: remembered for its pod, its offering marked unavailable for
-  `unavailable_for` (the memory capacity errors use), `NodeExpansionFailed` on the pod, and the
-  next candidate made in the same round; none left → a final `NodeExpansionFailed`. A NodeClaim
-  Karpenter could not launch for another reason stays (`Launched=Unknown`, retried by Karpenter)
-  and counts as in flight;
-- per expansion NodeClaim whose node registered, while its pod still waits: `NodeExpansionCompleted`;
-- with a `nodeProvisioner.budget`: a pod's first candidate that keeps the pool's expansions at or
-  under the ceiling (`decisions.autoselect_budget`), its price recorded on the NodeClaim; none →
-  no expansion, and one `BudgetExceeded` Warning on the GPUPool for the pods refused;
-- the pool's memory of each pending pod's expansions is written back when it changed, after the
+  a failed candidate: remembered for its pods, its offering marked unavailable for
+  `unavailable_for`, `NodeExpansionFailed` on each pod, and the next candidate made in the same
+  round; none left → a final `NodeExpansionFailed`. A NodeClaim Karpenter could not launch for
+  another reason stays (`Launched=Unknown`, retried by Karpenter) and counts as in flight;
+- with a `nodeProvisioner.budget`: a new node's first candidate that keeps the pool's expansions
+  at or under the ceiling (`decisions.autoselect_budget`), its price recorded on the NodeClaim;
+  none → no expansion, and one `BudgetExceeded` Warning on the GPUPool for the pods refused;
+- the pool's memory of each pending pod's expansion is written back when it changed, after the
   NodeClaims it names were created (a NodeClaim found without a record is recognised by its
   `gpupool.io/expansion-for` annotation).
 
