@@ -222,3 +222,31 @@ def test_the_template_is_a_node_of_the_pods_pool() -> None:
     assert not [a for a in plan.actions if isinstance(a, CreateNodeClaim)], (
         "n0 (disk=ssd) serves another pool"
     )
+
+
+def test_labels_karpenter_resolved_for_the_template_are_not_copied() -> None:
+    resolved = KARPENTERS_TEMPLATE.model_copy(
+        update={
+            "metadata": KARPENTERS_TEMPLATE.metadata.model_copy(
+                update={
+                    "labels": {
+                        **KARPENTERS_TEMPLATE.metadata.labels,
+                        "kubernetes.io/arch": "amd64",
+                        "karpenter.sh/registered": "true",
+                        "karpenter.k8s.aws/instance-family": "g5",
+                        "topology.kubernetes.io/zone": "us-east-1a",
+                    }
+                }
+            )
+        }
+    )
+    plan = plan_autoselect(
+        [pod()], [GPU_NODE], [resolved], [_documented_nodepool("8")], suffixes=["a"], now=NOW
+    )
+    (create,) = [a for a in plan.actions if isinstance(a, CreateNodeClaim)]
+    assert set(create.manifest.metadata.labels) == {
+        "karpenter.sh/nodepool",
+        "nvidia.com/gpu.present",
+        "team",
+        "tensor-fusion.ai/expansion-source",
+    }

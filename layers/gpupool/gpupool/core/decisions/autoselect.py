@@ -202,6 +202,18 @@ def _pins(candidate: Candidate, capacity_type: str | None, min_values: Mapping[s
     return {k: v for k, v in pinned.items() if min_values.get(k, 0) <= 1}
 
 
+def _resolved_by_karpenter(key: str) -> bool:
+    """A label Karpenter writes on a NodeClaim for what that one node is (instance type, zone,
+    arch, os, its provider's `karpenter.<provider>/…` labels, `karpenter.sh/registered` …), so
+    not the template's to copy: Karpenter writes the new node's own at its launch."""
+    if key == LABEL_NODEPOOL:
+        return False
+    if key in _LAUNCH_LABELS:
+        return True
+    prefix = key.partition("/")[0] if "/" in key else ""
+    return prefix.startswith("karpenter.") or prefix == "kubernetes.io" or prefix.endswith(".kubernetes.io")
+
+
 def _owner(nodepool: KarpenterNodePool | None) -> list[OwnerReference]:
     if nodepool is None or not nodepool.metadata.uid:
         return []
@@ -234,7 +246,7 @@ def _expansion(
     narrowed = [KarpenterRequirement(key=k, operator="In", values=[v]) for k, v in pinned.items()]
     pool_meta = nodepool.spec.template.metadata if nodepool else None
     labels = {
-        **{k: v for k, v in template.metadata.labels.items() if k not in _LAUNCH_LABELS},
+        **{k: v for k, v in template.metadata.labels.items() if not _resolved_by_karpenter(k)},
         **(pool_meta.labels if pool_meta else {}),
         LABEL_NODEPOOL: template.metadata.labels[LABEL_NODEPOOL],
         LABEL_EXPANSION_SOURCE: node.name,
