@@ -218,13 +218,11 @@ def _owner(nodepool: KarpenterNodePool | None) -> list[OwnerReference]:
     if nodepool is None or not nodepool.metadata.uid:
         return []
     return [
-        OwnerReference(
+        OwnerReference.controlled_by(
             api_version=nodepool.api_version,
             kind=nodepool.kind,
             name=nodepool.name,
             uid=nodepool.metadata.uid,
-            controller=True,
-            block_owner_deletion=True,
         )
     ]
 

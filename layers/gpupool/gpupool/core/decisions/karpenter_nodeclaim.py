@@ -226,13 +226,8 @@ def owned_by(nodeclaim: KarpenterNodeClaim, claim: GPUNodeClaim) -> KarpenterNod
     """`nodeclaim` with the GPUNodeClaim as its controller owner (needs the stored claim's uid)."""
     if not claim.metadata.uid:
         raise KarpenterModeError(f"GPUNodeClaim {claim.name} has no uid yet: it must be stored first")
-    owner = OwnerReference(
-        api_version=claim.api_version,
-        kind=claim.KIND,
-        name=claim.name,
-        uid=claim.metadata.uid,
-        controller=True,
-        block_owner_deletion=True,
+    owner = OwnerReference.controlled_by(
+        api_version=claim.api_version, kind=claim.KIND, name=claim.name, uid=claim.metadata.uid
     )
     meta = nodeclaim.metadata.model_copy(update={"owner_references": [owner]})
     return nodeclaim.model_copy(update={"metadata": meta})

@@ -288,13 +288,8 @@ class SimulatedKarpenter:
         )
         labels = {**template.metadata.labels, LABEL_NODEPOOL: nodepool.name}
         owner = [
-            OwnerReference(
-                api_version=nodepool.api_version,
-                kind=nodepool.kind,
-                name=nodepool.name,
-                uid=uid,
-                controller=True,
-                block_owner_deletion=True,
+            OwnerReference.controlled_by(
+                api_version=nodepool.api_version, kind=nodepool.kind, name=nodepool.name, uid=uid
             )
             for uid in [nodepool.metadata.uid]
             if uid
