@@ -173,6 +173,7 @@ def test_every_call_the_functions_adapters_make_is_listed(
             kube.list_nodes(labels={"x": "y"}),
         ],
         "list_pods": lambda: [kube.list_pods(node_name="n"), kube.list_pods(node_name="", phase="Pending")],
+        "list_pod_disruption_budgets": lambda: kube.list_pod_disruption_budgets(),
         "create_pool": lambda: None,  # called above
         "create_claim": lambda: None,  # called above
         "replace_pool_spec": lambda: kube.replace_pool_spec(

@@ -31,7 +31,7 @@ from gpupool.service.ports import Cluster, EventType
 
 if TYPE_CHECKING:
     from gpupool.core.model.cluster import TensorFusionCluster, TensorFusionClusterStatus
-    from gpupool.core.model.foreign import Node, Pod
+    from gpupool.core.model.foreign import Node, Pod, PodDisruptionBudget
     from gpupool.core.model.node import GPU, GPUNode
     from gpupool.core.model.nodeclaim import GPUNodeClaim, GPUNodeClaimStatus
     from gpupool.core.model.nodeclass import GPUNodeClass
@@ -220,6 +220,9 @@ class InvocationCluster:
 
     def list_pods(self, *, node_name: str | None = None, phase: str | None = None) -> list[Pod]:
         return self.inner.list_pods(node_name=node_name, phase=phase)
+
+    def list_pod_disruption_budgets(self) -> list[PodDisruptionBudget]:
+        return self.inner.list_pod_disruption_budgets()
 
     # ---- writes: the answer replaces what was read -----------------------------------------
     def update_cluster_status(

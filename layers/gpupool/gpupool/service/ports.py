@@ -24,7 +24,7 @@ from gpupool.core.planning.plan import OfferingRef
 
 if TYPE_CHECKING:
     from gpupool.core.model.cluster import TensorFusionCluster, TensorFusionClusterStatus
-    from gpupool.core.model.foreign import Node, Pod
+    from gpupool.core.model.foreign import Node, Pod, PodDisruptionBudget
     from gpupool.core.model.node import GPU, GPUNode
     from gpupool.core.model.nodeclaim import GPUNodeClaim, GPUNodeClaimStatus
     from gpupool.core.model.nodeclass import GPUNodeClass
@@ -190,6 +190,10 @@ class Cluster(Protocol):
 
     def list_gpus(self) -> list[GPU]:
         """Every GPU. Raises: Throttled, PermanentError."""
+        ...
+
+    def list_pod_disruption_budgets(self) -> list[PodDisruptionBudget]:
+        """Every PodDisruptionBudget, in all namespaces. Raises: Throttled, PermanentError."""
         ...
 
     def list_pods(self, *, node_name: str | None = None, phase: str | None = None) -> list[Pod]:

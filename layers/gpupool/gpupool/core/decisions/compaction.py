@@ -40,12 +40,25 @@ from gpupool.core.planning.plan import Action, DeleteClaim, LabelNode, Plan, Rec
 from gpupool.core.planning.snapshot import PoolSnapshot, gpus_in_use
 from gpupool.core.quantity import Quantity, sum_quantities
 
-__all__ = ["compaction_due", "compaction_period", "plan_compaction", "unconfirmed_removals"]
+__all__ = [
+    "compaction_due",
+    "compaction_period",
+    "consolidation_enabled",
+    "plan_compaction",
+    "unconfirmed_removals",
+]
 
 ZERO = Quantity(0)
 LABEL_NODEPOOL = "karpenter.sh/nodepool"  # Karpenter's label on the nodes it owns
 # gpupool's marker beside the karpenter.sh/do-not-disrupt it sets: why ("protection", "warm-min").
 ANNOTATION_GUARDED_FOR = "gpupool.io/do-not-disrupt-for"
+
+
+def consolidation_enabled(snapshot: PoolSnapshot) -> bool:
+    """Whether the pool opted into consolidation (`nodeCompaction.policy: WhenUnderutilized`,
+    `core.decisions.consolidation`); answered here so a WhenEmpty run never imports the allocator."""
+    config = snapshot.pool.spec.node_manager_config.node_compaction
+    return config is not None and config.policy == "WhenUnderutilized"
 
 
 def compaction_period(snapshot: PoolSnapshot) -> timedelta:

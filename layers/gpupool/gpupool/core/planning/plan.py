@@ -176,12 +176,14 @@ class ReleaseClaim(_Action):
 
 
 class CordonNode(_Action):
-    """Mark a node unschedulable (its claim and instance, when known, for the log)."""
+    """Mark a node unschedulable (its claim and instance, when known, for the log); with
+    `uncordon=True`, schedulable again (a consolidation whose drain was refused)."""
 
     pool: str | None = None
     claim: str | None = None
     node: str
     instance_id: str | None = None
+    uncordon: bool | None = None  # None (left out of printed plans): cordon
     kind: Literal["cordon-node"] = "cordon-node"
 
 

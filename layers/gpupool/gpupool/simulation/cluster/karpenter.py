@@ -200,7 +200,11 @@ class SimulatedKarpenter:
         offerings: Sequence[OfferingRef] | None = None,
         node_name: Callable[[str], str] = ec2_node_name,
         node_class_ready: Callable[[KarpenterNodeClassRef], bool] = lambda ref: True,
+        gpu_pool: str | None = None,
     ) -> None:
+        # gpu_pool: the node agent publishes one GPU object per device, labelled for that pool
+        # (what consolidation's allocator reads); None: the GPUNode only, as before.
+        self._gpu_pool = gpu_pool
         self._kubelet = kubelet
         self._store = kubelet.store
         self._fates = fates
@@ -437,7 +441,8 @@ class SimulatedKarpenter:
                 # Karpenter copies the NodeClaim's annotations (do-not-disrupt among them) to the Node
                 annotations={**nodeclaim.metadata.annotations, ANNOTATION_SIM_NODECLAIM: name},
                 taints=nodeclaim.spec.taints,
-                gpu_devices=False,
+                pool=self._gpu_pool,
+                gpu_devices=self._gpu_pool is not None,
             )
         )
         self._write(

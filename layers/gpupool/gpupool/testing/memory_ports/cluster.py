@@ -30,7 +30,15 @@ from typing import Any, TypeVar
 from gpupool.core.model.base import Condition, ObjectMeta
 from gpupool.core.model.cluster import TensorFusionCluster, TensorFusionClusterStatus
 from gpupool.core.model.constants import LABEL_COMPONENT, LABEL_ENABLED, LABEL_NODE_PROVISIONER
-from gpupool.core.model.foreign import Node, NodeSpec, NodeStatus, Pod, PodSpec, PodStatus
+from gpupool.core.model.foreign import (
+    Node,
+    NodeSpec,
+    NodeStatus,
+    Pod,
+    PodDisruptionBudget,
+    PodSpec,
+    PodStatus,
+)
 from gpupool.core.model.node import GPU, GPUNode, GPUNodeStatus
 from gpupool.core.model.nodeclaim import GPUNodeClaim, GPUNodeClaimStatus
 from gpupool.core.model.nodeclass import GPUNodeClass
@@ -156,6 +164,9 @@ class MemoryCluster(CallRecorder):
 
     def list_gpus(self) -> list[GPU]:
         return self._call("list_gpus", (), lambda: self.all("GPU"))
+
+    def list_pod_disruption_budgets(self) -> list[PodDisruptionBudget]:
+        return self._call("list_pod_disruption_budgets", (), lambda: self.all("PodDisruptionBudget"))
 
     def list_pods(self, *, node_name: str | None = None, phase: str | None = None) -> list[Pod]:
         def work() -> list[Pod]:
