@@ -45,6 +45,7 @@ __all__ = [
     "compaction_period",
     "consolidation_enabled",
     "plan_compaction",
+    "released_guard",
     "unconfirmed_removals",
 ]
 
@@ -109,7 +110,7 @@ def _guard(pool: str, node: Node, why: str) -> LabelNode | None:
     return LabelNode(pool=pool, node=node.name, labels={}, annotations=wanted)
 
 
-def _unguarded(node: Node) -> dict[str, str | None]:
+def released_guard(node: Node) -> dict[str, str | None]:
     """The annotations to drop from a node gpupool no longer needs: only the do-not-disrupt it set."""
     if ANNOTATION_GUARDED_FOR not in node.metadata.annotations:
         return {}
@@ -230,7 +231,7 @@ def plan_compaction(snapshot: PoolSnapshot, *, now: datetime, protection: timede
                     pool=pool.name,
                     node=node.name,
                     labels={LABEL_SHOULD_DELETE: "true"},
-                    annotations=_unguarded(node),
+                    annotations=released_guard(node),
                 )
             )
         else:
