@@ -102,6 +102,35 @@ def pending_pod(name: str, *, cpu: str = "1", tolerate: bool = True, **spec: Any
     )
 
 
+def add_idle_gpu_node(
+    world: KarpenterWorld, name: str, labels: dict[str, str], annotations: dict[str, str] | None = None
+) -> None:
+    """A Ready node of pool-a with one idle 65-TFLOPS / 16 GiB GPU."""
+    from gpupool.core.model.base import ObjectMeta
+    from gpupool.core.model.node import GPUNode, GPUNodeStatus
+    from gpupool.core.quantity import Quantity
+
+    world.cluster.add(
+        Node.model_validate(
+            {
+                "metadata": {"name": name, "labels": labels, "annotations": annotations or {}},
+                "status": {"conditions": [{"type": "Ready", "status": "True"}]},
+            }
+        ),
+        GPUNode(
+            metadata=ObjectMeta(name=name, labels={"tensor-fusion.ai/gpupool": "pool-a"}),
+            status=GPUNodeStatus(
+                phase="Running",
+                total_tflops=Quantity(65),
+                total_vram=Quantity.parse("16Gi"),
+                available_tflops=Quantity(65),
+                available_vram=Quantity.parse("16Gi"),
+                total_gpus=1,
+            ),
+        ),
+    )
+
+
 def expand(world: KarpenterWorld, event_id: str = "pod-1") -> Any:
     return handle_launch(Reconcile(pool="pool-a", trigger="pod.unschedulable", event_id=event_id), world.deps)
 
@@ -284,9 +313,6 @@ def test_compaction_in_autoselect_only_labels_should_delete_under_the_seed_rules
     from datetime import timedelta
 
     from gpupool.core.intake.causes import Compact
-    from gpupool.core.model.base import ObjectMeta
-    from gpupool.core.model.node import GPUNode, GPUNodeStatus
-    from gpupool.core.quantity import Quantity
     from gpupool.service.compact import handle_compact
 
     world = KarpenterWorld(
@@ -298,25 +324,7 @@ def test_compaction_in_autoselect_only_labels_should_delete_under_the_seed_rules
         ("idle-1", {}),
         ("idle-2", {}),
     ):
-        world.cluster.add(
-            Node.model_validate(
-                {
-                    "metadata": {"name": name, "labels": labels},
-                    "status": {"conditions": [{"type": "Ready", "status": "True"}]},
-                }
-            ),
-            GPUNode(
-                metadata=ObjectMeta(name=name, labels={"tensor-fusion.ai/gpupool": "pool-a"}),
-                status=GPUNodeStatus(
-                    phase="Running",
-                    total_tflops=Quantity(65),
-                    total_vram=Quantity.parse("16Gi"),
-                    available_tflops=Quantity(65),
-                    available_vram=Quantity.parse("16Gi"),
-                    total_gpus=1,
-                ),
-            ),
-        )
+        add_idle_gpu_node(world, name, labels)
     world.cluster.add_pod("worker", "busy", worker=True)
     world.clock.advance(timedelta(minutes=6))
     outcome = handle_compact(Compact(pool="pool-a", manual=False, event_id="c1"), world.deps)
@@ -338,9 +346,6 @@ def test_compaction_guards_the_karpenter_nodes_gpupool_needs_and_releases_them_w
     from datetime import timedelta
 
     from gpupool.core.intake.causes import Compact
-    from gpupool.core.model.base import ObjectMeta
-    from gpupool.core.model.node import GPUNode, GPUNodeStatus
-    from gpupool.core.quantity import Quantity
     from gpupool.service.compact import handle_compact
 
     world = KarpenterWorld(
@@ -348,29 +353,7 @@ def test_compaction_guards_the_karpenter_nodes_gpupool_needs_and_releases_them_w
     )
 
     def add(name: str, annotations: dict[str, str] | None = None) -> None:
-        world.cluster.add(
-            Node.model_validate(
-                {
-                    "metadata": {
-                        "name": name,
-                        "labels": {"karpenter.sh/nodepool": "gpu"},
-                        "annotations": annotations or {},
-                    },
-                    "status": {"conditions": [{"type": "Ready", "status": "True"}]},
-                }
-            ),
-            GPUNode(
-                metadata=ObjectMeta(name=name, labels={"tensor-fusion.ai/gpupool": "pool-a"}),
-                status=GPUNodeStatus(
-                    phase="Running",
-                    total_tflops=Quantity(65),
-                    total_vram=Quantity.parse("16Gi"),
-                    available_tflops=Quantity(65),
-                    available_vram=Quantity.parse("16Gi"),
-                    total_gpus=1,
-                ),
-            ),
-        )
+        add_idle_gpu_node(world, name, {"karpenter.sh/nodepool": "gpu"}, annotations)
 
     add("idle-a")
     add("idle-b")
