@@ -4,7 +4,8 @@ Covers: opt-in (WhenEmpty plans nothing), the allocator's fit (two half-used nod
 a worker that fits no other GPU keeps its node; QoS-free GPU count and isolation through the
 allocator), do-not-disrupt on node, GPUNode and pod, PodDisruptionBudgets, min and warm, the
 budgets (count, percent, schedule), the savings threshold, claims in flight, the protection
-window, AutoSelect's seam (a reason, no action), and the actions in order.
+window, AutoSelect's hand-off to Karpenter (drain, then should-delete; a node no NodePool owns left
+alone), and the actions in order.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from gpupool.core.decisions.consolidation import (
     selector_matches,
 )
 from gpupool.core.model.common import LabelSelector
-from gpupool.core.planning.plan import CordonNode, DeleteClaim, DrainNode, RecordEvent
+from gpupool.core.planning.plan import CordonNode, DeleteClaim, DrainNode, LabelNode, RecordEvent
 from tests.unit.decisions.builders import NOW, pool
 from tests.unit.decisions.consolidation_world import UNDER, WNode, WPod, build
 
@@ -175,12 +176,25 @@ def test_isolation_is_the_allocators() -> None:
     assert chosen != "n-a"
 
 
-def test_autoselect_decides_but_plans_no_action() -> None:
+def test_autoselect_drains_a_karpenter_node_and_leaves_its_removal_to_karpenter() -> None:
+    owned = {"karpenter.sh/nodepool": "gpu"}
+    nodes = [WNode("n-a", price="0.9", labels=owned), WNode("n-b", price="0.5", labels=owned)]
+    pods = [WPod("p-a", "n-a"), WPod("p-b", "n-b")]
+    snap, gpus = build(nodes, pods, the_pool=pool(min_=None, mode="AutoSelect"), compaction=UNDER)
+    plan = plan_consolidation(snap, gpus, now=NOW, protection=PROTECTION)
+    assert [a.kind for a in plan.actions] == ["cordon-node", "drain-node", "label-node", "record-event"]
+    label = plan.actions[2]
+    assert isinstance(label, LabelNode) and label.node == "n-a"
+    assert label.labels == {"tensor-fusion.ai/should-delete": "true"}, "Karpenter removes it once empty"
+    assert not any(isinstance(a, DeleteClaim) for a in plan.actions), "no claim: Karpenter owns the node"
+
+
+def test_autoselect_leaves_a_node_no_nodepool_owns() -> None:
     nodes, pods = _two_half_used()
     snap, gpus = build(nodes, pods, the_pool=pool(min_=None, mode="AutoSelect"), compaction=UNDER)
     plan = plan_consolidation(snap, gpus, now=NOW, protection=PROTECTION)
     assert plan.actions == ()
-    assert any("AutoSelect: not expressed to Karpenter yet" in r for r in plan.reasons)
+    assert any("no Karpenter NodePool owns it" in r for r in plan.reasons)
 
 
 def test_selector_matches_expressions() -> None:

@@ -251,5 +251,8 @@ def apply_cordon(deps: Deps, action: CordonNode) -> str:
 
 
 def apply_label(deps: Deps, action: LabelNode) -> str:
-    deps.cluster.patch_node(action.node, labels=action.labels)
+    if action.annotations:
+        deps.cluster.patch_node(action.node, labels=action.labels, annotations=action.annotations)
+    else:
+        deps.cluster.patch_node(action.node, labels=action.labels)
     return "labelled"

@@ -314,9 +314,15 @@ class InvocationCluster:
         *,
         labels: Mapping[str, str | None] | None = None,
         unschedulable: bool | None = None,
+        annotations: Mapping[str, str | None] | None = None,
     ) -> None:
         try:
-            self.inner.patch_node(name, labels=labels, unschedulable=unschedulable)
+            if annotations:
+                self.inner.patch_node(
+                    name, labels=labels, unschedulable=unschedulable, annotations=annotations
+                )
+            else:
+                self.inner.patch_node(name, labels=labels, unschedulable=unschedulable)
         finally:
             self._nodes.mark_all()
 

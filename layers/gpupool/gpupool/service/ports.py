@@ -272,8 +272,10 @@ class Cluster(Protocol):
         *,
         labels: Mapping[str, str | None] | None = None,
         unschedulable: bool | None = None,
+        annotations: Mapping[str, str | None] | None = None,
     ) -> None:
-        """Set/remove node labels and/or cordon (`unschedulable=True`). Raises: NotFound."""
+        """Set/remove node labels and annotations (a None value removes) and/or cordon
+        (`unschedulable=True`). Raises: NotFound."""
         ...
 
     def evict_pod(self, namespace: str, name: str) -> None:

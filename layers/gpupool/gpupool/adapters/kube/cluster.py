@@ -250,10 +250,13 @@ class KubeCluster:
         *,
         labels: Mapping[str, str | None] | None = None,
         unschedulable: bool | None = None,
+        annotations: Mapping[str, str | None] | None = None,
     ) -> None:
         patch: dict[str, Any] = {}
         if labels is not None:
             patch["metadata"] = {"labels": dict(labels)}
+        if annotations:
+            patch.setdefault("metadata", {})["annotations"] = dict(annotations)
         if unschedulable is not None:
             patch["spec"] = {"unschedulable": unschedulable}
         if not patch:

@@ -21,8 +21,10 @@ node's workers it covers; after removal, total < minResources or available < war
 and VRAM; the workers move, so the pool's available capacity falls by the node's total); the
 node's hourly price times `consolidationWindow` not above `savingsThreshold`.
 
-AutoSelect pools: the choice is made (`select_consolidation`) but no action is planned — telling
-Karpenter (should-delete / do-not-disrupt) is the AutoSelect issue's part; the reason says so.
+AutoSelect pools: the chosen node is cordoned and drained as above, then labelled
+`should-delete` with the `karpenter.sh/do-not-disrupt` gpupool set removed (`compaction`'s
+guard), and Karpenter's consolidation removes it once empty; a node no NodePool owns is left
+alone with a reason.
 Replacing a node with a cheaper offering that holds its workers is not planned yet (a reason says
 which node it would have been).
 
@@ -41,7 +43,7 @@ from gpupool.core.allocator.allocator import AllocationError
 from gpupool.core.allocator.build import gpu_info, rebuild_allocator
 from gpupool.core.allocator.pod_request import RequestError, allocation_from_pod, request_from_pod
 from gpupool.core.allocator.request import GpuRequest
-from gpupool.core.decisions.compaction import consolidation_enabled
+from gpupool.core.decisions.compaction import LABEL_NODEPOOL, consolidation_enabled, released_guard
 from gpupool.core.decisions.disruption_budget import allowed_disruptions
 from gpupool.core.model.base import duration_seconds
 from gpupool.core.model.claim_state import claim_counts, claim_phase, do_not_disrupt, node_claim
@@ -56,7 +58,15 @@ from gpupool.core.model.constants import (
 from gpupool.core.model.foreign import Node, Pod
 from gpupool.core.model.node import GPU
 from gpupool.core.model.pool import NodeCompaction, ResourceAmount
-from gpupool.core.planning.plan import Action, CordonNode, DeleteClaim, DrainNode, Plan, RecordEvent
+from gpupool.core.planning.plan import (
+    Action,
+    CordonNode,
+    DeleteClaim,
+    DrainNode,
+    LabelNode,
+    Plan,
+    RecordEvent,
+)
 from gpupool.core.planning.snapshot import PoolSnapshot
 from gpupool.core.quantity import Quantity, sum_quantities
 
@@ -358,6 +368,38 @@ def select_consolidation(
     return None, reasons
 
 
+def _hand_to_karpenter(
+    snapshot: PoolSnapshot, choice: Consolidation, message: str, reasons: list[str]
+) -> Plan:
+    """AutoSelect: gpupool moves the workers (cordon, drain) and then says what Karpenter reads —
+    `should-delete`, and the `karpenter.sh/do-not-disrupt` gpupool set taken away — so Karpenter's
+    consolidation removes the node once it is empty. A node Karpenter does not own: nobody would
+    remove it, so nothing is drained (a reason says so)."""
+    pool = snapshot.pool
+    node = next((n for n in snapshot.nodes if n.name == choice.node), None)
+    if node is None or LABEL_NODEPOOL not in node.metadata.labels:
+        return Plan(reasons=(*reasons, f"{message}; not drained: no Karpenter NodePool owns it to remove it"))
+    actions: list[Action] = [
+        CordonNode(pool=pool.name, node=choice.node),
+        DrainNode(pool=pool.name, node=choice.node),
+        LabelNode(
+            pool=pool.name,
+            node=choice.node,
+            labels={LABEL_SHOULD_DELETE: "true"},
+            annotations=released_guard(node),
+        ),
+        RecordEvent(
+            pool=pool.name,
+            node=choice.node,
+            object_kind="GPUPool",
+            object_name=pool.name,
+            reason=EVENT_COMPACTION,
+            message=message,
+        ),
+    ]
+    return Plan(actions=tuple(actions), reasons=(*reasons, f"{message}: drain, then Karpenter removes it"))
+
+
 def plan_consolidation(
     snapshot: PoolSnapshot,
     gpus: Sequence[GPU],
@@ -378,9 +420,7 @@ def plan_consolidation(
         f"{', '.join(targets)}; saves ${choice.hourly_saving}/h (${choice.window_saving:.2f} over the window)"
     )
     if pool.spec.node_manager_config.provisioning_mode == "AutoSelect" or choice.claim is None:
-        # The seam for the AutoSelect issue: Karpenter must hear this as should-delete /
-        # do-not-disrupt; until then gpupool does not drain a Karpenter-owned node itself.
-        return Plan(reasons=(*reasons, f"{message}; AutoSelect: not expressed to Karpenter yet"))
+        return _hand_to_karpenter(snapshot, choice, message, reasons)
     instance = None
     claim = snapshot.claim(choice.claim)
     if claim is not None and claim.status is not None:

@@ -198,13 +198,14 @@ class DrainNode(_Action):
 
 
 class LabelNode(_Action):
-    """Set (value) or remove (None) node labels."""
+    """Set (value) or remove (None) node labels, and annotations."""
 
     pool: str | None = None
     claim: str | None = None
     node: str
     kind: Literal["label-node"] = "label-node"
     labels: dict[str, str | None]
+    annotations: dict[str, str | None] = Field(default_factory=dict)
 
 
 class MarkClaimInterrupted(_Action):

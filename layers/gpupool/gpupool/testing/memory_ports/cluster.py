@@ -287,13 +287,20 @@ class MemoryCluster(CallRecorder):
 
     # ---- nodes, pods, events, leases -----------------------------------------------------
     def patch_node(
-        self, name: str, *, labels: Mapping[str, str | None] | None = None, unschedulable: bool | None = None
+        self,
+        name: str,
+        *,
+        labels: Mapping[str, str | None] | None = None,
+        unschedulable: bool | None = None,
+        annotations: Mapping[str, str | None] | None = None,
     ) -> None:
         def work() -> None:
             node: Node = self._get("Node", name)
             meta = node.metadata
             if labels is not None:
                 meta = meta.model_copy(update={"labels": merge_labels(meta.labels, labels)})
+            if annotations:
+                meta = meta.model_copy(update={"annotations": merge_labels(meta.annotations, annotations)})
             spec = node.spec
             if unschedulable is not None:
                 spec = spec.model_copy(update={"unschedulable": unschedulable})
