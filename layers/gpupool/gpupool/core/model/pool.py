@@ -96,8 +96,9 @@ class CapacityConfig(SpecModel):
 
 
 class KarpenterNodeClassRef(SpecModel):
-    """The Karpenter NodeClass a Karpenter-mode pool launches with: all four fields required
-    (TensorFusion's type; Karpenter's own, on a NodeClaim, is `karpenter.NodeClassReference`)."""
+    """The Karpenter NodeClass a Karpenter-mode pool launches with: all four fields required."""
+
+    # TensorFusion's type; Karpenter's own, on a NodeClaim, is `karpenter.NodeClassReference`.
 
     group: str
     kind: str
