@@ -53,15 +53,20 @@ def _claims(world: DemoWorld) -> list[dict[str, Any]]:
     return list(world.objects.list("tensor-fusion.ai", "gpunodeclaims"))
 
 
-def test_describe_gpunodeclaim_lists_the_events_bind_recorded(world: DemoWorld, tmp_path: Path) -> None:
+def test_describe_gpunodeclaim_lists_the_events_launch_and_bind_recorded(
+    world: DemoWorld, tmp_path: Path
+) -> None:
     claims = _claims(world)
     assert claims
     for claim in claims:
         name = claim["metadata"]["name"]
         rows = _events_section(_kubectl(world, tmp_path, "describe", "gpunodeclaim", name))
-        assert [row[:2] for row in rows] == [["Normal", "ManagedNodeCreated"]], rows
-        assert rows[0][3] == "gpupool"
-        assert " ".join(rows[0][4:]).endswith("joined, is ready and its GPUs are usable")
+        assert [row[:2] for row in rows] == [
+            ["Normal", "InstanceLaunched"],
+            ["Normal", "ManagedNodeCreated"],
+        ], rows
+        assert {row[3] for row in rows} == {"gpupool"}
+        assert " ".join(rows[1][4:]).endswith("joined, is ready and its GPUs are usable")
 
 
 def test_describe_gpupool_lists_the_compaction(world: DemoWorld, tmp_path: Path) -> None:

@@ -36,8 +36,11 @@ def both() -> dict[str, Any]:
 
 
 def test_both_policies_report_every_figure(both: dict[str, Any]) -> None:
-    assert set(both) == {"gpupool", "tensorfusion"}
+    assert set(both) == {"gpupool", "tensorfusion", "gpupool+consolidation"}
     for row in both.values():
+        assert 0 <= row["idleBeyondMinWarmGpuHours"] <= row["idleGpuHours"] + 0.02
+        assert row["atSpotCost"] is None  # no --spot-discount, no quoted Spot prices: no Spot column
+        assert row["drains"] >= 0 and row["podsMoved"] >= 0
         assert row["pods"] == 40
         assert 0 <= row["unserved"] < row["pods"]
         assert row["cost"] > 0 and row["launches"] > 0
@@ -63,7 +66,7 @@ def test_the_same_seed_gives_the_same_figures(
 def test_a_budget_below_the_demand_is_never_passed_and_the_reason_shows(
     capsys: pytest.CaptureFixture[str], both: dict[str, Any]
 ) -> None:
-    budget_per_day = 12.0  # $0.50/h: less than the demand needs
+    budget_per_day = 24.0  # $1.00/h On-Demand: one g4dn.xlarge ($0.526/h), less than the demand needs
     assert both["gpupool"]["peakHourlyRate"] > budget_per_day / 24  # unbudgeted, it spends more
     rows = {
         p["policy"]: p
@@ -73,7 +76,7 @@ def test_a_budget_below_the_demand_is_never_passed_and_the_reason_shows(
     assert 0 < gpupool["peakHourlyRate"] <= budget_per_day / 24
     assert gpupool["cost"] <= budget_per_day * 0.1
     assert gpupool["budgetRefusals"] > 0
-    assert any("would pass budgetPerDay $12" in reason for reason in gpupool["budgetReasons"])
+    assert any("would pass budgetPerDay $24" in reason for reason in gpupool["budgetReasons"])
     # TensorFusion only reads the budget: it refuses nothing and passes it.
     assert tensorfusion["budgetRefusals"] == 0 and tensorfusion["peakHourlyRate"] > budget_per_day / 24
 
@@ -129,6 +132,27 @@ def test_bad_input_is_one_clear_line_and_writes_nothing(
     assert message in captured.err
     assert captured.out == ""
     assert not list(tmp_path.iterdir())
+
+
+def test_spot_rests_on_a_given_discount_never_on_the_catalogs_estimate(
+    capsys: pytest.CaptureFixture[str], both: dict[str, Any]
+) -> None:
+    rows = {p["policy"]: p for p in _json(capsys, "--seed", "3", "--spot-discount", "0.6")["policies"]}
+    assert rows["gpupool"]["cost"] == both["gpupool"]["cost"]  # the headline stays On-Demand
+    assert rows["gpupool"]["atSpotCost"] == pytest.approx(rows["gpupool"]["cost"] * 0.4, abs=0.01)
+    assert rows["tensorfusion"]["atSpotCost"] is None  # it launches On-Demand only
+    # A Spot run without a quoted price or a discount is refused, naming why.
+    assert main(["simulate", "capacity", *WINDOW, "--spot"]) == 2
+    assert "Spot prices are an estimate, not a quote: give --spot-discount" in capsys.readouterr().err
+    spot = {
+        p["policy"]: p for p in _json(capsys, "--seed", "3", "--spot", "--spot-discount", "0.6")["policies"]
+    }
+    assert spot["gpupool"]["violations"] == 0 and spot["gpupool"]["atSpotCost"] is None
+    assert main(["simulate", "capacity", *WINDOW, "--spot-discount", "0.6"]) == 0
+    out = capsys.readouterr().out
+    assert ", On-Demand prices;" in out.splitlines()[0]
+    assert "idle GPU-h beyond min and warm: gpupool+consolidation " in out
+    assert "at Spot: Spot at 60% off On-Demand, as --spot-discount gives it" in out
 
 
 def test_a_bad_trace_row_names_the_line(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

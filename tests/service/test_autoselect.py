@@ -102,6 +102,35 @@ def pending_pod(name: str, *, cpu: str = "1", tolerate: bool = True, **spec: Any
     )
 
 
+def add_idle_gpu_node(
+    world: KarpenterWorld, name: str, labels: dict[str, str], annotations: dict[str, str] | None = None
+) -> None:
+    """A Ready node of pool-a with one idle 65-TFLOPS / 16 GiB GPU."""
+    from gpupool.core.model.base import ObjectMeta
+    from gpupool.core.model.node import GPUNode, GPUNodeStatus
+    from gpupool.core.quantity import Quantity
+
+    world.cluster.add(
+        Node.model_validate(
+            {
+                "metadata": {"name": name, "labels": labels, "annotations": annotations or {}},
+                "status": {"conditions": [{"type": "Ready", "status": "True"}]},
+            }
+        ),
+        GPUNode(
+            metadata=ObjectMeta(name=name, labels={"tensor-fusion.ai/gpupool": "pool-a"}),
+            status=GPUNodeStatus(
+                phase="Running",
+                total_tflops=Quantity(65),
+                total_vram=Quantity.parse("16Gi"),
+                available_tflops=Quantity(65),
+                available_vram=Quantity.parse("16Gi"),
+                total_gpus=1,
+            ),
+        ),
+    )
+
+
 def expand(world: KarpenterWorld, event_id: str = "pod-1") -> Any:
     return handle_launch(Reconcile(pool="pool-a", trigger="pod.unschedulable", event_id=event_id), world.deps)
 
@@ -259,23 +288,31 @@ def test_only_the_pools_tensorfusion_pods_waiting_for_gpus_are_expanded_for() ->
 
 
 def test_without_a_karpenter_template_there_is_no_expansion_and_a_reason() -> None:
+    """GPU nodes exist but no NodePool owns one: TensorFusion's NodeExpansionFailed."""
     world = autoselect_world()
     world.karpenter.nodeclaims.clear()
     world.cluster.add(pending_pod("w-0"))
     expand(world)
     assert world.karpenter.nodeclaims == {}
-    assert "no GPU node owned by a Karpenter NodeClaim" in (
-        world.cluster.events_with("NodeExpansionCheck")[0]["message"] or ""
+    assert "none is owned by a Karpenter NodePool's NodeClaim" in (
+        world.cluster.events_with("NodeExpansionFailed")[0]["message"] or ""
     )
+
+
+def test_scaling_from_zero_is_left_to_karpenter_with_one_event() -> None:
+    world = KarpenterWorld(make_pool(mode="AutoSelect", min_tflops=None, min_vram=None))
+    world.cluster.add(pending_pod("w-0"), pending_pod("w-1"))
+    expand(world)
+    assert world.karpenter.nodeclaims == {}
+    (event,) = world.cluster.events_with("NodeExpansionCheck")
+    assert "left to Karpenter's own provisioning" in (event["message"] or "")
+    assert "2 pod(s)" in (event["message"] or "")
 
 
 def test_compaction_in_autoselect_only_labels_should_delete_under_the_seed_rules() -> None:
     from datetime import timedelta
 
     from gpupool.core.intake.causes import Compact
-    from gpupool.core.model.base import ObjectMeta
-    from gpupool.core.model.node import GPUNode, GPUNodeStatus
-    from gpupool.core.quantity import Quantity
     from gpupool.service.compact import handle_compact
 
     world = KarpenterWorld(
@@ -287,25 +324,7 @@ def test_compaction_in_autoselect_only_labels_should_delete_under_the_seed_rules
         ("idle-1", {}),
         ("idle-2", {}),
     ):
-        world.cluster.add(
-            Node.model_validate(
-                {
-                    "metadata": {"name": name, "labels": labels},
-                    "status": {"conditions": [{"type": "Ready", "status": "True"}]},
-                }
-            ),
-            GPUNode(
-                metadata=ObjectMeta(name=name, labels={"tensor-fusion.ai/gpupool": "pool-a"}),
-                status=GPUNodeStatus(
-                    phase="Running",
-                    total_tflops=Quantity(65),
-                    total_vram=Quantity.parse("16Gi"),
-                    available_tflops=Quantity(65),
-                    available_vram=Quantity.parse("16Gi"),
-                    total_gpus=1,
-                ),
-            ),
-        )
+        add_idle_gpu_node(world, name, labels)
     world.cluster.add_pod("worker", "busy", worker=True)
     world.clock.advance(timedelta(minutes=6))
     outcome = handle_compact(Compact(pool="pool-a", manual=False, event_id="c1"), world.deps)
@@ -318,3 +337,46 @@ def test_compaction_in_autoselect_only_labels_should_delete_under_the_seed_rules
     assert marked == ["idle-1"], "busy and do-not-disrupt nodes are kept, and one idle node stays for warm"
     assert world.karpenter.count("delete_nodeclaim") == 0, "deletion is left to Karpenter"
     assert world.cluster.events_with("Compaction")
+
+
+def test_compaction_guards_the_karpenter_nodes_gpupool_needs_and_releases_them_when_not() -> None:
+    """Karpenter consolidates any empty node without `karpenter.sh/do-not-disrupt`: the nodes
+    warm keeps and the young ones carry it (gpupool's marker beside it), a node no longer needed
+    loses it with the should-delete label, and a do-not-disrupt a person set is never touched."""
+    from datetime import timedelta
+
+    from gpupool.core.intake.causes import Compact
+    from gpupool.service.compact import handle_compact
+
+    world = KarpenterWorld(
+        make_pool(mode="AutoSelect", min_tflops=None, min_vram=None, warm_tflops="130", warm_vram="32Gi")
+    )
+
+    def add(name: str, annotations: dict[str, str] | None = None) -> None:
+        add_idle_gpu_node(world, name, {"karpenter.sh/nodepool": "gpu"}, annotations)
+
+    add("idle-a")
+    add("idle-b")
+    add("person", {"karpenter.sh/do-not-disrupt": "true"})
+    world.clock.advance(timedelta(minutes=2))
+
+    def notes() -> dict[str, dict[str, str]]:
+        return {n.name: dict(n.metadata.annotations) for n in world.cluster.all("Node")}
+
+    handle_compact(Compact(pool="pool-a", manual=True, event_id="young"), world.deps)
+    young = notes()
+    assert young["idle-a"]["gpupool.io/do-not-disrupt-for"] == "protection"
+    assert young["idle-b"]["karpenter.sh/do-not-disrupt"] == "true", "protected for its first 5 minutes"
+    world.clock.advance(timedelta(minutes=6))
+    handle_compact(Compact(pool="pool-a", manual=True, event_id="old"), world.deps)
+    old = notes()
+    marked = sorted(
+        n.name for n in world.cluster.all("Node") if n.metadata.labels.get("tensor-fusion.ai/should-delete")
+    )
+    assert marked == ["idle-a"], "warm needs two nodes: the person's (Karpenter keeps it) and idle-b"
+    assert "karpenter.sh/do-not-disrupt" not in old["idle-a"], "not needed: Karpenter may remove it"
+    assert old["idle-b"]["gpupool.io/do-not-disrupt-for"] in ("protection", "warm-min")
+    assert old["idle-b"]["karpenter.sh/do-not-disrupt"] == "true", (
+        "warm needs it: Karpenter must not remove it"
+    )
+    assert old["person"] == {"karpenter.sh/do-not-disrupt": "true"}, "a person's annotation is left alone"

@@ -177,7 +177,7 @@ def test_a_nodeclaim_deleted_before_launch_fails_the_claim_and_the_refill_takes_
         del world.karpenter.nodeclaims[first.name]
     handle_bind(sweep(), world.deps)
     failed = world.cluster.get("GPUNodeClaim", first.name)
-    assert failed.status.phase == "Failed" and failed.status.reason == "InstanceTerminated"
+    assert failed.status.phase == "Failed" and failed.status.reason == "InsufficientCapacity"
     handle_launch(reconcile("refill"), world.deps)
     (replacement,) = world.claims(live_only=True)
     assert replacement.name != first.name and replacement.name in world.karpenter.nodeclaims
@@ -199,6 +199,32 @@ def test_a_launch_karpenter_retries_keeps_the_claim_until_the_registration_timeo
     handle_bind(sweep("s2"), world.deps)
     timed_out = world.cluster.get("GPUNodeClaim", claim.name)
     assert timed_out.status.phase == "Failed" and timed_out.status.reason == "RegistrationTimeout"
+
+
+@pytest.mark.parametrize(
+    ("minutes", "launched", "reason"),
+    [(6, False, "LaunchTimeout"), (16, True, "RegistrationTimeout")],
+)
+def test_a_nodeclaim_karpenter_deletes_at_its_timeout_is_no_capacity_failure(
+    minutes: int, launched: bool, reason: str
+) -> None:
+    """Karpenter deletes a NodeClaim not launched within 5 minutes and one whose node did not
+    register within 15 (`liveness.go`): the claim fails with that reason and the refill may take
+    the same offering — only an insufficient-capacity deletion marks it unavailable."""
+    world = KarpenterWorld(karpenter_pool(min_tflops="65", min_vram="16Gi"))
+    handle_launch(reconcile(), world.deps)
+    (first,) = world.claims()
+    if launched:
+        world.karpenter.launched(first.name)
+    world.clock.advance(timedelta(minutes=minutes))
+    del world.karpenter.nodeclaims[first.name]
+    handle_bind(sweep(), world.deps)
+    failed = world.cluster.get("GPUNodeClaim", first.name)
+    assert failed.status.phase == "Failed" and failed.status.reason == reason
+    handle_launch(reconcile("refill"), world.deps)
+    (replacement,) = world.claims(live_only=True)
+    assert replacement.spec.instance_type == first.spec.instance_type, "the offering is not blamed"
+    assert ANNOTATION_UNAVAILABLE_OFFERINGS not in world.pool().metadata.annotations
 
 
 def test_deleting_a_claim_deletes_its_nodeclaim_then_releases_the_claim() -> None:

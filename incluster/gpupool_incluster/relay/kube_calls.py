@@ -39,6 +39,15 @@ RELAY_CLUSTER_CALLS = frozenset(
             )
             for verb in ("list", "watch")
         ),
+        # a watched object that does not fit its model: a Warning Event on it (`unreadable.py`,
+        # through the adapters' Event writer), which reads the object's uid — without it
+        # `kubectl describe` (which selects Events by uid) never shows the Warning — and counts
+        # a repeated Event up (get, patch)
+        ("tensor-fusion.ai", "gpupools", "get"),
+        ("tensor-fusion.ai", "gpunodeclaims", "get"),
+        ("", "events", "create"),
+        ("", "events", "get"),
+        ("", "events", "patch"),
         ("karpenter.sh", "nodeclaims", "list"),
         ("karpenter.sh", "nodeclaims", "watch"),
         # /api/* behind a bearer token (--api-access token)

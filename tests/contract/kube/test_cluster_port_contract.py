@@ -6,7 +6,8 @@ refuses a duplicate; status and metadata writes with a stale resourceVersion are
 change nothing; a finalizer holds a deleted claim until it is removed; pool spec, annotation
 and status writes; the provisioning Lease (one holder, expiry, release by the holder only);
 NotFound for missing objects; node and GPUNode summaries as a `kubectl get` row holds them; nodes picked
-by labels and pods by `spec.nodeName` ("" for none) and `status.phase`, in the API server's order.
+by labels and pods by `spec.nodeName` ("" for none) and `status.phase`, in the API server's order;
+PodDisruptionBudgets with their selector and `status.disruptionsAllowed`.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from gpupool.adapters.kube.auth import KubeAccess, build_api_client
 from gpupool.adapters.kube.cluster import KubeCluster
 from gpupool.core.model.base import OwnerReference
 from gpupool.core.model.constants import FINALIZER
-from gpupool.core.model.foreign import Node, Pod
+from gpupool.core.model.foreign import Node, Pod, PodDisruptionBudget
 from gpupool.core.model.node import GPUNode
 from gpupool.core.model.nodeclaim import GPUNodeClaimStatus
 from gpupool.core.model.pool import GPUPoolStatus
@@ -172,7 +173,7 @@ def seeded(request: pytest.FixtureRequest) -> Iterator[tuple[Any, Put]]:
     """A port and a way to store a Node or Pod manifest behind it (as a kubelet or a controller would)."""
     if request.param == "fake":
         fake = FakeCluster(FakeClock(FIXED_NOW))
-        models = {"Node": Node, "Pod": Pod, "GPUNode": GPUNode}
+        models = {"Node": Node, "Pod": Pod, "GPUNode": GPUNode, "PodDisruptionBudget": PodDisruptionBudget}
         yield fake, lambda kind, manifest: fake.add(models[kind].model_validate(manifest))
         return
     with EmbeddedKubeAPI() as api:
@@ -181,14 +182,20 @@ def seeded(request: pytest.FixtureRequest) -> Iterator[tuple[Any, Put]]:
         api.cluster.create(namespaces, None, {"metadata": {"name": "ml"}})
 
         def put(kind: str, manifest: dict[str, Any]) -> None:
-            if kind == "GPUNode":
-                rt = api.cluster.resolve("tensor-fusion.ai", "v1", "gpunodes")
-                body = {"apiVersion": "tensor-fusion.ai/v1", "kind": "GPUNode", **manifest}
-                stored = api.cluster.create(rt, None, {k: v for k, v in body.items() if k != "status"})
+            if kind in ("GPUNode", "PodDisruptionBudget"):
+                group, version, plural = (
+                    ("tensor-fusion.ai", "v1", "gpunodes")
+                    if kind == "GPUNode"
+                    else ("policy", "v1", "poddisruptionbudgets")
+                )
+                rt = api.cluster.resolve(group, version, plural)
+                body = {"apiVersion": f"{group}/{version}", "kind": kind, **manifest}
+                namespace = manifest["metadata"].get("namespace") if kind != "GPUNode" else None
+                stored = api.cluster.create(rt, namespace, {k: v for k, v in body.items() if k != "status"})
                 if "status" in body:
                     name = stored["metadata"]["name"]
                     api.cluster.update(
-                        rt, "", name, {**stored, "status": body["status"]}, subresource="status"
+                        rt, namespace or "", name, {**stored, "status": body["status"]}, subresource="status"
                     )
                 return
             rt = api.cluster.resolve("", "v1", "nodes" if kind == "Node" else "pods")
@@ -265,6 +272,29 @@ def test_pods_are_picked_by_node_and_phase(seeded: tuple[Any, Put]) -> None:
     assert names(node_name="", phase="Pending") == [("default", "waiting")]  # Pending: set on create
     assert names(phase="Running") == []
     assert len(names()) == 4
+
+
+def test_pod_disruption_budgets_are_listed_with_selector_and_allowance(seeded: tuple[Any, Put]) -> None:
+    port, put = seeded
+    for name, namespace, allowed in (("a-web", "default", 1), ("b-train", "ml", 0)):
+        put(
+            "PodDisruptionBudget",
+            {
+                "metadata": {"name": name, "namespace": namespace},
+                "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": name}}},
+                "status": {
+                    "disruptionsAllowed": allowed,
+                    "currentHealthy": 2,
+                    "desiredHealthy": 1,
+                    "expectedPods": 2,
+                },
+            },
+        )
+    found = [
+        (p.metadata.namespace, p.name, p.spec.selector.match_labels, p.status.disruptions_allowed)
+        for p in port.list_pod_disruption_budgets()
+    ]
+    assert found == [("default", "a-web", {"app": "a-web"}, 1), ("ml", "b-train", {"app": "b-train"}, 0)]
 
 
 def test_gpu_node_summaries_hold_what_a_table_row_holds(seeded: tuple[Any, Put]) -> None:

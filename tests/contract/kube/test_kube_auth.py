@@ -205,3 +205,58 @@ def test_eks_endpoint_and_ca_come_from_describe_cluster(monkeypatch: pytest.Monk
             assert handle.read() == base64.b64decode(described["certificateAuthority"]["data"])
         with pytest.raises(KubeAccessError, match="cannot describe"):
             through_eks(KubeAccess(mode="eks", eks_cluster_name="missing", region="us-east-1"), session)
+
+
+class _RecordingServer:
+    """An HTTP server that answers every GET with an empty list and keeps each request's
+    Authorization header (what an API server that authenticates would read)."""
+
+    def __init__(self) -> None:
+        import http.server
+        import threading
+
+        seen: list[str | None] = []
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                seen.append(self.headers.get("Authorization"))
+                body = b'{"kind": "List", "apiVersion": "v1", "metadata": {}, "items": []}'
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *_: object) -> None:
+                pass
+
+        self.seen = seen
+        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+def test_the_kubeconfig_token_is_sent_on_every_request() -> None:
+    """A token kubeconfig (what kube-apiserver's token file, a ServiceAccount or `sandbox up --real`
+    give): the adapters' requests carry it; without it a real API server sees system:anonymous."""
+    server = _RecordingServer()
+    try:
+        content = (
+            "apiVersion: v1\nkind: Config\n"
+            f"clusters: [{{name: c, cluster: {{server: '{server.url}'}}}}]\n"
+            "users: [{name: u, user: {token: the-functions-token}}]\n"
+            "contexts: [{name: x, context: {cluster: c, user: u}}]\ncurrent-context: x\n"
+        )
+        api_client = build_api_client(KubeAccess(mode="kubeconfig", kubeconfig_content=content))
+        assert KubeCluster(api_client).list_pools() == []
+    finally:
+        server.close()
+    assert server.seen and all(header == "Bearer the-functions-token" for header in server.seen), server.seen

@@ -25,6 +25,7 @@ from gpupool.adapters.kube.deliveries import KubeDeliveryLedger
 from gpupool.core.model.cluster import TensorFusionClusterStatus
 from gpupool.core.model.nodeclaim import GPUNodeClaim, GPUNodeClaimStatus
 from gpupool.core.model.pool import GPUPool, GPUPoolStatus
+from gpupool.core.model.unreadable import UnreadableObject
 from gpupool.sandbox.kubeapi import EmbeddedKubeAPI
 from gpupool.sandbox.kubeapi.reviews import book_of
 from gpupool.sandbox.kubeapi.routes import ResourcePath, parse
@@ -37,6 +38,7 @@ from gpupool_incluster.relay.kube_calls import RELAY_CLUSTER_CALLS, RELAY_NAMESP
 from gpupool_incluster.relay.lease import LeaderElector, LeaseTimings
 from gpupool_incluster.relay.metrics import RelayMetrics
 from gpupool_incluster.relay.signing import make_signer
+from gpupool_incluster.relay.unreadable import event_reporter
 
 Call = tuple[str, str, str]
 VERBS = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
@@ -112,6 +114,9 @@ def test_every_call_the_relay_makes_is_listed(sandbox: tuple[EmbeddedKubeAPI, An
         writer.bind_pod("default", "p", "", "n")
         writer.set_used_by_taint("n", True)
         TokenAccess(api_client, audiences=(DEFAULT_AUDIENCE,)).check("Bearer t", "get", "/api/allocation")
+        report = event_reporter(api_client)  # a watched object the relay cannot read: its Warning Event
+        for kind in ("GPUPool", "GPUPool", "GPUNodeClaim"):  # the same Event twice is counted up
+            report(UnreadableObject(kind=kind, name="broken", namespace=None, message="spec: unreadable"))
         time.sleep(1.0)  # watches opened after their lists; the Lease renewed (get + update)
     finally:
         forwarder.stop()
@@ -173,6 +178,7 @@ def test_every_call_the_functions_adapters_make_is_listed(
             kube.list_nodes(labels={"x": "y"}),
         ],
         "list_pods": lambda: [kube.list_pods(node_name="n"), kube.list_pods(node_name="", phase="Pending")],
+        "list_pod_disruption_budgets": lambda: kube.list_pod_disruption_budgets(),
         "create_pool": lambda: None,  # called above
         "create_claim": lambda: None,  # called above
         "replace_pool_spec": lambda: kube.replace_pool_spec(

@@ -1,5 +1,7 @@
 """non_gpu_blocker and the candidate narrowing of plan_autoselect: what makes a pod need more than
-GPU capacity, and how required affinity narrows instance type and zone."""
+GPU capacity, and how required affinity narrows instance type and zone; the expansion's metadata
+(the template's and the NodePool's, no do-not-disrupt, the NodePool as owner), the NodePool's
+limits, the Events' timing and the template taken from the pod's own pool."""
 
 from __future__ import annotations
 
@@ -11,7 +13,9 @@ import pytest
 from gpupool.core.decisions.autoselect import non_gpu_blocker, plan_autoselect
 from gpupool.core.model.foreign import Node, Pod
 from gpupool.core.model.karpenter import KarpenterNodeClaim, KarpenterNodePool
-from gpupool.core.planning.plan import CreateNodeClaim
+from gpupool.core.model.pool import GPUPool
+from gpupool.core.planning.plan import CreateNodeClaim, RecordEvent
+from gpupool.core.quantity import Quantity
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 NODE = Node.model_validate(
@@ -106,3 +110,143 @@ def test_the_in_flight_limit_holds_the_rest_back_with_a_reason() -> None:
     )
     assert len([a for a in plan.actions if isinstance(a, CreateNodeClaim)]) == 2
     assert "2 pod(s) wait: maxInFlightNodes (2)" in plan.reasons[-1]
+
+
+def _pods(count: int) -> list[Pod]:
+    return [
+        pod().model_copy(update={"metadata": pod().metadata.model_copy(update={"name": f"p{i}"})})
+        for i in range(count)
+    ]
+
+
+def _documented_nodepool(limit: str) -> KarpenterNodePool:
+    """TensorFusion's documented NodePool: template labels, a GPU limit."""
+    return KarpenterNodePool.model_validate(
+        {
+            "metadata": {
+                "name": "gpu",
+                "uid": "np-uid",
+                "annotations": {
+                    "karpenter.sh/nodepool-hash": "123",
+                    "karpenter.sh/nodepool-hash-version": "v3",
+                },
+            },
+            "spec": {
+                "limits": {"nvidia.com/gpu": limit},
+                "template": {
+                    "metadata": {"labels": {"nvidia.com/gpu.present": "true", "team": "ml"}},
+                    "spec": {"requirements": []},
+                },
+            },
+        }
+    )
+
+
+GPU_NODE = NODE.model_copy(
+    update={
+        "status": NODE.status.model_copy(
+            update={"capacity": {**NODE.status.allocatable, "nvidia.com/gpu": Quantity(1)}}
+        )
+    }
+)
+KARPENTERS_TEMPLATE = TEMPLATE.model_copy(
+    update={
+        "metadata": TEMPLATE.metadata.model_copy(
+            update={
+                "labels": {
+                    "karpenter.sh/nodepool": "gpu",
+                    "nvidia.com/gpu.present": "true",
+                    "team": "ml",
+                    "node.kubernetes.io/instance-type": "g5.xlarge",  # resolved at its launch
+                },
+                "annotations": {"karpenter.sh/do-not-disrupt": "true", "example.com/owner": "ml-platform"},
+            }
+        )
+    }
+)
+
+
+def test_an_expansion_carries_the_templates_metadata_and_the_nodepool_as_owner() -> None:
+    plan = plan_autoselect(
+        [pod()], [GPU_NODE], [KARPENTERS_TEMPLATE], [_documented_nodepool("8")], suffixes=["a"], now=NOW
+    )
+    (create,) = [a for a in plan.actions if isinstance(a, CreateNodeClaim)]
+    meta = create.manifest.metadata
+    assert meta.labels["nvidia.com/gpu.present"] == "true" and meta.labels["team"] == "ml"
+    assert "node.kubernetes.io/instance-type" not in meta.labels, "Karpenter writes it at launch"
+    assert "karpenter.sh/do-not-disrupt" not in meta.annotations, "Karpenter must be able to consolidate it"
+    assert meta.annotations["example.com/owner"] == "ml-platform"
+    assert meta.annotations["karpenter.sh/nodepool-hash"] == "123"
+    (owner,) = meta.owner_references
+    assert (owner.kind, owner.name, owner.uid, owner.controller) == ("NodePool", "gpu", "np-uid", True)
+    completed = [
+        a for a in plan.actions if isinstance(a, RecordEvent) and a.reason == "NodeExpansionCompleted"
+    ]
+    assert len(completed) == 1, "NodeExpansionCompleted when the NodeClaim is created, as TensorFusion"
+
+
+def test_the_nodepools_limit_is_never_passed_and_an_event_names_it() -> None:
+    launched = KARPENTERS_TEMPLATE.model_copy(
+        update={
+            "status": KARPENTERS_TEMPLATE.status.model_copy(
+                update={"capacity": {"nvidia.com/gpu": Quantity(1)}}
+            )
+        }
+    )
+    plan = plan_autoselect(
+        _pods(20),
+        [GPU_NODE],
+        [launched],
+        [_documented_nodepool("8")],
+        suffixes=[f"s{i}" for i in range(20)],
+        now=NOW,
+    )
+    assert len([a for a in plan.actions if isinstance(a, CreateNodeClaim)]) == 7, (
+        "1 held + 7 new = the 8 limit"
+    )
+    (stop,) = [a for a in plan.actions if isinstance(a, RecordEvent) and a.reason == "NodePoolLimitReached"]
+    assert "NodePool gpu's limit nvidia.com/gpu: 8" in stop.message
+
+
+def test_the_template_is_a_node_of_the_pods_pool() -> None:
+    selector = {
+        "nodeSelectorTerms": [{"matchExpressions": [{"key": "disk", "operator": "In", "values": ["nvme"]}]}]
+    }
+    other = GPUPool.model_validate(
+        {
+            "metadata": {"name": "nvme-pool"},
+            "spec": {"nodeManagerConfig": {"provisioningMode": "AutoSelect", "nodeSelector": selector}},
+        }
+    )
+    plan = plan_autoselect([pod()], [NODE], [TEMPLATE], [NODEPOOL], suffixes=["a"], now=NOW, pool=other)
+    assert not [a for a in plan.actions if isinstance(a, CreateNodeClaim)], (
+        "n0 (disk=ssd) serves another pool"
+    )
+
+
+def test_labels_karpenter_resolved_for_the_template_are_not_copied() -> None:
+    resolved = KARPENTERS_TEMPLATE.model_copy(
+        update={
+            "metadata": KARPENTERS_TEMPLATE.metadata.model_copy(
+                update={
+                    "labels": {
+                        **KARPENTERS_TEMPLATE.metadata.labels,
+                        "kubernetes.io/arch": "amd64",
+                        "karpenter.sh/registered": "true",
+                        "karpenter.k8s.aws/instance-family": "g5",
+                        "topology.kubernetes.io/zone": "us-east-1a",
+                    }
+                }
+            )
+        }
+    )
+    plan = plan_autoselect(
+        [pod()], [GPU_NODE], [resolved], [_documented_nodepool("8")], suffixes=["a"], now=NOW
+    )
+    (create,) = [a for a in plan.actions if isinstance(a, CreateNodeClaim)]
+    assert set(create.manifest.metadata.labels) == {
+        "karpenter.sh/nodepool",
+        "nvidia.com/gpu.present",
+        "team",
+        "tensor-fusion.ai/expansion-source",
+    }

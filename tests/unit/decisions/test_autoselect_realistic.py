@@ -63,7 +63,7 @@ NODEPOOL = KarpenterNodePool.model_validate(
 )
 
 
-def template(labels: dict[str, str] | None = None) -> KarpenterNodeClaim:
+def template(labels: dict[str, str] | None = None, min_values: int | None = 3) -> KarpenterNodeClaim:
     """A NodeClaim as Karpenter's provisioner makes it, launched (its labels say what)."""
     return KarpenterNodeClaim.model_validate(
         {
@@ -80,7 +80,7 @@ def template(labels: dict[str, str] | None = None) -> KarpenterNodeClaim:
                         "key": "node.kubernetes.io/instance-type",
                         "operator": "In",
                         "values": TYPES,
-                        "minValues": 3,
+                        **({"minValues": min_values} if min_values else {}),
                     },
                     {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]},
                     {
@@ -159,18 +159,22 @@ def test_thirty_pods_get_expansions_pinned_to_the_launched_type_first_at_most_fi
     )
     made = created(plan)
     assert len(made) == 15, "maxInFlightNodes"
-    assert {pinned(n) for n in made} == {("g5.xlarge", "us-east-1b")}, (
-        "the launched type and zone, from the labels"
-    )
+    zones = {r.values[0] for n in made for r in n.spec.requirements if r.key == "topology.kubernetes.io/zone"}
+    assert zones == {"us-east-1b"}, "the launched zone, from the labels"
     assert "15 pod(s) wait: maxInFlightNodes (15)" in plan.reasons[-1]
     for nodeclaim in made:
-        assert nodeclaim_problems(nodeclaim) == [], "Karpenter's API server accepts it (minValues dropped)"
+        assert nodeclaim_problems(nodeclaim) == [], "Karpenter's API server accepts it"
+        (types,) = [r for r in nodeclaim.spec.requirements if r.key == "node.kubernetes.io/instance-type"]
+        assert (types.values, types.min_values) == (TYPES, 3), (
+            "minValues 3 on the instance type: never pinned to one (Karpenter would delete it)"
+        )
         capacity = [r.values for r in nodeclaim.spec.requirements if r.key == "karpenter.sh/capacity-type"]
         assert capacity == [["on-demand"]], "the launched capacity type"
         assert nodeclaim.metadata.labels == {
             "karpenter.sh/nodepool": "gpu",
             "tensor-fusion.ai/expansion-source": NODE.name,
         }, "not the launched labels: Karpenter writes those"
+        assert "karpenter.sh/do-not-disrupt" not in nodeclaim.metadata.annotations
     (remember,) = [a for a in plan.actions if isinstance(a, RememberExpansions)]
     assert len(json.loads(remember.expansions)) == 15
 
@@ -222,10 +226,11 @@ def test_every_nodepool_operator_narrows_the_candidates(requirement: dict[str, s
 
 
 def test_a_vanished_expansion_is_a_failed_candidate_and_the_next_is_made_in_the_same_round() -> None:
+    """Without `minValues` an expansion is pinned to one candidate (type × zone)."""
     first = plan_autoselect(
         [pod("w-0")],
         [NODE],
-        [template()],
+        [template(min_values=None)],
         [NODEPOOL],
         suffixes=["a"],
         now=NOW,
@@ -238,7 +243,7 @@ def test_a_vanished_expansion_is_a_failed_candidate_and_the_next_is_made_in_the_
     still = plan_autoselect(
         [pod("w-0")],
         [NODE],
-        [template(), made],
+        [template(min_values=None), made],
         [NODEPOOL],
         suffixes=["b"],
         now=NOW,
@@ -250,7 +255,7 @@ def test_a_vanished_expansion_is_a_failed_candidate_and_the_next_is_made_in_the_
     gone = plan_autoselect(  # Karpenter deleted it for InsufficientCapacity
         [pod("w-0")],
         [NODE],
-        [template()],
+        [template(min_values=None)],
         [NODEPOOL],
         suffixes=["b"],
         now=later,
@@ -276,7 +281,7 @@ def test_an_offering_the_pool_remembers_as_unavailable_is_skipped_for_every_pod(
     plan = plan_autoselect(
         [pod("w-0"), pod("w-1")],
         [NODE],
-        [template()],
+        [template(min_values=None)],
         [NODEPOOL],
         suffixes=["a", "b"],
         now=NOW,

@@ -14,9 +14,11 @@ from gpupool.core.decisions.karpenter_nodeclaim import (
     KarpenterModeError,
     build_karpenter_nodeclaim,
     karpenter_capacity_type,
+    karpenter_duration,
     nodeclaim_instance,
     nodeclaim_name_of,
     nodeclaim_template,
+    template_problems,
 )
 from gpupool.core.decisions.launch import plan_launch
 from gpupool.core.decisions.launch_failure import plan_lost_launches
@@ -293,12 +295,12 @@ def test_only_nodeclaim_ids_name_a_nodeclaim() -> None:
     assert nodeclaim_name_of("i-0123") is None and nodeclaim_name_of("nodeclaim/") is None
 
 
-def _failed(bound_before: bool, failed_at: datetime) -> GPUNodeClaim:
+def _failed(bound_before: bool, failed_at: datetime, reason: str = "InsufficientCapacity") -> GPUNodeClaim:
     conditions = [{"type": "Failed", "status": "True", "lastTransitionTime": failed_at.isoformat()}]
     if bound_before:
         conditions.insert(0, {"type": "Bound", "status": "True"})
     raw = claim().model_dump(by_alias=True, mode="json", exclude_none=True)
-    raw["status"] = {"phase": "Failed", "reason": "InstanceTerminated", "conditions": conditions}
+    raw["status"] = {"phase": "Failed", "reason": reason, "conditions": conditions}
     return GPUNodeClaim.model_validate(raw)
 
 
@@ -364,3 +366,54 @@ def test_the_claim_records_the_mode_that_makes_its_node(ref: dict[str, str] | No
     if ref is not None:
         raw["spec"]["nodeClassRef"] = ref
     assert claim_mode(GPUNodeClaim.model_validate(raw)) == mode
+
+
+@pytest.mark.parametrize("reason", ["LaunchTimeout", "RegistrationTimeout", "InstanceTerminated"])
+def test_only_a_capacity_failure_marks_the_offering(reason: str) -> None:
+    failed = _failed(False, NOW - timedelta(minutes=1), reason)
+    snap = PoolSnapshot(cluster_name="demo", pool=pool(), claims=(failed,))
+    assert plan_lost_launches(snap, now=NOW, unavailable_for=timedelta(minutes=3)).actions == ()
+
+
+@pytest.mark.parametrize(
+    ("given", "expected"),
+    [
+        ("1.5h", "1h30m"),
+        ("90m", "1h30m"),
+        ("1h30m0s", "1h30m"),
+        ("45s", "45s"),
+        ("0.5m", "30s"),
+        ("Never", "Never"),
+        (None, None),
+        ("1d", "1d"),  # no Go duration: left for the CRD rules to refuse
+        ("1.5s", "1.5s"),  # not whole seconds: refused likewise
+    ],
+)
+def test_durations_are_normalised_to_karpenters_form(given: str | None, expected: str | None) -> None:
+    assert karpenter_duration(given) == expected
+
+
+def test_a_grace_period_of_one_and_a_half_hours_reaches_karpenter_as_1h30m() -> None:
+    asked = pool().model_copy(
+        update={
+            "metadata": ObjectMeta(
+                name="pool-a",
+                annotations={
+                    "gpupool.io/karpenter-termination-grace-period": "1.5h",
+                    "gpupool.io/karpenter-expire-after": "168h0m0s",
+                },
+            )
+        }
+    )
+    nodeclaim = built(claim(), asked)
+    assert (nodeclaim.spec.termination_grace_period, nodeclaim.spec.expire_after) == ("1h30m", "168h")
+    assert template_problems(nodeclaim_template(asked)) == []
+    own = built(claim(extra={"karpenter.nodeClaim.terminationGracePeriod": "2.5h"}))
+    assert own.spec.termination_grace_period == "2h30m"
+
+
+def test_a_taint_without_value_reaches_karpenter_without_one() -> None:
+    valueless = pool(gpuTaints=[{"key": "nvidia.com/gpu", "value": "", "effect": "NoSchedule"}])
+    (taint,) = built(claim(), valueless).spec.taints
+    dumped = taint.model_dump(by_alias=True, exclude_none=True)
+    assert dumped == {"key": "nvidia.com/gpu", "effect": "NoSchedule"}

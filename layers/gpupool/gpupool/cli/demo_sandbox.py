@@ -6,9 +6,10 @@ it exists) and, on AWS, the demo's tagged VPC, subnets and security group in its
 endpoint seeds its own vSwitches, security group and images); `join_nodes(env_file, cloud)` is
 one step of the simulated cluster's kubelet (`InstanceNodes`, no join delay) for the instances
 the sandbox's cloud reports: a node (GPUNode, GPUs) for each running claim instance, none for a
-terminated one. What differs by cloud is one small piece each (`_Aws`, `_Alibaba`): the env file's
-keys, how the instances are read (boto3 against moto; the real ECS adapter against the sandbox
-endpoint, as an operator would), the errors that mean "cannot reach it", and the next command.
+terminated one; on a real sandbox (`up --real`) annotated for KWOK, which then keeps it Ready.
+What differs by cloud is one small piece each (`_Aws`, `_Alibaba`): the env file's keys, how the
+instances are read (boto3 against moto; the real ECS adapter against the sandbox endpoint, as an
+operator would), the errors that mean "cannot reach it", and the next command.
 A sandbox plays one cloud: the one its TensorFusionCluster's computingVendor.type names once
 prepared. `refuse_unready_sandbox` (also run by `gpupool invoke --env`) says exactly what to run
 when nothing answers at the env file's API server (`gpupool sandbox up`) or when the sandbox was
@@ -242,6 +243,21 @@ def next_step(env_file: Path, cloud: Cloud) -> str:
     return f"next: gpupool invoke launch {_CLOUDS[cloud].next_event} --cloud {cloud} --env {env_file}"
 
 
+def _node_annotations(env: dict[str, str]) -> dict[str, str]:
+    """On a real sandbox (`up --real`), KWOK's annotation: KWOK then plays the nodes' kubelets
+    (Ready, heartbeat Lease) — without it the node controller marks them NotReady and taints them
+    unreachable within a minute. The embedded API server has no node controller: nothing to add."""
+    from gpupool.sandbox.files import SandboxFiles
+
+    directory = env.get("GPUPOOL_SANDBOX_DIR")
+    state = SandboxFiles.at(directory).read_state() if directory else None
+    if not state or not state.get("real"):
+        return {}
+    from gpupool.sandbox.cluster.controlplane import KWOK_NODE_ANNOTATION, KWOK_NODE_VALUE
+
+    return {KWOK_NODE_ANNOTATION: KWOK_NODE_VALUE}
+
+
 def join_nodes(env_file: Path, cloud: Cloud) -> list[str]:
     """One simulated-kubelet step (no join delay) against a running sandbox."""
     from urllib3.exceptions import HTTPError
@@ -264,6 +280,7 @@ def join_nodes(env_file: Path, cloud: Cloud) -> list[str]:
         instances=piece.instances(env, env_file),
         clock=clock,
         fates=CloudFates(FatesConfig.fixed()),
+        node_annotations=_node_annotations(env),
     )
     unreachable: tuple[type[BaseException], ...] = (
         *piece.errors(),

@@ -4,7 +4,9 @@ Role: the `capacity` subcommand of `gpupool simulate` — `register(sub)` adds i
 `run(args)` is the I/O around `gpupool.simulation.capacity`: every argument checked before any
 work (bad input: one clear line, exit 2, nothing written), the demand read (a trace file, or
 the openb-shaped sample the package ships), a progress bar on stderr when it is a terminal, a
-table (or `--json`: `{"policies": [...]}`) on stdout, and `--plot` (matplotlib, one panel
+table (or `--json`: `{"spot", "policies": [...]}`) on stdout — On-Demand cost, the 'at Spot'
+column only from `--spot-discount` or a quoted Spot table, each gpupool policy's cost and idle
+beyond min and warm against TensorFusion's — and `--plot` (matplotlib, one panel
 each: GPUs asked and bought, the cost so far with each policy's total and their ratio, and the
 pods waiting for capacity, over simulated hours). The simulation is imported only when it runs.
 
@@ -39,7 +41,10 @@ EPILOG = """\
 The world (identical for every policy with one --seed): instances boot in 60-180 s and join
 30-90 s later; a share of Spot launches is interrupted (2-minute notice); each offering is out
 of capacity for whole hours with some probability. The pool: min 2, warm 4 T4 worth of
-TFLOPS/VRAM, g4dn/g5/g6 (aws) or gn6i/gn7i/gn6v (alibaba), OnDemand and Spot.
+TFLOPS/VRAM, g4dn/g5/g6 (aws) or gn6i/gn7i/gn6v (alibaba), On-Demand (--spot: and Spot).
+Policies: gpupool, tensorfusion, and gpupool+consolidation (nodeCompaction.policy
+WhenUnderutilized). 'beyond' is the idle GPU-hours beyond what min and warm require; 'at Spot'
+prices the run at --spot-discount (the catalog's Spot prices are estimates, never used for it).
 --mode karpenter: gpupool's pool makes Karpenter NodeClaims; a simulated Karpenter launches
 them in the same world (same boot/join times, interruptions and capacity failures).
 Trace format: CSV `name,arrival,departure,gpus` (seconds from the start; 0.5 = half a GPU) or
@@ -74,8 +79,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     capacity.add_argument(
         "--policy",
         action="append",
-        choices=("gpupool", "tensorfusion"),
-        help="policy to run (repeatable; default both)",
+        choices=("gpupool", "tensorfusion", "gpupool+consolidation"),
+        help="policy to run (repeatable; default all three)",
     )
     capacity.add_argument(
         "--mode",
@@ -109,7 +114,20 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     capacity.add_argument(
         "--on-demand-only",
         action="store_true",
-        help="the pool allows OnDemand offerings only (default: OnDemand and Spot)",
+        help="the pool allows OnDemand offerings only: the default, kept for older command lines",
+    )
+    capacity.add_argument(
+        "--spot",
+        action="store_true",
+        help="gpupool's pools may launch Spot too, priced from a quoted Spot source or --spot-discount "
+        "(default: On-Demand only, the headline)",
+    )
+    capacity.add_argument(
+        "--spot-discount",
+        type=share,
+        metavar="SHARE",
+        help="Spot's discount off On-Demand (0-1, e.g. 0.6): prices the 'at Spot' column and --spot's "
+        "Spot offerings when the catalog has no quoted Spot prices (its Spot tables are estimates)",
     )
     capacity.add_argument("--json", action="store_true", help='print {"policies": [...]} instead of a table')
     capacity.add_argument(
@@ -125,22 +143,31 @@ def _seconds(value: float | None) -> str:
     return "-" if value is None else f"{value:,.0f}"
 
 
-def reports_table(reports: Sequence[PolicyReport]) -> str:
-    """One row per policy: the figures the issue asks for, then what refused or violated."""
+def _money(value: float | None) -> str:
+    return "-" if value is None else f"{value:,.2f}"
+
+
+def reports_table(reports: Sequence[PolicyReport], *, spot_costs: dict[str, float] | None = None) -> str:
+    """One row per policy: the figures the issue asks for, then what refused or violated.
+    `spot_costs`: the 'at Spot' column, per policy that could run on Spot ("-" for the others)."""
+    spot = spot_costs or {}
     header = (
-        f"{'policy':<13}{'cost $':>10}{'GPU-h bought':>13}{'used':>9}{'idle':>9}"
-        f"{'TTC p50 s':>10}{'p95 s':>8}{'max s':>8}{'pods':>7}{'unserved':>9}"
-        f"{'launch':>8}{'fail':>6}{'term':>6}{'compact':>8}{'intr':>6}{'violations':>11}"
+        f"{'policy':<22}{'cost $':>10}{'at Spot $':>10}{'GPU-h bought':>13}{'used':>8}{'idle':>8}"
+        f"{'beyond':>8}{'TTC p50 s':>10}{'p95 s':>7}{'max s':>7}{'pods':>6}{'unserved':>9}"
+        f"{'launch':>7}{'fail':>6}{'term':>6}{'compact':>8}{'drain':>6}{'moved':>6}{'intr':>5}"
+        f"{'violations':>11}"
     )
     lines = [header, "-" * len(header)]
     for r in reports:
         c = r.counters
         lines.append(
-            f"{r.policy:<13}{r.cost:>10,.2f}{r.gpu_hours_bought:>13,.1f}{r.gpu_hours_used:>9,.1f}"
-            f"{r.idle_gpu_hours:>9,.1f}{_seconds(r.ttc_p50):>10}{_seconds(r.ttc_p95):>8}"
-            f"{_seconds(r.ttc_max):>8}{r.pods:>7}{r.unserved:>9}{c.get('launches', 0):>8}"
-            f"{c.get('launch_failures', 0):>6}{c.get('terminations', 0):>6}{c.get('compactions', 0):>8}"
-            f"{c.get('interruptions_handled', 0):>6}{sum(r.violations.values()):>11}"
+            f"{r.policy:<22}{r.cost:>10,.2f}{_money(spot.get(r.policy)):>10}{r.gpu_hours_bought:>13,.1f}"
+            f"{r.gpu_hours_used:>8,.1f}{r.idle_gpu_hours:>8,.1f}{r.idle_beyond_reserve:>8,.1f}"
+            f"{_seconds(r.ttc_p50):>10}{_seconds(r.ttc_p95):>7}{_seconds(r.ttc_max):>7}{r.pods:>6}"
+            f"{r.unserved:>9}{c.get('launches', 0):>7}{c.get('launch_failures', 0):>6}"
+            f"{c.get('terminations', 0):>6}{c.get('compactions', 0):>8}{c.get('drains', 0):>6}"
+            f"{c.get('pods_moved', 0):>6}{c.get('interruptions_handled', 0):>5}"
+            f"{sum(r.violations.values()):>11}"
         )
     for r in reports:
         bad = {k: v for k, v in r.violations.items() if v}
@@ -152,16 +179,39 @@ def reports_table(reports: Sequence[PolicyReport]) -> str:
     return "\n".join(lines)
 
 
-_COLOURS = {"gpupool": "tab:blue", "tensorfusion": "tab:orange"}
+_COLOURS = {"gpupool": "tab:blue", "tensorfusion": "tab:orange", "gpupool+consolidation": "tab:green"}
 
 
-def cost_ratio(reports: Sequence[PolicyReport]) -> str:
+def cost_ratio(reports: Sequence[PolicyReport], policy: str = "gpupool") -> str:
     """`gpupool $104 vs tensorfusion $293: 0.35 ×` when both ran (else "")."""
     costs = {r.policy: r.cost for r in reports}
-    if "gpupool" not in costs or not costs.get("tensorfusion"):
+    if policy not in costs or not costs.get("tensorfusion"):
         return ""
-    ratio = costs["gpupool"] / costs["tensorfusion"]
-    return f"gpupool ${costs['gpupool']:,.0f} vs tensorfusion ${costs['tensorfusion']:,.0f}: {ratio:.2f} ×"
+    ratio = costs[policy] / costs["tensorfusion"]
+    return f"{policy} ${costs[policy]:,.2f} vs tensorfusion ${costs['tensorfusion']:,.2f}: {ratio:.2f} ×"
+
+
+def idle_ratio(reports: Sequence[PolicyReport], policy: str) -> str:
+    """The idle GPU-hours beyond min and warm of `policy` against TensorFusion's (else "")."""
+    idle = {r.policy: r.idle_beyond_reserve for r in reports}
+    if policy not in idle or "tensorfusion" not in idle:
+        return ""
+    base = idle["tensorfusion"]
+    ratio = f"{idle[policy] / base:.2f} ×" if base else "-"
+    return f"{policy} {idle[policy]:,.1f} vs tensorfusion {base:,.1f}: {ratio}"
+
+
+def comparison_lines(reports: Sequence[PolicyReport]) -> list[str]:
+    """The lines under the table: cost and idle beyond min and warm, each gpupool policy against
+    TensorFusion's."""
+    lines = []
+    for policy in ("gpupool", "gpupool+consolidation"):
+        if cost := cost_ratio(reports, policy):
+            lines.append(f"cost: {cost}")
+    for policy in ("gpupool", "gpupool+consolidation"):
+        if idle := idle_ratio(reports, policy):
+            lines.append(f"idle GPU-h beyond min and warm: {idle}")
+    return lines
 
 
 def plot_reports(reports: Sequence[PolicyReport], path: Path, pyplot: Any, *, title: str) -> None:
@@ -222,6 +272,10 @@ def plot_reports(reports: Sequence[PolicyReport], path: Path, pyplot: Any, *, ti
     pyplot.close(figure)
 
 
+def _round2(value: float | None) -> float | None:
+    return None if value is None else round(value, 2)
+
+
 def _progress_bar() -> Callable[[str, float], None] | None:
     if not sys.stderr.isatty():
         return None
@@ -246,11 +300,18 @@ def _build_run(args: argparse.Namespace) -> CapacityRun:
             capacity_failure_share=args.capacity_failure_share,
         )
         budget = None if args.budget_per_day is None else Decimal(str(args.budget_per_day))
-        capacity_types = ("OnDemand",) if args.on_demand_only else ("OnDemand", "Spot")
+        if args.spot and args.on_demand_only:
+            raise ValueError("--spot and --on-demand-only contradict each other: give one")
+        capacity_types = ("OnDemand", "Spot") if args.spot else ("OnDemand",)
+        discount = None if args.spot_discount is None else Decimal(str(args.spot_discount))
         pool = PoolSpec(
-            cloud=args.cloud, budget_per_day=budget, capacity_types=capacity_types, mode=args.mode
+            cloud=args.cloud,
+            budget_per_day=budget,
+            capacity_types=capacity_types,
+            mode=args.mode,
+            spot_discount=discount,
         )
-        policies = tuple(dict.fromkeys(args.policy or ("gpupool", "tensorfusion")))
+        policies = tuple(dict.fromkeys(args.policy or ("gpupool", "tensorfusion", "gpupool+consolidation")))
         return CapacityRun(days=args.days, policies=policies, fates=fates, pool=pool)
     except ValueError as error:
         raise UserError(str(error)) from None
@@ -268,25 +329,39 @@ def run(args: argparse.Namespace) -> int:
         demands = load_demand(args.trace, window_seconds=job.window_seconds)
     except TraceError as error:
         raise UserError(str(error)) from None
+    from gpupool.simulation.capacity.pool_spec import spot_pricing
+
+    try:
+        spot = spot_pricing(job.pool)
+    except ValueError as error:
+        raise UserError(str(error)) from None
     reports = simulate(job, demands, progress=_progress_bar())
+    # TensorFusion's providers launch On-Demand only (docs/simulation.md): no 'at Spot' for it.
+    at_spot = (
+        {r.policy: r.cost * float(1 - spot.discount) for r in reports if r.policy != "tensorfusion"}
+        if spot.discount is not None and not args.spot
+        else {}
+    )
     trace = (
         str(args.trace) if args.trace is not None else "the shipped openb-shaped sample (--trace for openb's)"
     )
     if args.json:
-        print(json.dumps({"policies": [r.to_json() for r in reports]}, indent=2))
+        rows = [{**r.to_json(), "atSpotCost": _round2(at_spot.get(r.policy))} for r in reports]
+        print(json.dumps({"policies": rows, "spot": spot.describe()}, indent=2))
     else:
         print(
             f"{len(demands)} pods over {job.days:g} simulated day(s), {job.pool.cloud} "
             f"{job.pool.region}, seed {job.fates.seed}"
             + (f", budgetPerDay ${job.pool.budget_per_day}" if job.pool.budget_per_day is not None else "")
-            + (", OnDemand only" if args.on_demand_only else "")
+            + (f", Spot allowed ({spot.describe()})" if args.spot else ", On-Demand prices")
             + (", gpupool in Karpenter mode" if job.pool.mode == "karpenter" else "")
             + f"; trace {trace}"
         )
-        print(reports_table(reports))
-        ratio = cost_ratio(reports)
-        if ratio:
-            print(f"cost: {ratio}")
+        print(reports_table(reports, spot_costs=at_spot))
+        for line in comparison_lines(reports):
+            print(line)
+        if not args.spot:
+            print(f"at Spot: {spot.describe()}" + ("" if at_spot else "; no column without one"))
     if pyplot is not None and args.plot is not None:
         mode = ", gpupool in Karpenter mode" if job.pool.mode == "karpenter" else ""
         trace = args.trace.name if args.trace is not None else "the shipped openb-shaped sample"

@@ -6,7 +6,8 @@ triggered it — in one place (`autoselect_reads`): the pool's TensorFusion pods
 capacity (the API server picks the pods bound to no node in phase Pending — field selectors
 `spec.nodeName=` and `status.phase=Pending`; `core.vocabulary.pods` confirms `is_unschedulable`
 and `pool_of`), the Nodes that can be templates (labelled `nvidia.com/gpu.present=true`,
-the label `plan_autoselect` takes templates by), every NodeClaim and NodePool — and applies
+the label `plan_autoselect` takes templates by), every NodeClaim and NodePool, the GPU objects
+(what a node like the template holds, to pack pods onto) — and applies
 `plan_autoselect`, which draws candidates from and prices expansions with the catalog
 (`deps.offerings`), against the pool's memories and budget. Without a Karpenter port it notes why
 and does nothing.
@@ -22,6 +23,7 @@ from gpupool.core.decisions.autoselect import DEFAULT_MAX_IN_FLIGHT, plan_autose
 from gpupool.core.model.constants import INITIAL_GPU_NODE_LABEL
 from gpupool.core.model.foreign import Node, Pod
 from gpupool.core.model.karpenter import KarpenterNodeClaim, KarpenterNodePool
+from gpupool.core.model.node import GPU
 from gpupool.core.model.pool import GPUPool
 from gpupool.core.vocabulary.pods import is_unschedulable, pool_of
 from gpupool.service.deps import Deps
@@ -41,6 +43,7 @@ class AutoSelectReads:
     nodes: list[Node]
     nodeclaims: list[KarpenterNodeClaim]
     nodepools: list[KarpenterNodePool]
+    gpus: list[GPU]
 
 
 def autoselect_reads(pool: GPUPool, deps: Deps, karpenter: KarpenterApi) -> AutoSelectReads:
@@ -51,6 +54,7 @@ def autoselect_reads(pool: GPUPool, deps: Deps, karpenter: KarpenterApi) -> Auto
         nodes=deps.cluster.list_nodes(labels={INITIAL_GPU_NODE_LABEL: "true"}),
         nodeclaims=karpenter.list_nodeclaims(ours_only=False),
         nodepools=karpenter.list_nodepools(),
+        gpus=deps.cluster.list_gpus(),
     )
 
 
@@ -72,5 +76,6 @@ def expand_autoselect(pool: GPUPool, deps: Deps, executor: Executor, outcome: Ou
         pool=pool,
         offerings=deps.offerings,
         unavailable_for=deps.settings.offering_unavailable_for,
+        gpus=reads.gpus,
     )
     record_results(outcome, plan, executor.apply(plan))

@@ -16,6 +16,7 @@ Must not: launch instances (launch does, under the pool lease) or decide itself.
 from __future__ import annotations
 
 from gpupool.core.decisions.claim_lifecycle import LifecyclePolicy, plan_claim_lifecycle
+from gpupool.core.decisions.instance_owner import claim_of_instance
 from gpupool.core.decisions.interruption import plan_interruption
 from gpupool.core.decisions.orphan_sweep import plan_orphan_nodes, plan_orphan_sweep
 from gpupool.core.decisions.pool_status import plan_pool_status
@@ -51,12 +52,11 @@ def handle_bind(cause: object, deps: Deps, *, dry_run: bool = False) -> Outcome:
 
 
 def _claim_of_instance(instance_id: str, claims: list[GPUNodeClaim], deps: Deps) -> GPUNodeClaim | None:
-    for claim in claims:
-        if claim.status and claim.status.instance_id == instance_id:
-            return claim
-    described = deps.compute.describe([instance_id])  # the cloud's: its events name cloud instances
-    names = {i.claim_name for i in described if i.claim_name}
-    return next((c for c in claims if c.name in names), None)
+    """A claim trusts only its own instance (`decisions.instance_owner`); the cloud is asked only
+    when no claim recorded the id (its events name cloud instances)."""
+    if any(c.status and c.status.instance_id == instance_id for c in claims):
+        return claim_of_instance(instance_id, claims, ())
+    return claim_of_instance(instance_id, claims, deps.compute.describe([instance_id]))
 
 
 def _describe_missing(deps: Deps, claims: list[GPUNodeClaim], known: set[str]) -> list[ManagedInstance]:

@@ -11,7 +11,11 @@ each node it would remove are read (`spec.nodeName` field selector, TensorFusion
 before each removal the node's pods are read again and the decision re-run (from the second
 removal on, on the cluster read again), applying the removal only if it still stands (so warm /
 min hold node by node even when things changed meanwhile). Records the run time in the pool's
-status.lastCompactionTime and keeps the status true.
+status.lastCompactionTime and keeps the status true. A pool with `nodeCompaction.policy:
+WhenUnderutilized` whose run removed nothing then consolidates: every node's pods, the pool's
+GPU objects and the PodDisruptionBudgets read, `plan_consolidation` decides, the same read and
+decision are made again right before the drain, and a drain an eviction refused makes the node
+schedulable again.
 
 Must not: decide itself, or remove anything the fresh decision no longer removes.
 """
@@ -21,11 +25,26 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import datetime
 
-from gpupool.core.decisions.compaction import compaction_due, plan_compaction, unconfirmed_removals
+from gpupool.core.decisions.compaction import (
+    compaction_due,
+    consolidation_enabled,
+    plan_compaction,
+    unconfirmed_removals,
+)
 from gpupool.core.decisions.pool_status import plan_pool_status
 from gpupool.core.intake.routing import CompactCause
+from gpupool.core.model.common import LabelSelector
 from gpupool.core.model.pool import GPUPoolStatus
-from gpupool.core.planning.plan import Action, DeleteClaim, LabelNode, PatchPoolStatus, Plan, RecordEvent
+from gpupool.core.planning.plan import (
+    Action,
+    CordonNode,
+    DeleteClaim,
+    DrainNode,
+    LabelNode,
+    PatchPoolStatus,
+    Plan,
+    RecordEvent,
+)
 from gpupool.core.planning.snapshot import PoolSnapshot
 from gpupool.service.deps import Deps
 from gpupool.service.errors import DomainError, NotFound
@@ -183,6 +202,8 @@ def _compact_held_pool(
         step = Plan(actions=group)
         record_results(outcome, Plan(actions=group), executor.apply(step))
         applied += 1
+    if applied == 0 and consolidation_enabled(snapshot) and lease.hold():
+        _consolidate(name, deps, executor, outcome, dry_run=dry_run)
     final = _snapshot(deps, name, ClusterReads.load(deps)) or snapshot
     stamp = PatchPoolStatus(
         pool=name,
@@ -191,3 +212,59 @@ def _compact_held_pool(
     )
     closing = Plan(actions=(stamp,)) + plan_pool_status(final, now=deps.clock.now())
     record_results(outcome, closing, executor.apply(closing))
+
+
+def _consolidation_plan(deps: Deps, name: str) -> Plan:
+    """plan_consolidation on a fresh read of the pool: every node's pods and the pool's GPUs."""
+    # Imported here: the allocator (and numpy) load only for a pool that opted in, not on every
+    # compact cold start.
+    from gpupool.core.allocator.build import gpu_info
+    from gpupool.core.decisions.consolidation import DisruptionAllowance, plan_consolidation
+
+    reads = ClusterReads.load(deps)
+    snapshot = _snapshot(deps, name, reads)
+    if snapshot is None:
+        return Plan()
+    reads = reads.with_pods_on(deps, tuple(n.name for n in snapshot.nodes))
+    snapshot = with_pods_of(snapshot, reads)
+    names = {n.name for n in snapshot.nodes}
+    gpus = [g for g in deps.cluster.list_gpus() if (info := gpu_info(g)) is not None and info.node in names]
+    pdbs = [
+        DisruptionAllowance(
+            namespace=pdb.metadata.namespace or "default",
+            name=pdb.name,
+            selector=pdb.spec.selector or LabelSelector(),
+            disruptions_allowed=pdb.status.disruptions_allowed,
+        )
+        for pdb in deps.cluster.list_pod_disruption_budgets()
+        if pdb.spec.selector is not None  # a PDB with no selector selects no pod (policy/v1)
+    ]
+    protection = deps.settings.new_node_protection
+    return plan_consolidation(snapshot, gpus, pdbs=pdbs, now=deps.clock.now(), protection=protection)
+
+
+def _consolidate(name: str, deps: Deps, executor: Executor, outcome: Outcome, *, dry_run: bool) -> None:
+    """WhenUnderutilized: when compaction removed nothing, drain the one node consolidation picks,
+    deciding again on a fresh read right before (DESIGN: re-validate before destroying)."""
+    if isinstance(deps.cluster, InvocationCluster):
+        deps.cluster.refresh()
+    plan = _consolidation_plan(deps, name)
+    if not plan.actions:
+        outcome.plan = outcome.plan + plan
+        return
+    if not dry_run:
+        if isinstance(deps.cluster, InvocationCluster):
+            deps.cluster.refresh()
+        again = _consolidation_plan(deps, name)
+        if again.actions != plan.actions:
+            outcome.plan = outcome.plan + Plan(reasons=plan.reasons)
+            outcome.note(f"pool {name}: consolidation no longer stands on re-validation; nothing drained")
+            return
+    results = executor.apply(plan)
+    record_results(outcome, plan, results)
+    drain = next((r for r in results if isinstance(r.action, DrainNode)), None)
+    if drain is not None and drain.outcome == "failed":
+        # The node stays: make it schedulable again rather than leave capacity cordoned.
+        cordon = next(a for a in plan.actions if isinstance(a, CordonNode))
+        undo = Plan(actions=(cordon.model_copy(update={"uncordon": True}),))
+        record_results(outcome, undo, executor.apply(undo))

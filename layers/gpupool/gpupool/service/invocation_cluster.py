@@ -31,7 +31,7 @@ from gpupool.service.ports import Cluster, EventType
 
 if TYPE_CHECKING:
     from gpupool.core.model.cluster import TensorFusionCluster, TensorFusionClusterStatus
-    from gpupool.core.model.foreign import Node, Pod
+    from gpupool.core.model.foreign import Node, Pod, PodDisruptionBudget
     from gpupool.core.model.node import GPU, GPUNode
     from gpupool.core.model.nodeclaim import GPUNodeClaim, GPUNodeClaimStatus
     from gpupool.core.model.nodeclass import GPUNodeClass
@@ -221,6 +221,9 @@ class InvocationCluster:
     def list_pods(self, *, node_name: str | None = None, phase: str | None = None) -> list[Pod]:
         return self.inner.list_pods(node_name=node_name, phase=phase)
 
+    def list_pod_disruption_budgets(self) -> list[PodDisruptionBudget]:
+        return self.inner.list_pod_disruption_budgets()
+
     # ---- writes: the answer replaces what was read -----------------------------------------
     def update_cluster_status(
         self, name: str, status: TensorFusionClusterStatus, *, resource_version: str
@@ -311,9 +314,15 @@ class InvocationCluster:
         *,
         labels: Mapping[str, str | None] | None = None,
         unschedulable: bool | None = None,
+        annotations: Mapping[str, str | None] | None = None,
     ) -> None:
         try:
-            self.inner.patch_node(name, labels=labels, unschedulable=unschedulable)
+            if annotations:
+                self.inner.patch_node(
+                    name, labels=labels, unschedulable=unschedulable, annotations=annotations
+                )
+            else:
+                self.inner.patch_node(name, labels=labels, unschedulable=unschedulable)
         finally:
             self._nodes.mark_all()
 

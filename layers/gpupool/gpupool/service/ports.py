@@ -24,7 +24,7 @@ from gpupool.core.planning.plan import OfferingRef
 
 if TYPE_CHECKING:
     from gpupool.core.model.cluster import TensorFusionCluster, TensorFusionClusterStatus
-    from gpupool.core.model.foreign import Node, Pod
+    from gpupool.core.model.foreign import Node, Pod, PodDisruptionBudget
     from gpupool.core.model.node import GPU, GPUNode
     from gpupool.core.model.nodeclaim import GPUNodeClaim, GPUNodeClaimStatus
     from gpupool.core.model.nodeclass import GPUNodeClass
@@ -192,6 +192,10 @@ class Cluster(Protocol):
         """Every GPU. Raises: Throttled, PermanentError."""
         ...
 
+    def list_pod_disruption_budgets(self) -> list[PodDisruptionBudget]:
+        """Every PodDisruptionBudget, in all namespaces. Raises: Throttled, PermanentError."""
+        ...
+
     def list_pods(self, *, node_name: str | None = None, phase: str | None = None) -> list[Pod]:
         """Pods in all namespaces, in (namespace, name) order, picked by the API server's field
         selectors: `node_name` — those bound to that node (`spec.nodeName`; "" — those bound to no
@@ -268,8 +272,10 @@ class Cluster(Protocol):
         *,
         labels: Mapping[str, str | None] | None = None,
         unschedulable: bool | None = None,
+        annotations: Mapping[str, str | None] | None = None,
     ) -> None:
-        """Set/remove node labels and/or cordon (`unschedulable=True`). Raises: NotFound."""
+        """Set/remove node labels and annotations (a None value removes) and/or cordon
+        (`unschedulable=True`). Raises: NotFound."""
         ...
 
     def evict_pod(self, namespace: str, name: str) -> None:

@@ -1,6 +1,7 @@
 """Nodes for the instances a cloud reports: a running claim instance's node joins after its fate's
 join delay (labelled for the claim's pool), a pending or untagged one never does, a never-join
-claim's node never registers, and a node leaves once its instance is gone."""
+claim's node never registers, and a node leaves once its instance is gone; nodes carry the annotations
+asked for (KWOK's, on the real control plane)."""
 
 from __future__ import annotations
 
@@ -59,3 +60,19 @@ def test_nodes_join_after_the_delay_and_leave_with_their_instance() -> None:
     instances[0] = _instance("i-1", "terminated", "c1")
     assert [(c.change, c.node, c.instance_id) for c in nodes.step()] == [("left", "ip-i-1", "i-1")]
     assert cluster.objects["Node"] == {} and cluster.objects["GPUNode"] == {}
+
+
+def test_nodes_carry_the_annotations_asked_for() -> None:
+    """On the real control plane the joined nodes are KWOK's to run (`kwok.x-k8s.io/node: fake`)."""
+    clock = MemoryClock(START)
+    cluster = MemoryCluster(clock)
+    nodes = InstanceNodes(
+        Kubelet(MemoryStore(cluster), catalog=load_catalog("aws"), clock=clock),
+        instances=lambda: [_instance("i-1", "running", "c1")],
+        clock=clock,
+        fates=CloudFates(FatesConfig.fixed(join_seconds=0)),
+        node_annotations={"kwok.x-k8s.io/node": "fake"},
+    )
+    assert [c.change for c in nodes.step()] == ["joined"]
+    node: Node = cluster.objects["Node"]["ip-i-1"]
+    assert node.metadata.annotations == {"kwok.x-k8s.io/node": "fake"}

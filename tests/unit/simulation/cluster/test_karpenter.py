@@ -298,3 +298,90 @@ def test_an_interruption_notice_deletes_the_nodeclaim_and_its_node_leaves(cluste
     left = [c.node for c in changes if c.change in ("finalized", "node-removed")]
     assert left == [registered.node], "Karpenter's finalizer (or, without one, its orphan sweep)"
     assert cluster.nodeclaim() is None and cluster.store.get(Node, registered.node or "") is None
+
+
+def _gpu_nodepool(**spec: Any) -> KarpenterNodePool:
+    return KarpenterNodePool.model_validate(
+        {
+            "metadata": {"name": "gpu", "uid": "np-1"},
+            "spec": {
+                "template": {
+                    "metadata": {"labels": {"nvidia.com/gpu.present": "true"}},
+                    "spec": {
+                        "nodeClassRef": {
+                            "group": "karpenter.k8s.aws",
+                            "kind": "EC2NodeClass",
+                            "name": "default",
+                        },
+                        "requirements": [
+                            {"key": KEY_INSTANCE_TYPE, "operator": "In", "values": ["g4dn.xlarge"]},
+                            {"key": KEY_CAPACITY_TYPE, "operator": "In", "values": ["on-demand"]},
+                        ],
+                    },
+                },
+                **spec,
+            },
+        }
+    )
+
+
+def test_the_nodeclaims_annotations_reach_its_node_and_a_foreign_one_gets_no_template_labels(
+    cluster: Cluster,
+) -> None:
+    """Karpenter copies a NodeClaim's annotations (do-not-disrupt among them) onto the Node at
+    registration, and adds no NodePool template metadata to a NodeClaim it did not make."""
+    karpenter = cluster.karpenter(FatesConfig.fixed())
+    guarded = _nodeclaim().model_copy(
+        update={
+            "metadata": _nodeclaim().metadata.model_copy(
+                update={"annotations": {"karpenter.sh/do-not-disrupt": "true", "owner": "ml"}}
+            )
+        }
+    )
+    cluster.store.create(guarded)
+    changes = karpenter.step([_gpu_nodepool()]) + karpenter.step([_gpu_nodepool()])
+    (registered,) = [c for c in changes if c.change == "registered"]
+    node = cluster.store.get(Node, registered.node or "")
+    assert node is not None and node.metadata.annotations["karpenter.sh/do-not-disrupt"] == "true"
+    assert node.metadata.annotations["owner"] == "ml"
+    nodeclaim = cluster.nodeclaim()
+    assert nodeclaim is not None and "nvidia.com/gpu.present" not in nodeclaim.metadata.labels
+
+
+def test_an_empty_node_without_do_not_disrupt_is_consolidated_after_consolidate_after(
+    cluster: Cluster,
+) -> None:
+    karpenter = cluster.karpenter(FatesConfig.fixed())
+    nodepool = _gpu_nodepool(disruption={"consolidationPolicy": "WhenEmpty", "consolidateAfter": "30s"})
+    made = karpenter.provision(nodepool).nodeclaim
+    nodeclaim = cluster.store.get(KarpenterNodeClaim, made)
+    assert nodeclaim is not None and nodeclaim.metadata.owner_references[0].name == "gpu"
+    cluster.store.create(
+        _nodeclaim().model_copy(
+            update={
+                "metadata": _nodeclaim().metadata.model_copy(
+                    update={
+                        "annotations": {"karpenter.sh/do-not-disrupt": "true"},
+                        "labels": {"karpenter.sh/nodepool": "gpu"},
+                    }
+                )
+            }
+        )
+    )
+    karpenter.step([nodepool])  # launched
+    assert [c.change for c in karpenter.step([nodepool]) if c.change == "consolidated"] == []  # registered
+    cluster.clock.advance(timedelta(seconds=29))
+    assert [c.change for c in karpenter.step([nodepool]) if c.change == "consolidated"] == []
+    cluster.clock.advance(timedelta(seconds=1))
+    consolidated = [c.nodeclaim for c in karpenter.step([nodepool]) if c.change == "consolidated"]
+    assert consolidated == [made], "the guarded one stays"
+    assert cluster.store.get(KarpenterNodeClaim, made) is None
+
+
+def test_its_own_provisioning_stops_at_the_nodepools_limits(cluster: Cluster) -> None:
+    karpenter = cluster.karpenter(FatesConfig.fixed())
+    nodepool = _gpu_nodepool(limits={"nvidia.com/gpu": "1"})
+    assert karpenter.provision(nodepool).change == "provisioned"
+    karpenter.launch()
+    refused = karpenter.provision(nodepool)
+    assert refused.change == "limited" and "nvidia.com/gpu: 1" in refused.detail

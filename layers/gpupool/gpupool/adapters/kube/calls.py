@@ -46,6 +46,7 @@ FUNCTION_CLUSTER_CALLS = frozenset(
         ("", "nodes", "patch"),
         ("", "pods", "list"),
         ("", "pods/eviction", "create"),
+        ("policy", "poddisruptionbudgets", "list"),
         # Events about namespaced objects go to the object's namespace: cluster-wide.
         ("", "events", "create"),
         ("", "events", "get"),

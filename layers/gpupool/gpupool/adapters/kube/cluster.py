@@ -29,7 +29,7 @@ from gpupool.adapters.kube.reader import KubeReader
 from gpupool.adapters.kube.transport import KubeTransport, core_path, group_path
 from gpupool.core.model.cluster import TensorFusionCluster, TensorFusionClusterStatus
 from gpupool.core.model.constants import API_GROUP
-from gpupool.core.model.foreign import Node, Pod
+from gpupool.core.model.foreign import Node, Pod, PodDisruptionBudget
 from gpupool.core.model.node import GPU, GPUNode
 from gpupool.core.model.nodeclaim import GPUNodeClaim, GPUNodeClaimStatus
 from gpupool.core.model.nodeclass import GPUNodeClass
@@ -167,6 +167,9 @@ class KubeCluster:
     def list_nodes(self, *, summary: bool = False, labels: Mapping[str, str] | None = None) -> list[Node]:
         return self._reader.nodes(summary=summary, labels=labels)
 
+    def list_pod_disruption_budgets(self) -> list[PodDisruptionBudget]:
+        return self._reader.pod_disruption_budgets()
+
     def list_pods(self, *, node_name: str | None = None, phase: str | None = None) -> list[Pod]:
         terms = [
             f"{path}={value}"
@@ -247,10 +250,13 @@ class KubeCluster:
         *,
         labels: Mapping[str, str | None] | None = None,
         unschedulable: bool | None = None,
+        annotations: Mapping[str, str | None] | None = None,
     ) -> None:
         patch: dict[str, Any] = {}
         if labels is not None:
             patch["metadata"] = {"labels": dict(labels)}
+        if annotations:
+            patch.setdefault("metadata", {})["annotations"] = dict(annotations)
         if unschedulable is not None:
             patch["spec"] = {"unschedulable": unschedulable}
         if not patch:

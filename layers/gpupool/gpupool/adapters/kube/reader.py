@@ -39,7 +39,7 @@ from gpupool.adapters.kube.tables import (
 )
 from gpupool.adapters.kube.transport import KubeTransport, core_path, group_path
 from gpupool.core.model.constants import API_GROUP
-from gpupool.core.model.foreign import Node, Pod
+from gpupool.core.model.foreign import Node, Pod, PodDisruptionBudget
 from gpupool.core.model.node import GPUNode
 from gpupool.core.model.unreadable import UnreadableObject
 
@@ -220,6 +220,12 @@ class KubeReader:
         ready = next((c for c in node.status.conditions if c.type == "Ready"), None)
         cell = "Unknown" if ready is None else ("Ready" if ready.status == "True" else "NotReady")
         return node_summary(node.metadata, cell + (",SchedulingDisabled" if node.spec.unschedulable else ""))
+
+    def pod_disruption_budgets(self) -> list[PodDisruptionBudget]:
+        """PodDisruptionBudgets in all namespaces (policy/v1)."""
+        path = group_path("policy", "v1", "poddisruptionbudgets")
+        pages = self._pages("list poddisruptionbudgets", path)
+        return self._all(PodDisruptionBudget, pages, kind="PodDisruptionBudget")
 
     def pods(self, *, field_selector: str | None) -> list[Pod]:
         """Pods in all namespaces, by field selector (sent to the server)."""

@@ -73,7 +73,9 @@ class KubeTransport:
         headers = {**getattr(self._client, "default_headers", {}), "Accept": accept or JSON}
         if content_type:
             headers["Content-Type"] = content_type
-        token = self._configuration.get_api_key_with_prefix("authorization")
+        # The kubeconfig loader and the EKS client keep the token under "BearerToken" (the
+        # generated client's auth setting; older loaders wrote "authorization"): ask for both.
+        token = self._configuration.get_api_key_with_prefix("BearerToken", alias="authorization")
         if token:
             headers["Authorization"] = token
         return headers

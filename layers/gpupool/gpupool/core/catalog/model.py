@@ -67,9 +67,12 @@ class InstanceType(_Strict):
 
 
 class PriceTable(_Strict):
-    """USD per hour per instance type, with where the figures come from."""
+    """USD per hour per instance type, with where the figures come from; `estimate`: the figures
+    are not quoted from a published price list (derived, assumed or recalled; the source says how),
+    so nothing that claims a real price — the simulation's Spot column — may rest on them."""
 
     source: str = Field(min_length=10)
+    estimate: bool = False
     prices: dict[str, Decimal]
 
     @field_validator("prices")

@@ -45,7 +45,7 @@ def _decide(claim: GPUNodeClaim, facts: ClaimFacts, now: datetime, policy: Lifec
     if answer is None:
         answer = initialization.initialize(claim, facts)
     if answer is None:
-        answer = liveness.instance_lost(claim, facts)
+        answer = liveness.instance_lost(claim, facts, now, policy)
     if answer is None:
         answer = liveness.launch_timed_out(claim, facts, now, policy)
     if answer is None:

@@ -9,7 +9,13 @@ it read (`unconfirmed_removals`); a candidate kept for warm/min takes nothing aw
 are those a snapshot holding every node's pods gives. Candidates are removed one at a time while,
 after removal, available ≥ warm and total ≥ min in TFLOPS and VRAM (subtracting as it goes).
 Provisioned/Karpenter: delete the claim (its finalizer terminates the instance); AutoSelect: label
-the node `tensor-fusion.ai/should-delete=true`. Skipped while claims are in flight. Also
+the node `tensor-fusion.ai/should-delete=true` and leave it to Karpenter's consolidation. So that
+Karpenter never removes an AutoSelect node gpupool still needs and always may remove one it does
+not, an idle node Karpenter owns (label `karpenter.sh/nodepool`) that warm/min or the protection
+window keeps gets `karpenter.sh/do-not-disrupt: "true"` (with gpupool's marker
+`gpupool.io/do-not-disrupt-for`, saying why), and a node marked should-delete loses the
+do-not-disrupt gpupool set (never one a person set: no marker, left alone — and such a node is no
+candidate anyway). Skipped while claims are in flight. Also
 `compaction_due`: the pool's nodeCompaction.period and manual-compaction annotation.
 
 Must not: perform I/O or read the clock; the service re-validates right before deleting by
@@ -23,6 +29,7 @@ from datetime import datetime, timedelta
 from gpupool.core.model.base import duration_seconds
 from gpupool.core.model.claim_state import claim_counts, claim_phase, do_not_disrupt, node_claim
 from gpupool.core.model.constants import (
+    ANNOTATION_KARPENTER_DO_NOT_DISRUPT,
     ANNOTATION_MANUAL_COMPACTION,
     EVENT_COMPACTION,
     LABEL_SHOULD_DELETE,
@@ -33,9 +40,26 @@ from gpupool.core.planning.plan import Action, DeleteClaim, LabelNode, Plan, Rec
 from gpupool.core.planning.snapshot import PoolSnapshot, gpus_in_use
 from gpupool.core.quantity import Quantity, sum_quantities
 
-__all__ = ["compaction_due", "compaction_period", "plan_compaction", "unconfirmed_removals"]
+__all__ = [
+    "compaction_due",
+    "compaction_period",
+    "consolidation_enabled",
+    "plan_compaction",
+    "released_guard",
+    "unconfirmed_removals",
+]
 
 ZERO = Quantity(0)
+LABEL_NODEPOOL = "karpenter.sh/nodepool"  # Karpenter's label on the nodes it owns
+# gpupool's marker beside the karpenter.sh/do-not-disrupt it sets: why ("protection", "warm-min").
+ANNOTATION_GUARDED_FOR = "gpupool.io/do-not-disrupt-for"
+
+
+def consolidation_enabled(snapshot: PoolSnapshot) -> bool:
+    """Whether the pool opted into consolidation (`nodeCompaction.policy: WhenUnderutilized`,
+    `core.decisions.consolidation`); answered here so a WhenEmpty run never imports the allocator."""
+    config = snapshot.pool.spec.node_manager_config.node_compaction
+    return config is not None and config.policy == "WhenUnderutilized"
 
 
 def compaction_period(snapshot: PoolSnapshot) -> timedelta:
@@ -76,11 +100,34 @@ def _need(resource: ResourceAmount | None, dim: str) -> Quantity:
     return value if isinstance(value, Quantity) else ZERO
 
 
+def _guard(pool: str, node: Node, why: str) -> LabelNode | None:
+    """`karpenter.sh/do-not-disrupt` on a Karpenter node gpupool needs (None: it has it, or
+    Karpenter does not own it)."""
+    notes = node.metadata.annotations
+    if LABEL_NODEPOOL not in node.metadata.labels or notes.get(ANNOTATION_KARPENTER_DO_NOT_DISRUPT) == "true":
+        return None
+    wanted: dict[str, str | None] = {ANNOTATION_KARPENTER_DO_NOT_DISRUPT: "true", ANNOTATION_GUARDED_FOR: why}
+    return LabelNode(pool=pool, node=node.name, labels={}, annotations=wanted)
+
+
+def released_guard(node: Node) -> dict[str, str | None]:
+    """The annotations to drop from a node gpupool no longer needs: only the do-not-disrupt it set."""
+    if ANNOTATION_GUARDED_FOR not in node.metadata.annotations:
+        return {}
+    return {ANNOTATION_KARPENTER_DO_NOT_DISRUPT: None, ANNOTATION_GUARDED_FOR: None}
+
+
+def _guarded_by_someone(node: Node) -> bool:
+    notes = node.metadata.annotations
+    return notes.get(ANNOTATION_KARPENTER_DO_NOT_DISRUPT) == "true" and ANNOTATION_GUARDED_FOR not in notes
+
+
 def _candidates(
-    snapshot: PoolSnapshot, live_claims: set[str], now: datetime, protection: timedelta
+    snapshot: PoolSnapshot, live_claims: set[str], now: datetime, protection: timedelta, guards: list[Action]
 ) -> tuple[list[Node], list[str]]:
     chosen: list[Node] = []
     skipped: list[str] = []
+    autoselect = snapshot.pool.spec.node_manager_config.provisioning_mode == "AutoSelect"
     gpu_nodes = snapshot.gpu_nodes_by_name()
     for node in sorted(snapshot.nodes, key=lambda n: n.name):
         name = node.name
@@ -101,8 +148,15 @@ def _candidates(
             skipped.append(f"node {name}: runs TensorFusion pods")
         elif created is None or now - created < protection:
             skipped.append(f"node {name}: younger than the {protection} protection window")
+            guard = _guard(snapshot.name, node, "protection") if autoselect else None
+            if guard is not None and not do_not_disrupt(node, gpu_node):
+                guards.append(guard)
         elif do_not_disrupt(node, gpu_node):
             skipped.append(f"node {name}: do-not-disrupt")
+        elif autoselect and _guarded_by_someone(node):
+            skipped.append(
+                f"node {name}: karpenter.sh/do-not-disrupt, not set by gpupool: Karpenter keeps it"
+            )
         else:
             chosen.append(node)
     return chosen, skipped
@@ -130,7 +184,8 @@ def plan_compaction(snapshot: PoolSnapshot, *, now: datetime, protection: timede
     warm = config.warm_resources if config else None
     minimum = config.min_resources if config else None
     mode = pool.spec.node_manager_config.provisioning_mode
-    candidates, reasons = _candidates(snapshot, live, now, protection)
+    actions: list[Action] = []
+    candidates, reasons = _candidates(snapshot, live, now, protection, actions)
     gpu_nodes = snapshot.gpu_nodes_by_name()
     counted = []
     for node in snapshot.nodes:
@@ -150,7 +205,6 @@ def plan_compaction(snapshot: PoolSnapshot, *, now: datetime, protection: timede
         "tflops": sum_quantities(s.available_tflops or ZERO for s in counted),
         "vram": sum_quantities(s.available_vram or ZERO for s in counted),
     }
-    actions: list[Action] = []
     for node in candidates:
         status = snapshot.gpu_node(node.name).status  # type: ignore[union-attr]
         assert status is not None
@@ -164,12 +218,22 @@ def plan_compaction(snapshot: PoolSnapshot, *, now: datetime, protection: timede
         ]
         if short:
             reasons.append(f"node {node.name}: kept, {'; '.join(short)}")
+            guard = _guard(pool.name, node, "warm-min") if mode == "AutoSelect" else None
+            if guard is not None:
+                actions.append(guard)
             continue
         totals, available = after_total, after_avail
         owner = node_claim(node)
         message = f"node {node.name} is idle and not needed for warm/min capacity"
         if mode == "AutoSelect" or owner is None:
-            actions.append(LabelNode(pool=pool.name, node=node.name, labels={LABEL_SHOULD_DELETE: "true"}))
+            actions.append(
+                LabelNode(
+                    pool=pool.name,
+                    node=node.name,
+                    labels={LABEL_SHOULD_DELETE: "true"},
+                    annotations=released_guard(node),
+                )
+            )
         else:
             actions.append(DeleteClaim(pool=pool.name, claim=owner, node=node.name, reason="Compaction"))
         actions.append(

@@ -2,12 +2,14 @@
 
 Role: `nodeclaim_template(pool)` — what a Karpenter-mode pool launches with (the `LaunchTemplate`
 of its mode, in the shape of a Karpenter NodePool's template): the pool's karpenterNodeClassRef,
-gpuNodeLabels, gpuNodeAnnotations with `karpenter.sh/do-not-disrupt`, gpuTaints and its
+gpuNodeLabels, gpuNodeAnnotations with `karpenter.sh/do-not-disrupt`, gpuTaints (an empty
+value omitted, as Karpenter's CRD wants) and its
 gpuRequirements other than the placement keys (the values of AWS's GPU name and manufacturer
 keys in lower kebab case, as Karpenter's AWS provider labels them: `T4` → `t4`), and
 `expireAfter: Never` — the CRD defaults it to 720h and Karpenter deletes an expired NodeClaim
 whatever `do-not-disrupt` says — unless the pool's annotation `gpupool.io/karpenter-expire-after`
-asks for a duration; `terminationGracePeriod` from `gpupool.io/karpenter-termination-grace-period`.
+asks for a duration; `terminationGracePeriod` from `gpupool.io/karpenter-termination-grace-period`
+(durations normalised to Karpenter's form by `karpenter_duration`, `1.5h` → `1h30m`).
 `template_problems(template)` is what Karpenter's API server would refuse in the NodeClaims made
 from it (`model.karpenter_rules`), so the launch decision refuses the pool before it writes
 anything. `build_karpenter_nodeclaim(template, claim)` — the NodeClaim TensorFusion makes for a
@@ -25,6 +27,9 @@ Must not: perform I/O, read the clock, or decide when a NodeClaim is made (`plan
 """
 
 from __future__ import annotations
+
+import re
+from decimal import Decimal, InvalidOperation
 
 from gpupool.core.model.base import ObjectMeta, OwnerReference
 from gpupool.core.model.capacity_type import CAPACITY_TYPES
@@ -64,6 +69,7 @@ __all__ = [
     "KarpenterModeError",
     "build_karpenter_nodeclaim",
     "karpenter_capacity_type",
+    "karpenter_duration",
     "nodeclaim_instance",
     "nodeclaim_instance_id",
     "nodeclaim_name_of",
@@ -98,6 +104,42 @@ _LOWER_KEBAB_KEYS = frozenset(
 
 class KarpenterModeError(ValueError):
     """A Karpenter-mode pool or claim lacks what a NodeClaim needs (the message says what)."""
+
+
+_GO_DURATION_PART = re.compile(r"([0-9]*\.?[0-9]+)(ns|us|µs|ms|s|m|h)")
+_UNIT_SECONDS = {
+    "ns": Decimal("1e-9"),
+    "us": Decimal("1e-6"),
+    "µs": Decimal("1e-6"),
+    "ms": Decimal("0.001"),
+    "s": Decimal(1),
+    "m": Decimal(60),
+    "h": Decimal(3600),
+}
+
+
+def karpenter_duration(text: str | None) -> str | None:
+    """A Go duration (`1.5h`, `90m`, `1h30m0s`) as Karpenter's CRD pattern
+    `^(([0-9]+(s|m|h))+|Never)$` wants it (`1h30m`), as TensorFusion normalises it; `Never` and
+    None pass; whole seconds only. A text that is no Go duration is returned unchanged, for the
+    CRD rules (`model.karpenter_rules`) to refuse with their message."""
+    if text is None or text == "Never":
+        return text
+    stripped = text.strip()
+    parts = _GO_DURATION_PART.findall(stripped)
+    if not stripped or "".join(n + u for n, u in parts) != stripped:
+        return text
+    try:
+        seconds = sum((Decimal(n) * _UNIT_SECONDS[u] for n, u in parts), Decimal(0))
+    except InvalidOperation:
+        return text
+    if seconds != seconds.to_integral_value():
+        return text
+    whole = int(seconds)
+    hours, rest = divmod(whole, 3600)
+    minutes, secs = divmod(rest, 60)
+    spelled = "".join(f"{v}{u}" for v, u in ((hours, "h"), (minutes, "m"), (secs, "s")) if v)
+    return spelled or "0s"
 
 
 def karpenter_capacity_type(capacity_type: str) -> str:
@@ -153,9 +195,14 @@ def nodeclaim_template(pool: GPUPool) -> NodeClaimTemplate:
         spec=KarpenterNodeClaimSpec(
             node_class_ref=ref.reference(),
             requirements=requirements,
-            taints=[NodeTaint(key=t.key, value=t.value, effect=t.effect) for t in provisioner.gpu_taints],
-            expire_after=annotations.get(ANNOTATION_KARPENTER_EXPIRE_AFTER, EXPIRE_NEVER),
-            termination_grace_period=annotations.get(ANNOTATION_KARPENTER_TERMINATION_GRACE_PERIOD) or None,
+            # an empty value is no value: Karpenter's CRD refuses `value: ""` (TensorFusion omits it)
+            taints=[
+                NodeTaint(key=t.key, value=t.value or None, effect=t.effect) for t in provisioner.gpu_taints
+            ],
+            expire_after=karpenter_duration(annotations.get(ANNOTATION_KARPENTER_EXPIRE_AFTER, EXPIRE_NEVER)),
+            termination_grace_period=karpenter_duration(
+                annotations.get(ANNOTATION_KARPENTER_TERMINATION_GRACE_PERIOD) or None
+            ),
         ),
     )
 
@@ -176,13 +223,8 @@ def owned_by(nodeclaim: KarpenterNodeClaim, claim: GPUNodeClaim) -> KarpenterNod
     """`nodeclaim` with the GPUNodeClaim as its controller owner (needs the stored claim's uid)."""
     if not claim.metadata.uid:
         raise KarpenterModeError(f"GPUNodeClaim {claim.name} has no uid yet: it must be stored first")
-    owner = OwnerReference(
-        api_version=claim.api_version,
-        kind=claim.KIND,
-        name=claim.name,
-        uid=claim.metadata.uid,
-        controller=True,
-        block_owner_deletion=True,
+    owner = OwnerReference.controlled_by(
+        api_version=claim.api_version, kind=claim.KIND, name=claim.name, uid=claim.metadata.uid
     )
     meta = nodeclaim.metadata.model_copy(update={"owner_references": [owner]})
     return nodeclaim.model_copy(update={"metadata": meta})
@@ -200,8 +242,9 @@ def build_karpenter_nodeclaim(template: NodeClaimTemplate, claim: GPUNodeClaim) 
         update={
             "requirements": [*_placement(claim), *template.spec.requirements],
             "resources": ResourceRequirements(requests={resource: Quantity(claim.spec.gpu_device_offered)}),
-            "termination_grace_period": params.get(EXTRA_PARAM_KARPENTER_TERMINATION_GRACE)
-            or template.spec.termination_grace_period,
+            "termination_grace_period": karpenter_duration(
+                params.get(EXTRA_PARAM_KARPENTER_TERMINATION_GRACE) or template.spec.termination_grace_period
+            ),
         }
     )
     labels = {**template.metadata.labels, LABEL_NODE_PROVISIONER: claim.name}

@@ -6,7 +6,8 @@ the claim fails with the message, and a capacity error makes the offering unavai
 `unavailable_for`, so the next round picks the next cheapest. `plan_lost_launches` — the same
 failure found later: Karpenter reports a launch it could not make by deleting the NodeClaim
 (InsufficientCapacity, NodeClassNotReady), which bind turns into the claim's
-Failed/InstanceTerminated; its offering is
+Failed/InsufficientCapacity (Karpenter's launch and registration timeouts are other reasons,
+which mark nothing); its offering is
 remembered the same way, from when the claim failed. `OFFERING_UNAVAILABLE_FOR` is how long
 (DESIGN: a few minutes; the service's default setting).
 
@@ -83,7 +84,8 @@ def plan_lost_launches(snapshot: PoolSnapshot, *, now: datetime, unavailable_for
     """Karpenter mode: the offerings of claims whose NodeClaim Karpenter gave up on before their
     node ever joined (Karpenter deletes a NodeClaim it cannot launch — InsufficientCapacity,
     NodeClassNotReady — and never writes Launched=False; bind then fails the claim with
-    InstanceTerminated) — the same
+    InsufficientCapacity when it went within the launch timeout; LaunchTimeout and
+    RegistrationTimeout say nothing about the offering's capacity) — the same
     failure a Provisioned launch reports at once as CapacityUnavailable, found later — to
     remember as unavailable until `failed at + unavailable_for`. A Provisioned instance lost
     before its node joined is not one: its launch failures arrive as errors (`plan_launch_failure`)."""
@@ -93,7 +95,7 @@ def plan_lost_launches(snapshot: PoolSnapshot, *, now: datetime, unavailable_for
     marks: dict[str, datetime] = {}
     for claim in snapshot.claims:
         status, offering = claim.status, claim_offering(claim)
-        if status is None or claim_phase(claim) != "Failed" or status.reason != "InstanceTerminated":
+        if status is None or claim_phase(claim) != "Failed" or status.reason != "InsufficientCapacity":
             continue
         if any(c.type == "Bound" for c in status.conditions) or offering is None:
             continue

@@ -181,6 +181,13 @@ class OwnerReference(_Model):
     controller: bool | None = None
     block_owner_deletion: bool | None = None
 
+    @classmethod
+    def controlled_by(cls, *, api_version: str, kind: str, name: str, uid: str) -> OwnerReference:
+        """The controller reference to an object (deletion blocked until its dependents go)."""
+        return cls(
+            api_version=api_version, kind=kind, name=name, uid=uid, controller=True, block_owner_deletion=True
+        )
+
 
 class ObjectMeta(_Model):
     """Kubernetes' ObjectMeta; fields we do not name are kept as they are."""

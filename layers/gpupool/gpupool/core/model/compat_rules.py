@@ -20,7 +20,10 @@ __all__ = ["DIFFERENT", "NOT_ACTED_KEYS", "RULES"]
 
 _H: Final = "honoured"
 _N: Final = "not acted on"
+_TOTAL_COMPUTE: Final = "totals bound TFLOPS and VRAM, into which percent and dedicated pods convert; kept"
+_DEFAULT_COMPUTE: Final = "the webhook defaults TFLOPS and VRAM only; kept"
 _D: Final = "different"
+_COMPACTION: Final = "spec.nodeManagerConfig.nodeCompaction"
 Verdict = tuple[Literal["honoured", "not acted on", "different"], str]
 
 RULES: dict[tuple[str, str], Verdict] = {
@@ -41,6 +44,11 @@ RULES: dict[tuple[str, str], Verdict] = {
     ("GPUPool", "spec.nodeManagerConfig.multiVendorNodeSelector"): (_N, "single-vendor pools only"),
     ("GPUPool", "spec.nodeManagerConfig.nodeSelector"): (_N, "existing nodes join through GPU objects"),
     ("GPUPool", "spec.nodeManagerConfig.nodeCompaction.defrag"): (_N, "no defragmentation yet"),
+    # gpupool's own nodeCompaction fields (TensorFusion has none of them): consolidation.
+    ("GPUPool", f"{_COMPACTION}.policy"): (_H, "gpupool's: WhenUnderutilized consolidates"),
+    ("GPUPool", f"{_COMPACTION}.budgets"): (_H, "gpupool's: consolidation's budgets"),
+    ("GPUPool", f"{_COMPACTION}.consolidationWindow"): (_H, "gpupool's: the saving's window"),
+    ("GPUPool", f"{_COMPACTION}.savingsThreshold"): (_H, "gpupool's: the saving to beat"),
     ("GPUPool", "spec.nodeManagerConfig.nodePoolRollingUpdatePolicy"): (_N, "no components to roll"),
     ("GPUPool", "spec.nodeManagerConfig.nodeProvisioner.budget"): (
         _H,
@@ -84,6 +92,10 @@ RULES: dict[tuple[str, str], Verdict] = {
     # ---- scheduling, quota --------------------------------------------------------------
     ("SchedulingConfigTemplate", "spec.placement.mode"): (_H, "placement strategy"),
     ("SchedulingConfigTemplate", "spec"): (_N, "no such feature yet; kept"),
+    ("GPUResourceQuota", "spec.total.requests.compute"): (_N, _TOTAL_COMPUTE),
+    ("GPUResourceQuota", "spec.total.limits.compute"): (_N, _TOTAL_COMPUTE),
+    ("GPUResourceQuota", "spec.single.defaultRequests.compute"): (_N, _DEFAULT_COMPUTE),
+    ("GPUResourceQuota", "spec.single.defaultLimits.compute"): (_N, _DEFAULT_COMPUTE),
     ("GPUResourceQuota", "spec.total.requests"): (_H, "webhook and scheduler quota"),
     ("GPUResourceQuota", "spec.total.limits"): (_H, "webhook and scheduler quota"),
     ("GPUResourceQuota", "spec.total.maxWorkers"): (_H, "webhook and scheduler quota"),

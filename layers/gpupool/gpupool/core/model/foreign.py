@@ -1,4 +1,4 @@
-"""Envelopes of objects Kubernetes owns: core v1 Node and Pod.
+"""Envelopes of objects Kubernetes owns: core v1 Node and Pod, policy/v1 PodDisruptionBudget.
 
 Role: read the few fields gpupool's services act on (labels, taints, conditions, capacity,
 providerID; pod placement and resources); everything else is ignored on read. These are
@@ -14,6 +14,7 @@ from typing import ClassVar, Literal
 from pydantic import ConfigDict, Field
 
 from gpupool.core.model.base import Condition, ForeignModel, Loose, ObjectMeta, Qty, TopLevel
+from gpupool.core.model.common import LabelSelector
 
 __all__ = [
     "Container",
@@ -23,6 +24,9 @@ __all__ = [
     "NodeStatus",
     "NodeTaint",
     "Pod",
+    "PodDisruptionBudget",
+    "PodDisruptionBudgetSpec",
+    "PodDisruptionBudgetStatus",
     "PodSpec",
     "PodStatus",
     "ResourceRequirements",
@@ -110,6 +114,28 @@ class PodStatus(ForeignModel):
     phase: str | None = None
     conditions: list[Condition] = Field(default_factory=list)
     nominated_node_name: str | None = None
+
+
+class PodDisruptionBudgetSpec(ForeignModel):
+    selector: LabelSelector | None = None
+
+
+class PodDisruptionBudgetStatus(ForeignModel):
+    disruptions_allowed: int = 0
+
+
+class PodDisruptionBudget(ForeignObject):
+    """policy/v1 PodDisruptionBudget: which pods it selects and how many may be evicted now
+    (`status.disruptionsAllowed`, kept by the disruption controller)."""
+
+    API_VERSION: ClassVar[str] = "policy/v1"
+    KIND: ClassVar[str] = "PodDisruptionBudget"
+    NAMESPACED: ClassVar[bool] = True
+
+    api_version: Literal["policy/v1"] = "policy/v1"
+    kind: Literal["PodDisruptionBudget"] = "PodDisruptionBudget"
+    spec: PodDisruptionBudgetSpec = Field(default_factory=PodDisruptionBudgetSpec)
+    status: PodDisruptionBudgetStatus = Field(default_factory=PodDisruptionBudgetStatus)
 
 
 class Pod(ForeignObject):

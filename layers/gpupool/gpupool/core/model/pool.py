@@ -20,7 +20,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING, ClassVar, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from gpupool.core.model.base import (
     Condition,
@@ -43,7 +43,9 @@ __all__ = [
     "MAX_POOL_NAME",
     "Budget",
     "CapacityConfig",
+    "CompactionPolicy",
     "ComponentConfig",
+    "DisruptionBudget",
     "GPUPool",
     "GPUPoolSpec",
     "GPUPoolStatus",
@@ -155,11 +157,41 @@ class NodeDefrag(SpecModel):
     timezone: str | None = None
 
 
-class NodeCompaction(SpecModel):
-    """How often idle nodes are looked for, and the optional defrag strategy."""
+CompactionPolicy = Literal["WhenEmpty", "WhenUnderutilized"]
+_BUDGET_NODES = r"^((100|[0-9]{1,2})%|[0-9]+)$"
 
+
+class DisruptionBudget(SpecModel):
+    """A Karpenter-style disruption budget: nodes (a count or a percentage), optionally scheduled."""
+
+    # A percentage is of the pool's nodes, rounded up; with schedule (a 5-field crontab, UTC) and
+    # duration it applies from each scheduled time for that long; the most restrictive active
+    # budget wins (core.decisions.disruption_budget).
+    nodes: str = crd_default("10%", pattern=_BUDGET_NODES)
+    schedule: str | None = None
+    duration: Duration | None = None
+
+    @model_validator(mode="after")
+    def _schedule_with_duration(self) -> DisruptionBudget:
+        if (self.schedule is None) != (self.duration is None):
+            raise ValueError("a disruption budget's schedule and duration go together")
+        return self
+
+
+class NodeCompaction(SpecModel):
+    """How often idle nodes are looked for, the optional defrag, and the consolidation policy."""
+
+    # policy (gpupool's): WhenEmpty removes only nodes with nothing allocated, as TensorFusion
+    # does; WhenUnderutilized also drains a node whose allocations fit the free GPUs of the pool's
+    # other nodes, one node at a time within `budgets` (none: one of 10 %, Karpenter's default),
+    # only when its price over `consolidationWindow` exceeds `savingsThreshold` (USD).
+    # See docs/consolidation.md and core.decisions.consolidation.
     period: Duration = "5m"
     defrag: NodeDefrag | None = None
+    policy: CompactionPolicy = crd_default("WhenEmpty")
+    budgets: list[DisruptionBudget] = Field(default_factory=list)
+    consolidation_window: Duration = crd_default("1h")
+    savings_threshold: str = crd_default("0.10", pattern=r"^[0-9]+(\.[0-9]+)?$")
 
 
 class MaintenanceWindow(SpecModel):

@@ -177,12 +177,14 @@ class ReleaseClaim(_Action):
 
 
 class CordonNode(_Action):
-    """Mark a node unschedulable (its claim and instance, when known, for the log)."""
+    """Mark a node unschedulable (its claim and instance, when known, for the log); with
+    `uncordon=True`, schedulable again (a consolidation whose drain was refused)."""
 
     pool: str | None = None
     claim: str | None = None
     node: str
     instance_id: str | None = None
+    uncordon: bool | None = None  # None (left out of printed plans): cordon
     kind: Literal["cordon-node"] = "cordon-node"
 
 
@@ -197,13 +199,14 @@ class DrainNode(_Action):
 
 
 class LabelNode(_Action):
-    """Set (value) or remove (None) node labels."""
+    """Set (value) or remove (None) node labels, and annotations."""
 
     pool: str | None = None
     claim: str | None = None
     node: str
     kind: Literal["label-node"] = "label-node"
     labels: dict[str, str | None]
+    annotations: dict[str, str | None] = Field(default_factory=dict)
 
 
 class MarkClaimInterrupted(_Action):

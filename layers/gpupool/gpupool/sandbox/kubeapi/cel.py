@@ -31,6 +31,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from gpupool.sandbox.kubeapi.cel_functions import RuleCheck, RuleError
+from gpupool.sandbox.kubeapi.errors import go_quote
 
 __all__ = ["evaluate", "is_known", "known_rules", "uses_old_self"]
 
@@ -68,7 +69,7 @@ def _type_name(value: Any) -> str:
 
 def _shown(value: Any) -> str:
     if isinstance(value, str):
-        return f'"{value}"'
+        return go_quote(value)
     return str(value).lower() if isinstance(value, bool) else str(value)
 
 

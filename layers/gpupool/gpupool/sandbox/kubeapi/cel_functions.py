@@ -11,17 +11,17 @@ Must not: know any rule or any resource.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from gpupool.core.goregexp import go_regexp
 from gpupool.core.model.requirements import integer
 
 __all__ = ["RuleCheck", "RuleError", "cel_all", "cel_int", "field", "has"]
 
 RuleCheck = Callable[[Any, Any], bool]
 
-_GO_INT = re.compile(r"^[+-]?[0-9]+$")
+_GO_INT = go_regexp(r"^[+-]?[0-9]+$")
 
 
 class RuleError(Exception):
@@ -43,7 +43,7 @@ def has(value: Any, name: str) -> bool:
 def cel_int(text: Any) -> int:
     """CEL's `int(string)`: Go's base-10 ParseInt (an optional sign, digits, nothing else)."""
     if not isinstance(text, str) or not _GO_INT.match(text):
-        raise RuleError(f"type conversion error from 'string' to 'int': {text!r} is not an integer")
+        raise RuleError("type conversion error from 'string' to 'int'")  # cel-go's words, no more
     number = integer(text)  # the same ParseInt as node-selector requirements
     if number is None:
         raise RuleError("integer overflow")

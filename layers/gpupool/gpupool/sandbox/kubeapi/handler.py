@@ -19,10 +19,17 @@ from urllib.parse import urlsplit
 
 import yaml
 
-from gpupool.sandbox.kubeapi import discovery, endpoints, errors, openapi
+from gpupool.sandbox.kubeapi import discovery, endpoints, errors, openapi, protobuf
 from gpupool.sandbox.kubeapi.operations import ApiOperations
 from gpupool.sandbox.kubeapi.query import Query, WriteOptions, parse_query
 from gpupool.sandbox.kubeapi.routes import DiscoveryPath, parse
+
+PROTOBUF = "application/vnd.kubernetes.protobuf"
+# Bodies the embedded server cannot decode (kube-apiserver also speaks CBOR): answered 415 naming
+# what it does decode, as upstream answers a type it does not speak. Protobuf is read for the kinds
+# `protobuf.KINDS` names (client-go's typed clients send nothing else for built-in kinds).
+UNDECODED_MEDIA_TYPES = ("application/cbor",)
+DECODED_MEDIA_TYPES = ("application/json", "application/yaml", PROTOBUF)
 
 JsonObject = dict[str, Any]
 
@@ -93,6 +100,13 @@ class KubeRequestHandler(BaseHTTPRequestHandler):
         if length <= 0:
             return None
         raw = self.rfile.read(length)
+        if self._content_type() in UNDECODED_MEDIA_TYPES:
+            raise errors.unsupported_media_type(DECODED_MEDIA_TYPES)
+        if self._content_type() == PROTOBUF:
+            try:
+                return protobuf.decode(raw)
+            except protobuf.ProtobufError as exc:
+                raise errors.ApiError(415, "UnsupportedMediaType", str(exc)) from exc
         if self._content_type() == endpoints.APPLY_PATCH:
             try:  # server-side apply sends YAML (JSON is YAML too)
                 return yaml.safe_load(raw)

@@ -5,7 +5,8 @@ Role: `run_policy(driver, demands, window_seconds=…)` steps the clock (`step_s
 services / rules run each minute and after any change); the ready nodes it offers are synced
 into the shared `Placement`, pods its drains evicted are pending again, and pending pods are
 placed by the shared rule (a pod's time to capacity is from its arrival to its first
-placement). Each minute the ledger samples demand, capacity, cost and the pods waiting, and the
+placement). Each minute the ledger samples demand, capacity, the GPUs pods hold, cost and the
+pods waiting (`reserve`: min and warm in GPUs, for the idle beyond them), and the
 `ViolationDetector` checks the driver's state. `Driver` is what both drivers offer.
 
 Must not: decide capacity (the drivers do) or know which policy runs.
@@ -49,6 +50,7 @@ def run_policy(
     limits: Limits,
     step_seconds: float = 15.0,
     progress: Progress | None = None,
+    reserve: tuple[int, int] = (0, 0),
 ) -> PolicyReport:
     if step_seconds <= 0 or 60 % step_seconds:
         raise ValueError(f"the step must divide a minute, got {step_seconds} s")
@@ -57,6 +59,7 @@ def run_policy(
     placement = Placement()
     detector = ViolationDetector(limits)
     ledger = driver.ledger
+    ledger.reserve = reserve
     present: dict[str, Demand] = {}
     next_arrival = 0
     changed = True
@@ -102,7 +105,8 @@ def run_policy(
             changed = True
         if tick:
             asked = float(sum((d.gpus for d in present.values()), start=Decimal(0)))
-            ledger.sample(at, asked, waiting_pods=len(placement.pending))
+            in_use = float(sum((d.gpus for d, _n, _s in placement.placed.values()), start=Decimal(0)))
+            ledger.sample(at, asked, waiting_pods=len(placement.pending), used_gpus=in_use)
             detector.check(driver.sample(at))
             if progress is not None:
                 progress(at / window_seconds if window_seconds else 1.0)

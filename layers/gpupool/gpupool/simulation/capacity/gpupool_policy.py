@@ -23,6 +23,7 @@ Must not: decide anything about claims, instances or the pool (the services do).
 from __future__ import annotations
 
 import itertools
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -50,7 +51,15 @@ from gpupool.service.launch import handle_launch
 from gpupool.service.outcome import Outcome
 from gpupool.simulation.capacity.ledger import InstanceRecord, Ledger
 from gpupool.simulation.capacity.placement import NodeShape, SimNode
-from gpupool.simulation.capacity.pool_spec import CLUSTER, NODE_CLASS, PoolSpec, gpupool_pool, pool_offerings
+from gpupool.simulation.capacity.pool_spec import (
+    CLUSTER,
+    CONSOLIDATING,
+    NODE_CLASS,
+    POOL,
+    PoolSpec,
+    gpupool_pool,
+    pool_offerings,
+)
 from gpupool.simulation.capacity.sizes import OfferingSize
 from gpupool.simulation.capacity.violations import StateSample
 from gpupool.simulation.capacity.worker_pods import WorkerPods
@@ -95,6 +104,11 @@ class GpupoolDriver:
     name = "gpupool"
 
     def __init__(self, spec: PoolSpec, fates: CloudFates, *, start: datetime = START) -> None:
+        # Consolidation reads each GPU and what each worker holds, as the allocator does: the
+        # node agent then publishes GPU objects and workers carry the extender's annotations.
+        self.consolidation = spec.consolidation
+        if spec.consolidation:
+            self.name = CONSOLIDATING
         self.fates, self.start, self.region = fates, start, spec.region
         self.clock = MemoryClock(start)
         self.compute = MemoryCompute(self.clock, cluster=CLUSTER)
@@ -116,12 +130,12 @@ class GpupoolDriver:
         )
         self.store = MemoryStore(self.cluster)
         self.kubelet = Kubelet(self.store, catalog=load_catalog(spec.cloud), clock=self.clock)
-        self.workers = WorkerPods(self.cluster, self.kubelet)
+        self.workers = WorkerPods(self.cluster, self.kubelet, allocations=spec.consolidation)
         # What each cloud's intake makes of its notice: EC2's Spot warning, ECS's preemptible one.
         self._notice: InterruptionReason = (
             "spot-interruption" if spec.cloud == "aws" else "preemptible-interruption"
         )
-        self.ledger = Ledger("gpupool")
+        self.ledger = Ledger(self.name)
         self.tracked: dict[str, Tracked] = {}
         self._hour = -1
         self._deleting_seen: set[str] = set()
@@ -147,12 +161,14 @@ class GpupoolDriver:
 
     def _compact(self) -> None:
         self.ledger.counters["invocations:compact"] += 1
+        holding = Counter(self.workers.placed_on().values())
         outcome = handle_compact(Compact(event_id=self._id("compact")), self.deps)
-        self.ledger.counters["compactions"] += sum(
-            1
-            for row in outcome.applied
-            if row.get("action") == "delete-claim" and row.get("result") == "applied"
-        )
+        applied = [row for row in outcome.applied if row.get("result") == "applied"]
+        drained = [row.get("node", "") for row in applied if row.get("action") == "drain-node"]
+        self.ledger.counters["drains"] += len(drained)
+        self.ledger.counters["pods_moved"] += sum(holding[node] for node in drained)
+        removed = sum(1 for row in applied if row.get("action") == "delete-claim")
+        self.ledger.counters["compactions"] += removed
 
     # ---- the cloud and the cluster -----------------------------------------------------------
     def _see_launches(self, at: float) -> None:
@@ -179,7 +195,8 @@ class GpupoolDriver:
                 provider_id=f"aws:///{offering.zone or ''}/{instance_id}",
                 instance_id=instance_id,
                 claim=tracked.claim,
-                gpu_devices=False,
+                pool=POOL if self.consolidation else None,
+                gpu_devices=self.consolidation,
             )
         )
 

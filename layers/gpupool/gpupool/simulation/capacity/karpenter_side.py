@@ -31,7 +31,7 @@ from gpupool.core.intake.causes import NodeChanged
 from gpupool.service.deps import Deps
 from gpupool.simulation.capacity.gpupool_policy import GpupoolDriver, Tracked
 from gpupool.simulation.capacity.ledger import InstanceRecord
-from gpupool.simulation.capacity.pool_spec import KARPENTER_NODE_CLASSES, PoolSpec
+from gpupool.simulation.capacity.pool_spec import KARPENTER_NODE_CLASSES, POOL, PoolSpec
 from gpupool.simulation.capacity.sizes import OfferingSize
 from gpupool.simulation.cluster.fates import CloudFates
 from gpupool.simulation.cluster.karpenter import SimulatedKarpenter
@@ -65,6 +65,7 @@ class KarpenterDriver(GpupoolDriver):
             region=spec.region,
             offerings=self.offerings,
             node_name=lambda name: name,
+            gpu_pool=POOL if spec.consolidation else None,
         )
         self._by_offering = {o.key: o for o in self.offerings}
         self._failures = 0

@@ -9,7 +9,9 @@ highest at any launch). `report()` turns it into a `PolicyReport` (`to_json` is 
 
 Cost: each instance bills its offering's hourly price from launch until it ends (or the
 window closes), per second. GPU-hours bought: its GPUs over the same time. Used: the GPUs pods
-hold, over the time they hold them. Idle: bought − used.
+hold, over the time they hold them. Idle: bought − used. Idle beyond min and warm: each minute,
+the GPUs of live instances beyond max(min, GPUs pods hold + warm), min and warm counted in GPUs
+of the pool's smallest GPU (`pool_spec.reserve_gpus`) — the idle a policy could avoid.
 
 Must not: decide anything or read either policy's state.
 """
@@ -77,6 +79,7 @@ class PolicyReport:
     budget_reasons: list[str]
     samples: list[Sample]
     peak_hourly_rate: Decimal = Decimal(0)
+    idle_beyond_reserve: float = 0.0
 
     @property
     def idle_gpu_hours(self) -> float:
@@ -89,6 +92,9 @@ class PolicyReport:
             "gpuHoursBought": round(self.gpu_hours_bought, 2),
             "gpuHoursUsed": round(self.gpu_hours_used, 2),
             "idleGpuHours": round(self.idle_gpu_hours, 2),
+            "idleBeyondMinWarmGpuHours": round(self.idle_beyond_reserve, 2),
+            "drains": self.counters.get("drains", 0),
+            "podsMoved": self.counters.get("pods_moved", 0),
             "p50TimeToCapacitySeconds": _round(self.ttc_p50),
             "p95TimeToCapacitySeconds": _round(self.ttc_p95),
             "maxTimeToCapacitySeconds": _round(self.ttc_max),
@@ -128,6 +134,8 @@ class Ledger:
     budget_reasons: list[str] = field(default_factory=list)
     samples: list[Sample] = field(default_factory=list)
     peak_hourly_rate: Decimal = Decimal(0)
+    reserve: tuple[int, int] = (0, 0)  # minResources and warmResources in GPUs
+    beyond_gpu_minutes: float = 0.0
 
     def launched(self, record: InstanceRecord) -> None:
         self.instances[record.instance_id] = record
@@ -161,8 +169,11 @@ class Ledger:
     def live_gpus(self) -> int:
         return sum(r.gpus for r in self.instances.values() if r.ended is None)
 
-    def sample(self, at: float, demand_gpus: float, *, waiting_pods: int = 0) -> None:
-        self.samples.append(Sample(at / 3600, demand_gpus, self.live_gpus(), self.cost(at), waiting_pods))
+    def sample(self, at: float, demand_gpus: float, *, waiting_pods: int = 0, used_gpus: float = 0.0) -> None:
+        live = self.live_gpus()
+        self.samples.append(Sample(at / 3600, demand_gpus, live, self.cost(at), waiting_pods))
+        minimum, warm = self.reserve
+        self.beyond_gpu_minutes += max(0.0, live - max(float(minimum), used_gpus + warm))
 
     def report(self, *, until: float, pods: int, violations: dict[str, int]) -> PolicyReport:
         bought = sum(r.gpus * r.seconds(until) for r in self.instances.values()) / 3600
@@ -182,4 +193,5 @@ class Ledger:
             budget_reasons=list(self.budget_reasons),
             samples=list(self.samples),
             peak_hourly_rate=self.peak_hourly_rate,
+            idle_beyond_reserve=self.beyond_gpu_minutes / 60,
         )

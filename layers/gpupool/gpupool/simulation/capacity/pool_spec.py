@@ -8,7 +8,10 @@ spec as the GPUPool gpupool's services read; the TensorFusion side reads the sam
 Defaults: min 2 × T4 worth (130 TFLOPS, 32 GiB), warm 4 × T4 worth (260 TFLOPS, 64 GiB), max
 10,000 TFLOPS / 2,000 GiB; on AWS (us-east-1) g4dn, g5 and g6 in their 1-, 4- and 8-GPU sizes,
 on Alibaba Cloud (cn-hangzhou) gn6i / gn7i / gn6v in 1-, 4- and 8-GPU sizes; OnDemand and Spot.
-`mode` is the pool's provisioningMode: "provisioned" (a GPUNodeClass, direct launches) or
+`consolidation` sets `nodeCompaction.policy: WhenUnderutilized`; `spot_discount` reprices Spot
+(`spot_pricing` says where Spot prices come from, and refuses Spot resting on an estimate).
+`reserve_gpus` gives min and warm in GPUs. `mode` is the pool's provisioningMode: "provisioned"
+(a GPUNodeClass, direct launches) or
 "karpenter" (a karpenterNodeClassRef: EC2NodeClass on AWS, ECSNodeClass on Alibaba Cloud).
 
 Must not: decide capacity.
@@ -16,30 +19,37 @@ Must not: decide capacity.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from decimal import Decimal
+from fractions import Fraction
 from typing import Any, Literal
 
-from gpupool.core.catalog import Cloud
+from gpupool.core.catalog import Cloud, load_catalog
 from gpupool.core.model.pool import GPUPool
 from gpupool.core.planning.offerings import catalog_offerings
 from gpupool.core.planning.plan import OfferingRef
 
 __all__ = [
     "CLUSTER",
+    "CONSOLIDATING",
     "KARPENTER_NODE_CLASSES",
     "MODES",
     "NODE_CLASS",
     "POOL",
     "REGIONS",
     "PoolSpec",
+    "SpotPricing",
     "gpupool_pool",
     "pool_offerings",
+    "reserve_gpus",
+    "spot_pricing",
 ]
 
 Mode = Literal["provisioned", "karpenter"]
 CLUSTER = "sim"
 POOL = "sim-pool"
+CONSOLIDATING = "gpupool+consolidation"  # the policy name of gpupool with WhenUnderutilized
 NODE_CLASS = "sim-gpu-nodes"
 REGIONS: dict[str, str] = {"aws": "us-east-1", "alibaba": "cn-hangzhou"}
 MODES = ("provisioned", "karpenter")
@@ -78,12 +88,19 @@ class PoolSpec:
     budget_per_day: Decimal | None = None
     compaction_period: str = "5m"
     mode: Mode = "provisioned"
+    # nodeCompaction.policy WhenUnderutilized (gpupool's opt-in consolidation) instead of WhenEmpty.
+    consolidation: bool = False
+    # Spot's discount off On-Demand given by the user (--spot-discount): replaces the catalog's
+    # Spot prices of the pool's region, which are estimates (`PriceTable.estimate`).
+    spot_discount: Decimal | None = None
 
     def __post_init__(self) -> None:
         if self.cloud not in REGIONS:
             raise ValueError(f"unknown cloud {self.cloud!r}: choose aws or alibaba")
         if self.budget_per_day is not None and self.budget_per_day < 0:
             raise ValueError(f"the budget per day must not be negative, got {self.budget_per_day}")
+        if self.spot_discount is not None and not 0 <= self.spot_discount < 1:
+            raise ValueError(f"--spot-discount must lie in 0..1 (exclusive of 1), got {self.spot_discount}")
         if self.mode not in MODES:
             raise ValueError(f"unknown mode {self.mode!r}: choose provisioned or karpenter")
 
@@ -96,14 +113,89 @@ class PoolSpec:
         return _TYPES[self.cloud]
 
 
+def reserve_gpus(spec: PoolSpec) -> tuple[int, int]:
+    """minResources and warmResources in GPUs of the pool's smallest GPU (the least TFLOPS and the
+    least memory of its types: T4 on AWS, T4 / V100 on Alibaba Cloud) — what min and warm require
+    at the least, the yardstick of the idle GPU-hours a policy buys beyond them."""
+    catalog = load_catalog(spec.cloud)
+    types = [t for name in spec.instance_types if (t := catalog.instance_type(name)) is not None]
+    tflops = min(Fraction(t.tflops_per_gpu) for t in types)
+    vram = min(Fraction(t.vram_gib_per_gpu) for t in types)
+
+    def gpus(t: Decimal, v: Decimal) -> int:
+        return max(math.ceil(Fraction(t) / tflops), math.ceil(Fraction(v) / vram))
+
+    return gpus(spec.min_tflops, spec.min_vram), gpus(spec.warm_tflops, spec.warm_vram)
+
+
+@dataclass(frozen=True)
+class SpotPricing:
+    """Where the simulation's Spot prices come from: the user's discount, a quoted catalog table,
+    or nothing (then there is no Spot column and `--spot` is refused)."""
+
+    discount: Decimal | None
+    source: str
+
+    def describe(self) -> str:
+        return self.source
+
+
+def spot_pricing(spec: PoolSpec) -> SpotPricing:
+    """The Spot prices a run may rest on; ValueError when the pool allows Spot without any."""
+    table = load_catalog(spec.cloud).region(spec.region)
+    spot = table.spot if table is not None else None
+    if spec.spot_discount is not None:
+        return SpotPricing(
+            spec.spot_discount, f"Spot at {spec.spot_discount:.0%} off On-Demand, as --spot-discount gives it"
+        )
+    if spot is not None and not spot.estimate and table is not None:
+        ratios = sorted(
+            1 - spot.prices[t] / table.on_demand.prices[t]
+            for t in spec.instance_types
+            if t in spot.prices and t in table.on_demand.prices
+        )
+        if ratios:
+            median = ratios[len(ratios) // 2]
+            return SpotPricing(median, f"Spot at a median {median:.0%} off On-Demand, quoted: {spot.source}")
+    why = "no Spot prices" if spot is None else "Spot prices are an estimate, not a quote"
+    if "Spot" in spec.capacity_types:
+        raise ValueError(
+            f"the catalog's {spec.cloud} {spec.region} {why}: give --spot-discount for a Spot run"
+        )
+    return SpotPricing(None, f"the catalog's {spec.cloud} {spec.region} {why}; give --spot-discount")
+
+
 def pool_offerings(spec: PoolSpec) -> tuple[OfferingRef, ...]:
     """The catalog's priced offerings of the spec's region (all types: the pool's requirements
-    narrow them for gpupool; the TensorFusion side narrows them itself)."""
-    return catalog_offerings(spec.cloud, spec.region)
+    narrow them for gpupool; the TensorFusion side narrows them itself), Spot repriced at
+    `spot_discount` off On-Demand when the spec gives one."""
+    offerings = catalog_offerings(spec.cloud, spec.region)
+    if spec.spot_discount is None:
+        return offerings
+    on_demand = {
+        (o.instance_type, o.zone): Decimal(o.hourly_price) for o in offerings if o.capacity_type == "OnDemand"
+    }
+    keep = Decimal(1) - spec.spot_discount
+    repriced = []
+    for offering in offerings:
+        base = on_demand.get((offering.instance_type, offering.zone))
+        if offering.capacity_type == "Spot" and base is not None:
+            price = (base * keep).quantize(Decimal("0.000001"))
+            offering = offering.model_copy(update={"hourly_price": str(price)})
+        repriced.append(offering)
+    return tuple(repriced)
 
 
 def _amount(tflops: Decimal, vram: Decimal) -> dict[str, str]:
     return {"tflops": str(tflops), "vram": f"{vram}Gi"}
+
+
+def _compaction(spec: PoolSpec) -> dict[str, Any]:
+    """WhenEmpty as TensorFusion, or consolidation with the CRD's defaults: budgets 10 % of the
+    nodes, a 1-hour window, a $0.10 threshold."""
+    if not spec.consolidation:
+        return {"period": spec.compaction_period}
+    return {"period": spec.compaction_period, "policy": "WhenUnderutilized"}
 
 
 def gpupool_pool(spec: PoolSpec) -> GPUPool:
@@ -141,7 +233,7 @@ def gpupool_pool(spec: PoolSpec) -> GPUPool:
                 "nodeManagerConfig": {
                     "provisioningMode": "Karpenter" if spec.mode == "karpenter" else "Provisioned",
                     "nodeProvisioner": provisioner,
-                    "nodeCompaction": {"period": spec.compaction_period},
+                    "nodeCompaction": _compaction(spec),
                 },
             },
         }

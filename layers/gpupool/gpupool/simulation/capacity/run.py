@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from gpupool.simulation.capacity.demand_trace import Demand, load_openb, load_trace, trace_kind
@@ -24,7 +24,7 @@ from gpupool.simulation.capacity.engine import Driver, run_policy
 from gpupool.simulation.capacity.gpupool_policy import GpupoolDriver
 from gpupool.simulation.capacity.karpenter_side import KarpenterDriver
 from gpupool.simulation.capacity.ledger import PolicyReport
-from gpupool.simulation.capacity.pool_spec import PoolSpec
+from gpupool.simulation.capacity.pool_spec import CONSOLIDATING, PoolSpec, reserve_gpus
 from gpupool.simulation.capacity.tensorfusion_side import TensorFusionDriver
 from gpupool.simulation.capacity.violations import Limits
 from gpupool.simulation.cluster.fates import CloudFates, FatesConfig
@@ -32,7 +32,7 @@ from gpupool.simulation.traces import sample_paths
 
 __all__ = ["POLICIES", "CapacityRun", "default_trace", "load_demand", "simulate"]
 
-POLICIES = ("gpupool", "tensorfusion")
+POLICIES = ("gpupool", "tensorfusion", CONSOLIDATING)
 
 
 @dataclass(frozen=True)
@@ -77,10 +77,11 @@ def load_demand(trace: Path | None, *, window_seconds: float) -> list[Demand]:
 
 
 def _driver(policy: str, run: CapacityRun, fates: CloudFates) -> Driver:
-    if policy == "gpupool":
-        if run.pool.mode == "karpenter":
-            return KarpenterDriver(run.pool, fates)
-        return GpupoolDriver(run.pool, fates)
+    if policy in ("gpupool", CONSOLIDATING):
+        spec = replace(run.pool, consolidation=policy == CONSOLIDATING)
+        if spec.mode == "karpenter":
+            return KarpenterDriver(spec, fates)
+        return GpupoolDriver(spec, fates)
     return TensorFusionDriver(run.pool, fates)
 
 
@@ -124,4 +125,5 @@ def _one(
         limits=run.limits,
         step_seconds=run.step_seconds,
         progress=step_progress,
+        reserve=reserve_gpus(run.pool),
     )

@@ -7,8 +7,10 @@ listed by its caller), and for each that runs with a claim tag registers its nod
 instance seen running takes `fates.fate(n, …).join_seconds`): named by its private DNS name,
 `spec.providerID aws:///<zone>/<instance id>` (that form for ECS instances too: gpupool reads
 nodes by their claim label, not by providerID), labelled for its claim and GPUNode / GPUs for
-the claim's pool. When an instance is gone (shutting-down, terminated, no longer reported) its node
-is deregistered, as the cloud controller manager does. `never_join(claim)` makes a claim's
+the claim's pool, and annotated with `node_annotations` (on the real control plane, KWOK's
+`kwok.x-k8s.io/node: fake`, so KWOK keeps the node Ready with a heartbeat Lease as a kubelet
+would). When an instance is gone (shutting-down, terminated, no longer reported) its node is
+deregistered, as the cloud controller manager does. `never_join(claim)` makes a claim's
 instance boot without its node ever registering (the registration-timeout story).
 
 Must not: decide anything about claims, pools or instances, read the wall clock, or write a claim.
@@ -16,7 +18,7 @@ Must not: decide anything about claims, pools or instances, read the wall clock,
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Literal
@@ -67,8 +69,10 @@ class InstanceNodes:
         instances: Callable[[], Sequence[SimInstance]],
         clock: Clock,
         fates: CloudFates,
+        node_annotations: Mapping[str, str] | None = None,
     ) -> None:
         self._kubelet = kubelet
+        self._node_annotations = dict(node_annotations or {})
         self._store = kubelet.store
         self._instances = instances
         self._clock = clock
@@ -118,6 +122,7 @@ class InstanceNodes:
             instance_id=instance.instance_id,
             claim=instance.claim_name,
             pool=pool,
+            annotations=self._node_annotations,
         )
 
     def _remove_departed(self, live: set[str]) -> list[NodeChange]:

@@ -6,8 +6,12 @@ Role: `SimulatedKarpenter` plays Karpenter's NodeClaim lifecycle as its controll
 `ClusterStore`, the simulated cloud's `CloudFates` and the region's priced offerings:
 - `provision(nodepool)`: the provisioner's NodeClaim for a NodePool — every compatible instance
   type price-ordered (≤ 600), the capacity types allowed, a zone only when the NodePool (or the
-  caller, for a pod's zone) names one, label `karpenter.sh/nodepool`, the template's labels,
-  taints, node class and `expireAfter` (the CRD's 720h when the NodePool sets none);
+  caller, for a pod's zone) names one, label `karpenter.sh/nodepool`, the template's labels and
+  annotations, the NodePool as controller owner (when it has a uid), taints, node class and
+  `expireAfter` (the CRD's 720h when the NodePool sets none); none ("limited") once the
+  NodePool's NodeClaims hold as much as one of its `limits` — limits gate only this, Karpenter's
+  own provisioning: a NodeClaim someone else creates is launched whatever they say, and gets none
+  of the NodePool's template metadata;
 - `launch()`: each new NodeClaim launches on the first offering its requirements allow
   (`karpenter_choice.compatible`: reserved, spot, on-demand, cheapest first) that is neither out
   of capacity in the cloud's fates nor in Karpenter's own unavailable-offerings cache (3 min,
@@ -21,8 +25,9 @@ Role: `SimulatedKarpenter` plays Karpenter's NodeClaim lifecycle as its controll
   (`aws:///<zone>/i-…`, from its name), `imageID`, `capacity`, `allocatable`, then
   `Launched=True`; the NodeClaim takes the fates' n-th launch fate (n counting launches);
 - `progress()`: once its fate's boot and join times have passed, a launched NodeClaim's node
-  registers through the `Kubelet` (the NodeClaim's labels — what was launched among them — and
-  taints, `karpenter.sh/registered`, its providerID, the node agent's GPUNode) and the NodeClaim
+  registers through the `Kubelet` (the NodeClaim's labels — what was launched among them — its
+  annotations, `karpenter.sh/do-not-disrupt` among them, and taints, `karpenter.sh/registered`,
+  its providerID, the node agent's GPUNode) and the NodeClaim
   gets `Registered`, `Initialized`, `Ready` and `status.nodeName`; a Spot interruption due in its
   fate reaches Karpenter's interruption controller (`interrupt`); a NodeClaim older than its
   `expireAfter` is deleted by the expiration controller whatever `karpenter.sh/do-not-disrupt`
@@ -33,11 +38,20 @@ Role: `SimulatedKarpenter` plays Karpenter's NodeClaim lifecycle as its controll
 - `finalize()`: Karpenter's finalizer — the nodes of NodeClaims being deleted leave, and the
   NodeClaims go; `remove_orphaned_nodes()`: a node whose NodeClaim is gone without one (the
   sandbox's NodeClaims carry no finalizer) leaves too;
-- `step()`: all of it at once, NodeClaim by NodeClaim in name order (the demo's cadence).
+- `consolidate(nodepools)`: emptiness consolidation (`pkg/controllers/disruption/`) — a
+  registered NodeClaim of one of these NodePools whose node runs no pod and whose Node has no
+  `karpenter.sh/do-not-disrupt: "true"` is deleted once it has been so for the NodePool's
+  `consolidateAfter` (the CRD's 0s by default; `Never` never);
+- `step(nodepools)`: all of it at once, NodeClaim by NodeClaim in name order (the demo's cadence).
 `gpupool simulate capacity --mode karpenter` calls the passes at its own moments (launch right
 after the launch function, progress before it), and names each node after its NodeClaim.
-Simpler than Karpenter: no scheduling simulation of pending pods (a caller asks `provision`),
-no consolidation or drift; launch errors are declared by the story, not drawn; the instance
+Simpler than Karpenter: no scheduling simulation of pending pods (a caller asks `provision`,
+and limits are checked against what is held, not against the node the pods would need);
+consolidation removes empty nodes only (no replacement or multi-node consolidation of
+underutilized ones, no disruption budgets, no `WhenEmpty` / `WhenEmptyOrUnderutilized`
+difference — emptiness is the only candidate), no drift; the time a node became empty is kept in
+this object (Karpenter derives it from the node's pods); launch errors are declared by the
+story, not drawn; the instance
 behind a NodeClaim exists only as its fate; the termination controller's drain is the node
 leaving with its pods.
 
@@ -59,10 +73,17 @@ from gpupool.core.decisions.karpenter_nodeclaim import (
     CONDITION_LAUNCHED,
     CONDITION_REGISTERED,
 )
-from gpupool.core.model.base import Condition, ObjectMeta
+from gpupool.core.model.base import Condition, ObjectMeta, OwnerReference
 from gpupool.core.model.capacity_type import capacity_type as read_capacity_type
 from gpupool.core.model.capacity_type import karpenter_capacity_type
-from gpupool.core.model.constants import KEY_CAPACITY_TYPE, KEY_INSTANCE_TYPE, KEY_REGION, KEY_ZONE
+from gpupool.core.model.constants import (
+    ANNOTATION_KARPENTER_DO_NOT_DISRUPT,
+    KEY_CAPACITY_TYPE,
+    KEY_INSTANCE_TYPE,
+    KEY_REGION,
+    KEY_ZONE,
+)
+from gpupool.core.model.foreign import Node, Pod
 from gpupool.core.model.karpenter import (
     KarpenterNodeClaim,
     KarpenterNodeClaimSpec,
@@ -108,6 +129,8 @@ Change = Literal[
     "expired",
     "finalized",
     "node-removed",
+    "limited",
+    "consolidated",
 ]
 
 
@@ -149,6 +172,13 @@ def _condition(nodeclaim: KarpenterNodeClaim, kind: str) -> str | None:
     return next((c.status for c in nodeclaim.status.conditions if c.type == kind), None)
 
 
+def _consolidate_after(nodepool: KarpenterNodePool) -> float | None:
+    """The NodePool's `disruption.consolidateAfter` in seconds (CRD default 0s); None: `Never`."""
+    disruption = nodepool.spec.disruption or {}
+    text = disruption.get("consolidateAfter", "0s")
+    return expire_seconds(text if isinstance(text, str) else "0s")
+
+
 def expire_seconds(expire_after: str | None) -> float | None:
     """Seconds after creation a NodeClaim expires (None: `Never`); the CRD's default when unset."""
     text = expire_after or DEFAULT_EXPIRE_AFTER
@@ -170,7 +200,11 @@ class SimulatedKarpenter:
         offerings: Sequence[OfferingRef] | None = None,
         node_name: Callable[[str], str] = ec2_node_name,
         node_class_ready: Callable[[NodeClassReference], bool] = lambda ref: True,
+        gpu_pool: str | None = None,
     ) -> None:
+        # gpu_pool: the node agent publishes one GPU object per device, labelled for that pool
+        # (what consolidation's allocator reads); None: the GPUNode only, as before.
+        self._gpu_pool = gpu_pool
         self._kubelet = kubelet
         self._store = kubelet.store
         self._fates = fates
@@ -187,6 +221,7 @@ class SimulatedKarpenter:
         self._provisioned = 0
         self._unavailable: dict[str, float] = {}  # offering key → until (seconds after start)
         self._launch_errors: dict[str, str] = {}  # "type/zone" → reason
+        self._empty_since: dict[str, float] = {}  # NodeClaim → when its node was first seen empty
 
     # ---- a story's knobs -----------------------------------------------------------------
     def insufficient_capacity(self, instance_type: str, zone: str) -> None:
@@ -223,8 +258,26 @@ class SimulatedKarpenter:
         self._store.write_status(nodeclaim.model_copy(update={"status": new_status}))
 
     # ---- the provisioner -----------------------------------------------------------------
+    def held(self, nodepool: str) -> dict[str, Quantity]:
+        """What the NodePool's NodeClaims hold (their launched capacity), as its status counts it."""
+        totals: dict[str, Quantity] = {}
+        for nodeclaim in self._store.list(KarpenterNodeClaim):
+            if nodeclaim.metadata.labels.get(LABEL_NODEPOOL) != nodepool:
+                continue
+            for resource, amount in nodeclaim.status.capacity.items():
+                totals[resource] = totals.get(resource, Quantity(0)) + amount
+        return totals
+
     def provision(self, nodepool: KarpenterNodePool, *, zone: str | None = None) -> KarpenterChange:
-        """The NodeClaim Karpenter's provisioner makes from `nodepool` (module docstring)."""
+        """The NodeClaim Karpenter's provisioner makes from `nodepool` (module docstring); none
+        once the NodePool holds as much as one of its `limits` (Karpenter's provisioner then
+        refuses the NodePool)."""
+        held = self.held(nodepool.name)
+        for resource, limit in sorted(nodepool.spec.limits.items()):
+            if not held.get(resource, Quantity(0)) < limit:
+                return KarpenterChange(
+                    "limited", "", f"NodePool {nodepool.name} is at its limit {resource}: {limit}"
+                )
         self._provisioned += 1
         digest = hashlib.sha256(f"{nodepool.name}/{self._provisioned}".encode()).hexdigest()
         name = f"{nodepool.name}-{digest[:5]}"  # as Karpenter's generateName: <nodepool>-<5 characters>
@@ -238,7 +291,16 @@ class SimulatedKarpenter:
             termination_grace_period=template.spec.termination_grace_period,
         )
         labels = {**template.metadata.labels, LABEL_NODEPOOL: nodepool.name}
-        meta = ObjectMeta(name=name, labels=labels, annotations=dict(template.metadata.annotations))
+        owner = [
+            OwnerReference.controlled_by(
+                api_version=nodepool.api_version, kind=nodepool.kind, name=nodepool.name, uid=uid
+            )
+            for uid in [nodepool.metadata.uid]
+            if uid
+        ]
+        meta = ObjectMeta(
+            name=name, labels=labels, annotations=dict(template.metadata.annotations), owner_references=owner
+        )
         self._store.create(KarpenterNodeClaim(metadata=meta, spec=spec))
         return KarpenterChange("provisioned", name, f"from NodePool {nodepool.name}")
 
@@ -376,9 +438,11 @@ class SimulatedKarpenter:
                 provider_id=provider_id,
                 instance_id=provider_id.rsplit("/", 1)[-1],
                 labels={**labels, KEY_REGION: labels.get(KEY_REGION, self._region), LABEL_REGISTERED: "true"},
-                annotations={ANNOTATION_SIM_NODECLAIM: name},
+                # Karpenter copies the NodeClaim's annotations (do-not-disrupt among them) to the Node
+                annotations={**nodeclaim.metadata.annotations, ANNOTATION_SIM_NODECLAIM: name},
                 taints=nodeclaim.spec.taints,
-                gpu_devices=False,
+                pool=self._gpu_pool,
+                gpu_devices=self._gpu_pool is not None,
             )
         )
         self._write(
@@ -389,6 +453,37 @@ class SimulatedKarpenter:
             node_name=node,
         )
         return node
+
+    # ---- disruption ----------------------------------------------------------------------
+    def consolidate(self, nodepools: Sequence[KarpenterNodePool]) -> list[KarpenterChange]:
+        """Karpenter's emptiness consolidation for these NodePools: a registered NodeClaim whose
+        node runs no pod and has no `karpenter.sh/do-not-disrupt: "true"` is deleted once it has
+        been so for the NodePool's `consolidateAfter` (the CRD's default 0s; `Never`: never)."""
+        by_pool = {p.name: p for p in nodepools}
+        busy = {p.spec.node_name for p in self._store.list(Pod) if p.spec.node_name}
+        elapsed = self._elapsed()
+        changes: list[KarpenterChange] = []
+        for nodeclaim in self._store.list(KarpenterNodeClaim):
+            nodepool = by_pool.get(nodeclaim.metadata.labels.get(LABEL_NODEPOOL, ""))
+            after = _consolidate_after(nodepool) if nodepool is not None else None
+            node_name = nodeclaim.status.node_name
+            node = self._store.get(Node, node_name) if node_name else None
+            if (
+                after is None
+                or node is None
+                or nodeclaim.metadata.deletion_timestamp is not None
+                or node_name in busy
+                or node.metadata.annotations.get(ANNOTATION_KARPENTER_DO_NOT_DISRUPT) == "true"
+            ):
+                self._empty_since.pop(nodeclaim.name, None)
+                continue
+            since = self._empty_since.setdefault(nodeclaim.name, elapsed)
+            if elapsed - since >= after:
+                self._empty_since.pop(nodeclaim.name, None)
+                self._store.delete(KarpenterNodeClaim, nodeclaim.name)
+                detail = f"empty for its NodePool's consolidateAfter ({after:g}s)"
+                changes.append(KarpenterChange("consolidated", nodeclaim.name, detail, node=node_name))
+        return changes
 
     # ---- deletion ------------------------------------------------------------------------
     def finalize(self) -> Iterator[KarpenterChange]:
@@ -417,10 +512,10 @@ class SimulatedKarpenter:
         return changes
 
     # ---- the demo's cadence --------------------------------------------------------------
-    def step(self) -> list[KarpenterChange]:
+    def step(self, nodepools: Sequence[KarpenterNodePool] = ()) -> list[KarpenterChange]:
         """Every pass, NodeClaim by NodeClaim in name order: a new one launched (or deleted for
-        capacity), a launched one registered, interrupted or expired when due; then deletions
-        and orphaned nodes."""
+        capacity), a launched one registered, interrupted or expired when due; then emptiness
+        consolidation for `nodepools`, deletions and orphaned nodes."""
         changes: list[KarpenterChange] = []
         for nodeclaim in self._store.list(KarpenterNodeClaim):
             name = nodeclaim.name
@@ -432,6 +527,7 @@ class SimulatedKarpenter:
                 launch = self._launches.get(name) or self._adopt(nodeclaim)
                 changes.extend(self._progress(name, launch))
         changes.extend(self._expire())
+        changes.extend(self.consolidate(nodepools))
         changes.extend(self.finalize())
         changes.extend(self.remove_orphaned_nodes())
         return changes

@@ -30,7 +30,15 @@ from typing import Any, TypeVar
 from gpupool.core.model.base import Condition, ObjectMeta
 from gpupool.core.model.cluster import TensorFusionCluster, TensorFusionClusterStatus
 from gpupool.core.model.constants import LABEL_COMPONENT, LABEL_ENABLED, LABEL_NODE_PROVISIONER
-from gpupool.core.model.foreign import Node, NodeSpec, NodeStatus, Pod, PodSpec, PodStatus
+from gpupool.core.model.foreign import (
+    Node,
+    NodeSpec,
+    NodeStatus,
+    Pod,
+    PodDisruptionBudget,
+    PodSpec,
+    PodStatus,
+)
 from gpupool.core.model.node import GPU, GPUNode, GPUNodeStatus
 from gpupool.core.model.nodeclaim import GPUNodeClaim, GPUNodeClaimStatus
 from gpupool.core.model.nodeclass import GPUNodeClass
@@ -157,6 +165,9 @@ class MemoryCluster(CallRecorder):
     def list_gpus(self) -> list[GPU]:
         return self._call("list_gpus", (), lambda: self.all("GPU"))
 
+    def list_pod_disruption_budgets(self) -> list[PodDisruptionBudget]:
+        return self._call("list_pod_disruption_budgets", (), lambda: self.all("PodDisruptionBudget"))
+
     def list_pods(self, *, node_name: str | None = None, phase: str | None = None) -> list[Pod]:
         def work() -> list[Pod]:
             for name, gone_at in list(self._terminating.items()):  # grace over: the pod is gone
@@ -276,13 +287,20 @@ class MemoryCluster(CallRecorder):
 
     # ---- nodes, pods, events, leases -----------------------------------------------------
     def patch_node(
-        self, name: str, *, labels: Mapping[str, str | None] | None = None, unschedulable: bool | None = None
+        self,
+        name: str,
+        *,
+        labels: Mapping[str, str | None] | None = None,
+        unschedulable: bool | None = None,
+        annotations: Mapping[str, str | None] | None = None,
     ) -> None:
         def work() -> None:
             node: Node = self._get("Node", name)
             meta = node.metadata
             if labels is not None:
                 meta = meta.model_copy(update={"labels": merge_labels(meta.labels, labels)})
+            if annotations:
+                meta = meta.model_copy(update={"annotations": merge_labels(meta.annotations, annotations)})
             spec = node.spec
             if unschedulable is not None:
                 spec = spec.model_copy(update={"unschedulable": unschedulable})

@@ -1,0 +1,281 @@
+"""The real kube-scheduler calling the relay's extender to place TensorFusion pods on KWOK GPU nodes
+(issue 31, story 3).
+
+On the session's real control plane: the chart's scheduling RBAC (its ServiceAccount, the relay's
+ClusterRole, kube-scheduler's bindings and Lease Role) is applied for a release in a namespace of the
+test's own; the relay and a second kube-scheduler — the chart's KubeSchedulerConfiguration, its
+extender pointed at the relay's extender port, leader election on `tensor-fusion-scheduler` in that
+namespace — both run as that ServiceAccount with a TokenRequest token, so the chart's RBAC is what
+lets them work. Two KWOK nodes carry GPUs published by the node agent's own code (`Publisher` over a
+fake NVML, writing GPU objects and GPUNode status through `KubeAgentCluster`). Covers: a TensorFusion
+pod is filtered, prioritized and bound by the relay (filter / prioritize / bind called by the real
+scheduler), carries the GPU assignment (`tensor-fusion.ai/gpu-ids`, `gpupool.io/allocation` naming
+its node and GPUs of that node), and KWOK runs it; a pod no GPU can hold stays Pending with the
+extender's reason in its PodScheduled condition; a GPUPool the relay cannot read is skipped with a
+Warning Event that `kubectl describe` shows.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gpupool.sandbox.cluster.controlplane import ControlPlane
+from tests.programs import require_built
+from tests.real.relay_process import RelayProcess, call, chart_relay_identity, wait_for
+from tests.real.relay_process import relay as relay_process
+from tests.real.scheduler_process import SchedulerProcess
+from tests.real.scheduler_process import scheduler as tensor_fusion_scheduler
+
+T = "tensor-fusion.ai/"
+GIB = 1024**3
+# On the test's nodes and in its pods' nodeSelector: the session's Karpenter cannot launch a node with
+# a label no NodePool offers, so a pod left Pending here never makes it launch one.
+STORY_LABEL = "gpupool.test/pool"
+
+
+@dataclass
+class Placement:
+    plane: ControlPlane
+    namespace: str
+    pool: str
+    nodes: dict[str, list[str]]  # node → its GPU objects' names
+    relay: RelayProcess
+    scheduler: SchedulerProcess
+
+    @property
+    def pods(self) -> str:
+        return f"/api/v1/namespaces/{self.namespace}/pods"
+
+
+def kwok_gpu_node(name: str, pool: str) -> dict[str, Any]:
+    capacity = {
+        "cpu": "32",
+        "memory": "256Gi",
+        "pods": "110",
+        "ephemeral-storage": "500Gi",
+        "nvidia.com/gpu": "2",
+    }
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "annotations": {"kwok.x-k8s.io/node": "fake"},
+            "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", STORY_LABEL: pool},
+        },
+        "status": {"capacity": capacity, "allocatable": capacity},
+    }
+
+
+def publish_gpus(plane: ControlPlane, node: str, pool: str, nvml_file: Path) -> list[str]:
+    """Two A100s on `node`, published by the node agent's Publisher as it does each round."""
+    from kubernetes import config
+
+    from gpupool_incluster.agent.discovery import gpu_object_name
+    from gpupool_incluster.agent.kube import KubeAgentCluster
+    from gpupool_incluster.agent.nvml_fake import FakeNvml
+    from gpupool_incluster.agent.publish import Publisher
+
+    uuids = [f"GPU-{uuid.uuid4()}" for _ in range(2)]
+    nvml_file.write_text(
+        json.dumps(
+            {
+                "driverVersion": "550.54.15",
+                "gpus": [
+                    {
+                        "uuid": u,
+                        "name": "NVIDIA A100-SXM4-40GB",
+                        "memoryBytes": 40 * GIB,
+                        "numaNode": 0,
+                        "health": None,
+                    }
+                    for u in uuids
+                ],
+                "processes": [],
+            }
+        )
+    )
+    api = config.new_client_from_config(config_file=str(plane.kubeconfig))
+    try:
+        Publisher(node, FakeNvml(nvml_file), KubeAgentCluster(api), pool=pool).publish([], datetime.now(UTC))
+    finally:
+        api.close()
+    return [gpu_object_name(u) for u in uuids]
+
+
+def tf_pod(name: str, pool: str, *, vram: str = "4Gi") -> dict[str, Any]:
+    """A TensorFusion worker as the pod webhook leaves it (test_pod_webhook_real.py shows the webhook)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "labels": {T + "enabled": "true"},
+            "annotations": {
+                T + "tflops-request": "10",
+                T + "tflops-limit": "10",
+                T + "vram-request": vram,
+                T + "vram-limit": vram,
+                T + "gpupool": pool,
+                T + "qos": "high",
+                T + "isolation": "soft",
+            },
+        },
+        "spec": {
+            "schedulerName": "tensor-fusion-scheduler",
+            "nodeSelector": {STORY_LABEL: pool},
+            "containers": [
+                {
+                    "name": "main",
+                    "image": "example.invalid/cuda:12",
+                    "resources": {"limits": {T + "index_0": "1"}},
+                }
+            ],
+        },
+    }
+
+
+@pytest.fixture(scope="module")
+def placement(control_plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Placement]:
+    require_built("kube-scheduler", "kwok")
+    plane = control_plane
+    root: Path = tmp_path_factory.mktemp("extender")
+    suffix = uuid.uuid4().hex[:6]
+    namespace, pool = f"sched-{suffix}", f"pool-{suffix}"
+    nodes = [f"kwok-gpu-{suffix}-{i}" for i in range(2)]
+    with contextlib.ExitStack() as cleanup:  # undone in reverse, whatever failed
+        plane.request("POST", "/api/v1/namespaces", {"metadata": {"name": namespace}})
+        cleanup.callback(call, plane, "DELETE", f"/api/v1/namespaces/{namespace}")
+        account = {
+            "apiVersion": "v1",
+            "kind": "ServiceAccount",
+            "metadata": {"name": "default", "namespace": namespace},
+        }
+        plane.apply(
+            account, path=f"/api/v1/namespaces/{namespace}/serviceaccounts/default"
+        )  # no wait for the controller
+        pool_object = {
+            "apiVersion": "tensor-fusion.ai/v1",
+            "kind": "GPUPool",
+            "metadata": {"name": pool},
+            "spec": {},
+        }
+        plane.request("POST", "/apis/tensor-fusion.ai/v1/gpupools", pool_object)
+        cleanup.callback(call, plane, "DELETE", f"/apis/tensor-fusion.ai/v1/gpupools/{pool}")
+        gpus: dict[str, list[str]] = {}
+        for node in nodes:
+            plane.request("POST", "/api/v1/nodes", kwok_gpu_node(node, pool))
+            cleanup.callback(call, plane, "DELETE", f"/api/v1/nodes/{node}")
+            cleanup.callback(call, plane, "DELETE", f"/apis/tensor-fusion.ai/v1/gpunodes/{node}")
+            gpus[node] = publish_gpus(plane, node, pool, root / f"{node}-nvml.json")
+            for name in gpus[node]:
+                cleanup.callback(call, plane, "DELETE", f"/apis/tensor-fusion.ai/v1/gpus/{name}")
+        for node in nodes:
+            wait_for(
+                f"KWOK to make {node} Ready",
+                lambda node=node: any(  # type: ignore[misc]
+                    c["type"] == "Ready" and c["status"] == "True"
+                    for c in plane.request("GET", f"/api/v1/nodes/{node}")["status"].get("conditions") or []
+                ),
+                timeout=60,
+            )
+        kubeconfig = cleanup.enter_context(chart_relay_identity(plane, root, namespace=namespace))
+        relay = cleanup.enter_context(
+            relay_process(root=root, kubeconfig=kubeconfig, args=["--lease-namespace", namespace])
+        )
+        scheduler = cleanup.enter_context(
+            tensor_fusion_scheduler(
+                root=root, kubeconfig=kubeconfig, namespace=namespace, extender_port=relay.extender_port
+            )
+        )
+        yield Placement(plane, namespace, pool, gpus, relay, scheduler)
+
+
+def test_the_real_scheduler_places_a_worker_through_the_extender_and_kwok_runs_it(
+    placement: Placement,
+) -> None:
+    plane = placement.plane
+    status, created = call(plane, "POST", placement.pods, tf_pod("worker", placement.pool))
+    assert status == 201, created
+    path = f"{placement.pods}/worker"
+    running = wait_for(
+        "the pod to be bound and run",
+        lambda: (pod := plane.request("GET", path))["status"].get("phase") == "Running" and pod,
+        timeout=90,
+    )
+    node = running["spec"]["nodeName"]
+    assert node in placement.nodes
+    notes = running["metadata"]["annotations"]
+    gpu_ids = notes[T + "gpu-ids"].split(",")
+    assert len(gpu_ids) == 1 and gpu_ids[0] in placement.nodes[node]  # a GPU of the node it was bound to
+    record = json.loads(notes["gpupool.io/allocation"])
+    assert record["node"] == node and record["uid"] == running["metadata"]["uid"]
+    calls = placement.relay.log.read_text()
+    for verb in ("filter", "prioritize", "bind"):  # the real scheduler called each extender verb
+        assert f'"POST /scheduler/{verb} HTTP/1.1" 200' in calls, verb
+    bound = f'"Successfully bound pod to node" pod="{placement.namespace}/worker" node="{node}"'
+    assert bound in placement.scheduler.log.read_text()
+    scheduled = next(c for c in running["status"]["conditions"] if c["type"] == "PodScheduled")
+    assert scheduled["status"] == "True"
+
+
+def test_a_pod_no_gpu_can_hold_stays_pending_with_the_extenders_reason(placement: Placement) -> None:
+    plane = placement.plane
+    status, created = call(plane, "POST", placement.pods, tf_pod("too-big", placement.pool, vram="200Gi"))
+    assert status == 201, created
+    path = f"{placement.pods}/too-big"
+    condition = wait_for(
+        "the scheduler to report the pod unschedulable",
+        lambda: next(
+            (
+                c
+                for c in plane.request("GET", path)["status"].get("conditions") or []
+                if c["type"] == "PodScheduled" and c["status"] == "False"
+            ),
+            None,
+        ),
+        timeout=60,
+    )
+    assert condition["reason"] == "Unschedulable"
+    assert "vram" in condition["message"].lower(), condition
+    pod = plane.request("GET", path)
+    assert not pod["spec"].get("nodeName")
+    assert T + "gpu-ids" not in pod["metadata"].get("annotations", {})
+
+
+def test_an_unreadable_pool_is_skipped_with_a_warning_kubectl_describe_shows(placement: Placement) -> None:
+    """The relay, with only the chart's RBAC, records the Warning Event on the object itself (its
+    uid included), so `kubectl describe` shows it: the describe filters Events by uid."""
+    plane = placement.plane
+    name = f"broken-{placement.pool}"
+    requirement = {
+        "key": "example.com/rack",
+        "operator": "In",
+        "values": ["r1"],
+    }  # the CRD takes it, the model not
+    broken = {
+        "apiVersion": "tensor-fusion.ai/v1",
+        "kind": "GPUPool",
+        "metadata": {"name": name},
+        "spec": {"nodeManagerConfig": {"nodeProvisioner": {"gpuRequirements": [requirement]}}},
+    }
+    status, answer = call(plane, "POST", "/apis/tensor-fusion.ai/v1/gpupools", broken)
+    assert status == 201, answer
+    try:
+        described = wait_for(
+            "kubectl describe to show the Warning",
+            lambda: "UnreadableSpec" in (done := plane.kubectl("describe", "gpupool", name)).stdout and done,
+            timeout=60,
+        )
+        assert "example.com/rack" in described.stdout
+    finally:
+        call(plane, "DELETE", f"/apis/tensor-fusion.ai/v1/gpupools/{name}")
