@@ -5,7 +5,8 @@ Role: SAM builds the layer with `BuildMethod: makefile` (see `Makefile`); the Ma
 `<target>/gpupool/` the closure of gpupool modules the handlers import — found by reading every
 `import` statement (module level and inside functions, so the lazy imports count — the shared
 handler's service entry points among them) starting from the modules the handlers import — plus the
-data files of the packages it keeps (the bundled catalogs). So the embedded API server
+data files of the packages it keeps (the bundled catalogs, the botocore cut; JSON written without
+indentation). So the embedded API server
 (`gpupool.sandbox`), the simulations (`gpupool.simulation`), the test doubles
 (`gpupool.testing`), the CLI (`gpupool.cli`), examples and anything only tests or benchmarks use
 never ship.
@@ -34,6 +35,7 @@ from __future__ import annotations
 import argparse
 import ast
 import compileall
+import json
 import py_compile
 import re
 import shutil
@@ -139,6 +141,13 @@ def _data_files(folder: Path) -> list[Path]:
     return [path for path in files if not (path.suffix == ".yaml" and path.with_suffix(".json").exists())]
 
 
+def _write_compact_json(source: Path, destination: Path) -> None:
+    """The same JSON without the indentation that keeps the source readable in a diff (the
+    readers parse it: a third of the botocore cut is whitespace)."""
+    loaded = json.loads(source.read_text(encoding="utf-8"))
+    destination.write_text(json.dumps(loaded, separators=(",", ":"), ensure_ascii=False), encoding="utf-8")
+
+
 def build(target: Path) -> list[Path]:
     """Copy the shipped modules and their packages' data files under `target/gpupool`."""
     written: list[Path] = []
@@ -150,7 +159,10 @@ def build(target: Path) -> list[Path]:
             if destination.exists():
                 continue
             destination.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(path, destination)
+            if path.suffix == ".json":
+                _write_compact_json(path, destination)
+            else:
+                shutil.copy2(path, destination)
             written.append(destination)
     typed = target / "gpupool" / "py.typed"
     shutil.copy2(PACKAGE / "py.typed", typed)

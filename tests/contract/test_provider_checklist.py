@@ -1,6 +1,6 @@
 """docs/CONTRIBUTING.md's checklist for a new cloud provider, walked for every cloud gpupool knows.
 
-Covers: every cloud of the one cloud list (`gpupool.core.catalog.model.CLOUDS`) has each piece the
+Covers: every cloud of the one cloud list (`gpupool.core.model.cloud.CLOUDS`) has each piece the
 checklist names — its adapter package behind `service.ports.CloudProvider` (compute, request, error
 table, wiring with credentials and secrets), its import contract, its catalog, its event intake, its
 handler and three function entry points, its deployment template, its extra, its relay
@@ -25,8 +25,8 @@ from typing import get_args
 import pytest
 
 from gpupool.adapters.cloud import ErrorKind
-from gpupool.core.catalog.model import CLOUDS
 from gpupool.core.intake.caller import AUTH_MODES
+from gpupool.core.model.cloud import CLOUDS
 from gpupool.core.model.cluster import ComputingVendorType
 from gpupool.service.ports import CloudProvider
 from gpupool_incluster.relay.signing import AUTH_MODES as FORWARD_AUTH_MODES
@@ -297,7 +297,7 @@ def provider_files(cloud: str) -> set[Path]:
     return {
         *(package / f"{name}.py" for name in ("__init__", "compute", "request", "errors", "wiring")),
         ROOT / "pyproject.toml",  # the import contract and the extra
-        PACKAGE / "core" / "catalog" / "model.py",  # the cloud list
+        PACKAGE / "core" / "model" / "cloud.py",  # the cloud list
         PACKAGE / "core" / "catalog" / f"{cloud}.yaml",
         PACKAGE / "core" / "catalog" / f"{cloud}.json",
         PACKAGE / "core" / "intake" / f"{cloud}.py",

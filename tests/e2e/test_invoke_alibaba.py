@@ -36,7 +36,7 @@ from kubernetes import client, config
 from gpupool.adapters.alibaba.api import EcsCredentials, SdkEcsApi, sdk_client
 from gpupool.adapters.alibaba.compute import EcsCompute
 from gpupool.adapters.kube.deliveries import LABEL_RECORD
-from gpupool.cli.commands.invoke import read_env_file
+from gpupool.cli.env_file import read_env_file
 from gpupool.cli.main import main
 from gpupool.core.intake.signature import SIGNATURE_HEADER, sign_body
 from gpupool.sandbox.files import SandboxFiles

@@ -31,7 +31,7 @@ import boto3
 import pytest
 from kubernetes import client, config
 
-from gpupool.cli.commands.invoke import read_env_file
+from gpupool.cli.env_file import read_env_file
 from gpupool.cli.main import main
 from gpupool.core.model.constants import TAG_NODE_NAME
 from gpupool.sandbox.files import SandboxFiles

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from gpupool.sandbox.kubeapi.cel import RuleError, cel_all, cel_int
+from gpupool.sandbox.kubeapi.cel_functions import RuleError, cel_all, cel_int
 
 
 @pytest.mark.parametrize(

@@ -22,6 +22,7 @@ from typing import Any
 
 from gpupool.core.catalog import load_catalog
 from gpupool.core.model import constants as c
+from gpupool.core.model.cloud import CLOUDS
 from gpupool_incluster.agent.nvml import DeviceInfo
 
 __all__ = [
@@ -57,7 +58,7 @@ def gpu_object_name(uuid: str) -> str:
 @cache
 def _catalog_models() -> dict[str, Decimal]:
     models: dict[str, Decimal] = {}
-    for cloud in ("aws", "alibaba"):
+    for cloud in CLOUDS:
         for spec in load_catalog(cloud).instance_types:
             models.setdefault(spec.gpu_model.upper(), spec.tflops_per_gpu)
     return models

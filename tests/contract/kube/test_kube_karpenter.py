@@ -20,7 +20,7 @@ from kubernetes import config as kube_config
 
 from gpupool.adapters.aws.wiring import build_aws_deps
 from gpupool.core.intake.causes import Reconcile, Sweep
-from gpupool.core.model.karpenter import KarpenterNodeClaim, KarpenterNodeClassRef
+from gpupool.core.model.karpenter import KarpenterNodeClaim, NodeClassReference
 from gpupool.sandbox.kubeapi import EmbeddedKubeAPI
 from gpupool.service.bind import handle_bind
 from gpupool.service.deps import Deps
@@ -153,7 +153,7 @@ def test_adapter_errors_listing_and_node_class_lookup(sandbox: tuple[Deps, Any])
         karpenter.get_nodeclaim("c1")
     with pytest.raises(NotFound):
         karpenter.delete_nodeclaim("c1")
-    ref = KarpenterNodeClassRef(group="karpenter.k8s.aws", kind="EC2NodeClass", name="default")
+    ref = NodeClassReference(group="karpenter.k8s.aws", kind="EC2NodeClass", name="default")
     assert karpenter.node_class_exists(ref)
     assert not karpenter.node_class_exists(ref.model_copy(update={"name": "absent"}))
     assert not karpenter.node_class_exists(ref.model_copy(update={"kind": "NoSuchClass"}))

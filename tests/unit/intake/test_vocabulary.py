@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from gpupool.core.intake.relay import intake_cloudevent
+from gpupool.core.intake.relay import CAUSES, intake_cloudevent, relay_cause
 from gpupool.core.intake.routing import route
 from gpupool.core.model.foreign import Pod
 from gpupool.core.vocabulary.events import (
@@ -51,9 +51,13 @@ def test_each_event_types_cause_is_one_its_function_handles(event_type: Any) -> 
 def test_each_event_type_reads_back_the_data_it_writes(event_type: Any) -> None:
     data = event_type.data.model_validate(_sample(event_type.type)["data"])
     assert event_type.data.model_validate(data.wire()) == data
-    assert event_type.cause(data.wire(), event_id="e-1") == event_type.cause(
-        _sample(event_type.type)["data"], event_id="e-1"
+    assert relay_cause(event_type, data.wire(), event_id="e-1") == relay_cause(
+        event_type, _sample(event_type.type)["data"], event_id="e-1"
     )
+
+
+def test_every_event_type_has_its_cause_and_no_other_is_listed() -> None:
+    assert set(CAUSES) == {t.name for t in RELAY_EVENT_TYPES}
 
 
 def test_names_and_types_are_unique_and_prefixed() -> None:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gpupool.core.model.requirements import (
@@ -138,6 +138,8 @@ def test_min_values_counts_distinct_values_among_the_allowed() -> None:
 # ---- generated cases against a plain reference --------------------------------------------------
 
 DIGITS = "0123456789"
+# Generation is cheap but the machines are shared: no deadline, no too-slow health check.
+GENERATED = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def reference_int(text: str) -> int | None:
@@ -184,16 +186,19 @@ EXPRESSIONS = st.builds(Expression, KEYS, OPERATORS, st.lists(TEXTS, max_size=3)
 LABELS = st.dictionaries(KEYS, TEXTS, max_size=3)
 
 
+@GENERATED
 @given(OPERATORS, st.lists(TEXTS, max_size=3), st.one_of(st.none(), TEXTS))
 def test_holds_agrees_with_the_reference(operator: str, values: list[str], value: str | None) -> None:
     assert holds(operator, values, value) == reference_holds(operator, values, value)
 
 
+@GENERATED
 @given(TEXTS)
 def test_integer_agrees_with_the_reference(text: str) -> None:
     assert integer(text) == reference_int(text)
 
 
+@GENERATED
 @given(st.lists(EXPRESSIONS, max_size=4), LABELS, st.one_of(st.none(), st.sets(KEYS)))
 def test_all_hold_agrees_with_the_reference(
     requirements: list[Expression], labels: dict[str, str], judged: set[str] | None
@@ -206,6 +211,7 @@ def test_all_hold_agrees_with_the_reference(
     assert all_hold(requirements, labels, judged=judged) == expected
 
 
+@GENERATED
 @given(st.lists(st.lists(EXPRESSIONS, max_size=3), max_size=3), LABELS)
 def test_terms_are_ored(terms: list[list[Expression]], labels: dict[str, str]) -> None:
     expected = any(
@@ -214,6 +220,7 @@ def test_terms_are_ored(terms: list[list[Expression]], labels: dict[str, str]) -
     assert terms_allow(terms, labels) == expected
 
 
+@GENERATED
 @given(st.lists(TEXTS, min_size=1, max_size=3), st.one_of(st.none(), TEXTS))
 def test_complements(values: list[str], value: str | None) -> None:
     assert holds("NotIn", values, value) is not holds("In", values, value)
@@ -228,6 +235,7 @@ def test_complements(values: list[str], value: str | None) -> None:
         assert holds("Lte", values, value) is not holds("Gt", values, value)
 
 
+@GENERATED
 @given(
     st.lists(
         st.builds(MinValues, KEYS, st.just("Exists"), st.just(()), st.one_of(st.none(), st.integers(1, 4))),

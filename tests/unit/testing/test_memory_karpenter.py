@@ -8,7 +8,7 @@ import pytest
 from gpupool.core.decisions.karpenter_nodeclaim import nodeclaim_instance
 from gpupool.core.model.base import ObjectMeta
 from gpupool.core.model.constants import LABEL_NODE_PROVISIONER
-from gpupool.core.model.karpenter import KarpenterNodeClaim, KarpenterNodeClassRef
+from gpupool.core.model.karpenter import KarpenterNodeClaim, NodeClassReference
 from gpupool.service.errors import AlreadyExists, NotFound, Throttled
 from gpupool.testing.memory_ports import MemoryClock, MemoryKarpenter
 
@@ -71,7 +71,7 @@ def test_the_controller_helpers_set_conditions_in_karpenters_order() -> None:
 
 def test_node_classes_and_injected_errors() -> None:
     karpenter = MemoryKarpenter(MemoryClock())
-    ref = KarpenterNodeClassRef(group="karpenter.k8s.aws", kind="EC2NodeClass", name="default")
+    ref = NodeClassReference(group="karpenter.k8s.aws", kind="EC2NodeClass", name="default")
     assert karpenter.node_class_exists(ref)
     assert not karpenter.node_class_exists(ref.model_copy(update={"name": "other"}))
     karpenter.fail_next("create_nodeclaim", Throttled("slow down"))

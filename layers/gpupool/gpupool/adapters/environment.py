@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 from gpupool.service.deps import Settings
 
 if TYPE_CHECKING:
-    from gpupool.core.catalog.model import Cloud
+    from gpupool.core.model.cloud import Cloud
     from gpupool.core.planning.plan import OfferingRef
 
 __all__ = [

@@ -181,7 +181,7 @@ def refuse_unready_sandbox(env: dict[str, str], env_file: Path, cloud: str) -> N
 
 
 def _env(env_file: Path, cloud: Cloud) -> dict[str, str]:
-    from gpupool.cli.commands.invoke import read_env_file
+    from gpupool.cli.env_file import read_env_file
 
     env = read_env_file(env_file)
     required = _CLOUDS[cloud].required

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from gpupool.cli.errors import UserError
 from gpupool.cli.files import read_text
 from gpupool.cli.simulate_common import load_pyplot, positive_float
+from gpupool.core.model.placement_mode import PLACEMENT_MODES
 
 if TYPE_CHECKING:
     from gpupool.simulation.openb import TraceNode, TraceTask
@@ -47,17 +48,7 @@ __all__ = [
 
 HELP = "replay an openb-format trace (nodes, pods) through every placement mode and compare"
 # `gpupool.simulation.placement.PLACEMENTS`, spelled out so that registering imports no simulation.
-PLACEMENTS = (
-    "RandomFit",
-    "BestFit",
-    "DotProduct",
-    "FGD",
-    "CompactFirst",
-    "LowLoadFirst",
-    "NodeCompactGPULowLoad",
-    "FragmentationAware",
-    "BalancedFit",
-)
+PLACEMENTS = ("RandomFit", "BestFit", "DotProduct", "FGD", *PLACEMENT_MODES)
 # `gpupool.simulation.placement.PROTOCOLS`: who places CPU-only tasks.
 PROTOCOLS = ("rule", "least-allocated")
 

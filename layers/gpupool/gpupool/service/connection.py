@@ -2,7 +2,7 @@
 
 Role: `refresh_connection_status(deps, executor, outcome)` (the launch function calls it on
 the schedule tick): per TensorFusionCluster, run the checks its vendor calls for — a cloud
-(`gpupool.core.catalog.model.CLOUDS`): the cloud provider's `check_connection`, named by the
+(`gpupool.core.model.cloud.CLOUDS`): the cloud provider's `check_connection`, named by the
 call it makes (`CloudProvider.connection_call`);
 `karpenter`, or any Karpenter-mode pool of the cluster: list NodeClaims and read every
 referenced node class — and apply `plan_connection_status` (its applier: `appliers_cluster`).
@@ -13,11 +13,11 @@ a cloud's API (the provider names its own call).
 
 from __future__ import annotations
 
-from gpupool.core.catalog.model import CLOUDS
 from gpupool.core.decisions.connection import ConnectionCheck, plan_connection_status
+from gpupool.core.model.cloud import CLOUDS
 from gpupool.core.model.cluster import TensorFusionCluster
 from gpupool.core.model.constants import LABEL_CLUSTER
-from gpupool.core.model.karpenter import KarpenterNodeClassRef
+from gpupool.core.model.karpenter import NodeClassReference
 from gpupool.core.model.pool import GPUPool
 from gpupool.service.deps import Deps
 from gpupool.service.errors import DomainError
@@ -28,19 +28,17 @@ from gpupool.service.results import record_results
 __all__ = ["cluster_checks", "refresh_connection_status"]
 
 
-def _karpenter_refs(pools: list[GPUPool]) -> list[KarpenterNodeClassRef]:
-    refs: dict[tuple[str, str, str], KarpenterNodeClassRef] = {}
+def _karpenter_refs(pools: list[GPUPool]) -> list[NodeClassReference]:
+    refs: dict[tuple[str, str, str], NodeClassReference] = {}
     for pool in pools:
         config = pool.spec.node_manager_config
         ref = config.node_provisioner.karpenter_node_class_ref if config.node_provisioner else None
         if config.provisioning_mode == "Karpenter" and ref is not None:
-            refs[(ref.group, ref.kind, ref.name)] = KarpenterNodeClassRef(
-                group=ref.group, kind=ref.kind, name=ref.name
-            )
+            refs[(ref.group, ref.kind, ref.name)] = ref.reference()
     return [refs[key] for key in sorted(refs)]
 
 
-def _karpenter_checks(deps: Deps, refs: list[KarpenterNodeClassRef]) -> list[ConnectionCheck]:
+def _karpenter_checks(deps: Deps, refs: list[NodeClassReference]) -> list[ConnectionCheck]:
     if deps.karpenter is None:
         return [
             ConnectionCheck(target="karpenter NodeClaims", error="no Kubernetes API for Karpenter is wired")

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from gpupool.core.model.karpenter import KarpenterNodeClaim, KarpenterNodeClassRef, KarpenterNodePool
+    from gpupool.core.model.karpenter import KarpenterNodeClaim, KarpenterNodePool, NodeClassReference
 
 __all__ = ["KarpenterApi"]
 
@@ -51,7 +51,7 @@ class KarpenterApi(Protocol):
         PermanentError (CRD missing, forbidden) with a message saying which, Throttled."""
         ...
 
-    def node_class_exists(self, ref: KarpenterNodeClassRef) -> bool:
+    def node_class_exists(self, ref: NodeClassReference) -> bool:
         """Whether the node class `ref` names (e.g. karpenter.k8s.aws EC2NodeClass) exists;
         False when its kind is not served at all. Raises: Throttled, PermanentError (forbidden)."""
         ...

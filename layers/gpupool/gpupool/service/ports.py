@@ -127,7 +127,7 @@ class CloudProvider(Compute, Protocol):
     @property
     def vendor(self) -> str:
         """The TensorFusionCluster `spec.computingVendor.type` this cloud serves (one of
-        `gpupool.core.catalog.model.CLOUDS`)."""
+        `gpupool.core.model.cloud.CLOUDS`)."""
         ...
 
     @property

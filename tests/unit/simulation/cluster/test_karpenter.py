@@ -29,9 +29,9 @@ from gpupool.core.model.foreign import Node, NodeTaint
 from gpupool.core.model.karpenter import (
     KarpenterNodeClaim,
     KarpenterNodeClaimSpec,
-    KarpenterNodeClassRef,
     KarpenterNodePool,
     KarpenterRequirement,
+    NodeClassReference,
 )
 from gpupool.core.model.node import GPUNode
 from gpupool.core.quantity import Quantity
@@ -72,9 +72,7 @@ def _nodeclaim(capacity_type: str = "on-demand") -> KarpenterNodeClaim:
     return KarpenterNodeClaim(
         metadata=ObjectMeta(name=NAME, labels={LABEL_NODE_PROVISIONER: NAME, "team": "ml"}),
         spec=KarpenterNodeClaimSpec(
-            node_class_ref=KarpenterNodeClassRef(
-                group="karpenter.k8s.aws", kind="EC2NodeClass", name="default"
-            ),
+            node_class_ref=NodeClassReference(group="karpenter.k8s.aws", kind="EC2NodeClass", name="default"),
             requirements=[KarpenterRequirement(key=k, operator="In", values=[v]) for k, v in pinned.items()],
             taints=[TAINT],
         ),

@@ -26,6 +26,7 @@ from gpupool.adapters.alibaba.errors import IDEMPOTENT_MISMATCH, EcsApiError, cl
 from gpupool.adapters.alibaba.request import run_instances_params
 from gpupool.adapters.alibaba.selector_terms import EcsSelectors, items, tag_params
 from gpupool.adapters.cloud import ErrorKind, RetryPolicy
+from gpupool.core.model.capacity_type import spellings
 from gpupool.core.model.constants import TAG_CLUSTER, TAG_MANAGED_BY, TAG_MANAGED_BY_VALUE, TAG_NODE_NAME
 from gpupool.core.model.instance import InstanceLifecycle, LaunchTemplate, ManagedInstance
 from gpupool.core.model.nodeclaim import GPUNodeClaim
@@ -67,7 +68,7 @@ def _to_managed(instance: Mapping[str, Any]) -> ManagedInstance:
         str(tag.get("TagKey") or tag.get("Key")): str(tag.get("TagValue") or tag.get("Value") or "")
         for tag in items(instance, "Tags", "Tag")
     }
-    spot = instance.get("SpotStrategy") in ("SpotAsPriceGo", "SpotWithPriceLimit")
+    spot = instance.get("SpotStrategy") in spellings("Spot").ecs
     return ManagedInstance(
         instance_id=str(instance["InstanceId"]),
         state=_STATES.get(str(instance.get("Status")), "pending"),

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpupool.adapters.cloud import instance_tags
+from gpupool.core.model.capacity_type import spellings
 from gpupool.core.model.constants import USER_DATA_NODE_NAME_PLACEHOLDER
 from gpupool.core.model.nodeclaim import GPUNodeClaim
 from gpupool.core.model.nodeclass import BlockDeviceMapping, GPUNodeClass
@@ -126,11 +127,14 @@ def _data_disk(
 
 def _market(offering: OfferingRef, params: Mapping[str, str], claim: str) -> dict[str, Any]:
     if offering.capacity_type != "Spot":
-        market: dict[str, Any] = {"InstanceChargeType": "PostPaid", "SpotStrategy": "NoSpot"}
+        market: dict[str, Any] = {
+            "InstanceChargeType": "PostPaid",
+            "SpotStrategy": spellings("OnDemand").ecs[0],
+        }
         if offering.capacity_type == "Reserved":
             market["PrivatePoolOptions"] = {"MatchCriteria": "Open"}
         return market
-    spot: dict[str, Any] = {"InstanceChargeType": "PostPaid", "SpotStrategy": "SpotAsPriceGo"}
+    spot: dict[str, Any] = {"InstanceChargeType": "PostPaid", "SpotStrategy": spellings("Spot").ecs[0]}
     if limit := params.get("spotPriceLimit"):
         try:
             price = float(limit)
@@ -140,7 +144,7 @@ def _market(offering: OfferingRef, params: Mapping[str, str], claim: str) -> dic
             raise PermanentError(
                 f"claim {claim}: extraParams spotPriceLimit={limit!r} must be a positive price"
             )
-        spot.update({"SpotStrategy": "SpotWithPriceLimit", "SpotPriceLimit": price})
+        spot.update({"SpotStrategy": spellings("Spot").ecs[1], "SpotPriceLimit": price})
     duration = _int_param(params, "spotDuration", low=0, high=6, claim=claim)
     if duration is not None:
         spot["SpotDuration"] = duration

@@ -22,6 +22,7 @@ from botocore.exceptions import BotoCoreError, ClientError, ParamValidationError
 from gpupool.adapters.aws.errors import classify, error_code, translate
 from gpupool.adapters.aws.request import ResolvedNetwork, run_instances_request
 from gpupool.adapters.cloud import ErrorKind, RetryPolicy
+from gpupool.core.model.capacity_type import spellings
 from gpupool.core.model.constants import (
     TAG_CLUSTER,
     TAG_MANAGED_BY,
@@ -62,7 +63,7 @@ def _node_class(template: LaunchTemplate) -> GPUNodeClass:
 
 
 def _capacity_type(instance: dict[str, Any]) -> str:
-    if instance.get("InstanceLifecycle") == "spot":
+    if instance.get("InstanceLifecycle") == spellings("Spot").ec2:
         return "Spot"
     if instance.get("CapacityReservationId"):
         return "Reserved"

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpupool.adapters.cloud import instance_tags
+from gpupool.core.model.capacity_type import spellings
 from gpupool.core.model.constants import (
     USER_DATA_NODE_NAME_PLACEHOLDER,
 )
@@ -103,7 +104,7 @@ def _market_options(offering: OfferingRef, claim: GPUNodeClaim) -> dict[str, Any
         limit = claim.spec.extra_params.get(SPOT_PRICE_LIMIT_PARAM)
         if limit:
             spot["MaxPrice"] = limit
-        return {"InstanceMarketOptions": {"MarketType": "spot", "SpotOptions": spot}}
+        return {"InstanceMarketOptions": {"MarketType": spellings("Spot").ec2, "SpotOptions": spot}}
     if offering.capacity_type == "Reserved":
         return {
             "CapacityReservationSpecification": {

@@ -18,7 +18,7 @@ from typing import Any
 from gpupool.adapters.kube.errors import translated
 from gpupool.adapters.kube.transport import KubeTransport, group_path
 from gpupool.core.model.constants import LABEL_NODE_PROVISIONER
-from gpupool.core.model.karpenter import KarpenterNodeClaim, KarpenterNodeClassRef, KarpenterNodePool
+from gpupool.core.model.karpenter import KarpenterNodeClaim, KarpenterNodePool, NodeClassReference
 from gpupool.service.errors import NotFound, PermanentError
 
 __all__ = ["KubeKarpenter"]
@@ -120,7 +120,7 @@ class KubeKarpenter:
                     return version, name
         return None
 
-    def node_class_exists(self, ref: KarpenterNodeClassRef) -> bool:
+    def node_class_exists(self, ref: NodeClassReference) -> bool:
         served = self._plural(ref.group, ref.kind)
         if served is None:
             return False

@@ -41,6 +41,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
+from gpupool.cli.env_file import read_env_file
 from gpupool.cli.errors import UserError
 from gpupool.cli.files import read_text
 from gpupool.core.catalog import CLOUDS
@@ -165,30 +166,6 @@ def read_event(path: Path) -> dict[str, Any]:
     if not isinstance(event, dict):
         raise UserError(f"{path}: not an event: a JSON object is expected, not {type(event).__name__}")
     return event
-
-
-def read_env_file(path: Path) -> dict[str, str]:
-    """`KEY=VALUE` lines (optionally `export KEY=VALUE`, values optionally quoted; # comments)."""
-    if not path.exists():
-        raise UserError(
-            f"{path}: the env file: no such file; run `gpupool sandbox up --background` first "
-            "(it writes .gpupool/sandbox/env; --dir D writes D/env)"
-        )
-    lines = read_text(path, what="the env file").splitlines()
-    values: dict[str, str] = {}
-    for number, raw in enumerate(lines, start=1):
-        line = raw.strip()
-        if not line or line.startswith("#"):
-            continue
-        line = line.removeprefix("export ").strip()
-        key, sep, value = line.partition("=")
-        if not sep or not key.strip().replace("_", "").isalnum():
-            raise UserError(f"{path}:{number}: expected KEY=VALUE, got {raw.strip()!r}")
-        value = value.strip()
-        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
-            value = value[1:-1]
-        values[key.strip()] = value
-    return values
 
 
 # ---- running -------------------------------------------------------------------------------

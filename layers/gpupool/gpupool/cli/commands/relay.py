@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from gpupool.cli.errors import UserError
 from gpupool.core.intake.routing import FUNCTIONS
 from gpupool.core.model.constants import SCHEDULER_NAME
+from gpupool.core.model.placement_mode import PLACEMENT_MODES
 
 if TYPE_CHECKING:
     from gpupool_incluster.relay.signing import Signer
@@ -21,7 +22,6 @@ HELP = "run the in-cluster relay: scheduler extender, pod webhook, simulate API,
 
 AUTH_MODES = ("sigv4", "fc", "hmac", "none")
 
-MODES = ("CompactFirst", "LowLoadFirst", "NodeCompactGPULowLoad", "FragmentationAware", "BalancedFit")
 FC_CREDENTIALS_DIR = "/etc/gpupool/alibaba"
 # Flags that say how deliveries are signed: each applies to one --forward-auth only.
 _AUTH_FLAGS: tuple[tuple[str, str, str], ...] = (
@@ -45,7 +45,7 @@ def register(parser: argparse.ArgumentParser) -> None:
     serve.add_argument("--default-pool", default="", help="pool for pods without tensor-fusion.ai/gpupool")
     serve.add_argument(
         "--placement-mode",
-        choices=MODES,
+        choices=PLACEMENT_MODES,
         default="NodeCompactGPULowLoad",
         help="how the extender places TensorFusion workers on GPUs (default NodeCompactGPULowLoad; "
         "docs/scheduling.md)",

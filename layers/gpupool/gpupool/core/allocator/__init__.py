@@ -11,10 +11,10 @@ from gpupool.core.allocator.request import (
     NodeConstraints,
     NodeSelectorTerm,
     Oversubscription,
-    PlacementMode,
     PlacementPolicy,
     QuotaLimits,
 )
+from gpupool.core.model.placement_mode import PlacementMode  # defined once, there
 
 __all__ = [
     "Allocation",

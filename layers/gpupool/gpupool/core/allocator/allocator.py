@@ -1,8 +1,9 @@
 """The allocator: filter, score, reserve and release fractional GPUs for pods.
 
 Role: the one entry point the extender, the simulate API, the benchmark and the functions use.
-It owns an `AllocatorState` plus namespace quota usage, runs `filters` and `scoring`, and turns a
-choice into an `Allocation`. Every refusal carries a reason a human can act on.
+It owns an `AllocatorState` plus namespace quota usage, runs `filters`, asks the pool's placement
+policy (`placers.PLACERS`, by mode) to score and choose, and turns a choice into an
+`Allocation`. Every refusal carries a reason a human can act on.
 
 Must not: lock (the relay serialises calls), do I/O, read the clock, or log.
 """
@@ -19,13 +20,15 @@ from gpupool.core.allocator.balanced_fit import BalancedFitScorer
 from gpupool.core.allocator.filters import FilterOutcome, run_filters
 from gpupool.core.allocator.fragmentation import FragmentationScorer
 from gpupool.core.allocator.mix import RequestShape
+from gpupool.core.allocator.placers import PLACERS, Placer
 from gpupool.core.allocator.quota import QuotaUsage, pod_amounts, quota_failure, single_failure
 from gpupool.core.allocator.reasons import node_reasons, stage_reasons
 from gpupool.core.allocator.records import Allocation
-from gpupool.core.allocator.request import GpuRequest, PlacementMode, PlacementPolicy, QuotaLimits
+from gpupool.core.allocator.request import GpuRequest, PlacementPolicy, QuotaLimits
 from gpupool.core.allocator.rows import row_any
-from gpupool.core.allocator.scoring import node_scores, select_gpus, select_node, to_extender_priority
+from gpupool.core.allocator.scoring import to_extender_priority
 from gpupool.core.allocator.state import AllocatorState
+from gpupool.core.model.placement_mode import PlacementMode
 
 __all__ = ["AllocationError", "Allocator", "Chooser", "FilterResult", "Simulation", "StageReport"]
 
@@ -68,6 +71,9 @@ class Simulation:
 
 class Allocator:
     """Placement over one cluster's GPUs (all pools); callers serialise access."""
+
+    fragmentation: FragmentationScorer
+    balanced: BalancedFitScorer
 
     def __init__(
         self, policy: PlacementPolicy | None = None, *, pool_modes: Mapping[str, PlacementMode] | None = None
@@ -172,13 +178,12 @@ class Allocator:
             for node in node_list
         }
 
+    def placer(self, pool: str) -> Placer:
+        """The placement policy of `pool`'s mode (`placers.PLACERS`)."""
+        return PLACERS[self.mode_for(pool)](self)
+
     def _node_scores(self, request: GpuRequest, alive: npt.NDArray[np.bool_]) -> npt.NDArray[np.float64]:
-        mode = self.mode_for(request.pool)
-        if mode is PlacementMode.FRAGMENTATION_AWARE:
-            return self.fragmentation.node_scores(self.state, alive, RequestShape.of(request))
-        if mode is PlacementMode.BALANCED_FIT:
-            return self.balanced.node_scores(self.state, alive, RequestShape.of(request))
-        return node_scores(self.state, alive, mode)
+        return self.placer(request.pool).node_scores(self.state, alive, RequestShape.of(request))
 
     def _choose(
         self,
@@ -190,15 +195,7 @@ class Allocator:
         """The row and GPU slots the pod's mode (or `chooser`) picks among the surviving slots."""
         if chooser is not None:
             return chooser(self.state, alive, request)
-        mode = self.mode_for(request.pool)
-        if mode is PlacementMode.FRAGMENTATION_AWARE:
-            return self.fragmentation.choose(self.state, alive, shape or RequestShape.of(request))
-        if mode is PlacementMode.BALANCED_FIT:
-            return self.balanced.choose(self.state, alive, shape or RequestShape.of(request))
-        row = select_node(self.state, alive, mode)
-        if row is None:
-            return None
-        return row, select_gpus(self.state, alive, row, request.gpu_count, mode)
+        return self.placer(request.pool).choose(self.state, alive, shape or RequestShape.of(request))
 
     def reserve(
         self,

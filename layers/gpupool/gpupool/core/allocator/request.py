@@ -3,29 +3,16 @@
 Role: plain, immutable value types in the allocator's internal units — TFLOPS in milli-TFLOPS
 (int), VRAM in bytes (int) — so the hot path never touches `Quantity` or pydantic.
 
+`PlacementMode` is defined once, in `core.model.placement_mode`.
+
 Must not: parse pods (see `pod_request`), hold state, or do I/O.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import StrEnum
 
-
-class PlacementMode(StrEnum):
-    """Placement modes (SchedulingConfigTemplate `placement.mode`): TensorFusion's three, plus ours.
-
-    FragmentationAware places each pod where it grows the expected fragmentation of the cluster,
-    measured against the recent mix of requests, the least; BalancedFit is Best-fit that keeps
-    nodes' CPU and memory in step with their free GPUs and leaves GPU leftovers the recent
-    requests can still use (see docs/placement.md).
-    """
-
-    COMPACT_FIRST = "CompactFirst"
-    LOW_LOAD_FIRST = "LowLoadFirst"
-    NODE_COMPACT_GPU_LOW_LOAD = "NodeCompactGPULowLoad"
-    FRAGMENTATION_AWARE = "FragmentationAware"
-    BALANCED_FIT = "BalancedFit"
+from gpupool.core.model.placement_mode import PlacementMode
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,9 +14,9 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from gpupool.core.allocator.request import PlacementMode
 from gpupool.core.allocator.rows import row_count, row_sum
 from gpupool.core.allocator.state import AllocatorState
+from gpupool.core.model.placement_mode import PlacementMode
 
 __all__ = ["node_scores", "select_gpus", "select_node", "to_extender_priority"]
 

@@ -6,15 +6,14 @@ Must not: choose offerings (see `gpupool.core.planning.cheapest`) or read anythi
 from gpupool.core.catalog.loader import CatalogError, load_catalog, parse_catalog
 from gpupool.core.catalog.model import (
     CAPACITY_TYPES,
-    CLOUDS,
     CapacityType,
     Catalog,
-    Cloud,
     InstanceType,
     Offering,
     PriceTable,
     RegionPrices,
 )
+from gpupool.core.model.cloud import CLOUDS, Cloud  # listed once, there
 
 __all__ = [
     "CAPACITY_TYPES",

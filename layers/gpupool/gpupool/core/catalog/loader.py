@@ -21,7 +21,8 @@ from importlib import resources
 import yaml
 from pydantic import ValidationError
 
-from gpupool.core.catalog.model import CLOUDS, Catalog, Cloud
+from gpupool.core.catalog.model import Catalog
+from gpupool.core.model.cloud import CLOUDS, Cloud
 
 __all__ = ["CLOUDS", "CatalogError", "Cloud", "compiled_name", "load_catalog", "parse_catalog"]
 

@@ -13,11 +13,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
-from typing import Literal, get_args
+from typing import Literal
 
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from gpupool.core.deferred_model import DeferredModel
+from gpupool.core.model.capacity_type import KARPENTER_CAPACITY_TYPES, KarpenterCapacityType
+from gpupool.core.model.cloud import Cloud
 
 __all__ = [
     "CAPACITY_TYPES",
@@ -29,12 +31,10 @@ __all__ = [
     "RegionPrices",
 ]
 
-# The clouds gpupool launches in (each with its bundled catalog and its cloud functions).
-Cloud = Literal["aws", "alibaba"]
-CLOUDS: tuple[Cloud, ...] = get_args(Cloud)
-CapacityType = Literal["on-demand", "spot", "reserved"]
-# Karpenter's spelling of capacity types; the catalog prices on-demand and spot only.
-CAPACITY_TYPES: tuple[CapacityType, ...] = ("on-demand", "spot", "reserved")
+# The catalog speaks Karpenter's spelling of capacity types (core.model.capacity_type); it prices
+# on-demand and spot only.
+CapacityType = KarpenterCapacityType
+CAPACITY_TYPES: tuple[CapacityType, ...] = KARPENTER_CAPACITY_TYPES
 MICRO_USD = 10**6
 
 

@@ -22,6 +22,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 
+from gpupool.core.model.capacity_type import capacity_type
 from gpupool.core.model.constants import ANNOTATION_HOURLY_PRICING, KEY_CAPACITY_TYPE
 from gpupool.core.model.karpenter import KarpenterNodeClaim, KarpenterRequirement
 from gpupool.core.model.pool import Budget
@@ -38,14 +39,13 @@ __all__ = [
 ]
 
 ANNOTATION_EXPANSION_POOL = "gpupool.io/expansion-pool"  # the GPUPool an expansion NodeClaim bills to
-_OFFERING_CAPACITY_TYPES = {"on-demand": "OnDemand", "spot": "Spot", "reserved": "Reserved"}
 
 
 def _allowed_capacity_types(requirements: Iterable[KarpenterRequirement]) -> frozenset[str] | None:
     """The offering capacity types (OnDemand / Spot / Reserved) an `In` requirement allows; None: any."""
     for requirement in requirements:
         if requirement.key == KEY_CAPACITY_TYPE and requirement.operator == "In":
-            return frozenset(_OFFERING_CAPACITY_TYPES.get(v.strip().lower(), v) for v in requirement.values)
+            return frozenset(capacity_type(v) or v for v in requirement.values)
     return None
 
 

@@ -28,6 +28,7 @@ from decimal import Decimal
 from typing import Final
 
 from gpupool.core.decisions.karpenter_nodeclaim import placement_of
+from gpupool.core.model.capacity_type import capacity_type
 from gpupool.core.model.constants import KEY_CAPACITY_TYPE, KEY_INSTANCE_TYPE, KEY_REGION, KEY_ZONE
 from gpupool.core.model.foreign import Node, Pod
 from gpupool.core.model.karpenter import KarpenterNodeClaim, KarpenterNodePool, KarpenterRequirement
@@ -40,7 +41,6 @@ Candidate = tuple[str, str]  # (instance type, zone)
 # The labels a candidate fixes: requirements on them are judged even when a label set lacks them;
 # other keys a label set lacks are left to Karpenter (and the scheduler, for the pod's).
 _PLACED: Final = frozenset({KEY_INSTANCE_TYPE, KEY_ZONE})
-_KARPENTER_CAPACITY: Final = {"on-demand": "OnDemand", "spot": "Spot", "reserved": "Reserved"}
 
 
 def launched_placement(template: KarpenterNodeClaim, node: Node) -> dict[str, str]:
@@ -57,7 +57,7 @@ def launched_placement(template: KarpenterNodeClaim, node: Node) -> dict[str, st
 def capacity_type_of(placement: dict[str, str]) -> str | None:
     """The launched capacity type as gpupool's offerings spell it (None when unknown)."""
     value = placement.get(KEY_CAPACITY_TYPE)
-    return _KARPENTER_CAPACITY.get(value.lower()) if value else None
+    return capacity_type(value) if value else None
 
 
 def _in_values(requirements: Sequence[KarpenterRequirement], key: str) -> list[str]:

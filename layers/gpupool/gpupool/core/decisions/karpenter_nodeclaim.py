@@ -32,6 +32,8 @@ import re
 from decimal import Decimal, InvalidOperation
 
 from gpupool.core.model.base import ObjectMeta, OwnerReference
+from gpupool.core.model.capacity_type import CAPACITY_TYPES
+from gpupool.core.model.capacity_type import karpenter_capacity_type as karpenter_spelling
 from gpupool.core.model.constants import (
     ANNOTATION_KARPENTER_DO_NOT_DISRUPT,
     EXTRA_PARAM_KARPENTER_GPU_RESOURCE,
@@ -48,7 +50,6 @@ from gpupool.core.model.instance import InstanceLifecycle, ManagedInstance
 from gpupool.core.model.karpenter import (
     KarpenterNodeClaim,
     KarpenterNodeClaimSpec,
-    KarpenterNodeClassRef,
     KarpenterRequirement,
     NodeClaimTemplate,
     NodeClaimTemplateMetadata,
@@ -88,7 +89,6 @@ NODECLAIM_ID_PREFIX = "nodeclaim/"
 ANNOTATION_KARPENTER_EXPIRE_AFTER = "gpupool.io/karpenter-expire-after"
 ANNOTATION_KARPENTER_TERMINATION_GRACE_PERIOD = "gpupool.io/karpenter-termination-grace-period"
 EXPIRE_NEVER = "Never"
-_CAPACITY_TYPES = {"OnDemand": "on-demand", "Spot": "spot", "Reserved": "reserved"}
 _PLACEMENT_KEYS = (KEY_INSTANCE_TYPE, KEY_ZONE, KEY_REGION, KEY_CAPACITY_TYPE)
 # Karpenter's AWS provider labels these in lower kebab case (`lowerKabobCase`: "A10G" → "a10g").
 _LOWER_KEBAB_KEYS = frozenset(
@@ -144,12 +144,9 @@ def karpenter_duration(text: str | None) -> str | None:
 
 def karpenter_capacity_type(capacity_type: str) -> str:
     """TensorFusion's OnDemand / Spot / Reserved as Karpenter's on-demand / spot / reserved."""
-    try:
-        return _CAPACITY_TYPES[capacity_type]
-    except KeyError:
-        raise KarpenterModeError(
-            f"capacity type {capacity_type!r} is not OnDemand, Spot or Reserved"
-        ) from None
+    if capacity_type not in CAPACITY_TYPES:
+        raise KarpenterModeError(f"capacity type {capacity_type!r} is not OnDemand, Spot or Reserved")
+    return karpenter_spelling(capacity_type)
 
 
 def nodeclaim_instance_id(name: str) -> str:
@@ -196,7 +193,7 @@ def nodeclaim_template(pool: GPUPool) -> NodeClaimTemplate:
             annotations={**provisioner.gpu_node_annotations, ANNOTATION_KARPENTER_DO_NOT_DISRUPT: "true"},
         ),
         spec=KarpenterNodeClaimSpec(
-            node_class_ref=KarpenterNodeClassRef(group=ref.group, kind=ref.kind, name=ref.name),
+            node_class_ref=ref.reference(),
             requirements=requirements,
             # an empty value is no value: Karpenter's CRD refuses `value: ""` (TensorFusion omits it)
             taints=[

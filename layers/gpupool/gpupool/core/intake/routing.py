@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import types
 from collections.abc import Mapping
-from typing import Literal, get_args
 
 from gpupool.core.intake.causes import (
     Cause,
@@ -26,6 +25,7 @@ from gpupool.core.intake.causes import (
     Reconcile,
     Sweep,
 )
+from gpupool.core.vocabulary.functions import FUNCTIONS, FunctionName
 
 __all__ = [
     "FUNCTIONS",
@@ -36,9 +36,6 @@ __all__ = [
     "route",
     "schedule_cause",
 ]
-
-FunctionName = Literal["launch", "bind", "compact"]
-FUNCTIONS: tuple[FunctionName, ...] = get_args(FunctionName)
 
 # The causes each function acts on; anything else reaching it is ignored with a reason. An
 # interruption warning goes to launch: it marks the claim and launches the replacement at once.

@@ -21,12 +21,12 @@ __all__ = [
     "KarpenterNodeClaim",
     "KarpenterNodeClaimSpec",
     "KarpenterNodeClaimStatus",
-    "KarpenterNodeClassRef",
     "KarpenterNodePool",
     "KarpenterNodePoolSpec",
     "KarpenterRequirement",
     "NodeClaimTemplate",
     "NodeClaimTemplateMetadata",
+    "NodeClassReference",
 ]
 
 
@@ -37,14 +37,16 @@ class KarpenterRequirement(ForeignModel):
     min_values: int | None = None
 
 
-class KarpenterNodeClassRef(ForeignModel):
+class NodeClassReference(ForeignModel):
+    """A NodeClaim's `spec.nodeClassRef` (Karpenter v1's NodeClassReference: no version)."""
+
     group: str
     kind: str
     name: str
 
 
 class KarpenterNodeClaimSpec(ForeignModel):
-    node_class_ref: KarpenterNodeClassRef | None = None
+    node_class_ref: NodeClassReference | None = None
     requirements: list[KarpenterRequirement] = Field(default_factory=list)
     resources: ResourceRequirements = Field(default_factory=ResourceRequirements)
     taints: list[NodeTaint] = Field(default_factory=list)

@@ -20,6 +20,7 @@ from gpupool.core.model.base import (
     StatusModel,
     TensorFusionObject,
 )
+from gpupool.core.model.capacity_type import CapacityType, capacity_type
 
 __all__ = [
     "CapacityType",
@@ -29,20 +30,12 @@ __all__ = [
     "GPUNodeClaimStatus",
 ]
 
-CapacityType = Literal["OnDemand", "Spot", "Reserved"]
-_CAPACITY_TYPE_SPELLINGS: dict[str, str] = {
-    "ondemand": "OnDemand",
-    "on-demand": "OnDemand",
-    "spot": "Spot",
-    "reserved": "Reserved",
-}
-
 
 def _capacity_type_spelling(value: object) -> object:
     # TensorFusion's schema takes any string here; Karpenter's spelling (spot, on-demand) and
     # any case mean the same capacity type, so gpupool reads them as TensorFusion's names.
     if isinstance(value, str):
-        return _CAPACITY_TYPE_SPELLINGS.get(value.strip().lower(), value)
+        return capacity_type(value) or value
     return value
 
 

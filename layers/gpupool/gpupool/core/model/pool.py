@@ -18,7 +18,7 @@ Must not: compute gaps or choose offerings (see the capacity planning modules).
 from __future__ import annotations
 
 from datetime import datetime
-from typing import ClassVar, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -34,6 +34,9 @@ from gpupool.core.model.base import (
     crd_default,
 )
 from gpupool.core.model.common import LabelSelector, NodeSelector, ProvisionerRequirement, Taint
+
+if TYPE_CHECKING:
+    from gpupool.core.model.karpenter import NodeClassReference
 
 __all__ = [
     "CLAIM_SUFFIX_LENGTH",
@@ -97,10 +100,18 @@ class CapacityConfig(SpecModel):
 class KarpenterNodeClassRef(SpecModel):
     """The Karpenter NodeClass a Karpenter-mode pool launches with: all four fields required."""
 
+    # TensorFusion's type; Karpenter's own, on a NodeClaim, is `karpenter.NodeClassReference`.
+
     group: str
     kind: str
     version: str
     name: str
+
+    def reference(self) -> NodeClassReference:
+        """The `nodeClassRef` a Karpenter v1 NodeClaim carries for this class (it has no version)."""
+        from gpupool.core.model.karpenter import NodeClassReference
+
+        return NodeClassReference(group=self.group, kind=self.kind, name=self.name)
 
 
 class Budget(SpecModel):

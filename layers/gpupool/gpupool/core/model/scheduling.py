@@ -13,14 +13,16 @@ Must not: score nodes or GPUs (the scheduling decision modules do).
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+from typing import Annotated, ClassVar, Literal
 
-from pydantic import Field
+from pydantic import Field, WithJsonSchema
 
 from gpupool.core.model.base import Kept, Loose, PreservedModel, SpecModel, TensorFusionObject
 from gpupool.core.model.common import LabelSelector
+from gpupool.core.model.placement_mode import PLACEMENT_MODES, PlacementMode
 
 __all__ = [
+    "PLACEMENT_MODES",
     "GPUFilter",
     "HypervisorScheduling",
     "PlacementConfig",
@@ -31,12 +33,6 @@ __all__ = [
     "VerticalScalingRule",
 ]
 
-# FragmentationAware and BalancedFit are gpupool's own modes (docs/placement.md); the other three
-# are TensorFusion's.
-PlacementMode = Literal[
-    "CompactFirst", "LowLoadFirst", "NodeCompactGPULowLoad", "FragmentationAware", "BalancedFit"
-]
-
 
 class GPUFilter(SpecModel, defer_build=True):
     type: str | None = None
@@ -44,7 +40,10 @@ class GPUFilter(SpecModel, defer_build=True):
 
 
 class PlacementConfig(SpecModel, defer_build=True):
-    mode: PlacementMode = "NodeCompactGPULowLoad"
+    # The CRD's schema: a string of the modes' names (the model reads them as PlacementMode).
+    mode: Annotated[PlacementMode, WithJsonSchema({"type": "string", "enum": list(PLACEMENT_MODES)})] = (
+        PlacementMode.NODE_COMPACT_GPU_LOW_LOAD
+    )
     allow_using_local_gpu: bool | None = Field(default=None, alias="allowUsingLocalGPU")
     gpu_filters: list[GPUFilter] = Field(default_factory=list, alias="gpuFilters")
 

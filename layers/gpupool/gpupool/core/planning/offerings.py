@@ -16,9 +16,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from decimal import Decimal
 from fractions import Fraction
-from typing import Literal
 
 from gpupool.core.catalog import load_catalog
+from gpupool.core.model.capacity_type import CapacityType, capacity_type
+from gpupool.core.model.cloud import Cloud
 from gpupool.core.model.common import Requirement
 from gpupool.core.model.constants import (
     ANNOTATION_HOURLY_PRICING,
@@ -35,15 +36,15 @@ from gpupool.core.quantity import Quantity
 
 __all__ = ["catalog_offerings", "claim_offering", "offering_matches", "solver_candidates"]
 
-# The catalog speaks Karpenter's capacity types; claims and offerings TensorFusion's.
-_CAPACITY_TYPES: dict[str, Literal["OnDemand", "Spot", "Reserved"]] = {
-    "on-demand": "OnDemand",
-    "spot": "Spot",
-    "reserved": "Reserved",
-}
+
+def _ours(spelling: str) -> CapacityType:
+    """The catalog speaks Karpenter's capacity types; claims and offerings TensorFusion's."""
+    found = capacity_type(spelling)
+    assert found is not None, f"the catalog's capacity type {spelling!r}"
+    return found
 
 
-def catalog_offerings(cloud: Literal["aws", "alibaba"], region: str) -> tuple[OfferingRef, ...]:
+def catalog_offerings(cloud: Cloud, region: str) -> tuple[OfferingRef, ...]:
     """Every priced offering of `region` in the bundled `cloud` catalog, as the planner reads them."""
     # An instance type's TFLOPS and VRAM as quantities, worked out once for its ~10 offerings.
     amounts: dict[str, tuple[Quantity, Quantity]] = {}
@@ -60,7 +61,7 @@ def catalog_offerings(cloud: Literal["aws", "alibaba"], region: str) -> tuple[Of
                 instance_type=kind.name,
                 region=offering.region,
                 zone=offering.zone,
-                capacity_type=_CAPACITY_TYPES[offering.capacity_type],
+                capacity_type=_ours(offering.capacity_type),
                 tflops=tflops,
                 vram=vram,
                 gpu_count=kind.gpu_count,

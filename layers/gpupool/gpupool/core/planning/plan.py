@@ -22,6 +22,7 @@ from pydantic import ConfigDict, Field
 
 from gpupool.core.deferred_model import DeferredModel
 from gpupool.core.model.base import Condition, Qty
+from gpupool.core.model.capacity_type import CapacityType
 from gpupool.core.model.karpenter import KarpenterNodeClaim
 from gpupool.core.model.nodeclaim import ClaimPhase, GPUNodeClaim
 from gpupool.core.model.pool import GPUPool, GPUPoolStatus
@@ -52,7 +53,7 @@ __all__ = [
     "TerminateInstance",
 ]
 
-CapacityTypeName = Literal["OnDemand", "Spot", "Reserved"]
+CapacityTypeName = CapacityType  # TensorFusion's names (core.model.capacity_type)
 
 
 class _Frozen(DeferredModel):

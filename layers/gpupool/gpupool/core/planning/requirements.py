@@ -31,6 +31,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from gpupool.core.catalog.model import CapacityType, Offering
+from gpupool.core.model.capacity_type import capacity_type, karpenter_capacity_type
 from gpupool.core.model.requirements import KUBERNETES_OPERATORS, RequirementLike, all_hold, integer
 
 __all__ = [
@@ -47,12 +48,6 @@ __all__ = [
 
 KEY_CAPACITY_TYPE = "karpenter.sh/capacity-type"
 _AWS = "karpenter.k8s.aws"
-_CAPACITY_TYPE_SPELLINGS: dict[str, CapacityType] = {
-    "ondemand": "on-demand",
-    "on-demand": "on-demand",
-    "spot": "spot",
-    "reserved": "reserved",
-}
 CASE_INSENSITIVE_KEYS = frozenset(
     {
         "tensor-fusion.ai/gpu-model",
@@ -70,13 +65,13 @@ class RequirementError(ValueError):
 
 def normalize_capacity_type(value: str) -> CapacityType:
     """OnDemand/Spot/Reserved or on-demand/spot/reserved (any case) → Karpenter's spelling."""
-    found = _CAPACITY_TYPE_SPELLINGS.get(value.strip().lower())
+    found = capacity_type(value)
     if found is None:
         raise RequirementError(
             f"{KEY_CAPACITY_TYPE}: unknown capacity type {value!r} "
             "(expected OnDemand, Spot, Reserved or on-demand, spot, reserved)"
         )
-    return found
+    return karpenter_capacity_type(found)
 
 
 def offering_labels(offering: Offering) -> dict[str, str]:

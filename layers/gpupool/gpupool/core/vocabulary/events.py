@@ -1,28 +1,30 @@
-"""The relay's CloudEvents: each type, its data, its function, whether it coalesces, its cause.
+"""The relay's CloudEvents: each type, its data, its function, whether it coalesces.
 
 Role: the one definition of every event the in-cluster relay sends the functions
 (docs/events.md). A ``RelayEventType`` says its type (``ai.tensor-fusion.gpupool.<name>``), the
 model of its ``data`` (required text fields are 1-253 characters; unknown fields are ignored on
 read), the function that acts on it, whether the relay's batching window coalesces it (one
-delivery per pool or cluster per window) and the cause it becomes. The relay's translator
+delivery per pool or cluster per window); the cause each becomes is intake's
+(``gpupool.core.intake.relay.CAUSES``). The relay's translator
 (``gpupool_incluster.relay.changes``) builds its events from these, intake
 (``gpupool.core.intake.relay``) reads them back with the same models, so the two sides cannot
 drift. Adding an event type is one ``RelayEventType`` here (listed in ``RELAY_EVENT_TYPES``),
-plus the relay rule that emits it and the service code that acts on its cause.
+its cause in ``intake.relay.CAUSES``, the relay rule that emits it and the service code that
+acts on its cause.
 
-Must not: know the transport (HTTP, CloudEvents modes), read the clock, or log.
+Must not: know the transport (HTTP, CloudEvents modes) or the causes (intake reads events into
+them: the vocabulary sits below intake), read the clock, or log.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, Final, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from gpupool.core.intake.causes import Cause, ClaimDeleted, Compact, NodeChange, NodeChanged, Reconcile
-from gpupool.core.intake.routing import FunctionName
+from gpupool.core.vocabulary.functions import FunctionName
 
 __all__ = [
     "CLAIM_DELETED",
@@ -98,67 +100,35 @@ Data = TypeVar("Data", bound=RelayData)
 
 @dataclass(frozen=True, slots=True)
 class RelayEventType(Generic[Data]):
-    """One relay CloudEvent type; ``becomes(data, name, event_id)`` is the cause it stands for."""
+    """One relay CloudEvent type (the cause it stands for: ``gpupool.core.intake.relay``)."""
 
     name: str
     data: type[Data]
     function: FunctionName
     coalesced: bool
-    becomes: Callable[[Data, str, str], Cause]
 
     @property
     def type(self) -> str:
         """The CloudEvents ``type`` attribute: ``ai.tensor-fusion.gpupool.<name>``."""
         return TYPE_PREFIX + self.name
 
-    def cause(self, data: Mapping[str, object], *, event_id: str) -> Cause:
-        """The cause an event of this type with ``data`` stands for; raises ValidationError."""
-        return self.becomes(self.data.model_validate(data), self.name, event_id)
-
-
-def _reconcile_pod(data: PodData, name: str, event_id: str) -> Cause:
-    return Reconcile(pool=data.pool, trigger=name, event_id=event_id)
-
-
-def _reconcile_pool(data: PoolData, name: str, event_id: str) -> Cause:
-    return Reconcile(pool=data.pool, trigger=name, event_id=event_id)
-
-
-def _reconcile_all(data: ClusterData, name: str, event_id: str) -> Cause:
-    return Reconcile(pool=None, trigger=name, event_id=event_id)
-
-
-def _compact_now(data: ManualCompactionData, name: str, event_id: str) -> Cause:
-    return Compact(pool=data.pool, manual=True, event_id=event_id)
-
-
-def _node_changed(change: NodeChange) -> Callable[[NodeData, str, str], Cause]:
-    def becomes(data: NodeData, name: str, event_id: str) -> Cause:
-        return NodeChanged(node=data.node, change=change, claim=data.claim, event_id=event_id)
-
-    return becomes
-
-
-def _claim_deleted(data: ClaimData, name: str, event_id: str) -> Cause:
-    return ClaimDeleted(claim=data.claim, event_id=event_id)
-
 
 # A TensorFusion pod the scheduler marked Unschedulable (core.vocabulary.pods.is_unschedulable).
-POD_UNSCHEDULABLE: Final = RelayEventType("pod.unschedulable", PodData, "launch", True, _reconcile_pod)
+POD_UNSCHEDULABLE: Final = RelayEventType("pod.unschedulable", PodData, "launch", True)
 # A GPUPool's spec or its tensor-fusion.ai annotations changed, or the pool was deleted.
-POOL_CHANGED: Final = RelayEventType("pool.changed", PoolData, "launch", True, _reconcile_pool)
+POOL_CHANGED: Final = RelayEventType("pool.changed", PoolData, "launch", True)
 # A TensorFusionCluster's spec.gpuPools changed, or the cluster was deleted.
-CLUSTER_CHANGED: Final = RelayEventType("cluster.changed", ClusterData, "launch", True, _reconcile_all)
+CLUSTER_CHANGED: Final = RelayEventType("cluster.changed", ClusterData, "launch", True)
 # A GPUPool's tensor-fusion.ai/manual-compaction annotation was set or changed.
 POOL_MANUAL_COMPACTION: Final = RelayEventType(
-    "pool.manual-compaction", ManualCompactionData, "compact", True, _compact_now
+    "pool.manual-compaction", ManualCompactionData, "compact", True
 )
 # A Node labelled tensor-fusion.ai/node-provisioner appeared, turned Ready, or went away.
-NODE_JOINED: Final = RelayEventType("node.joined", NodeData, "bind", False, _node_changed("joined"))
-NODE_READY: Final = RelayEventType("node.ready", NodeData, "bind", False, _node_changed("ready"))
-NODE_DELETED: Final = RelayEventType("node.deleted", NodeData, "bind", False, _node_changed("deleted"))
+NODE_JOINED: Final = RelayEventType("node.joined", NodeData, "bind", False)
+NODE_READY: Final = RelayEventType("node.ready", NodeData, "bind", False)
+NODE_DELETED: Final = RelayEventType("node.deleted", NodeData, "bind", False)
 # A GPUNodeClaim (or a Karpenter NodeClaim gpupool manages) got a deletionTimestamp.
-CLAIM_DELETED: Final = RelayEventType("claim.deleted", ClaimData, "bind", False, _claim_deleted)
+CLAIM_DELETED: Final = RelayEventType("claim.deleted", ClaimData, "bind", False)
 
 RELAY_EVENT_TYPES: Final[tuple[RelayEventType[Any], ...]] = (
     POD_UNSCHEDULABLE,

@@ -11,7 +11,8 @@ rule's failure, or its runtime error, as apiextensions-apiserver words them
 value: <message>` (the value omitted), on a scalar `Invalid value: "<value>": <message>`; a
 runtime error is `Invalid value: "<type>": <error> evaluating rule: <message>`. A transition
 rule (one that reads `oldSelf`) runs only where the old object has a value to compare, as
-upstream. `known_rules()` is every rule text with a check (`cel_karpenter` holds Karpenter's);
+upstream. `known_rules()` is every rule text with a check (`cel_karpenter` holds Karpenter's,
+written with `cel_functions`);
 a CRD carrying any other rule is refused when it is created (`crd.validate_crd`) — the sandbox
 cannot enforce it, so it does not pretend to.
 
@@ -26,69 +27,13 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
-from gpupool.core.goregexp import go_regexp
+from gpupool.sandbox.kubeapi.cel_functions import RuleCheck, RuleError
 from gpupool.sandbox.kubeapi.errors import go_quote
 
-__all__ = [
-    "RuleCheck",
-    "RuleError",
-    "cel_all",
-    "cel_int",
-    "evaluate",
-    "field",
-    "has",
-    "is_known",
-    "known_rules",
-    "uses_old_self",
-]
-
-RuleCheck = Callable[[Any, Any], bool]
-
-_GO_INT = go_regexp(r"^[+-]?[0-9]+$")
-_INT64 = (-(2**63), 2**63 - 1)
-
-
-class RuleError(Exception):
-    """A CEL runtime error; its text is what the server reports before `evaluating rule`."""
-
-
-def field(value: Any, name: str) -> Any:
-    """`value.name` as CEL reads a structural object: absent → `no such key: name`."""
-    if not isinstance(value, Mapping) or name not in value:
-        raise RuleError(f"no such key: {name}")
-    return value[name]
-
-
-def has(value: Any, name: str) -> bool:
-    """CEL's `has(value.name)`."""
-    return isinstance(value, Mapping) and name in value
-
-
-def cel_int(text: Any) -> int:
-    """CEL's `int(string)`: Go's base-10 ParseInt (an optional sign, digits, nothing else)."""
-    if not isinstance(text, str) or not _GO_INT.match(text):
-        raise RuleError("type conversion error from 'string' to 'int'")  # cel-go's words, no more
-    number = int(text)
-    if not _INT64[0] <= number <= _INT64[1]:
-        raise RuleError("integer overflow")
-    return number
-
-
-def cel_all(items: Iterable[Any], predicate: Callable[[Any], bool]) -> bool:
-    """CEL's `all()`: false when any element is false, else an error when one errored."""
-    error: RuleError | None = None
-    for item in items:
-        try:
-            if not predicate(item):
-                return False
-        except RuleError as raised:
-            error = error or raised
-    if error is not None:
-        raise error
-    return True
+__all__ = ["evaluate", "is_known", "known_rules", "uses_old_self"]
 
 
 def uses_old_self(rule: str) -> bool:
@@ -98,8 +43,7 @@ def uses_old_self(rule: str) -> bool:
 
 @functools.cache
 def known_rules() -> Mapping[str, RuleCheck]:
-    """Every rule text the sandbox evaluates, with its check (imported on first use: the
-    checks are written with this module's helpers)."""
+    """Every rule text the sandbox evaluates, with its check (imported on first use)."""
     from gpupool.sandbox.kubeapi.cel_karpenter import KARPENTER_RULES
 
     return dict(KARPENTER_RULES)

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from gpupool.core.goregexp import go_regexp
-from gpupool.sandbox.kubeapi.cel import RuleCheck, RuleError, cel_all, cel_int, field, has
+from gpupool.sandbox.kubeapi.cel_functions import RuleCheck, RuleError, cel_all, cel_int, field, has
 
 __all__ = ["KARPENTER_RULES"]
 

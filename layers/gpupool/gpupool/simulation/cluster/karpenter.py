@@ -74,6 +74,8 @@ from gpupool.core.decisions.karpenter_nodeclaim import (
     CONDITION_REGISTERED,
 )
 from gpupool.core.model.base import Condition, ObjectMeta, OwnerReference
+from gpupool.core.model.capacity_type import capacity_type as read_capacity_type
+from gpupool.core.model.capacity_type import karpenter_capacity_type
 from gpupool.core.model.constants import (
     ANNOTATION_KARPENTER_DO_NOT_DISRUPT,
     KEY_CAPACITY_TYPE,
@@ -85,8 +87,8 @@ from gpupool.core.model.foreign import Node, Pod
 from gpupool.core.model.karpenter import (
     KarpenterNodeClaim,
     KarpenterNodeClaimSpec,
-    KarpenterNodeClassRef,
     KarpenterNodePool,
+    NodeClassReference,
 )
 from gpupool.core.planning.offerings import catalog_offerings
 from gpupool.core.planning.plan import OfferingRef
@@ -94,7 +96,6 @@ from gpupool.core.quantity import Quantity
 from gpupool.service.ports import Clock
 from gpupool.simulation.cluster.fates import CloudFates, LaunchFate
 from gpupool.simulation.cluster.karpenter_choice import (
-    CAPACITY_TYPES,
     LABEL_NODEPOOL,
     compatible,
     nodepool_requirements,
@@ -114,7 +115,6 @@ ANNOTATION_SIM_NODECLAIM = "gpupool.sandbox/nodeclaim"  # which NodeClaim this s
 UNAVAILABLE_OFFERINGS_TTL = timedelta(minutes=3)  # karpenter-provider-aws pkg/cache UnavailableOfferingsTTL
 CONDITION_READY = "Ready"
 DEFAULT_EXPIRE_AFTER = "720h"  # the NodeClaim CRD's default
-_KARPENTER_CAPACITY = {karpenter: ours for ours, karpenter in CAPACITY_TYPES.items()}
 _DURATION_PART = re.compile(r"([0-9]+)(s|m|h)")
 _SECONDS = {"s": 1, "m": 60, "h": 3600}
 
@@ -199,7 +199,7 @@ class SimulatedKarpenter:
         region: str,
         offerings: Sequence[OfferingRef] | None = None,
         node_name: Callable[[str], str] = ec2_node_name,
-        node_class_ready: Callable[[KarpenterNodeClassRef], bool] = lambda ref: True,
+        node_class_ready: Callable[[NodeClassReference], bool] = lambda ref: True,
         gpu_pool: str | None = None,
     ) -> None:
         # gpu_pool: the node agent publishes one GPU object per device, labelled for that pool
@@ -344,7 +344,7 @@ class SimulatedKarpenter:
 
     def _launched_on(self, nodeclaim: KarpenterNodeClaim, offering: OfferingRef) -> KarpenterChange:
         name = nodeclaim.name
-        capacity_type = CAPACITY_TYPES[offering.capacity_type]
+        capacity_type = karpenter_capacity_type(offering.capacity_type)
         labels = {
             KEY_INSTANCE_TYPE: offering.instance_type,
             KEY_ZONE: offering.zone or "",
@@ -535,7 +535,7 @@ class SimulatedKarpenter:
     def _adopt(self, nodeclaim: KarpenterNodeClaim) -> _Launch:
         """A NodeClaim found launched by someone else: its fate from now (counted as a launch)."""
         labels = nodeclaim.metadata.labels
-        capacity_type = _KARPENTER_CAPACITY.get(labels.get(KEY_CAPACITY_TYPE, ""), "OnDemand")
+        capacity_type = read_capacity_type(labels.get(KEY_CAPACITY_TYPE, "")) or "OnDemand"
         offering = f"{labels.get(KEY_INSTANCE_TYPE, '')}/{labels.get(KEY_ZONE, '*')}/{capacity_type}"
         launch = _Launch(self._elapsed(), self._fates.fate(self._launched, capacity_type), offering)
         self._launched += 1

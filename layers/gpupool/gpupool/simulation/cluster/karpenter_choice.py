@@ -27,15 +27,16 @@ from collections.abc import Sequence
 from decimal import Decimal
 from typing import Final
 
+from gpupool.core.model.capacity_type import KarpenterCapacityType, karpenter_capacity_type
 from gpupool.core.model.constants import KEY_CAPACITY_TYPE, KEY_INSTANCE_TYPE, KEY_REGION, KEY_ZONE
 from gpupool.core.model.karpenter import KarpenterNodePool, KarpenterRequirement
 from gpupool.core.model.requirements import all_hold, min_values_shortfall
 from gpupool.core.planning.plan import OfferingRef
 
 __all__ = [
-    "CAPACITY_TYPES",
     "LABEL_NODEPOOL",
     "MAX_INSTANCE_TYPES",
+    "TRY_ORDER",
     "compatible",
     "labels_of",
     "nodepool_requirements",
@@ -43,15 +44,15 @@ __all__ = [
 
 MAX_INSTANCE_TYPES: Final = 600
 LABEL_NODEPOOL: Final = "karpenter.sh/nodepool"
-# gpupool's OfferingRef capacity types as Karpenter spells them, in the order Karpenter tries them.
-CAPACITY_TYPES: Final = {"Reserved": "reserved", "Spot": "spot", "OnDemand": "on-demand"}
-_PREFERENCE = {name: rank for rank, name in enumerate(CAPACITY_TYPES.values())}
+# Karpenter's capacity types in the order it tries them (core.model.capacity_type spells them).
+TRY_ORDER: Final[tuple[KarpenterCapacityType, ...]] = ("reserved", "spot", "on-demand")
+_PREFERENCE = {name: rank for rank, name in enumerate(TRY_ORDER)}
 
 
 def labels_of(offering: OfferingRef) -> dict[str, str]:
     """The node labels an instance of `offering` carries (capacity type in Karpenter's spelling)."""
     labels = {**offering.labels, KEY_INSTANCE_TYPE: offering.instance_type}
-    labels[KEY_CAPACITY_TYPE] = CAPACITY_TYPES[offering.capacity_type]
+    labels[KEY_CAPACITY_TYPE] = karpenter_capacity_type(offering.capacity_type)
     if offering.zone:
         labels[KEY_ZONE] = offering.zone
     if offering.region:
@@ -77,7 +78,7 @@ def compatible(
         return []  # Karpenter launches nothing that leaves a minValues short
     return sorted(
         allowed,
-        key=lambda o: (_PREFERENCE[CAPACITY_TYPES[o.capacity_type]], Decimal(o.hourly_price), o.key),
+        key=lambda o: (_PREFERENCE[karpenter_capacity_type(o.capacity_type)], Decimal(o.hourly_price), o.key),
     )
 
 
@@ -97,7 +98,7 @@ def nodepool_requirements(
         by_price[offering.instance_type] = min(price, by_price.get(offering.instance_type, price))
     types = sorted(by_price, key=lambda name: (by_price[name], name))[:MAX_INSTANCE_TYPES]
     capacity_types = [
-        c for c in CAPACITY_TYPES.values() if any(CAPACITY_TYPES[o.capacity_type] == c for o in fits)
+        c for c in TRY_ORDER if any(karpenter_capacity_type(o.capacity_type) == c for o in fits)
     ]
     named_zone = any(r.key == KEY_ZONE for r in own)
     kept = [

@@ -29,8 +29,8 @@ from decimal import Decimal
 from fractions import Fraction
 
 from gpupool.core.catalog import Catalog, InstanceType
-from gpupool.core.catalog.model import Cloud
 from gpupool.core.model.base import Condition, ObjectMeta, ObservedResource
+from gpupool.core.model.cloud import Cloud
 from gpupool.core.model.constants import (
     INITIAL_GPU_NODE_LABEL,
     LABEL_GPU_POOL,

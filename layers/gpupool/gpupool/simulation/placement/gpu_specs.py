@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass
 
 from gpupool.core.catalog import load_catalog
+from gpupool.core.model.cloud import CLOUDS
 
 __all__ = ["DEFAULT_SPEC", "GpuSpec", "catalog_specs", "spec_for"]
 
@@ -38,7 +39,7 @@ DEFAULT_SPEC = GpuSpec(tflops_milli=100_000, vram_bytes=16 * GIB, known=False)
 def catalog_specs() -> dict[str, GpuSpec]:
     """Every GPU model in the bundled AWS and Alibaba catalogs (the largest VRAM when several)."""
     specs: dict[str, GpuSpec] = {}
-    for cloud in ("alibaba", "aws"):
+    for cloud in sorted(CLOUDS):  # alphabetical: on a tie in VRAM the first read stays
         for it in load_catalog(cloud).instance_types:
             spec = GpuSpec(math.ceil(it.tflops_per_gpu * 1000), it.vram_gib_per_gpu * GIB)
             old = specs.get(it.gpu_model)

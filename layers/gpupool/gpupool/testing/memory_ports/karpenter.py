@@ -29,8 +29,8 @@ from gpupool.core.model.constants import (
 from gpupool.core.model.karpenter import (
     KarpenterNodeClaim,
     KarpenterNodeClaimStatus,
-    KarpenterNodeClassRef,
     KarpenterNodePool,
+    NodeClassReference,
 )
 from gpupool.service.errors import AlreadyExists, NotFound
 from gpupool.testing.memory_ports.recorder import CallRecorder, MemoryClock
@@ -98,7 +98,7 @@ class MemoryKarpenter(CallRecorder):
     def check_access(self) -> None:
         self._call("check_access", (), lambda: None)
 
-    def node_class_exists(self, ref: KarpenterNodeClassRef) -> bool:
+    def node_class_exists(self, ref: NodeClassReference) -> bool:
         return self._call(
             "node_class_exists", (ref.name,), lambda: (ref.group, ref.kind, ref.name) in self.node_classes
         )
