@@ -4,16 +4,25 @@ Role: SAM builds the layer with `BuildMethod: makefile` (see `Makefile`); the Ma
 `requirements.txt` for the Lambda platform and runs this script, which copies into
 `<target>/gpupool/` the closure of gpupool modules the handlers import — found by reading every
 `import` statement (module level and inside functions, so the lazy imports count — the shared
-handler's service entry points among them) starting from `functions/*/app.py` — plus the
+handler's service entry points among them) starting from the modules the handlers import — plus the
 data files of the packages it keeps (the bundled catalogs). So the embedded API server
 (`gpupool.sandbox`), the simulations (`gpupool.simulation`), the test doubles
 (`gpupool.testing`), the CLI (`gpupool.cli`), examples and anything only tests or benchmarks use
-never ship. With `--prune` (the Makefile passes it) it also removes installed dependencies the
-functions never import (`PRUNED`), and fails if anything left imports them. With `--compile` (the
-Makefile passes it too) it byte-compiles the package it wrote with the interpreter running it —
-SAM's python3.12 build image — checked by hash, not timestamp: a layer is read-only, so modules
+never ship.
+
+The handlers live in `functions/`, outside this folder, and SAM runs the Makefile on a scratch copy
+of this folder alone (unless `--build-in-source`). So the modules the handlers import are listed in
+`handler_modules.txt` here, and the build starts from that list; where `functions/` is beside it (a
+checkout, the tests), the build first checks the list still says what the handlers import and stops
+naming the difference when it does not.
+
+With `--prune` (the Makefile passes it) it also removes installed dependencies the
+functions never import (`PRUNED`), and fails if anything left imports them. With `--compile X.Y` (the
+Makefile passes the runtime's 3.12) it byte-compiles the package it wrote, checked by hash, not
+timestamp — but only when the interpreter running it is Python X.Y: a layer is read-only, so modules
 shipped as source alone are compiled again at every cold start (~0.2 s for the functions' ~250
-modules), and a .pyc of another Python version is simply not used.
+modules), while a .pyc of another Python version is never used and only weighs on the zip. With
+another Python (a machine without python3.12) the bytecode is left out, and the build says so.
 `python build_layer.py TARGET` builds; `--list` prints the modules it would ship.
 
 Must not: import gpupool (it reads source files only) or reach the network (the Makefile's pip
@@ -34,6 +43,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 PACKAGE = HERE / "gpupool"
 FUNCTIONS = HERE.parents[1] / "functions"
+HANDLER_MODULES = HERE / "handler_modules.txt"
 DATA_SUFFIXES = (".yaml", ".json", ".csv")
 # Installed dependencies the functions never import: the kubernetes client's asyncio twin (about
 # 70 MB) and the aiohttp stack only it needs. `prune` removes them and then fails the build if
@@ -91,11 +101,35 @@ def closure(roots: set[str]) -> set[str]:
     return seen
 
 
-def shipped_modules() -> set[str]:
+def handler_imports() -> set[str]:
+    """The gpupool modules `functions/*/*.py` import (read from a checkout)."""
     roots: set[str] = set()
     for handler in sorted(FUNCTIONS.glob("*/*.py")):
         roots |= imported_modules(handler)
-    return closure(roots)
+    return roots
+
+
+def listed_handler_modules() -> set[str]:
+    """handler_modules.txt: one module a line, `#` comments."""
+    lines = HANDLER_MODULES.read_text(encoding="utf-8").splitlines()
+    return {line.strip() for line in lines if line.strip() and not line.startswith("#")}
+
+
+def roots() -> set[str]:
+    """The modules the closure starts from: the list, checked against `functions/` where it exists."""
+    listed = listed_handler_modules()
+    if FUNCTIONS.is_dir():
+        found = handler_imports()
+        if found != listed:
+            raise SystemExit(
+                f"{HANDLER_MODULES.name} is stale: the handlers import {sorted(found)}, it lists "
+                f"{sorted(listed)} — write the handlers' list into it"
+            )
+    return listed
+
+
+def shipped_modules() -> set[str]:
+    return closure(roots())
 
 
 def _data_files(folder: Path) -> list[Path]:
@@ -124,15 +158,24 @@ def build(target: Path) -> list[Path]:
     return written
 
 
-def compile_package(target: Path) -> int:
-    """Byte-compile `target/gpupool` (hash-checked pycs); the number of modules compiled."""
+def compile_package(target: Path, runtime: str) -> str:
+    """Byte-compile `target/gpupool` (hash-checked pycs) when this is Python `runtime` ("3.12");
+    a line saying what was done."""
+    here = f"{sys.version_info.major}.{sys.version_info.minor}"
+    if here != runtime:
+        return (
+            f"bytecode left out: this is Python {here}, the runtime's is {runtime} "
+            "(its .pyc would never be used); run the build with that Python to ship bytecode"
+        )
     package = target / "gpupool"
     ok = compileall.compile_dir(
         str(package), quiet=1, invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH
     )
     if not ok:
         raise SystemExit(f"byte-compiling {package} failed")
-    return sum(1 for _ in package.rglob("*.pyc"))
+    return (
+        f"byte-compiled {sum(1 for _ in package.rglob('*.pyc'))} modules with Python {sys.version.split()[0]}"
+    )
 
 
 def prune(target: Path) -> list[str]:
@@ -164,7 +207,9 @@ def main(argv: list[str] | None = None) -> int:
         "--prune", action="store_true", help="also remove dependencies the functions never import"
     )
     parser.add_argument(
-        "--compile", action="store_true", help="byte-compile the package (run with the functions' Python)"
+        "--compile",
+        metavar="X.Y",
+        help="byte-compile the package when this Python is X.Y, the functions' runtime (else leave it out)",
     )
     args = parser.parse_args(argv)
     if args.list or args.target is None:
@@ -174,7 +219,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.prune:
         print(f"pruned: {', '.join(prune(args.target))}")
     if args.compile:
-        print(f"byte-compiled {compile_package(args.target)} modules with Python {sys.version.split()[0]}")
+        print(compile_package(args.target, args.compile))
     print(f"gpupool layer package: {len(written)} files, {sum(p.stat().st_size for p in written):,} bytes")
     return 0
 

@@ -1,5 +1,7 @@
-"""The doubles both install guides share: docker (the relay image) and helm (the chart, rendered by
-the real Helm library and applied with kubectl to the sandbox). Rules: install_doubles.py.
+"""The doubles both install guides share: docker (the relay image) and the cluster side of helm
+(`helm upgrade --install` / `uninstall`: the chart rendered by the real `helm template`, then
+applied with kubectl to the sandbox). `helm lint` and `helm template` are the real helm itself
+(install_doubles.py). Rules: install_doubles.py.
 
 Must not: reach a network beyond 127.0.0.1.
 """
@@ -9,7 +11,6 @@ from __future__ import annotations
 import base64
 import json
 import os
-import re
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -68,17 +69,6 @@ def docker(argv: list[str], state: dict[str, Any]) -> str:
 
 
 # ---- helm --------------------------------------------------------------------------------------
-def _merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
-    merged = dict(base)
-    for key, value in extra.items():
-        merged[key] = (
-            _merge(merged[key], value)
-            if isinstance(value, dict) and isinstance(merged.get(key), dict)
-            else value
-        )
-    return merged
-
-
 def kubectl(*args: str, stdin: str | None = None) -> str:
     result = subprocess.run(
         [os.environ["GPUPOOL_KUBECTL"], *args],
@@ -109,8 +99,23 @@ def _chart(reference: str, version: str | None) -> Path:
     return path
 
 
+def _helm_template(
+    release: str, chart: Path, namespace: str, kube_version: str, flags: dict[str, Any]
+) -> list[dict[str, Any]]:
+    """The real `helm template` of the release, for the cluster's version (.Capabilities.KubeVersion)."""
+    command = [os.environ["GPUPOOL_REAL_HELM"], "template", release, str(chart), "--namespace", namespace]
+    command += ["--kube-version", f"v{kube_version}"]
+    for path in flags.get("-f", []) + flags.get("--values", []):
+        command += ["--values", path]
+    for expression in flags.get("--set", []):
+        command += ["--set", expression]
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise Refused(done.stderr.strip())
+    return [d for d in yaml.safe_load_all(done.stdout) if d]
+
+
 def helm(argv: list[str], state: dict[str, Any]) -> str:
-    import helm_python
     import kubernetes_validate
 
     command = argv[0] if argv else ""
@@ -128,48 +133,26 @@ def helm(argv: list[str], state: dict[str, Any]) -> str:
             raise Refused(f"Error: uninstall: Release not loaded: {release}: release: not found")
         kubectl("delete", "--ignore-not-found", "-f", found["manifest"])
         return f'release "{release}" uninstalled\n'
-    if command not in ("install", "upgrade", "template") or (
+    if command not in ("install", "upgrade") or (
         command == "upgrade" and not flags.get("--install") and positional[0] not in releases
     ):
         raise Refused(f"the helm double knows no `helm {command}` here")
     release, reference = positional
     chart = _chart(reference, flags.get("--version"))
-    values: dict[str, Any] = {}
-    for path in flags.get("-f", []) + flags.get("--values", []):
-        values = _merge(values, yaml.safe_load(Path(path).read_text()) or {})
-    for expression in flags.get("--set", []):
-        values = _merge(values, helm_python.parse_set_string(expression))
     kube_version = state["kube_version"]
-    constraint = yaml.safe_load((chart / "Chart.yaml").read_text())["kubeVersion"]
-    low, high = (int(n) for n in re.findall(r"1\.(\d+)\.0-0", constraint))
-    if not low <= int(kube_version.split(".")[1]) < high:
-        raise Refused(
-            f"Error: chart requires kubeVersion: {constraint} which is incompatible with Kubernetes "
-            f"v{kube_version}"
-        )
-    capabilities = {
-        "scheduler": {"kubeVersion": kube_version}
-    }  # the cluster's version, as .Capabilities would give it
-    try:
-        rendered = helm_python.Chart.load(chart).render(
-            _merge(capabilities, values), name=release, namespace=namespace
-        )
-    except helm_python.HelmError as exc:
-        raise Refused(f"Error: {exc}") from None
-    documents = [d for text in rendered.values() for d in yaml.safe_load_all(text) if d]
+    documents = _helm_template(release, chart, namespace, kube_version, flags)
     for document in documents:
         if document["kind"] not in ("Certificate", "Issuer"):
             kubernetes_validate.validate(document, kube_version, strict=True)
     manifest = state_path().parent / f"helm-{release}.yaml"
     manifest.write_text(yaml.safe_dump_all(documents))
-    if command == "template":
-        return manifest.read_text()
     for image in sorted(
         {
             c["image"]
             for d in documents
             if d["kind"] in ("Deployment", "DaemonSet")
-            for c in d["spec"]["template"]["spec"]["containers"]
+            for kind in ("initContainers", "containers")
+            for c in d["spec"]["template"]["spec"].get(kind, [])
         }
     ):
         if not image.startswith("registry.k8s.io/") and image not in state.get("pushed", []):
@@ -198,5 +181,5 @@ def helm(argv: list[str], state: dict[str, Any]) -> str:
                 "-p",
                 patch,
             )
-    releases[release] = {"namespace": namespace, "manifest": str(manifest), "values": values}
+    releases[release] = {"namespace": namespace, "manifest": str(manifest)}
     return f'Release "{release}" has been upgraded. Happy Helming!\nNAMESPACE: {namespace}\n'

@@ -1,8 +1,11 @@
-"""Doubles of the cloud tools the install guides run (aws, sam, eksctl, docker, helm, s, aliyun), for
-tests/e2e/test_install_guides.py. Each is this script run as `install_doubles.py TOOL ARGS...` from a
-one-line wrapper on PATH; they share a JSON state file ($GPUPOOL_DOUBLES_STATE) so a later call sees
-what an earlier one made, and every refusal is one line on stderr with a non-zero exit, as the real
-tool would refuse. Simpler than the real tools, rule by rule:
+"""Doubles of the cloud side of the tools the install guides run (aws, sam, eksctl, docker, helm, s,
+aliyun), for tests/e2e/test_install_guides.py. What a tool does offline is never doubled: the walk
+runs the real `sam validate --lint` and `sam build`, the real `s config ...`, the real `helm lint`
+and `helm template` (REAL below; the tools come from `gpupool sandbox build`), and only the commands
+that need a cloud account or a live cluster come here. Each is this script run as
+`install_doubles.py TOOL ARGS...` from a one-line wrapper on PATH; they share a JSON state file
+($GPUPOOL_DOUBLES_STATE) so a later call sees what an earlier one made, and every refusal is one
+line on stderr with a non-zero exit, as the real tool would refuse. Simpler than the real tools, rule by rule:
 
 - aws: the operation and every `--flag` are checked against botocore's model of the service (the
   AWS CLI is generated from the same models): unknown operations, unknown or missing required
@@ -10,7 +13,7 @@ tool would refuse. Simpler than the real tools, rule by rule:
   shorthand, several words for a list). Answers are canned in the API's response shapes and kept
   consistent through the state (a role attached to, a cluster eksctl made); `--query` is JMESPath
   and `--output text` prints scalars and lists of scalars tab-separated, as the CLI does.
-- sam: `validate --lint` runs cfn-lint on template.yaml; `deploy` needs `build` first, checks the
+- sam: `deploy` needs the real `sam build`'s output (.aws-sam/build, the layer in it), checks the
   parameter overrides against template.yaml (names, required ones, AllowedValues, AllowedPattern,
   the Rules), checks they name what exists (the EKS cluster, its Pod Identity add-on, the node role),
   and creates the stack — with template.yaml's outputs — in moto's CloudFormation ($AWS_ENDPOINT_URL),
@@ -20,13 +23,19 @@ tool would refuse. Simpler than the real tools, rule by rule:
   group) without making anything.
 - docker: `buildx build` must push both platforms from incluster/Dockerfile, through a buildx
   builder, to a repository created and logged in to.
-- helm: renders the chart with the real Helm library (helm-python-sdk), refuses a cluster outside
-  the chart's kubeVersion as Helm does (the cluster's version stands in for .Capabilities through
-  scheduler.kubeVersion), validates every object for that version, refuses images nobody pushed,
-  and applies the CRDs and the objects to the cluster with kubectl ($GPUPOOL_KUBECTL).
-- s (Serverless Devs): `deploy` needs every `${env('X')}` s.yaml reads set, its AccountID configured
-  and its failure queue created, and records the functions' environment and the RAM policies as
-  s.yaml resolves them (for doubles_fc.py); `info -o json` prints tests/fixtures/install/s-info.json.
+- helm: `upgrade --install` renders the chart with the real `helm template` for the cluster's
+  version (`--kube-version`: the real helm refuses a cluster outside the chart's kubeVersion),
+  validates every object for that version, refuses images nobody pushed (containers and init
+  containers), and applies the CRDs and the objects to the cluster with kubectl ($GPUPOOL_KUBECTL);
+  `uninstall` deletes them. The hook for the real thing: the real `helm upgrade --install --wait`
+  onto the real control plane (tests/real, `gpupool.sandbox.cluster.controlplane`) replaces this
+  double once the chart's pods can become ready there (KWOK nodes for the scheduler pod, the
+  webhook's Service answering).
+- s (Serverless Devs): `deploy` needs the access s.yaml names configured by the real `s config
+  add` (in $HOME/.s/access.yaml, with AccountID, AccessKeyID and AccessKeySecret), every
+  `${env('X')}` s.yaml reads set and its failure queue created, and records the functions'
+  environment and the RAM policies as s.yaml resolves them (for doubles_fc.py); `info -o json`
+  prints tests/fixtures/install/s-info.json.
 - aliyun: each API call the ACK guide makes is answered from the state, with its required
   parameters checked (the calls are listed in ALIYUN_CALLS with their sources); KMS keys and
   secrets and RAM users, policies and AccessKeys follow their APIs' rules (doubles_alibaba.py).
@@ -47,6 +56,12 @@ from doubles_aws import aws, eksctl, sam
 from doubles_base import Refused, load_state, record, save_state, state_path
 
 # ---- entry -------------------------------------------------------------------------------------
+# The subcommands each tool runs for real (offline); every other one of that tool is its double.
+REAL: dict[str, tuple[str, ...]] = {
+    "sam": ("validate", "build"),
+    "s": ("config",),
+    "helm": ("lint", "template"),
+}
 TOOLS: dict[str, Callable[[list[str], dict[str, Any]], str]] = {
     "aws": aws,
     "eksctl": eksctl,

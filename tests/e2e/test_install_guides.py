@@ -1,4 +1,5 @@
-"""The install guides (docs/install-eks.md, docs/install-ack.md), walked so they cannot drift from the code.
+"""The install guides (docs/install-eks.md, docs/install-ack.md, docs/install-self-managed.md), walked so
+they cannot drift from the code.
 
 Read statically (everywhere): every fenced `sh` block, run or not, uses only known tools; every
 `gpupool` command in it parses with gpupool's own parser; nothing is used before the guide made it —
@@ -7,22 +8,28 @@ earlier assignment (the order has no cycle); the published chart and image the g
 the release workflow publishes.
 
 Run (where bash and kubectl 1.30 exist): every `sh` block not marked "not run by the test" runs in
-order, in one bash session (`set -euo pipefail`), from a directory holding the repository's files,
-with kubectl 1.30 against the embedded Kubernetes API server and doubles of the cloud tools
-(tests/e2e/install_doubles.py: each refuses what the real tool would, and `sam deploy` creates the
-stack in moto's CloudFormation, where the real `gpupool values --stack` reads it). Before the
-"Uninstall" section, the relay is started from the arguments the chart rendered (listeners on
-loopback, the rendered TLS pair, the files of the Secrets the pod mounts, the Function URLs pointed
-at a receiver) and must deliver a signed `node.joined` for a provisioned node. For EKS the receiver
+order, in one bash session (`set -euo pipefail`), from a directory holding the repository's files, with
+kubectl 1.30 against the embedded Kubernetes API server, the real tools wherever they work offline —
+`sam validate --lint` and `sam build` (aws-sam-cli), `s config add` (Serverless Devs), `helm lint` and
+`helm template` (Helm built from its Go module), all from `gpupool sandbox build`'s cache, a missing one
+failing the test with the command that installs it — and doubles of the cloud side only
+(tests/e2e/install_doubles.py: each refuses what the real tool would, `sam deploy` reads what the real
+build made and creates the stack in moto's CloudFormation, where the real `gpupool values --stack` reads
+it; `helm upgrade --install` applies what the real `helm template` renders). Before the "Uninstall"
+section, the relay is started from the arguments the chart rendered (listeners on loopback, the rendered
+TLS pair, the files of the Secrets the pod mounts, the Function URLs pointed at a receiver) and must
+deliver a signed `node.joined` for a provisioned node. For EKS and the self-managed cluster the receiver
 verifies SigV4 as the Function URLs would. For ACK it is Function Compute as `s deploy` left it
-(tests/e2e/doubles_fc.py): FC's gateway checks the relay's ACS3 signature with the AccessKey RAM
-issued and that key's user's right to invoke the function, then the real bind handler runs with
-s.yaml's environment, reading its kubeconfig from the KMS secret the guide stored (only as the
-functions' role, with s.yaml's policy, may) and answering the relay. After the uninstall nothing the
-guide made may be left. The ACK walk is also run on the guide broken on purpose — the relay given a
-wrong AccessKey secret, the KMS secret step left out, the relay's policy never attached — and must
-stop at each with the refusal that names it.
-"""
+(tests/e2e/doubles_fc.py): FC's gateway checks the relay's ACS3 signature with the AccessKey RAM issued
+and that key's user's right to invoke the function, then the real bind handler runs with s.yaml's
+environment, reading its kubeconfig from the KMS secret the guide stored (only as the functions' role,
+with s.yaml's policy, may) and answering the relay. After the uninstall nothing the guide made may be
+left. The self-managed walk starts from the account such a cluster has (its VPC and control-plane
+security group in moto, Karpenter's node role) and checks the functions' kubeconfig in Secrets Manager,
+the relay's role trusting the cluster's own issuer for the chart's ServiceAccount and its web-identity
+token in the chart. The ACK walk is also run on the guide broken on purpose — the relay given a wrong
+AccessKey secret, the KMS secret step left out, the relay's policy never attached — and must stop at
+each with the refusal that names it."""
 
 from __future__ import annotations
 
@@ -48,10 +55,14 @@ import yaml
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(0, str(ROOT / "tests" / "contract" / "kubeapi"))
-from install_doubles import TOOLS, load_state  # noqa: E402
+from install_doubles import REAL, TOOLS, load_state  # noqa: E402
 from test_kubectl_130 import KUBECTL  # noqa: E402
 
-GUIDES = {"eks": ROOT / "docs" / "install-eks.md", "ack": ROOT / "docs" / "install-ack.md"}
+GUIDES = {
+    "eks": ROOT / "docs" / "install-eks.md",
+    "ack": ROOT / "docs" / "install-ack.md",
+    "self-managed": ROOT / "docs" / "install-self-managed.md",
+}
 NOT_RUN = "<!-- not run by the test"
 # Commands a guide may run, beyond the doubled cloud tools.
 LOCAL_TOOLS = {
@@ -73,6 +84,8 @@ LOCAL_TOOLS = {
     "json",
     "sleep",
 }
+# Tools a guide may name only in blocks the walk does not run (nothing here doubles them).
+NOT_RUN_TOOLS = {"buildah"}
 SHELL_WORDS = {"then", "fi", "if", "else", "while", "{", "}"}
 STANDARD_VARIABLES = {"PATH", "PWD", "HOME"}
 # What the reader sets in the guides' "your secrets" blocks (not run): the walk's stand-ins.
@@ -160,7 +173,8 @@ def test_every_command_is_a_known_tool(name: str) -> None:
             program = _program(words)
             if program.startswith(("$", "(")) or "=" in program or program in SHELL_WORDS:
                 continue
-            assert program in set(TOOLS) | LOCAL_TOOLS, f"{name} line {block.line}: unknown tool {program!r}"
+            known = set(TOOLS) | LOCAL_TOOLS | (set() if block.run else NOT_RUN_TOOLS)
+            assert program in known, f"{name} line {block.line}: unknown tool {program!r}"
 
 
 @pytest.mark.parametrize("name", sorted(GUIDES))
@@ -222,6 +236,8 @@ def test_the_published_chart_and_image_named_are_where_the_release_workflow_publ
 
 
 # ---- the walk ----------------------------------------------------------------------------------
+# The real `sam build` installs the layer's dependencies for arm64 with pip: minutes on 2 busy cores.
+WALK_TIMEOUT_S = 1500
 WALK = pytest.mark.skipif(
     KUBECTL is None or not all(shutil.which(tool) for tool in ("bash", "openssl", "base64")),
     reason="the walk needs kubectl 1.30, bash, openssl and base64",
@@ -255,7 +271,7 @@ class Walk:
             env=self.env,
             capture_output=True,
             text=True,
-            timeout=600,
+            timeout=WALK_TIMEOUT_S - 60,
             check=False,
         )
         assert result.returncode == 0, f"the guide stopped:\n{result.stderr[-6000:]}"
@@ -283,13 +299,30 @@ def _workdir(tmp_path: Path) -> Path:
     return workdir
 
 
+def real_tools() -> dict[str, str]:
+    """The real sam, s and helm (`gpupool sandbox build` puts them in its cache; missing ones fail
+    the test with the command that installs them)."""
+    from tests.programs import real_tool
+
+    return {tool: str(real_tool(tool)) for tool in REAL}
+
+
 def _tools(tmp_path: Path) -> Path:
+    """A folder for PATH: each tool a guide names. The offline subcommands of sam, s and helm
+    (REAL) exec the real tool; the rest of each tool is its double (install_doubles.py)."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     doubles = Path(__file__).parent / "install_doubles.py"
+    real = real_tools()
     for tool in TOOLS:
         wrapper = bin_dir / tool
-        wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{doubles}" {tool} "$@"\n')
+        double = f'exec "{sys.executable}" "{doubles}" {tool} "$@"'
+        if tool in REAL:
+            offline = "|".join(REAL[tool])
+            body = f'case "$1" in\n  {offline}) exec "{real[tool]}" "$@" ;;\nesac\n{double}\n'
+        else:
+            body = double + "\n"
+        wrapper.write_text("#!/bin/sh\n" + body)
         wrapper.chmod(0o755)
     assert KUBECTL is not None
     (bin_dir / "kubectl").symlink_to(KUBECTL)
@@ -315,6 +348,8 @@ def walk(tmp_path: Path) -> Iterator[Walk]:
                 "HOME": str(home),
                 "KUBECONFIG": str(api.kubeconfig_path),
                 "GPUPOOL_KUBECTL": KUBECTL,
+                "GPUPOOL_REAL_HELM": real_tools()["helm"],
+                "SAM_CLI_TELEMETRY": "0",
                 "GPUPOOL_DOUBLES_STATE": str(tmp_path / "doubles-state.json"),
                 "AWS_ENDPOINT_URL": f"http://{host}:{port}",
                 "AWS_ACCESS_KEY_ID": "walk-access-key",
@@ -445,7 +480,12 @@ def _relay_delivers_a_signed_node_joined(
         process.wait(timeout=30)
 
 
-def _nothing_left(state: dict[str, Any], walk: Walk) -> None:
+def _nothing_left(state: dict[str, Any], walk: Walk, *, kept_roles: frozenset[str] = frozenset()) -> None:
+    """Nothing the guide made is left (`kept_roles`: roles that were there before it)."""
+    state = {
+        **state,
+        "iam_roles": {k: v for k, v in (state.get("iam_roles") or {}).items() if k not in kept_roles},
+    }
     for kind in ("releases", "stacks", "eks", "iam_roles", "instance_profiles", "ecr", "ack", "mns_queues"):
         assert not state.get(kind), f"the uninstall left {kind}: {state.get(kind)}"
     assert not state.get("s_deployed")
@@ -466,6 +506,7 @@ def _split(guide: Path, text: str | None = None) -> tuple[list[Block], list[Bloc
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(WALK_TIMEOUT_S)
 @WALK
 def test_the_eks_guide_installs_and_uninstalls(walk: Walk, tmp_path: Path) -> None:
     from botocore.credentials import Credentials
@@ -510,6 +551,7 @@ def _ack_walk_to_the_relay(walk: Walk, tmp_path: Path, guide: str) -> tuple[dict
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(WALK_TIMEOUT_S)
 @WALK
 def test_the_ack_guide_installs_and_uninstalls(walk: Walk, tmp_path: Path) -> None:
     from kubernetes import client, config
@@ -569,6 +611,7 @@ BROKEN_ACK_GUIDES = {
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(WALK_TIMEOUT_S)
 @WALK
 @pytest.mark.parametrize("broken", sorted(BROKEN_ACK_GUIDES))
 def test_the_ack_walk_stops_at_a_broken_guide(walk: Walk, tmp_path: Path, broken: str) -> None:
@@ -586,3 +629,112 @@ def load_state_at(walk: Walk) -> dict[str, Any]:
         return load_state()
     finally:
         del os.environ["GPUPOOL_DOUBLES_STATE"]
+
+
+# ---- the self-managed guide ----------------------------------------------------------------------
+SELF_MANAGED_CLUSTER = "gpupool-kubean"  # the guide's CLUSTER
+KARPENTER_NODE_ROLE = f"KarpenterNodeRole-{SELF_MANAGED_CLUSTER}"
+
+
+def _moto(walk: Walk, service: str) -> Any:
+    """A client of the walk's moto, with the walk's credentials."""
+    import boto3
+
+    return boto3.client(
+        service,
+        region_name="us-east-1",
+        endpoint_url=walk.env["AWS_ENDPOINT_URL"],
+        aws_access_key_id=walk.env["AWS_ACCESS_KEY_ID"],
+        aws_secret_access_key=walk.env["AWS_SECRET_ACCESS_KEY"],
+    )
+
+
+def _self_managed_account(walk: Walk) -> None:
+    """What the guide starts from, made in the account before it runs: the cluster's VPC (moto)
+    with private subnets carrying Karpenter's discovery tag and the control plane's security group,
+    Karpenter's node role, and the cluster's version (kubeadm's, where eksctl would record EKS's)."""
+    ec2 = _moto(walk, "ec2")
+    vpc = ec2.create_vpc(CidrBlock="10.20.0.0/16")["Vpc"]["VpcId"]
+    for index, zone in enumerate("abc"):
+        subnet = ec2.create_subnet(
+            VpcId=vpc, CidrBlock=f"10.20.{index}.0/24", AvailabilityZone=f"us-east-1{zone}"
+        )
+        tag = {"Key": "karpenter.sh/discovery", "Value": SELF_MANAGED_CLUSTER}
+        ec2.create_tags(Resources=[subnet["Subnet"]["SubnetId"]], Tags=[tag])
+    group = ec2.create_security_group(
+        GroupName="kubean-control-plane", Description="control plane", VpcId=vpc
+    )
+    ec2.create_tags(
+        Resources=[group["GroupId"]], Tags=[{"Key": "kubernetes.io/role", "Value": "control-plane"}]
+    )
+    trust = '{"Version": "2012-10-17", "Statement": []}'
+    doubles = Path(__file__).parent / "install_doubles.py"
+    subprocess.run(
+        [sys.executable, str(doubles), "aws", "iam", "create-role", "--role-name", KARPENTER_NODE_ROLE,
+         "--assume-role-policy-document", trust],
+        env=walk.env, cwd=walk.workdir, check=True, capture_output=True,
+    )  # fmt: skip
+    state_file = Path(walk.env["GPUPOOL_DOUBLES_STATE"])
+    state = json.loads(state_file.read_text())
+    state["kube_version"] = "1.35.0"
+    state_file.write_text(json.dumps(state))
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(WALK_TIMEOUT_S)
+@WALK
+def test_the_self_managed_guide_installs_and_uninstalls(walk: Walk, tmp_path: Path) -> None:
+    from botocore.credentials import Credentials
+
+    from gpupool.testing.relay_receiver import RelayReceiver
+
+    _self_managed_account(walk)
+    install, uninstall = _split(GUIDES["self-managed"])
+    walk.run(install, first=True)
+    session = walk.session()
+    state = load_state_at(walk)
+    (stack,) = state["stacks"].values()
+    assert stack["KubeAccess"] == "kubeconfig-secret" and stack["RelayIdentity"] == "none"
+    assert stack["RelayPrincipalArn"] == session["RELAY_ROLE_ARN"]
+    assert (
+        stack["VpcSubnetIds"].count("subnet-") == 3
+        and stack["VpcSecurityGroupIds"] == session["FUNCTIONS_SG"]
+    )
+    # The relay's role trusts the cluster's own issuer for exactly the chart's ServiceAccount.
+    (statement,) = state["iam_roles"]["gpupool-relay"]["Trust"]["Statement"]
+    issuer = session["ISSUER_HOST"]
+    assert statement["Principal"]["Federated"].endswith(f":oidc-provider/{issuer}")
+    assert statement["Condition"]["StringEquals"][f"{issuer}:sub"] == (
+        f"system:serviceaccount:{session['NAMESPACE']}:{session['RELEASE']}-scheduler"
+    )
+    providers = _moto(walk, "iam").list_open_id_connect_providers()["OpenIDConnectProviderList"]
+    assert [p["Arn"] for p in providers] == [statement["Principal"]["Federated"]]
+    # The functions' kubeconfig, in Secrets Manager under the stack's default name, is the
+    # functions' ServiceAccount token for the API server the guide named; no copy is left on disk.
+    stored = _moto(walk, "secretsmanager").get_secret_value(SecretId="gpupool/tensor-fusion/kubeconfig")
+    kubeconfig = yaml.safe_load(stored["SecretString"])
+    assert kubeconfig["clusters"][0]["cluster"]["server"] == session["API_SERVER"]
+    from kubernetes import client, config
+
+    api = client.CoreV1Api(config.new_client_from_config(config_file=str(walk.api.kubeconfig_path)))
+    token = api.read_namespaced_secret(f"{session['RELEASE']}-functions-token", session["NAMESPACE"]).data[
+        "token"
+    ]
+    assert kubeconfig["users"][0]["user"] == {"token": base64.b64decode(token).decode()}
+    assert not (walk.workdir / "functions-kubeconfig.yaml").exists()
+    # The relay gets its role through the mounted web-identity token, and delivers signed events.
+    documents, _ = _rendered(state)
+    (deployment,) = [d for d in documents if d["kind"] == "Deployment"]
+    (relay,) = [c for c in deployment["spec"]["template"]["spec"]["containers"] if c["name"] == "relay"]
+    assert {"name": "AWS_ROLE_ARN", "value": session["RELAY_ROLE_ARN"]} in relay["env"]
+    credentials = Credentials("relay-key", "relay-secret")
+    with RelayReceiver(auth="sigv4", credentials=credentials, region=session["AWS_REGION"]) as receiver:
+        _relay_delivers_a_signed_node_joined(documents, receiver, walk, tmp_path)
+    walk.run(uninstall, first=False)
+    _nothing_left(load_state_at(walk), walk, kept_roles=frozenset({KARPENTER_NODE_ROLE}))
+    assert not _moto(walk, "iam").list_open_id_connect_providers()["OpenIDConnectProviderList"]
+    assert not _moto(walk, "secretsmanager").list_secrets()["SecretList"]
+    left = _moto(walk, "ec2").describe_security_groups(
+        Filters=[{"Name": "group-name", "Values": ["gpupool-functions"]}]
+    )["SecurityGroups"]
+    assert not left

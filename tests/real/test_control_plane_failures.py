@@ -28,7 +28,7 @@ def test_a_missing_go_is_one_line(
 
 
 def test_an_unknown_component_is_named(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["sandbox", "build", "kubelet"]) == 1
+    assert main(["sandbox", "build", "kubelet"]) == 2
     assert "unknown component kubelet; known: kubernetes, etcd" in capsys.readouterr().err
 
 

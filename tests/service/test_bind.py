@@ -202,3 +202,18 @@ def test_ignored_and_foreign_causes_change_nothing_in_any_entry_point() -> None:
     assert len(world.cluster.calls) + len(world.compute.calls) == calls_before
     assert all(o.errors == [] and o.plan.actions == () and o.plan.reasons for o in outcomes)
     assert outcomes[0].to_json()["plan"]["reasons"] == ["ignored: unknown detail-type"]
+
+
+def test_a_launch_and_a_termination_are_events_on_the_claim() -> None:
+    """`kubectl describe gpunodeclaim` shows what was done to the claim's instance, and why."""
+    world = one_claim_world()
+    claim = only_claim(world)
+    instance_id = claim.status.instance_id  # type: ignore[union-attr]
+    (launched,) = [e for e in world.cluster.events_with("InstanceLaunched") if e["name"] == claim.name]
+    assert launched["kind"] == "GPUNodeClaim" and launched["type"] == "Normal"
+    assert launched["message"].startswith(f"instance {instance_id} launched (g4dn.xlarge ")
+    world.cluster.delete_claim(claim.name)
+    handle_bind(ClaimDeleted(claim=claim.name, event_id="d1"), world.deps)
+    (terminated,) = world.cluster.events_with("InstanceTerminated")
+    assert terminated["name"] == claim.name
+    assert terminated["message"] == f"instance {instance_id} terminated (ClaimDeleted)"

@@ -1,5 +1,5 @@
 """What one invocation cuts its pool snapshots from (`service.pools.ClusterReads` on a
-`ClusterView`): a write to a pool (its status) leaves the reads and the pool's cut as they were —
+`InvocationCluster`): a write to a pool (its status) leaves the reads and the pool's cut as they were —
 the snapshot carries the pool as written, with the same members and what was worked out of them —
 while a claim written, or a pool spec changed (another node class), cuts again."""
 
@@ -9,7 +9,7 @@ from gpupool.core.model.base import ObjectMeta
 from gpupool.core.model.nodeclass import GPUNodeClass
 from gpupool.core.model.pool import GPUPoolStatus
 from gpupool.core.planning.snapshot import pool_capacity
-from gpupool.service.cluster_view import reading_once
+from gpupool.service.invocation_cluster import reading_once
 from gpupool.service.pools import ClusterReads, snapshot_of
 from tests.service.fakes import World, make_pool
 from tests.unit.decisions.builders import claim

@@ -429,6 +429,24 @@ def test_a_replayed_delivery_is_acknowledged_and_not_acted_on(entry: Any) -> Non
     assert json.loads(handler(resent, None)["body"])["status"] == "duplicate" and len(service.calls) == 1
 
 
+@pytest.mark.parametrize("entry", ENTRY_POINTS, ids=ENTRY_IDS)
+def test_a_signed_binary_mode_body_under_three_ce_ids_is_never_acted_on(entry: Any) -> None:
+    """Issue 33, attempt 5: the signature covers the body, not the ce-* headers; the ledger keyed on
+    ce-id acted on one signed body three times. Binary mode is refused before the ledger."""
+    _, make, request = entry
+    service, factory = StubService(), DepsFactory()
+    handler = make(service, factory, HMAC_AUTH)
+    structured = request()
+    event = json.loads(structured["body"])
+    binary = {**structured, "body": json.dumps(event["data"])}
+    captured = _signed(binary)
+    for event_id in ("a", "b", "c"):
+        ce = {f"ce-{k}": str(v) for k, v in event.items() if k not in ("data", "datacontenttype", "id")}
+        response = handler({**captured, "headers": {**captured["headers"], **ce, "ce-id": event_id}}, None)
+        assert response["statusCode"] == 400 and "binary-mode" in response["body"]
+    assert service.calls == []
+
+
 def test_the_record_outlives_the_process_a_new_handler_on_the_same_ledger_sees_the_replay() -> None:
     factory = DepsFactory()
     first, second = StubService(), StubService()

@@ -224,3 +224,35 @@ def test_a_busy_pool_lease_is_waited_for_then_the_replacement_is_launched() -> N
     cause = InstanceInterruption(instance_id=instance_id, reason="spot-interruption", event_id="spot")
     assert handle_launch(cause, deps).errors == []
     assert slept and len(world.compute.live()) == 2
+
+
+def _impostor(world: World, instance_id: str) -> str:
+    """Issue 33, attempt 1: an instance someone started with copies of a managed instance's tags."""
+    real = world.compute.instances[instance_id]
+    copy_id = "i-0impostor0000000"
+    world.compute.instances[copy_id] = real.model_copy(update={"instance_id": copy_id, "client_token": None})
+    return copy_id
+
+
+def test_a_stopping_instance_with_copied_tags_does_not_touch_the_claim_it_names() -> None:
+    world, claim, node, instance_id = bound_world()
+    impostor = _impostor(world, instance_id)
+    world.compute.set_state(impostor, "stopping")
+    before = world.claim(claim).metadata.resource_version
+    handle_bind(InstanceStateChanged(instance_id=impostor, state="stopping", event_id="x-imp"), world.deps)
+    assert ANNOTATION_INTERRUPTED not in world.claim(claim).metadata.annotations
+    assert world.claim(claim).status.phase == "Bound"  # type: ignore[union-attr]
+    assert world.cluster.get("Node", node).spec.unschedulable is False, "the healthy node is not drained"
+    assert world.cluster.evicted == [] and world.claim(claim).metadata.resource_version == before
+
+
+def test_a_spot_warning_for_an_instance_with_copied_tags_drains_nothing() -> None:
+    world, claim, node, instance_id = bound_world()
+    world.cluster.add_pod("worker-1", node, worker=True)
+    impostor = _impostor(world, instance_id)
+    outcome = warn(world, impostor, event_id="spot-imp")
+    assert outcome.errors == []
+    assert ANNOTATION_INTERRUPTED not in world.claim(claim).metadata.annotations
+    assert world.cluster.get("Node", node).spec.unschedulable is False and world.cluster.evicted == []
+    assert len(world.claims()) == 1, "nothing replaced"
+    assert unavailable(world) == {}, "no offering marked unavailable"

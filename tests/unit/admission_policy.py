@@ -6,7 +6,8 @@ the request by API group, version, resource and operation; every `matchCondition
 be true, else the policy does not apply; `variables` are evaluated in order and read as
 `variables.<name>`; every `validations` expression must be true, else the request is denied with
 that validation's `message`. CEL bindings are `object`, `oldObject` (null on CREATE) and
-`request` (operation, userInfo.username).
+`request` (operation, userInfo.username, subResource: `pods/status` is resource `pods/status`,
+subresource `status`).
 
 Simpler than the real one: CEL is cel-python's standard library, so Kubernetes' extension libraries
 (strings, lists, regex, quantity, authorizer) are absent — a policy using them fails to compile
@@ -60,7 +61,13 @@ def evaluate(
     activation: dict[str, Any] = {
         "object": celpy.json_to_cel(obj),
         "oldObject": celtypes.NullType() if old is None else celpy.json_to_cel(old),
-        "request": celpy.json_to_cel({"operation": operation, "userInfo": {"username": username}}),
+        "request": celpy.json_to_cel(
+            {
+                "operation": operation,
+                "userInfo": {"username": username},
+                "subResource": resource.partition("/")[2],
+            }
+        ),
     }
     spec = policy["spec"]
     for condition in spec.get("matchConditions", []):

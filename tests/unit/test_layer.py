@@ -5,8 +5,11 @@ of gpupool modules the handlers import. Built into a temporary folder: no sandbo
 (`gpupool.sandbox`), no simulations (`gpupool.simulation`), no test doubles (`gpupool.testing`),
 no CLI, no examples, no reference solvers; every shipped module and every function's `app.py`
 imports with that folder first on the path (so nothing is missing, lazy and by-name imports
-included); the Makefile builds the target SAM names, byte-compiled (`--compile`: hash-checked
-bytecode of every shipped module, so a read-only layer is not compiled at each cold start). The
+included); the Makefile builds the target SAM names, byte-compiled (`--compile 3.12`: hash-checked
+bytecode of every shipped module, so a read-only layer is not compiled at each cold start — and
+only by the runtime's Python: with another, the bytecode is left out, never shipped dead). The
+build works from a copy of the layer folder alone, as SAM runs it, and stops when the list of
+modules the handlers import (`handler_modules.txt`, which makes that possible) goes stale. The
 gpupool part's size is printed
 (`pytest -s`); `benchmarks/layer_size.py` prints the whole layer's, dependencies included.
 """
@@ -14,6 +17,7 @@ gpupool part's size is printed
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -131,9 +135,11 @@ def test_pruning_removes_the_async_client_and_refuses_to_break_an_import(tmp_pat
 
 
 def test_compiling_ships_hash_checked_bytecode_the_functions_import(tmp_path: Path) -> None:
-    """A layer is read-only: without its .pyc files every cold start compiles the package again."""
+    """A layer is read-only: without its .pyc files every cold start compiles the package again.
+    (Run as the runtime: `--compile` names this Python's version.)"""
+    here = f"{sys.version_info.major}.{sys.version_info.minor}"
     done = subprocess.run(
-        [sys.executable, str(LAYER / "build_layer.py"), "--compile", str(tmp_path)],
+        [sys.executable, str(LAYER / "build_layer.py"), "--compile", here, str(tmp_path)],
         capture_output=True,
         text=True,
         check=True,
@@ -147,4 +153,48 @@ def test_compiling_ships_hash_checked_bytecode_the_functions_import(tmp_path: Pa
     flags = int.from_bytes(handler.read_bytes()[4:8], "little")
     assert flags == 0b01  # hash-based, unchecked: copying the layer's files changes nothing
     makefile = (LAYER / "Makefile").read_text(encoding="utf-8")
-    assert "--compile" in makefile
+    assert "--compile $(RUNTIME_PYTHON)" in makefile and "RUNTIME_PYTHON ?= 3.12" in makefile
+
+
+def test_bytecode_of_another_python_than_the_runtime_is_left_out(tmp_path: Path) -> None:
+    other = "3.99"
+    done = subprocess.run(
+        [sys.executable, str(LAYER / "build_layer.py"), "--compile", other, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert f"bytecode left out: this is Python {sys.version_info.major}." in done.stdout
+    assert (tmp_path / "gpupool" / "handlers" / "aws_lambda.py").is_file()
+    assert not list(tmp_path.rglob("*.pyc"))
+
+
+def _scratch_copy(tmp_path: Path) -> Path:
+    """The layer folder alone, as SAM copies it before running the Makefile."""
+    scratch = tmp_path / "scratch" / "GpupoolLayer"
+    shutil.copytree(LAYER, scratch, ignore=shutil.ignore_patterns("__pycache__"))
+    return scratch
+
+
+def test_the_build_needs_nothing_outside_the_layer_folder(tmp_path: Path) -> None:
+    scratch = _scratch_copy(tmp_path)
+    target = tmp_path / "artifacts" / "python"
+    done = subprocess.run(
+        [sys.executable, str(scratch / "build_layer.py"), str(target)], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    in_checkout = _build(tmp_path / "from-checkout")
+    assert sorted(str(p.relative_to(target)) for p in target.rglob("*") if p.is_file()) == in_checkout
+
+
+def test_a_stale_list_of_handler_modules_stops_the_build(tmp_path: Path) -> None:
+    scratch = _scratch_copy(tmp_path)
+    shutil.copytree(ROOT / "functions", tmp_path / "functions")  # beside it, as in a checkout
+    (scratch / "handler_modules.txt").write_text("gpupool.handlers.fc\n", encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, str(scratch / "build_layer.py"), str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode != 0
+    assert "handler_modules.txt is stale: the handlers import ['gpupool.handlers.aws_lambda'" in done.stderr

@@ -1,7 +1,9 @@
 """A TensorFusion worker as the agent enforces it: the pod's GPUs, limits and QoS, as the relay recorded them.
 
-Role: read a pod on this node into a `Worker` — only pods labelled `tensor-fusion.ai/enabled=true`
-that carry the allocation the relay recorded when it bound them (`gpupool.io/allocation`: this pod's
+Role: read a pod on this node into a `Worker` — only pods asking gpupool for GPUs (the
+vocabulary's `asks_gpupool_for_gpus`: labelled `tensor-fusion.ai/enabled=true` with GPU
+annotations) that carry the allocation the relay recorded when it bound them
+(`gpupool.io/allocation`: this pod's
 UID, this node, the GPUs, the request annotations placed; see `gpupool.core.allocator.pod_record`)
 are workers; every other process on a GPU is left alone. A pod without a record for itself on this
 node is not a worker (the reason is returned); a pod whose annotations were changed after the record
@@ -28,6 +30,7 @@ from gpupool.core.allocator.pod_record import (
 from gpupool.core.allocator.pod_request import RequestError, request_from_pod
 from gpupool.core.model import constants as c
 from gpupool.core.model.foreign import Pod
+from gpupool.core.vocabulary.pods import asks_gpupool_for_gpus
 
 __all__ = ["QOS_RANK", "Worker", "shares", "worker_from_pod"]
 
@@ -76,6 +79,8 @@ def worker_from_pod(pod: Pod, node: str) -> tuple[Worker | None, str | None]:
     except RecordError as exc:
         return None, f"{exc}; not enforced"
     differs = disagreement(pod, record)
+    if not asks_gpupool_for_gpus(as_recorded(pod, record)):
+        return None, f"pod {meta.namespace}/{meta.name} does not ask gpupool for GPUs; not enforced"
     try:
         request = request_from_pod(as_recorded(pod, record))
     except RequestError as exc:

@@ -309,10 +309,19 @@ class SchedulerHub:
                 default_pool=self.default_pool or None,
                 quota=self.policies.quotas.get(namespace),
                 quota_usage=usage_copy(self.allocator, namespace),
+                largest_gpu=self._largest_gpu(),
                 progressive_migration=self.settings.progressive_migration,
                 migrated_replicas=self.replicas.migrated(owner),
                 workload_profiles=self.policies.profiles_in(namespace),
             )
+
+    def _largest_gpu(self) -> tuple[int, int]:
+        """(milli-TFLOPS, VRAM bytes) of the largest GPU known (call with the lock held)."""
+        gpus = self.allocator.state.gpus.values()
+        return (
+            max((g.tflops_capacity for g in gpus), default=0),
+            max((g.vram_capacity for g in gpus), default=0),
+        )
 
     def admit(self, pod: Mapping[str, Any], namespace: str, *, record: bool = True) -> Mutation:
         """The webhook's mutation (Denial propagates), counting the replicas the watch shows; `record`

@@ -85,3 +85,12 @@ def test_list_managed_reports_live_instances(backend: Backend) -> None:
     first = compute.launch(make_claim("c1"), backend.node_class, make_offering(), client_token="a")
     second = compute.launch(make_claim("c2"), backend.node_class, make_offering(), client_token="b")
     assert sorted(item.instance_id for item in compute.list_managed()) == sorted([first, second])
+
+
+def test_describe_reports_the_launch_token_an_instance_was_started_with(backend: Backend) -> None:
+    """Issue 33: tags can be copied, the launch request's token cannot — the claim's instance is told
+    by both (`decisions.instance_owner`)."""
+    compute = backend.compute
+    instance_id = compute.launch(make_claim(), backend.node_class, make_offering(), client_token="uid-1")
+    (described,) = compute.describe([instance_id])
+    assert described.client_token == "uid-1"

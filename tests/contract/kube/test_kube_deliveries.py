@@ -110,3 +110,31 @@ def test_a_holder_that_lost_its_record_does_not_delete_the_new_one(api_client: A
     ledger.release(KEY, holder="slow")
     ledger.complete(KEY, holder="slow", now=NOW + HOLD, keep_for=KEEP)
     assert ledger.claim(KEY, holder="other", now=NOW + HOLD, hold_for=HOLD) == "in-progress"
+
+
+class _ReadThenWait(KubeDeliveryLedger):
+    """A claimant that, after reading a record, lets `meanwhile` run before it writes (the race)."""
+
+    meanwhile: Callable[[], None] | None = None
+
+    def _read(self, key: str) -> dict[str, Any]:
+        current = super()._read(key)
+        step, self.meanwhile = self.meanwhile, None
+        if step is not None:
+            step()
+        return current
+
+
+def test_of_two_claimants_that_read_the_same_expired_record_only_one_takes_it(api_client: Any) -> None:
+    """Issue 33, a surviving mutation: the takeover must carry the resourceVersion it read, or the
+    slower claimant overwrites the faster one's record and both act on the delivery."""
+    fast = KubeDeliveryLedger(api_client, namespace="default", request_timeout_s=10)
+    slow = _ReadThenWait(api_client, namespace="default", request_timeout_s=10)
+    fast.claim(KEY, holder="dead", now=NOW, hold_for=HOLD)  # its invocation died
+    later = NOW + HOLD + timedelta(seconds=1)
+    outcomes: list[str] = []
+    slow.meanwhile = lambda: outcomes.append(fast.claim(KEY, holder="fast", now=later, hold_for=HOLD))
+    outcomes.append(slow.claim(KEY, holder="slow", now=later, hold_for=HOLD))
+    assert outcomes == ["first", "in-progress"]
+    fast.complete(KEY, holder="fast", now=later, keep_for=KEEP)
+    assert fast.claim(KEY, holder="other", now=later, hold_for=HOLD) == "done", "the fast one's record stands"

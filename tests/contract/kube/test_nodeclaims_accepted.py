@@ -222,7 +222,7 @@ def test_a_realistic_autoselect_cluster_expands_on_the_launched_type_and_moves_o
 
 # Rows gpupool refuses that the real API server takes: the CRD's `values` pattern sits beside the
 # array, where a server applies it to nothing — gpupool refuses such a value, which no label carries.
-_STRICTER = {"a value no label carries"}
+_STRICTER = {"a value no label carries", "a value with a newline"}
 
 
 @pytest.mark.parametrize(("what", "claim", "words"), REFUSED, ids=[r[0] for r in REFUSED])

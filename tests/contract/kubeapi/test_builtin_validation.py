@@ -289,7 +289,9 @@ def test_unknown_fields_follow_field_validation(kube_api: EmbeddedKubeAPI) -> No
     path = PATHS["Pod"]
     status, body, _ = http_call(kube_api.port, "POST", path + "?fieldValidation=Strict", typo)
     assert (status, body["reason"]) == (400, "BadRequest")
-    assert body["message"] == 'strict decoding error: unknown field "spec.nodeNmae"'
+    assert body["message"] == (
+        'Pod in version "v1" cannot be handled as a Pod: strict decoding error: unknown field "spec.nodeNmae"'
+    )
     status, body, warnings = http_call(kube_api.port, "POST", path, typo)
     assert status == 201 and "nodeNmae" not in body["spec"]
     assert warnings == ['299 - "unknown field \\"spec.nodeNmae\\""']

@@ -4,11 +4,11 @@ metadata, 201/409/404/422 answers with Status bodies, optimistic concurrency, ge
 from __future__ import annotations
 
 import pytest
-from kubeapi_builders import node, pod, status_body
+from kubeapi_builders import http_call, node, pod, status_body
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from gpupool.sandbox.kubeapi import ManualClock
+from gpupool.sandbox.kubeapi import EmbeddedKubeAPI, ManualClock
 
 
 def test_create_stamps_uid_resource_version_generation_and_clock_time(
@@ -129,14 +129,27 @@ def test_replace_keeps_server_owned_metadata(core: client.CoreV1Api) -> None:
     assert replaced.metadata.labels == {"zone": "a"}
 
 
-def test_generation_moves_with_spec_not_with_metadata_or_status(core: client.CoreV1Api) -> None:
-    core.create_node(node("n1"))
-    labelled = core.patch_node("n1", {"metadata": {"labels": {"a": "b"}}})
+def test_generation_moves_with_spec_not_with_metadata_or_status(api_client: client.ApiClient) -> None:
+    apps = client.AppsV1Api(api_client)
+    template = {"metadata": {"labels": {"app": "w"}}, "spec": {"containers": [{"name": "c", "image": "i"}]}}
+    deployment = {
+        "metadata": {"name": "w"},
+        "spec": {"selector": {"matchLabels": {"app": "w"}}, "template": template},
+    }
+    assert apps.create_namespaced_deployment("default", deployment).metadata.generation == 1
+    labelled = apps.patch_namespaced_deployment("w", "default", {"metadata": {"labels": {"a": "b"}}})
     assert labelled.metadata.generation == 1
-    cordoned = core.patch_node("n1", {"spec": {"unschedulable": True}})
-    assert cordoned.metadata.generation == 2
-    with_status = core.patch_node_status("n1", {"status": {"capacity": {"cpu": "4"}}})
+    scaled = apps.patch_namespaced_deployment("w", "default", {"spec": {"replicas": 3}})
+    assert scaled.metadata.generation == 2
+    with_status = apps.patch_namespaced_deployment_status("w", "default", {"status": {"replicas": 3}})
     assert with_status.metadata.generation == 2
+
+
+def test_kinds_whose_registries_keep_no_generation_have_none(core: client.CoreV1Api) -> None:
+    """Upstream: Node, Namespace, ConfigMap, Service, … strategies never set metadata.generation."""
+    assert core.create_node(node("n1")).metadata.generation is None
+    assert core.patch_node("n1", {"spec": {"unschedulable": True}}).metadata.generation is None
+    assert core.create_namespace({"metadata": {"name": "ns1"}}).metadata.generation is None
 
 
 def test_no_op_update_keeps_resource_version(core: client.CoreV1Api) -> None:
@@ -216,3 +229,48 @@ def test_list_pages_with_limit_and_continue(core: client.CoreV1Api) -> None:
         if not token:
             break
     assert sorted(seen) == [f"n{index}" for index in range(7)]
+
+
+def test_a_put_without_resource_version_is_refused_where_upstream_refuses_it(
+    kube_api: EmbeddedKubeAPI,
+) -> None:
+    """Custom resources, Leases, PDBs, webhooks, … (AllowUnconditionalUpdate false) answer 422
+    naming the resource; ConfigMaps and most built-ins overwrite."""
+    claim = {
+        "apiVersion": "karpenter.sh/v1",
+        "kind": "NodeClaim",
+        "metadata": {"name": "c"},
+        "spec": {
+            "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"},
+            "requirements": [{"key": "k", "operator": "Exists"}],
+        },
+    }
+    http_call(kube_api.port, "POST", "/apis/karpenter.sh/v1/nodeclaims", claim)
+    status, body, _ = http_call(kube_api.port, "PUT", "/apis/karpenter.sh/v1/nodeclaims/c", claim)
+    assert (status, body["message"]) == (
+        422,
+        'nodeclaims.karpenter.sh "c" is invalid: '
+        "metadata.resourceVersion: Invalid value: 0: must be specified for an update",
+    )
+    assert (body["details"]["kind"], body["details"]["group"]) == ("nodeclaims", "karpenter.sh")
+    lease = {"metadata": {"name": "l"}, "spec": {"holderIdentity": "a"}}
+    http_call(kube_api.port, "POST", "/apis/coordination.k8s.io/v1/namespaces/default/leases", lease)
+    status, _, _ = http_call(
+        kube_api.port, "PUT", "/apis/coordination.k8s.io/v1/namespaces/default/leases/l", lease
+    )
+    assert status == 422
+    config_map = {"metadata": {"name": "m"}, "data": {"a": "1"}}
+    http_call(kube_api.port, "POST", "/api/v1/namespaces/default/configmaps", config_map)
+    status, _, _ = http_call(kube_api.port, "PUT", "/api/v1/namespaces/default/configmaps/m", config_map)
+    assert status == 200
+
+
+def test_built_in_list_items_carry_no_kind_custom_ones_do(kube_api: EmbeddedKubeAPI) -> None:
+    """Upstream's typed lists leave each item's kind and apiVersion out; unstructured ones keep them."""
+    http_call(kube_api.port, "POST", "/api/v1/namespaces/default/configmaps", {"metadata": {"name": "m"}})
+    _, listed, _ = http_call(kube_api.port, "GET", "/api/v1/namespaces/default/configmaps")
+    (item,) = listed["items"]
+    assert "kind" not in item and "apiVersion" not in item and item["metadata"]["name"] == "m"
+    assert "continue" not in listed["metadata"]
+    _, pools, _ = http_call(kube_api.port, "GET", "/apis/karpenter.sh/v1/nodepools")
+    assert pools["metadata"]["continue"] == ""

@@ -211,5 +211,6 @@ def test_unknown_custom_fields_are_refused_when_strict(kube_api: EmbeddedKubeAPI
     assert (status, answer["reason"], answer["message"]) == (
         400,
         "BadRequest",
+        'Gadget in version "v1" cannot be handled as a Gadget: '
         'strict decoding error: unknown field "spec.typo"',
     )

@@ -1,16 +1,17 @@
 """Deletion semantics: finalizers hold an object with a deletionTimestamp until removed,
-ownerReferences cascade (background, orphan, foreground), preconditions, namespaces."""
+ownerReferences cascade (background, orphan, foreground), preconditions, namespaces; what a
+completed delete answers (a Success Status, or the object for the registries that return it)."""
 
 from __future__ import annotations
 
 import json
 
 import pytest
-from kubeapi_builders import node, pod
+from kubeapi_builders import http_call, node, pod
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from gpupool.sandbox.kubeapi import ManualClock
+from gpupool.sandbox.kubeapi import EmbeddedKubeAPI, ManualClock
 
 
 def _owned_by(owner: client.V1Node) -> list[dict[str, object]]:
@@ -188,3 +189,30 @@ def test_malformed_owner_references_are_422(
         custom.create_cluster_custom_object("karpenter.sh", "v1", "nodepools", pool)
     assert raised.value.status == 422
     assert field in [cause["field"] for cause in json.loads(raised.value.body)["details"]["causes"]]
+
+
+def test_a_completed_delete_answers_as_its_registry_does(kube_api: EmbeddedKubeAPI) -> None:
+    """Upstream: a delete that removes the object answers a Success Status naming it (kind is the
+    plural), except for the registries that return the deleted object (pods, namespaces,
+    services, …); an object held by finalizers answers itself with 202."""
+    port = kube_api.port
+    http_call(port, "POST", "/api/v1/namespaces/default/configmaps", {"metadata": {"name": "gone"}})
+    status, body, _ = http_call(port, "DELETE", "/api/v1/namespaces/default/configmaps/gone")
+    assert status == 200 and body["kind"] == "Status" and body["status"] == "Success"
+    assert body["details"]["name"] == "gone" and body["details"]["kind"] == "configmaps"
+    assert "group" not in body["details"] and body["details"]["uid"]
+    claim = {
+        "apiVersion": "karpenter.sh/v1",
+        "kind": "NodeClaim",
+        "metadata": {"name": "c"},
+        "spec": {
+            "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"},
+            "requirements": [{"key": "k", "operator": "Exists"}],
+        },
+    }
+    http_call(port, "POST", "/apis/karpenter.sh/v1/nodeclaims", claim)
+    status, body, _ = http_call(port, "DELETE", "/apis/karpenter.sh/v1/nodeclaims/c")
+    assert (status, body["details"]["group"], body["details"]["kind"]) == (200, "karpenter.sh", "nodeclaims")
+    http_call(port, "POST", "/api/v1/namespaces/default/serviceaccounts", {"metadata": {"name": "sa"}})
+    status, body, _ = http_call(port, "DELETE", "/api/v1/namespaces/default/serviceaccounts/sa")
+    assert (status, body["kind"]) == (200, "ServiceAccount")

@@ -4,6 +4,8 @@ upstream), and optimistic concurrency on patches."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from kubeapi_builders import crd, node, pod, status_body
 from kubernetes import client
@@ -157,6 +159,10 @@ def test_custom_resources_refuse_strategic_merge_patch(
             _content_type="application/strategic-merge-patch+json",
         )
     assert raised.value.status == 415
+    assert json.loads(raised.value.body)["message"] == (
+        "the body of the request was in an unknown format - accepted media types include: "
+        "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml"
+    )
     merged = custom.patch_namespaced_custom_object(
         "example.gpupool.dev", "v1", "default", "widgets", "w", {"spec": {"size": 2}}
     )

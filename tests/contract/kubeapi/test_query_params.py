@@ -1,6 +1,8 @@
 """Query parameters over raw HTTP, parsed as kube-apiserver parses them: booleans in any form
 clients send, integers, enumerated options; each bad value a 400 Status naming it, changing
-nothing. Also: list order, resourceVersion too new (504) and resourceVersionMatch."""
+nothing. Also: list order, resourceVersion too new (504) and resourceVersionMatch; the list
+options (resourceVersionMatch, sendInitialEvents) checked on lists and watches only, as upstream's
+ValidateListOptions does (422 Invalid ListOptions)."""
 
 from __future__ import annotations
 
@@ -54,9 +56,6 @@ def test_any_false_form_lists(kube_api: EmbeddedKubeAPI, value: str) -> None:
         ("fieldValidation=Loose", "fieldValidation"),
         ("dryRun=Some", "dryRun"),
         ("propagationPolicy=Now", "propagationPolicy"),
-        ("resourceVersionMatch=Exact", "resourceVersionMatch"),
-        ("resourceVersionMatch=Newest&resourceVersion=1", "resourceVersionMatch"),
-        ("sendInitialEvents=true", "sendInitialEvents"),
     ],
 )
 def test_a_bad_parameter_is_a_400_status_naming_it(kube_api: EmbeddedKubeAPI, query: str, named: str) -> None:
@@ -71,7 +70,7 @@ def test_bookmarks_accept_any_true_form(kube_api: EmbeddedKubeAPI) -> None:
     connection = http.client.HTTPConnection("127.0.0.1", kube_api.port, timeout=10)
     connection.request(
         "GET",
-        f"/api/v1/namespaces/default/pods?watch=True&allowWatchBookmarks=True&resourceVersion={rv}&timeoutSeconds=1",
+        f"/api/v1/namespaces/default/pods?watch=True&allowWatchBookmarks=True&resourceVersion={rv}&timeoutSeconds=3",
     )
     lines = [json.loads(line) for line in connection.getresponse().read().splitlines() if line.strip()]
     assert [e["type"] for e in lines] == ["BOOKMARK"]
@@ -123,3 +122,87 @@ def test_exact_match_on_an_old_version_is_gone(kube_api: EmbeddedKubeAPI) -> Non
     _call(kube_api, "POST", "/api/v1/namespaces/default/pods", pod("p"))
     code, body, _ = _call(kube_api, "GET", "/api/v1/pods?resourceVersion=1&resourceVersionMatch=Exact")
     assert (code, body["reason"]) == (410, "Expired")
+
+
+@pytest.mark.parametrize(
+    ("query", "causes"),
+    [
+        (
+            "resourceVersionMatch=Exact",
+            [
+                (
+                    "resourceVersionMatch",
+                    "Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided",
+                )
+            ],
+        ),
+        (
+            "resourceVersionMatch=Newest&resourceVersion=1",
+            [
+                (
+                    "resourceVersionMatch",
+                    'Unsupported value: "Newest": supported values: "Exact", "NotOlderThan", ""',
+                )
+            ],
+        ),
+        (
+            "sendInitialEvents=true",
+            [("sendInitialEvents", "Forbidden: sendInitialEvents is forbidden for list")],
+        ),
+        (
+            "watch=1&resourceVersionMatch=Exact&resourceVersion=1",
+            [
+                (
+                    "resourceVersionMatch",
+                    "Forbidden: resourceVersionMatch is forbidden for watch unless sendInitialEvents is "
+                    "provided",
+                ),
+                ("resourceVersionMatch", 'Unsupported value: "Exact": supported values: "NotOlderThan"'),
+            ],
+        ),
+        (
+            "watch=1&sendInitialEvents=true",
+            [
+                (
+                    "resourceVersionMatch",
+                    "Forbidden: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
+                )
+            ],
+        ),
+    ],
+)
+def test_list_options_are_checked_on_lists_and_watches_as_upstream(
+    kube_api: EmbeddedKubeAPI, query: str, causes: list[tuple[str, str]]
+) -> None:
+    """apimachinery's ValidateListOptions: 422 Invalid for the nameless `ListOptions.meta.k8s.io`."""
+    code, body, _ = _call(kube_api, "GET", f"/api/v1/namespaces/default/pods?{query}")
+    assert (code, body["reason"], body["details"]["kind"], body["details"]["group"]) == (
+        422,
+        "Invalid",
+        "ListOptions",
+        "meta.k8s.io",
+    )
+    assert "name" not in body["details"] and body["message"].startswith(
+        'ListOptions.meta.k8s.io "" is invalid: '
+    )
+    assert [(c["field"], c["message"]) for c in body["details"]["causes"]] == causes
+
+
+def test_a_watch_with_initial_events_needs_no_resource_version(kube_api: EmbeddedKubeAPI) -> None:
+    _call(kube_api, "POST", "/api/v1/namespaces/default/pods", pod("p"))
+    connection = http.client.HTTPConnection("127.0.0.1", kube_api.port, timeout=10)
+    connection.request(
+        "GET",
+        "/api/v1/namespaces/default/pods?watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan"
+        "&allowWatchBookmarks=true&timeoutSeconds=1",
+    )
+    events = [json.loads(line) for line in connection.getresponse().read().splitlines() if line.strip()]
+    assert [e["type"] for e in events][:2] == ["ADDED", "BOOKMARK"]
+    assert events[1]["object"]["metadata"]["annotations"] == {"k8s.io/initial-events-end": "true"}
+
+
+def test_a_create_ignores_list_options_as_upstream(kube_api: EmbeddedKubeAPI) -> None:
+    code, _body, _ = _call(
+        kube_api, "POST", "/api/v1/namespaces/default/pods?resourceVersionMatch=Exact", pod("p")
+    )
+    assert code == 201

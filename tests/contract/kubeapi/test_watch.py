@@ -124,12 +124,21 @@ def test_bookmark_carries_the_latest_resource_version(core: client.CoreV1Api) ->
     start = core.list_node().metadata.resource_version
     core.create_namespaced_config_map("default", {"metadata": {"name": "unrelated"}})
     watcher = watch.Watch()
+    # Upstream's cacher sends it 2 s before the deadline (and every minute before that).
     events = list(
-        watcher.stream(core.list_node, resource_version=start, timeout_seconds=1, allow_watch_bookmarks=True)
+        watcher.stream(core.list_node, resource_version=start, timeout_seconds=3, allow_watch_bookmarks=True)
     )
     assert [event["type"] for event in events] == ["BOOKMARK"]
     latest = core.list_node().metadata.resource_version
     assert watcher.resource_version == latest
+
+
+def test_a_watch_shorter_than_two_seconds_gets_no_bookmark(core: client.CoreV1Api) -> None:
+    start = core.list_node().metadata.resource_version
+    stream = watch.Watch().stream(
+        core.list_node, resource_version=start, timeout_seconds=1, allow_watch_bookmarks=True
+    )
+    assert list(stream) == []
 
 
 def test_bad_timeout_is_400(core: client.CoreV1Api) -> None:
@@ -148,3 +157,16 @@ def test_deleted_event_after_finalizer_removal_carries_the_final_state(core: cli
     final = events[-1]["object"]
     assert final.metadata.deletion_timestamp is not None and not final.metadata.finalizers
     assert int(final.metadata.resource_version) > int(events[1]["object"].metadata.resource_version)
+
+
+def test_an_object_leaving_the_selector_is_deleted_as_it_last_matched(kube_api: EmbeddedKubeAPI) -> None:
+    """Upstream's watch cache: the DELETED event carries the object as the watcher last saw it."""
+    core = client.CoreV1Api(config.new_client_from_config(config_file=str(kube_api.kubeconfig_path)))
+    start = core.list_node().metadata.resource_version
+    core.create_node(node("n1", labels={"team": "x"}))
+    core.patch_node("n1", {"metadata": {"labels": {"team": "z"}}})
+    stream = watch.Watch().stream(
+        core.list_node, label_selector="team=x", resource_version=start, timeout_seconds=1
+    )
+    events = [(e["type"], e["object"].metadata.labels["team"]) for e in stream]
+    assert events == [("ADDED", "x"), ("DELETED", "x")]

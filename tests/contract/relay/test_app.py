@@ -168,7 +168,14 @@ def test_simulate_impossible_pod_says_why_per_stage(http: TestClient) -> None:
     plain = http.post(
         "/api/simulate-schedule", content=SIMULATE_YAML.replace('enabled: "true"', 'enabled: "false"')
     )
-    assert plain.status_code == 422 and "leave this pod on nvidia.com/gpu" in plain.json()["diagnosis"]
+    # It still names tensor-fusion-scheduler: the webhook refuses it (a pod naming the scheduler
+    # must ask gpupool for GPUs), rather than leave it to be bound with none.
+    assert plain.status_code == 422 and "does not ask gpupool for GPUs" in plain.json()["diagnosis"]
+    unscheduled = SIMULATE_YAML.replace('enabled: "true"', 'enabled: "false"').replace(
+        "  schedulerName: tensor-fusion-scheduler\n", ""
+    )
+    left = http.post("/api/simulate-schedule", content=unscheduled)
+    assert left.status_code == 422 and "leave this pod on nvidia.com/gpu" in left.json()["diagnosis"]
 
 
 def test_node_objects_feed_node_affinity_and_vram_expansion(hub: SchedulerHub, http: TestClient) -> None:

@@ -299,3 +299,45 @@ def _holder_of(api: EmbeddedKubeAPI) -> str:
 
 def _stamp() -> str:
     return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _slow_writes(elector: Any, clock: ManualClock, returns_at: list[float]) -> None:
+    """Each Lease write reaches the server at once but returns at the next time in `returns_at`."""
+    for method in ("create_namespaced_lease", "replace_namespaced_lease"):
+        real = getattr(elector.coordination, method)
+
+        def slow(*args: Any, _real: Any = real, **kwargs: Any) -> Any:
+            answer = _real(*args, **kwargs)
+            if returns_at:
+                clock.now = returns_at.pop(0)
+            return answer
+
+        setattr(elector.coordination, method, slow)
+
+
+def test_a_renewal_counts_from_when_its_round_began_not_when_its_write_returned() -> None:
+    """Issue 33, a surviving mutation: the server may have written the renewal any time after the
+    round began, so the renew deadline runs from then — counted from the return, a slow write
+    would keep the leader forwarding past the moment another replica may take over."""
+    clock, log = ManualClock(), []
+    with EmbeddedKubeAPI() as api:
+        a = _stepped(api, "relay-a", clock, log)
+        assert a.round()  # t=0
+        clock.now = 2.0
+        _slow_writes(a, clock, [9.0])  # the renewal begun at t=2 returns at t=9
+        assert a.round() and a.leading.is_set()
+        clock.now = 11.9
+        assert not a.check_deadline()
+        clock.now = 12.0  # 10 s after the renewal's round began
+        assert a.check_deadline() and not a.leading.is_set()
+
+
+def test_a_write_that_returns_after_the_deadline_does_not_make_a_leader() -> None:
+    """Issue 33, a surviving mutation: a round whose write returns 10 s or more after it began
+    proves nothing about the Lease now; the replica does not start leading on it."""
+    clock, log = ManualClock(), []
+    with EmbeddedKubeAPI() as api:
+        a = _stepped(api, "relay-a", clock, log)
+        _slow_writes(a, clock, [10.0])  # the take begun at t=0 returns at the renew deadline
+        assert not a.round() and not a.leading.is_set()
+        assert log == []

@@ -105,3 +105,20 @@ def test_short_rows_rows_without_metadata_and_cells_of_any_json_shape() -> None:
     phase_status = by_name["phase"].status
     assert phase_status is not None and phase_status.phase == "Pending"
     assert [r.name for r in reported] == ["odd"] and "not a quantity" in reported[0].message
+
+
+def test_a_watchs_later_events_carry_null_column_definitions() -> None:
+    """kube-apiserver announces a Table watch's columns in the first event only; the later ones
+    carry `columnDefinitions: null` (NoHeaders), read with the columns the first announced."""
+    decoder = GPUNodeSummaryDecoder(report=lambda _unreadable: None)
+
+    def event(name: str, *, headers: bool) -> bytes:
+        table = json.loads(_page((name, ["Running", "1000", "192Gi", "250", "48Gi", 8])))
+        if not headers:
+            table["columnDefinitions"] = None
+        return json.dumps({"type": "ADDED", "object": table}).encode()
+
+    first = decoder.change(event("a", headers=True))
+    later = decoder.change(event("b", headers=False))
+    assert first.obj is not None and later.obj is not None and later.obj.status is not None
+    assert later.obj.status.total_gpus == 8

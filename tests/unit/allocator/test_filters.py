@@ -136,7 +136,10 @@ def test_quota_rejects_every_candidate_with_the_quota_message() -> None:
     simulation = allocator.simulate(request(name="p2"))
     assert simulation.node is None
     quota_stage = next(s for s in simulation.stages if s.stage == "quota")
-    assert "requests.tflops would be 20 TFLOPS" in quota_stage.reasons["a"]
+    refusal = (
+        "this pod's requests.tflops 10 TFLOPS does not fit in what is left of the quota's total 15 TFLOPS"
+    )
+    assert refusal in quota_stage.reasons["a"]
     allocator.release("team/p1")
     assert allocator.simulate(request(name="p2")).node == "a"
 

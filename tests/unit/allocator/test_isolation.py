@@ -213,7 +213,7 @@ def test_dedicated_quota_counts_a_whole_gpu() -> None:
     allocator.set_quota("team", QuotaLimits(vram_requests=8 * GI))
     simulation = allocator.simulate(request(dedicated=True))
     assert simulation.node is None
-    assert "requests.vram would be 40Gi" in simulation.node_reasons["b"]
+    assert "this pod's requests.vram 40Gi does not fit" in simulation.node_reasons["b"]
 
 
 def _pod(annotations: dict[str, str]) -> Pod:

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from gpupool.core.allocator import AllocationError, Allocator, GpuInfo, GpuRequest
+from gpupool.core.allocator.pod_request import RequestError
 from gpupool.core.extender import (
     binding_result,
     handle_filter,
@@ -46,6 +47,8 @@ def pod(name: str = "p", annotations: dict[str, str] | None = None, gpus: int = 
             "namespace": "team",
             "uid": f"uid-{name}",
             "annotations": annotations or {},
+            # a pod asking gpupool for GPUs is labelled (core.vocabulary.pods.asks_gpupool_for_gpus)
+            "labels": {"tensor-fusion.ai/enabled": "true"} if annotations else {},
         },
         "spec": {"containers": [{"name": "c", "resources": resources}]},
     }
@@ -124,7 +127,10 @@ def test_bind_reserves_once_and_a_losing_concurrent_bind_fails_cleanly() -> None
     with pytest.raises(AllocationError, match="no longer fits node a"):
         reserve_for_bind(built, pod("p2", TF), "a", default_pool="shared")
     assert list(built.state.allocations) == ["team/p1"]
-    assert reserve_for_bind(built, pod("plain"), "a", default_pool="shared") is None
+    # A pod that asks for no GPUs is never bound by the extender: it would hold no record.
+    with pytest.raises(RequestError, match="does not ask gpupool for GPUs"):
+        reserve_for_bind(built, pod("plain"), "a", default_pool="shared")
+    assert reserve_for_bind(built, pod("native", gpus=1), "a", default_pool="shared") is None
 
 
 def test_replicas_left_on_nvidia_gpu_are_native_even_with_annotations() -> None:

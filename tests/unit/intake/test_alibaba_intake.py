@@ -138,3 +138,14 @@ def test_an_http_trigger_request_is_told_by_fcs_own_keys_first() -> None:
     checked, HTTP answers); intake now reads it as one too, even with timer keys beside them."""
     intake = intake_alibaba({**sample("fc-http-node-ready"), "triggerTime": "t"}, function="bind")
     assert intake.trigger == "http" and isinstance(intake.cause, NodeChanged)
+
+
+@pytest.mark.parametrize("name", ["ecs-instance-state-change", "ecs-preemptible-interruption"])
+@pytest.mark.parametrize("source", ["attacker.example", "acs.ecs.evil", "ACS.ECS", ""])
+def test_an_ecs_event_from_another_source_is_not_acted_on(name: str, source: str) -> None:
+    """Issue 33, attempt 6: `source: attacker.example` was acted on; Lambda's intake keys on the
+    source, and FC's now checks it too."""
+    event = sample(name)
+    event["source"] = source
+    cause = intake_alibaba(json.dumps(event).encode(), function="bind").cause
+    assert isinstance(cause, Ignored)

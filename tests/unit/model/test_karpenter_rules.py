@@ -52,6 +52,12 @@ REFUSED: list[tuple[str, KarpenterNodeClaim, str]] = [
     ("expireAfter in days", nodeclaim(expireAfter="30d"), "expireAfter '30d' must be a duration"),
     ("terminationGracePeriod in days", nodeclaim(terminationGracePeriod="1d"), "terminationGracePeriod '1d'"),
     ("terminationGracePeriod Never", nodeclaim(terminationGracePeriod="Never"), "terminationGracePeriod"),
+    # Go's regexp `$` is the end of the text: a trailing newline is refused, as the API server does.
+    ("expireAfter with a newline", nodeclaim(expireAfter="720h\n"), "expireAfter '720h\\n' must be"),
+    ("expireAfter Never, newline", nodeclaim(expireAfter="Never\n"), "expireAfter 'Never\\n' must be"),
+    ("terminationGracePeriod, newline", nodeclaim(terminationGracePeriod="1h\n"), "terminationGracePeriod"),
+    ("Gt with a newline", requirement(key="k", operator="Gt", values=["5\n"]), "non-negative integer"),
+    ("a value with a newline", requirement(key="k", operator="In", values=["g5\n"]), "not a label value"),
     ("a taint key with a space", nodeclaim(taints=[{"key": "a b", "effect": "NoSchedule"}]), "taint 0"),
     ("an unknown taint effect", nodeclaim(taints=[{"key": "gpu", "effect": "Never"}]), "the effect must be"),
     ("a label value past 63", nodeclaim(labels={"tensor-fusion.ai/node-provisioner": "p" * 64}), "63"),

@@ -25,6 +25,7 @@ from datetime import UTC, datetime
 from gpupool.core.allocator.pod_record import RecordError, as_recorded, recorded_allocation
 from gpupool.core.model import constants as c
 from gpupool.core.model.foreign import Pod
+from gpupool.core.vocabulary.pods import asks_gpupool_for_gpus
 from gpupool_incluster.agent.workers import Worker, worker_from_pod
 
 __all__ = ["AllocationRefused", "ContainerGrant", "resolve_grant"]
@@ -57,8 +58,11 @@ def _created(pod: Pod) -> datetime:
 def _candidate(pod: Pod, node: str) -> tuple[Worker, Pod]:
     """The worker a claimant is, read from its record; RecordError when it has none or disagrees."""
     key = f"{pod.metadata.namespace or 'default'}/{pod.metadata.name}"
-    if pod.metadata.labels.get(c.LABEL_ENABLED) != "true":
-        raise RecordError(f"pod {key} is not a TensorFusion worker (no {c.LABEL_ENABLED}=true label)")
+    if not asks_gpupool_for_gpus(pod):
+        raise RecordError(
+            f"pod {key} is not a TensorFusion worker asking gpupool for GPUs (a {c.LABEL_ENABLED}=true "
+            "label with GPU annotations)"
+        )
     record = recorded_allocation(pod, node)
     worker, problem = worker_from_pod(pod, node)
     if worker is None:

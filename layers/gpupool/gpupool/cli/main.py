@@ -4,7 +4,9 @@ Each module in `gpupool.cli.commands` defines `NAME`, `HELP`, `register(parser)`
 `run(args) -> int`. Registration must stay cheap (no SDK imports): heavy imports belong in
 `run`, so `gpupool --help` answers instantly. A reader that goes away (`gpupool demo | head`)
 ends the command quietly with exit 141 (128 + SIGPIPE, as a shell reports a writer a closed
-pipe stopped), never with a traceback.
+pipe stopped), never with a traceback. A mistyped flag is one line naming the command it was
+given to and the closest flag that command has ("did you mean"), exit 2; a module a partial
+install lacks is one line naming the extra that brings it (`gpupool.cli.extras`), exit 1.
 
 Must not: hold any decision logic — subcommands call the core, the service or `gpupool.sandbox`.
 """
@@ -45,9 +47,51 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    found: dict[str, argparse.ArgumentParser] = {}
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            found.update(action.choices)
+    return found
+
+
+def _command_parser(
+    parser: argparse.ArgumentParser, argv: Sequence[str]
+) -> tuple[str, argparse.ArgumentParser]:
+    """The deepest (sub)command `argv` names and its parser: `gpupool sandbox build` → its own."""
+    words, path = list(argv), ["gpupool"]
+    while True:
+        choices = _subparsers(parser)
+        nxt = next((w for w in words if not w.startswith("-")), None)
+        if nxt is None or nxt not in choices:
+            return " ".join(path), parser
+        words = words[words.index(nxt) + 1 :]
+        path.append(nxt)
+        parser = choices[nxt]
+
+
+def _unrecognized(parser: argparse.ArgumentParser, argv: Sequence[str], extras: list[str]) -> str:
+    """One line for arguments no parser took, with the closest flag of the command they went to."""
+    import difflib
+
+    where, command = _command_parser(parser, argv)
+    flags = [option for action in command._actions for option in action.option_strings]
+    first = extras[0]
+    line = f"{where}: error: unrecognized argument{'s' if len(extras) > 1 else ''} {' '.join(extras)}"
+    if first.startswith("-"):
+        close = difflib.get_close_matches(first.split("=", 1)[0], flags, n=1, cutoff=0.6)
+        if close:
+            return f"{line}; did you mean {close[0]}?"
+    return f"{line} (see {where} --help)"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    args, extras = parser.parse_known_args(arguments)
+    if extras:
+        print(_unrecognized(parser, arguments, extras), file=sys.stderr)
+        return 2
     run = getattr(args, "_run", None)
     if run is None:
         parser.print_help()
@@ -57,6 +101,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UserError as exc:
         print(f"gpupool {args.command}: error: {exc}", file=sys.stderr)
         return exc.exit_code
+    except ModuleNotFoundError as exc:
+        from gpupool.cli.extras import missing_module_message
+
+        message = missing_module_message(exc)
+        if message is None:
+            raise
+        print(f"gpupool {args.command}: error: {message}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:

@@ -5,9 +5,12 @@ Role: `render(view, header)` → one rich renderable: a header line (server, con
 min / warm / max and the gap per dimension, nodes and GPUs, hourly cost against the budget,
 claims by phase and each claim with its age and any stuck flag, warnings, the latest
 decisions), and a table of nodes with a bar of each node's GPU allocation (the larger of its
-TFLOPS and VRAM shares, like eks-node-viewer's) and one mark per GPU, its model, offering,
-price, age, workers and flags. Small formatters (`age`, `vram`, `money`) are shared with the
-docs capture.
+TFLOPS and VRAM shares, like eks-node-viewer's) and one mark per GPU (`○` an idle one, `▁`…`█`
+its allocation, `✗` an unusable one), its model, offering, price, age, workers and flags; then the
+cluster's totals (pools, nodes, GPUs, cost per hour and per 30 days). Each pool's cost is given per
+hour and per 30 days too. `console_for(renderable, terminal)` sizes the output: the terminal's
+width, or — piped — as wide as the widest line, so nothing is cut at 80 columns. Small formatters
+(`age`, `vram`, `money`) are shared with the docs capture.
 
 Must not: read the cluster, compute facts (the core's `views` does) or print.
 """
@@ -18,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from rich import box
-from rich.console import Group, RenderableType
+from rich.console import Console, Group, RenderableType
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
@@ -33,11 +36,14 @@ from gpupool.core.views.facts import (
     duration_text,
 )
 
-__all__ = ["Header", "age", "bar", "money", "render", "vram"]
+__all__ = ["Header", "age", "bar", "console_for", "money", "render", "vram"]
 
 _GIB = 2**30
 _BAR = 10
-_MARKS = " ▁▂▃▄▅▆▇█"
+_IDLE = "○"  # a usable GPU nothing is allocated on: drawn, never a blank
+_MARKS = "▁▂▃▄▅▆▇█"
+HOURS_PER_30_DAYS = 24 * 30
+_UNBOUNDED = 10_000  # columns to measure the natural width of what is printed into a pipe
 
 
 @dataclass(frozen=True)
@@ -76,7 +82,16 @@ def bar(share: float, width: int = _BAR) -> str:
 def _gpu_mark(gpu: GpuView) -> str:
     if not gpu.usable:
         return "✗"
-    return _MARKS[round(gpu.allocated_share * (len(_MARKS) - 1))]
+    if gpu.allocated_share <= 0:
+        return _IDLE
+    return _MARKS[min(len(_MARKS) - 1, max(0, round(gpu.allocated_share * len(_MARKS)) - 1))]
+
+
+def _cost(hourly: float | None) -> str:
+    """`$1.578/h ≈ $1,136 per 30 days`."""
+    if hourly is None:
+        return "—"
+    return f"{money(hourly)}/h ≈ ${hourly * HOURS_PER_30_DAYS:,.0f} per 30 days"
 
 
 def _node_share(node: NodeView) -> float:
@@ -144,7 +159,7 @@ def _pool(pool: PoolView) -> Panel:
     parts.append(
         Text(
             f"nodes {pool.nodes} ({pool.ready_nodes} ready) · GPUs {pool.gpus} · "
-            f"cost {money(pool.hourly_cost)}/h · {budget}{max_note}"
+            f"cost {_cost(pool.hourly_cost)} · {budget}{max_note}"
         )
     )
     phases = " · ".join(f"{phase} {count}" for phase, count in pool.claims_by_phase.items()) or "none"
@@ -211,6 +226,30 @@ def render(view: ClusterView, header: Header) -> RenderableType:
     parts += [_pool(pool) for pool in view.pools]
     if view.nodes:
         parts.append(_nodes(view.nodes))
+    parts.append(_totals(view))
     for problem in view.unreadable:
         parts.append(Text(f"! {problem}", style="yellow"))
     return Group(*parts)
+
+
+def _totals(view: ClusterView) -> Text:
+    """The cluster's line: every pool's cost plus the GPU nodes in no pool."""
+    pooled = sum(pool.hourly_cost for pool in view.pools)
+    unpooled = sum(node.hourly_price or 0.0 for node in view.nodes if node.pool is None)
+    gpus = sum(len(node.gpus) for node in view.nodes)
+    idle = sum(1 for node in view.nodes for gpu in node.gpus if gpu.usable and gpu.allocated_share <= 0)
+    return Text(
+        f"cluster: {len(view.pools)} pool{'s' if len(view.pools) != 1 else ''} · {len(view.nodes)} GPU "
+        f"node{'s' if len(view.nodes) != 1 else ''} · {gpus} GPUs ({idle} idle) · "
+        f"cost {_cost(pooled + unpooled)}",
+        style="bold",
+    )
+
+
+def console_for(renderable: RenderableType, *, terminal: bool, **options: object) -> Console:
+    """A Console as wide as the terminal, or — not a terminal — as the widest line of `renderable`."""
+    if terminal:
+        return Console(**options)  # type: ignore[arg-type]
+    probe = Console(width=_UNBOUNDED, color_system=None, force_terminal=False)
+    width = probe.measure(renderable).maximum
+    return Console(width=max(40, min(width, _UNBOUNDED)), **options)  # type: ignore[arg-type]

@@ -166,13 +166,33 @@ def lister(api: Any, stream: Stream) -> Callable[..., Any]:
 
 
 def _reason(error: BaseException) -> str:
-    """The last line of a transport error that matters: `[Errno 111] Connection refused` etc."""
+    """The cause of a transport error in a few words: `connection refused`, a TLS mismatch named
+    for what to check, `timed out` — never the name of urllib3's retry wrapper."""
     text = str(getattr(error, "reason", None) or error)
+    lowered = text.lower()
+    if "certificate_verify_failed" in lowered or "certificate verify failed" in lowered:
+        if "hostname mismatch" in lowered or "not valid for" in lowered or "doesn't match" in lowered:
+            return "TLS: the server's certificate is not for this host name (check the kubeconfig's server)"
+        return (
+            "TLS: the server's certificate is not signed by the kubeconfig's certificate-authority "
+            "(a kubeconfig for another cluster, or a rotated CA?)"
+        )
+    if (
+        "wrong_version_number" in lowered
+        or "record layer failure" in lowered
+        or "unknown protocol" in lowered
+    ):
+        return "TLS: the server at this address does not speak TLS (an http:// endpoint?)"
+    if "ssl" in lowered:
+        found_ssl = re.search(r"\[SSL[^\]]*\] ([^'\")(]+)", text)
+        return f"TLS: {found_ssl.group(1).strip() if found_ssl else 'handshake failed'}"
     found = re.search(r"\[Errno -?\d+\] ([^'\")]+)", text)
     if found:
         return found.group(1).strip().lower()
-    if "timed out" in text.lower():
+    if "timed out" in lowered:
         return "timed out"
+    if "name or service not known" in lowered or "nodename nor servname" in lowered:
+        return "the host name does not resolve"
     return type(error).__name__
 
 

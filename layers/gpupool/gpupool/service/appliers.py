@@ -15,14 +15,16 @@ Must not: decide what to do (decisions are in `gpupool.core.decisions`), log, or
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from typing import TypeVar
 
 from gpupool.core.decisions.claim_lifecycle import phase_move_refusal
+from gpupool.core.decisions.instance_owner import launch_token
 from gpupool.core.decisions.karpenter_nodeclaim import KarpenterModeError, nodeclaim_template
 from gpupool.core.model.base import Condition, TopLevel
 from gpupool.core.model.claim_state import ANNOTATION_INTERRUPTED, LaunchedMode, claim_mode
-from gpupool.core.model.constants import FINALIZER
+from gpupool.core.model.constants import EVENT_INSTANCE_LAUNCHED, EVENT_INSTANCE_TERMINATED, FINALIZER
 from gpupool.core.model.instance import LaunchTemplate
 from gpupool.core.model.nodeclaim import GPUNodeClaim, GPUNodeClaimStatus
 from gpupool.core.planning.plan import (
@@ -37,7 +39,7 @@ from gpupool.core.planning.plan import (
     TerminateInstance,
 )
 from gpupool.service.deps import Deps
-from gpupool.service.errors import AlreadyExists, Conflict, NotFound, PermanentError
+from gpupool.service.errors import AlreadyExists, Conflict, DomainError, NotFound, PermanentError
 
 __all__ = ["Skip", "condition", "read_version", "retry_conflicts", "set_phase"]
 
@@ -114,13 +116,33 @@ def apply_launch_instance(deps: Deps, action: LaunchInstance) -> str:
     if found is not None:
         instance_id, how = found.instance_id, "adopted"
     else:
-        token = claim.metadata.uid or name
+        token = launch_token(claim)
         instance_id, how = (
             compute.launch(claim, template, action.offering, client_token=token),
             "launched",
         )
     set_phase(deps, name, "Creating", "InstanceLaunched", f"instance {instance_id} {how}", instance_id)
+    offering = " ".join(
+        part
+        for part in (action.offering.instance_type, action.offering.zone, action.offering.capacity_type)
+        if part
+    )
+    record_on_claim(deps, name, EVENT_INSTANCE_LAUNCHED, f"instance {instance_id} {how} ({offering})")
     return f"{how} {instance_id}"
+
+
+def record_on_claim(deps: Deps, claim: str, reason: str, message: str) -> None:
+    """A Normal Event on the GPUNodeClaim, so `kubectl describe` shows what was done to its
+    instance; best effort, as every Event: a failure to record never fails the action."""
+    with contextlib.suppress(DomainError):
+        deps.cluster.record_event(
+            kind="GPUNodeClaim",
+            name=claim,
+            namespace=None,
+            event_type="Normal",
+            reason=reason,
+            message=message,
+        )
 
 
 def set_phase(
@@ -213,6 +235,13 @@ def _instance_mode(deps: Deps, claim_name: str | None) -> LaunchedMode:
 
 def apply_terminate(deps: Deps, action: TerminateInstance) -> str:
     deps.compute_for(_instance_mode(deps, action.claim)).terminate(action.instance_id)
+    if action.claim is not None:
+        record_on_claim(
+            deps,
+            action.claim,
+            EVENT_INSTANCE_TERMINATED,
+            f"instance {action.instance_id} terminated ({action.reason})",
+        )
     return f"terminated ({action.reason})"
 
 

@@ -7,7 +7,7 @@ replaces the node at once. For every cause: plan_claim_lifecycle over all claims
 adopt instances found by tag, launch / registration timeouts, deleting claims terminate
 their instance then release the finalizer). For the periodic Sweep: plan_orphan_sweep and
 plan_orphan_nodes too. Then the status of every pool whose claims changed is brought up to date.
-The invocation reads the cluster once (`cluster_view`): claims, node summaries and GPUNodes (and
+The invocation reads the cluster once (`invocation_cluster`): claims, node summaries and GPUNodes (and
 the pools when a status is due); every decision reads that, with this invocation's writes folded in.
 
 Must not: launch instances (launch does, under the pool lease) or decide itself.
@@ -16,6 +16,7 @@ Must not: launch instances (launch does, under the pool lease) or decide itself.
 from __future__ import annotations
 
 from gpupool.core.decisions.claim_lifecycle import LifecyclePolicy, plan_claim_lifecycle
+from gpupool.core.decisions.instance_owner import claim_of_instance
 from gpupool.core.decisions.interruption import plan_interruption
 from gpupool.core.decisions.orphan_sweep import plan_orphan_nodes, plan_orphan_sweep
 from gpupool.core.decisions.pool_status import plan_pool_status
@@ -24,10 +25,10 @@ from gpupool.core.intake.routing import BindCause
 from gpupool.core.model.claim_state import LaunchedMode, claim_mode, node_claim
 from gpupool.core.model.instance import ManagedInstance
 from gpupool.core.model.nodeclaim import GPUNodeClaim
-from gpupool.service.cluster_view import reading_once
 from gpupool.service.deps import Deps
 from gpupool.service.errors import DomainError
 from gpupool.service.executor import Executor
+from gpupool.service.invocation_cluster import reading_once
 from gpupool.service.outcome import Outcome, acknowledge
 from gpupool.service.pools import ClusterReads, select_pools, snapshot_of
 from gpupool.service.results import record_results
@@ -51,12 +52,11 @@ def handle_bind(cause: object, deps: Deps, *, dry_run: bool = False) -> Outcome:
 
 
 def _claim_of_instance(instance_id: str, claims: list[GPUNodeClaim], deps: Deps) -> GPUNodeClaim | None:
-    for claim in claims:
-        if claim.status and claim.status.instance_id == instance_id:
-            return claim
-    described = deps.compute.describe([instance_id])  # the cloud's: its events name cloud instances
-    names = {i.claim_name for i in described if i.claim_name}
-    return next((c for c in claims if c.name in names), None)
+    """A claim trusts only its own instance (`decisions.instance_owner`); the cloud is asked only
+    when no claim recorded the id (its events name cloud instances)."""
+    if any(c.status and c.status.instance_id == instance_id for c in claims):
+        return claim_of_instance(instance_id, claims, ())
+    return claim_of_instance(instance_id, claims, deps.compute.describe([instance_id]))
 
 
 def _describe_missing(deps: Deps, claims: list[GPUNodeClaim], known: set[str]) -> list[ManagedInstance]:

@@ -4,7 +4,7 @@ Role: `handle_compact(cause, deps, *, dry_run=False) -> Outcome` for Compact cau
 pool whose nodeCompaction.period elapsed (or manual compaction was asked for — the cause or the
 pool's manual-compaction annotation) it takes the pool's Lease (`pool_lease`, the one launch
 holds, so a launch never fills a gap from a snapshot this removal is about to change, nor the
-reverse), then reads the cluster once (`cluster_view`: claims, node summaries, GPUNodes) and
+reverse), then reads the cluster once (`invocation_cluster`: claims, node summaries, GPUNodes) and
 plans with plan_compaction, which narrows to idle candidates from GPUNode status; the pods of
 each node it would remove are read (`spec.nodeName` field selector, TensorFusion pods by
 `core.vocabulary.pods`) and the plan made again until every removal stands on read pods. Right
@@ -46,10 +46,10 @@ from gpupool.core.planning.plan import (
     RecordEvent,
 )
 from gpupool.core.planning.snapshot import PoolSnapshot
-from gpupool.service.cluster_view import ClusterView, reading_once
 from gpupool.service.deps import Deps
 from gpupool.service.errors import DomainError, NotFound
 from gpupool.service.executor import Executor
+from gpupool.service.invocation_cluster import InvocationCluster, reading_once
 from gpupool.service.outcome import Outcome, acknowledge
 from gpupool.service.pool_lease import PoolLease
 from gpupool.service.pools import ClusterReads, select_pools, snapshot_of, with_pods_of
@@ -162,7 +162,7 @@ def _before_removal(deps: Deps, removal: Action, reads: ClusterReads, *, again: 
     """`reads` as they are right before `removal`: its node's pods read again and, once an
     earlier removal was applied (`again`), the pool, claims, nodes and GPUNodes read again too."""
     if again:
-        if isinstance(deps.cluster, ClusterView):
+        if isinstance(deps.cluster, InvocationCluster):
             deps.cluster.refresh()
         reads = replace(ClusterReads.load(deps), pods=reads.pods, pods_read_on=reads.pods_read_on)
     node = removal.targets().get("node")
@@ -246,14 +246,14 @@ def _consolidation_plan(deps: Deps, name: str) -> Plan:
 def _consolidate(name: str, deps: Deps, executor: Executor, outcome: Outcome, *, dry_run: bool) -> None:
     """WhenUnderutilized: when compaction removed nothing, drain the one node consolidation picks,
     deciding again on a fresh read right before (DESIGN: re-validate before destroying)."""
-    if isinstance(deps.cluster, ClusterView):
+    if isinstance(deps.cluster, InvocationCluster):
         deps.cluster.refresh()
     plan = _consolidation_plan(deps, name)
     if not plan.actions:
         outcome.plan = outcome.plan + plan
         return
     if not dry_run:
-        if isinstance(deps.cluster, ClusterView):
+        if isinstance(deps.cluster, InvocationCluster):
             deps.cluster.refresh()
         again = _consolidation_plan(deps, name)
         if again.actions != plan.actions:

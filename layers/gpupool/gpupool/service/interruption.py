@@ -3,7 +3,8 @@
 Role: `find_interrupted(deps, instance_id)` — the live claim whose instance the cloud is taking
 away, its node and its pool: a claim that recorded that instance id (Provisioned); else a
 Karpenter-mode claim whose NodeClaim's `status.providerID` ends with it (the warning names the
-EC2 / ECS instance, the claim records `nodeclaim/<name>`); else one the cloud's tags name. A
+EC2 / ECS instance, the claim records `nodeclaim/<name>`); else a claim with no instance yet whose
+tags *and launch token* the instance carries (`decisions.instance_owner`: tags alone can be copied). A
 Karpenter NodeClaim no GPUNodeClaim made (an AutoSelect expansion, a NodePool's own node) is
 Karpenter's to handle (its interruption controller deletes it): `Interrupted.note` says so and
 there is no claim. The launch function calls it for `InstanceInterruption`, applies
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gpupool.core.decisions.instance_owner import claim_of_instance
 from gpupool.core.decisions.karpenter_nodeclaim import nodeclaim_name_of
 from gpupool.core.model.claim_state import node_claim
 from gpupool.core.model.constants import LABEL_MANAGED_BY, LABEL_NODE_PROVISIONER
@@ -59,9 +61,8 @@ def _claim_of(
                 f"instance {instance_id} is Karpenter NodeClaim {nodeclaim.name}'s, which no GPUNodeClaim "
                 "made: left to Karpenter's own interruption handling"
             )
-    described = deps.compute.describe([instance_id])  # the cloud's tags name the claim
-    names = {i.claim_name for i in described if i.claim_name}
-    return next((c for c in claims if c.name in names), None), None
+    # The cloud's tags name a claim only beside this claim's launch token (decisions.instance_owner).
+    return claim_of_instance(instance_id, claims, deps.compute.describe([instance_id])), None
 
 
 def find_interrupted(deps: Deps, instance_id: str) -> Interrupted:

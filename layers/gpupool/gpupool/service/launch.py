@@ -8,7 +8,7 @@ reads what the decisions need, then per pool in rounds: snapshot → plan_launch
 claim's node through the Compute of its mode: the cloud's, or Karpenter's NodeClaims); launch
 failures become plan_launch_failure plans (capacity errors mark the offering unavailable in the
 pool, so the next round picks the next cheapest). Ends with the pool status. The invocation
-reads the cluster once (`cluster_view`): claims, node summaries, GPUNodes and node classes — no
+reads the cluster once (`invocation_cluster`): claims, node summaries, GPUNodes and node classes — no
 pods — and every round and the closing status decide from that read with this invocation's
 writes folded in.
 An `InstanceInterruption` (Spot warning, ECS preemption, rebalance recommendation) is handled as
@@ -37,12 +37,12 @@ from gpupool.core.model.pool import GPUPool
 from gpupool.core.planning.plan import ApplyPool, LaunchInstance, OfferingRef, Plan
 from gpupool.core.planning.pool_gauges import measure_pool
 from gpupool.core.planning.snapshot import PoolSnapshot
-from gpupool.service.cluster_view import ClusterView, reading_once
 from gpupool.service.connection import refresh_connection_status
 from gpupool.service.deps import Deps
 from gpupool.service.errors import CapacityUnavailable, DomainError, NotFound, PermanentError
 from gpupool.service.executor import ActionResult, Executor
 from gpupool.service.interruption import find_interrupted
+from gpupool.service.invocation_cluster import InvocationCluster, reading_once
 from gpupool.service.outcome import Outcome, acknowledge
 from gpupool.service.pool_lease import PoolLease
 from gpupool.service.pools import ClusterReads, select_pools, snapshot_of, sync_cluster_pools
@@ -175,7 +175,7 @@ def _replace_interrupted(
         deps.sleep(_LEASE_POLL.total_seconds())
         waited += _LEASE_POLL
     try:
-        if isinstance(deps.cluster, ClusterView):
+        if isinstance(deps.cluster, InvocationCluster):
             deps.cluster.refresh()
         _launch_pool(name, deps, executor, outcome, lease)
     finally:

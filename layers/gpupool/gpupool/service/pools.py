@@ -5,11 +5,11 @@ Role: pools come from TensorFusionCluster.spec.gpuPools (materialised as GPUPool
 pool snapshot is cut from — claims, node and GPUNode summaries (what `kubectl get` prints of
 them: all the decisions read), node classes (launch's only) and the
 pods read so far on chosen nodes, TensorFusion ones only (`core.vocabulary.pods`) — taken from the
-invocation's `ClusterView` (each kind read once per invocation; `with_pods_on` reads one node's
+invocation's `InvocationCluster` (each kind read once per invocation; `with_pods_on` reads one node's
 pods with the API server's `spec.nodeName` field selector). `snapshot_of` cuts one pool's
 `PoolSnapshot` out of it with the core's one membership rule (`planning.membership`, which
 `gpupool plan --state` uses too) — once per read and pool spec: the reads stay the same while
-only pools and clusters are written (`ClusterView.snapshot_changes`), and a pool whose status or
+only pools and clusters are written (`InvocationCluster.snapshot_changes`), and a pool whose status or
 annotations were written keeps its cut, with the pool as written.
 
 Must not: decide anything, re-implement membership, or keep anything between invocations.
@@ -30,9 +30,9 @@ from gpupool.core.planning.membership import ClusterObjects, claim_in_pool, pool
 from gpupool.core.planning.plan import Plan
 from gpupool.core.planning.snapshot import PoolSnapshot
 from gpupool.core.vocabulary.pods import is_tensorfusion_pod
-from gpupool.service.cluster_view import ClusterView
 from gpupool.service.deps import Deps
 from gpupool.service.executor import ActionResult, Executor
+from gpupool.service.invocation_cluster import InvocationCluster
 
 __all__ = [
     "ClusterReads",
@@ -67,15 +67,15 @@ class ClusterReads:
     node_classes: tuple[GPUNodeClass, ...] = ()
     pods: tuple[Pod, ...] = ()
     pods_read_on: frozenset[str] = frozenset()
-    # The invocation's membership memo (`ClusterView.membership`; see ClusterObjects.earlier).
+    # The invocation's membership memo (`InvocationCluster.membership`; see ClusterObjects.earlier).
     membership: dict[str, object] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def load(cls, deps: Deps, *, node_classes: bool = False) -> ClusterReads:
-        """What `deps.cluster` holds now (read once per invocation by its `ClusterView`); the
+        """What `deps.cluster` holds now (read once per invocation by its `InvocationCluster`); the
         node classes only when asked (launch's decision names its node class; no other reads it)."""
         cluster = deps.cluster
-        if isinstance(cluster, ClusterView):
+        if isinstance(cluster, InvocationCluster):
             cluster.prefetch(node_classes=node_classes)
             kept = cluster.memo.get(("reads", node_classes))
             if kept is not None and kept[0] == cluster.snapshot_changes and isinstance(kept[1], ClusterReads):
@@ -85,9 +85,9 @@ class ClusterReads:
             nodes=tuple(cluster.list_nodes(summary=True)),
             gpu_nodes=tuple(cluster.list_gpu_nodes(summary=True)),
             node_classes=tuple(cluster.list_node_classes()) if node_classes else (),
-            membership=cluster.membership if isinstance(cluster, ClusterView) else {},
+            membership=cluster.membership if isinstance(cluster, InvocationCluster) else {},
         )
-        if isinstance(cluster, ClusterView):
+        if isinstance(cluster, InvocationCluster):
             cluster.memo[("reads", node_classes)] = (cluster.snapshot_changes, reads)
         return reads
 

@@ -82,6 +82,7 @@ def _to_managed(instance: dict[str, Any]) -> ManagedInstance:
         capacity_type=_capacity_type(instance),
         launch_time=instance.get("LaunchTime"),
         tags=tags,
+        client_token=instance.get("ClientToken") or None,
     )
 
 

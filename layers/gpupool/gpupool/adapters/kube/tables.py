@@ -84,7 +84,8 @@ class _Table(BaseModel):
     model_config = ConfigDict(extra="ignore", populate_by_name=True)
 
     metadata: ListMeta = Field(default_factory=ListMeta)
-    column_definitions: list[_Column] = Field(default_factory=list, alias="columnDefinitions")
+    # null in a watch's later events: kube-apiserver prints the headers once (NoHeaders after).
+    column_definitions: list[_Column] | None = Field(default=None, alias="columnDefinitions")
     rows: list[_Row] | None = None
 
 

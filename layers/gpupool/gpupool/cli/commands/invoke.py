@@ -263,6 +263,15 @@ def print_outcome(
         print(f"{function} ← {cause.get('kind') or 'event'}: {status}{' (dry run)' if dry_run else ''}")
     for line in outcome_lines(outcome, dry_run=dry_run and status == "handled"):
         print(line)
+    if status == "duplicate":
+        print(DUPLICATE_HINT.format(event_id=cause.get("event_id") or "its id"))
+
+
+DUPLICATE_HINT = (
+    "  this delivery ({event_id}) was already handled, so nothing was done again: the functions act "
+    "once per relay event id (recorded as a Lease labelled gpupool.tensor-fusion.ai/record=delivery); "
+    "to act again, send the event with a new `id`"
+)
 
 
 _CLOUD_NAMES = {"aws": "AWS", "alibaba": "Alibaba Cloud"}

@@ -22,10 +22,11 @@ def register(parser: argparse.ArgumentParser) -> None:
     state = actions.add_parser("status", help="say whether a sandbox runs and where")
     build = actions.add_parser(
         "build",
-        help="build the real control plane's programs from their Go modules (needs Go ≥ 1.26)",
-        description="Build kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, etcd, KWOK "
-        "and Karpenter from the Go modules pinned under tests/cluster/; does nothing for a component "
-        "whose pinned build is already in the cache.",
+        help="build the real control plane and the real tools the tests run (needs Go ≥ 1.26, npm)",
+        description="Build kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, etcd, KWOK, "
+        "Karpenter, helm and promtool from the Go modules pinned under tests/cluster/, and install "
+        "sam (PyPI) and s (npm) at their pinned versions; does nothing for a component whose pinned "
+        "build is already in the cache.",
     )
     build.add_argument("components", nargs="*", metavar="COMPONENT", help="only these (default: all)")
     for sub in (up, down, state):
@@ -57,10 +58,21 @@ def _usage(info: Any) -> str:
 
 
 def _build(components: list[str]) -> int:
-    from gpupool.sandbox.cluster.build import BuildError, build
+    from gpupool.sandbox.cluster import tools
+    from gpupool.sandbox.cluster.build import COMPONENTS, BuildError, build
 
+    def say(line: str) -> None:
+        print(line, flush=True)
+
+    known = [component.name for component in COMPONENTS] + [tool.name for tool in tools.TOOLS]
+    unknown = [name for name in components if name not in known]
+    if unknown:
+        raise UserError(f"unknown component {', '.join(unknown)}; known: {', '.join(known)}", exit_code=2)
+    go_programs = [name for name in components if name not in {tool.name for tool in tools.TOOLS}]
     try:
-        build(components, say=lambda line: print(line, flush=True))
+        if go_programs or not components:
+            build(go_programs, say=say)
+        tools.install(components, say=say)
     except BuildError as error:
         raise UserError(str(error), exit_code=1) from error
     return 0

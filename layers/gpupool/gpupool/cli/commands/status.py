@@ -85,11 +85,10 @@ def run(args: argparse.Namespace) -> int:
         if args.json:
             print(json.dumps(view.to_json(), indent=2))
         else:
-            from rich.console import Console
+            from gpupool.cli.status_render import Header, console_for, render
 
-            from gpupool.cli.status_render import Header, render
-
-            Console().print(render(view, Header(connection.server, connection.context)))
+            drawn = render(view, Header(connection.server, connection.context))
+            console_for(drawn, terminal=sys.stdout.isatty()).print(drawn)
         return 0
     return _watch(connection, raw, args)
 

@@ -4,7 +4,8 @@ Role: read each file (the core never reads files), split its YAML documents, and
 document `kind/name` and each invalid field path with its reason. Foreign kinds common in
 the documents (Pod, Deployment, Karpenter NodePool, …) get a shallow check and are reported
 as not validated in depth; an unknown kind is an error. Exit 0 when every document is
-valid, 1 when one is not; an unreadable file or bad YAML is a one-line UserError (exit 2).
+valid, 1 when one is not; an unreadable file, bad YAML or a file with no manifest in it (empty,
+or only comments) is a one-line UserError (exit 2).
 A YAML list of objects counts like several documents (the form `gpupool plan --state` reads).
 A GPUPool or TensorFusionCluster the models accept is then checked for what its launch would trip
 on (`core.planning.readiness`: min or warm above max, a Provisioned pool without a nodeClass, a
@@ -205,11 +206,11 @@ def run(args: argparse.Namespace) -> int:
             loaded.append((path, _flattened(load_documents(read_text(path, allow_stdin=True)))))
         except ManifestError as exc:
             raise UserError(f"{path}: {exc.errors[0].reason}") from None
+    for path, documents in loaded:
+        if not documents:  # an empty file validates nothing: a wrong path or a failed redirect
+            raise UserError(f"{path}: no manifest in it (empty, or only comments) — nothing to validate")
     invalid = 0
     for path, documents in loaded:
-        if not documents:
-            print(f"{path}: no documents")
-            continue
         for number, document in enumerate(documents, start=1):
             what, problems, in_depth = _check_document(document, args)
             where = f"{path}#{number} {what}"

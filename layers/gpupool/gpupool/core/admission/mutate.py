@@ -44,10 +44,14 @@ from gpupool.core.model import constants as c
 from gpupool.core.model.foreign import Pod
 from gpupool.core.model.quota import GPUResourceQuota
 from gpupool.core.model.workload import WorkloadProfileSpec
+from gpupool.core.vocabulary.pods import (
+    NATIVE_GPU_RESOURCE,
+    asks_for_index_resources,
+    may_use_the_gpu_scheduler,
+)
 
 __all__ = ["NATIVE_GPU_RESOURCE", "AdmissionContext", "Denial", "Mutation", "PoolInfo", "mutate_pod"]
 
-NATIVE_GPU_RESOURCE = "nvidia.com/gpu"
 SCHEDULER_RESOURCE = c.index_resource(0)
 DEFAULT_SCHEDULERS = (None, "", "default-scheduler")
 
@@ -66,6 +70,9 @@ class AdmissionContext:
     default_pool: str | None = None
     quota: GPUResourceQuota | None = None
     quota_usage: QuotaUsage = field(default_factory=QuotaUsage)
+    largest_gpu: tuple[int, int] = (0, 0)
+    """(milli-TFLOPS, VRAM bytes) of the largest GPU known: converts compute-percent and
+    dedicated requests for the quota; (0, 0) when none is (the scheduler judges them then)."""
     progressive_migration: bool = False
     migrated_replicas: int = 0
     workload_profiles: Mapping[str, WorkloadProfileSpec] = field(default_factory=dict)
@@ -195,6 +202,27 @@ def _refuse_scheduler_owned(pod: Pod) -> None:
             )
 
 
+def _refuse_borrowed_scheduling(pod: Pod) -> None:
+    """A pod the webhook does not move may not ask for index resources or name the scheduler
+    unless it is a native GPU pod (progressive migration routes those): anything else would be
+    placed by tensor-fusion-scheduler with no GPUs and no record, and sit as a claimant the device
+    plugin cannot tell from a real worker."""
+    if may_use_the_gpu_scheduler(pod):
+        return
+    if asks_for_index_resources(pod):
+        raise Denial(
+            "the pod asks for a tensor-fusion.ai/index_* resource but not for GPUs: those resources "
+            "are added by gpupool's webhook to pods labelled tensor-fusion.ai/enabled=true that set "
+            "GPU annotations (tflops, compute-percent or vram, or dedicated-gpu); remove them, or "
+            "label the pod and ask for GPUs"
+        )
+    if pod.spec.scheduler_name == c.SCHEDULER_NAME:
+        raise Denial(
+            f"the pod names {c.SCHEDULER_NAME} but does not ask gpupool for GPUs: label it "
+            "tensor-fusion.ai/enabled=true with GPU annotations, or leave schedulerName unset"
+        )
+
+
 def _enabled_here(pod: Pod, ctx: AdmissionContext, notes: list[str]) -> bool:
     if pod.metadata.labels.get(c.LABEL_ENABLED) != "true":
         return False
@@ -225,6 +253,7 @@ def mutate_pod(raw: Mapping[str, Any], namespace: str, ctx: AdmissionContext) ->
     _refuse_scheduler_owned(pod)
     notes_out: list[str] = []
     if not _enabled_here(pod, ctx, notes_out):
+        _refuse_borrowed_scheduling(pod)
         return _route_native(raw, pod, ctx, notes_out)
     if pod.spec.node_name:
         raise Denial(
@@ -291,7 +320,7 @@ def mutate_pod(raw: Mapping[str, Any], namespace: str, ctx: AdmissionContext) ->
         request = request_from_pod(candidate, default_pool=pool)
     except RequestError as exc:
         raise Denial(str(exc)) from None
-    check_quota(request, ctx.quota, ctx.quota_usage)
+    check_quota(request, ctx.quota, ctx.quota_usage, largest_gpu=ctx.largest_gpu)
     return Mutation(_patch(raw, pod, notes, ctx), notes_out, migrated=True)
 
 

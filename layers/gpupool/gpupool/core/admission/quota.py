@@ -1,64 +1,47 @@
-"""GPUResourceQuota at admission: a pod above `single` limits, or one that would take the namespace
-past its `total`, is denied with the field and the amounts.
+"""GPUResourceQuota at admission: a pod above its `single` bounds, or one that would take the
+namespace past its `total`, is denied with the field, the pod's own amounts and the bound.
 
-Must not: read the cluster (usage is passed in) or patch anything.
+Every request form counts (`core.allocator.quota.pod_amounts`): TFLOPS, compute-percent, a GPU
+share, dedicated GPUs, each times its gpu-count, in TFLOPS, VRAM and compute (percent of a GPU),
+converted by the largest GPU the relay knows. An amount that cannot be converted yet (no GPU known)
+is judged by the scheduler, which applies the same bounds when it places the pod. A denial never
+names what the namespace already uses.
+
+Must not: read the cluster (usage and the largest GPU are passed in) or patch anything.
 """
 
 from __future__ import annotations
 
 from gpupool.core.admission.errors import Denial
 from gpupool.core.allocator.build import quota_limits
-from gpupool.core.allocator.quota import QuotaUsage, quota_failure
+from gpupool.core.allocator.quota import QuotaUsage, pod_amounts, quota_failure, single_failure
 from gpupool.core.allocator.request import GpuRequest
 from gpupool.core.model.quota import GPUResourceQuota
 
 __all__ = ["check_quota"]
 
 
-def check_quota(request: GpuRequest, quota: GPUResourceQuota | None, usage: QuotaUsage) -> None:
-    """Denial when the pod breaks its namespace's GPUResourceQuota (single limits or totals)."""
-    namespace = request.namespace
+def check_quota(
+    request: GpuRequest,
+    quota: GPUResourceQuota | None,
+    usage: QuotaUsage,
+    *,
+    largest_gpu: tuple[int, int] = (0, 0),
+) -> None:
+    """Denial when the pod breaks its namespace's GPUResourceQuota (single bounds or totals);
+    `largest_gpu` is (milli-TFLOPS, VRAM bytes) of the largest GPU known, (0, 0) when none is."""
     if quota is None:
         return
-    single = quota.spec.single
-    count = request.gpu_count
-    if single.max_gpu_count is not None and count > single.max_gpu_count:
-        raise Denial(
-            f"GPUResourceQuota of namespace {namespace!r}: gpu-count {count} is above "
-            f"single.maxGPUCount {single.max_gpu_count}"
-        )
-    for label, bound, amount in (
-        (
-            "single.maxRequests.tflops",
-            single.max_requests.tflops if single.max_requests else None,
-            request.tflops_request,
-        ),
-        (
-            "single.maxLimits.tflops",
-            single.max_limits.tflops if single.max_limits else None,
-            request.tflops_limit,
-        ),
-        (
-            "single.maxRequests.vram",
-            single.max_requests.vram if single.max_requests else None,
-            request.vram_request,
-        ),
-        ("single.maxLimits.vram", single.max_limits.vram if single.max_limits else None, request.vram_limit),
-    ):
-        scale = 1000 if "tflops" in label else 1
-        if bound is not None and amount * count > bound.value * scale:
-            raise Denial(
-                f"GPUResourceQuota of namespace {namespace!r}: the pod asks for "
-                f"{label.split('.', 1)[1]} above {label} {bound}"
-            )
-    failure = quota_failure(
-        namespace,
-        quota_limits(quota),
+    limits = quota_limits(quota)
+    amounts = pod_amounts(request, largest_tflops=largest_gpu[0], largest_vram=largest_gpu[1])
+    failure = single_failure(request.namespace, limits, amounts) or quota_failure(
+        request.namespace,
+        limits,
         usage,
-        tflops_request=request.tflops_request * count,
-        tflops_limit=request.tflops_limit * count,
-        vram_request=request.vram_request * count,
-        vram_limit=request.vram_limit * count,
+        tflops_request=amounts.tflops_request or 0,
+        tflops_limit=amounts.tflops_limit or 0,
+        vram_request=amounts.vram_request or 0,
+        vram_limit=amounts.vram_limit or 0,
     )
     if failure is not None:
         raise Denial(failure)

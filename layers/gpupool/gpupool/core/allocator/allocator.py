@@ -19,7 +19,7 @@ from gpupool.core.allocator.balanced_fit import BalancedFitScorer
 from gpupool.core.allocator.filters import FilterOutcome, run_filters
 from gpupool.core.allocator.fragmentation import FragmentationScorer
 from gpupool.core.allocator.mix import RequestShape
-from gpupool.core.allocator.quota import QuotaUsage, quota_failure
+from gpupool.core.allocator.quota import QuotaUsage, pod_amounts, quota_failure, single_failure
 from gpupool.core.allocator.reasons import node_reasons, stage_reasons
 from gpupool.core.allocator.records import Allocation
 from gpupool.core.allocator.request import GpuRequest, PlacementMode, PlacementPolicy, QuotaLimits
@@ -106,34 +106,27 @@ class Allocator:
 
     # ---- decisions ----------------------------------------------------------------------------
     def _quota_failure(self, request: GpuRequest) -> str | None:
+        """The per-pod bound or namespace total the request breaks, every request form converted
+        by the largest GPU known (`quota.pod_amounts`); None when it fits or there is no quota."""
         limits = self.quotas.get(request.namespace)
         if limits is None:
             return None
-        count = request.gpu_count
-        vram, vram_ceiling = request.vram_request, max(request.vram_limit, request.vram_request)
-        largest = int(self.state.cap_t.max()) if self.state.cap_t.size else 0
-        if request.dedicated:  # a whole GPU: judged by the largest GPU, as a percentage is
-            wanted = ceiling = largest
-            vram = vram_ceiling = int(self.state.cap_v.max()) if self.state.cap_v.size else 0
-        elif request.gpu_share_milli is not None:
-            wanted = ceiling = largest * request.gpu_share_milli // 1000
-            largest_v = int(self.state.cap_v.max()) if self.state.cap_v.size else 0
-            vram = vram_ceiling = largest_v * request.gpu_share_milli // 1000
-        elif request.compute_percent_request is not None:
-            wanted = int(np.ceil(largest * request.compute_percent_request / 100))
-            ceiling = int(
-                np.ceil(largest * (request.compute_percent_limit or request.compute_percent_request) / 100)
-            )
-        else:
-            wanted, ceiling = request.tflops_request, max(request.tflops_limit, request.tflops_request)
+        amounts = pod_amounts(
+            request,
+            largest_tflops=int(self.state.cap_t.max()) if self.state.cap_t.size else 0,
+            largest_vram=int(self.state.cap_v.max()) if self.state.cap_v.size else 0,
+        )
+        single = single_failure(request.namespace, limits, amounts)
+        if single is not None:
+            return single
         return quota_failure(
             request.namespace,
             limits,
             self.usage.get(request.namespace, QuotaUsage()),
-            tflops_request=wanted * count,
-            tflops_limit=ceiling * count,
-            vram_request=vram * count,
-            vram_limit=vram_ceiling * count,
+            tflops_request=amounts.tflops_request or 0,
+            tflops_limit=amounts.tflops_limit or 0,
+            vram_request=amounts.vram_request or 0,
+            vram_limit=amounts.vram_limit or 0,
         )
 
     def _rows(self, nodes: Iterable[str]) -> tuple[np.ndarray, list[str]]:

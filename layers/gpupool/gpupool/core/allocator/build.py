@@ -84,15 +84,27 @@ def oversubscription_of(pool: GPUPool) -> Oversubscription | None:
 
 
 def quota_limits(quota: GPUResourceQuota) -> QuotaLimits:
-    total = quota.spec.total
+    total, single = quota.spec.total, quota.spec.single
     requests, limits = total.requests, total.limits
+    most, most_limits = single.max_requests, single.max_limits
     return QuotaLimits(
         tflops_requests=_milli(requests.tflops) if requests else None,
         tflops_limits=_milli(limits.tflops) if limits else None,
         vram_requests=_bytes(requests.vram) if requests else None,
         vram_limits=_bytes(limits.vram) if limits else None,
         max_workers=total.max_workers,
+        single_tflops_request=_milli(most.tflops) if most else None,
+        single_tflops_limit=_milli(most_limits.tflops) if most_limits else None,
+        single_vram_request=_bytes(most.vram) if most else None,
+        single_vram_limit=_bytes(most_limits.vram) if most_limits else None,
+        single_compute_request=_percent(most.compute) if most else None,
+        single_compute_limit=_percent(most_limits.compute) if most_limits else None,
+        single_gpu_count=single.max_gpu_count,
     )
+
+
+def _percent(value: Quantity | None) -> float | None:
+    return None if value is None else float(value.value)
 
 
 def rebuild_allocator(

@@ -125,10 +125,20 @@ class GpuRequest:
 
 @dataclass(frozen=True, slots=True)
 class QuotaLimits:
-    """Namespace totals from a GPUResourceQuota (`None` = unbounded)."""
+    """Namespace totals and per-pod bounds from a GPUResourceQuota (`None` = unbounded).
+
+    Per pod (`single_*`): what one pod holds over all its GPUs — TFLOPS in milli, VRAM in bytes,
+    compute in percent of one GPU (two GPUs at 50 % hold 100) — and its GPU count."""
 
     tflops_requests: int | None = None
     tflops_limits: int | None = None
     vram_requests: int | None = None
     vram_limits: int | None = None
     max_workers: int | None = None
+    single_tflops_request: int | None = None
+    single_tflops_limit: int | None = None
+    single_vram_request: int | None = None
+    single_vram_limit: int | None = None
+    single_compute_request: float | None = None
+    single_compute_limit: float | None = None
+    single_gpu_count: int | None = None

@@ -2,8 +2,8 @@
 
 Role: `non_gpu_blocker(pod, template node, template NodeClaim)` — the reason a pod needs more
 than GPU capacity (a nodeSelector the template lacks, an untolerated hard taint, more CPU or
-memory than such a node has), or None; `required_in(pod, key)` — the values a pod's nodeSelector
-or required node affinity allows for a label (candidate narrowing uses it too).
+memory than such a node has), or None; the nodeSelector is read by the one requirement algebra
+(`core.model.requirements`), on every label but the instance type and zone a candidate narrows.
 
 Must not: perform I/O or decide expansions (`decisions.autoselect`).
 """
@@ -13,26 +13,13 @@ from __future__ import annotations
 from gpupool.core.model.constants import KEY_INSTANCE_TYPE, KEY_ZONE
 from gpupool.core.model.foreign import Node, Pod
 from gpupool.core.model.karpenter import KarpenterNodeClaim
+from gpupool.core.model.requirements import holds
 from gpupool.core.quantity import Quantity
 
-__all__ = ["non_gpu_blocker", "required_in"]
+__all__ = ["non_gpu_blocker"]
 
 _NARROWED = (KEY_INSTANCE_TYPE, KEY_ZONE)
 _HARD_EFFECTS = ("NoSchedule", "NoExecute")
-
-
-def required_in(pod: Pod, key: str) -> set[str] | None:
-    """The values the pod allows for `key` (nodeSelector, or required affinity `In`); None: any."""
-    if key in pod.spec.node_selector:
-        return {pod.spec.node_selector[key]}
-    affinity = (pod.spec.affinity or {}).get("nodeAffinity") or {}
-    required = affinity.get("requiredDuringSchedulingIgnoredDuringExecution") or {}
-    allowed: set[str] | None = None
-    for term in required.get("nodeSelectorTerms") or []:
-        for expr in term.get("matchExpressions") or []:
-            if expr.get("key") == key and expr.get("operator") == "In":
-                allowed = (allowed or set()) | set(expr.get("values") or [])
-    return allowed
 
 
 def _requests(pod: Pod, resource: str) -> Quantity:
@@ -56,7 +43,7 @@ def _tolerated(pod: Pod, key: str, value: str | None, effect: str) -> bool:
 def non_gpu_blocker(pod: Pod, template: Node, nodeclaim: KarpenterNodeClaim) -> str | None:
     """Why `pod` would not fit a new node like `template` even with GPU checks off (None: it fits)."""
     for key, wanted in pod.spec.node_selector.items():
-        if key not in _NARROWED and template.metadata.labels.get(key) != wanted:
+        if key not in _NARROWED and not holds("In", (wanted,), template.metadata.labels.get(key)):
             return f"nodeSelector {key}={wanted} does not match the template node {template.name}"
     for taint in nodeclaim.spec.taints:
         if taint.effect in _HARD_EFFECTS and not _tolerated(pod, taint.key, taint.value, taint.effect):

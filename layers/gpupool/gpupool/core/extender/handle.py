@@ -16,15 +16,14 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from gpupool.core.admission.mutate import NATIVE_GPU_RESOURCE
 from gpupool.core.allocator.allocator import AllocationError, Allocator
 from gpupool.core.allocator.filters import STAGES
 from gpupool.core.allocator.pod_request import RequestError, request_from_pod
 from gpupool.core.allocator.records import Allocation
 from gpupool.core.allocator.request import GpuRequest
 from gpupool.core.extender.wire import ExtenderArgs, filter_result, host_priority_list
-from gpupool.core.model import constants as c
 from gpupool.core.model.foreign import Pod
+from gpupool.core.vocabulary.pods import asks_for_index_resources, asks_gpupool_for_gpus, holds_native_gpus
 
 __all__ = [
     "FAILURE_REASONS",
@@ -35,37 +34,36 @@ __all__ = [
     "reserve_for_bind",
 ]
 
-_GPU_KEYS = (
-    c.ANNOTATION_TFLOPS_REQUEST,
-    c.ANNOTATION_TFLOPS_LIMIT,
-    c.ANNOTATION_VRAM_REQUEST,
-    c.ANNOTATION_VRAM_LIMIT,
-    c.ANNOTATION_COMPUTE_PERCENT_REQUEST,
-    c.ANNOTATION_COMPUTE_PERCENT_LIMIT,
-)
+STRANGER = "stranger"
 
 
 def classify(raw: Mapping[str, Any], *, default_pool: str) -> GpuRequest | str | None:
-    """A GpuRequest for a TensorFusion pod, "native" for a native-GPU pod, None for others.
+    """A GpuRequest for a pod asking gpupool for GPUs, "native" for a native-GPU pod, STRANGER for
+    a pod asking for index resources that is neither, None for others.
 
-    A pod still holding nvidia.com/gpu is native even when it carries TensorFusion annotations:
-    the webhook removes nvidia.com/gpu from every pod it moves, and leaves replicas beyond
-    `enabled-replicas` as they were. Raises RequestError for a TensorFusion pod whose
-    annotations cannot be read.
+    The kinds are the vocabulary's (`core.vocabulary.pods`), the one definition the webhook, the
+    pod guard, the device plugin and the agent share. A pod still holding nvidia.com/gpu is native
+    even when it carries TensorFusion annotations: the webhook removes nvidia.com/gpu from every
+    pod it moves, and leaves replicas beyond `enabled-replicas` as they were. Raises RequestError
+    for a GPU pod whose annotations cannot be read.
     """
     try:
         pod = Pod.model_validate(raw)
     except ValidationError as exc:
         raise RequestError(f"pod object is not readable: {exc.errors()[0].get('msg', exc)}") from None
-    for container in pod.spec.containers:
-        if (
-            NATIVE_GPU_RESOURCE in container.resources.limits
-            or NATIVE_GPU_RESOURCE in container.resources.requests
-        ):
-            return "native"
-    if any(key in pod.metadata.annotations for key in _GPU_KEYS):
+    if holds_native_gpus(pod):
+        return "native"
+    if asks_gpupool_for_gpus(pod):
         return request_from_pod(pod, default_pool=default_pool)
+    if asks_for_index_resources(pod):
+        return STRANGER
     return None
+
+
+_STRANGER_REASON = (
+    "the pod asks for tensor-fusion.ai/index_* resources but not gpupool for GPUs (no "
+    "tensor-fusion.ai/enabled=true label with GPU annotations): it is never placed"
+)
 
 
 def _native_filter(allocator: Allocator, nodes: list[str]) -> tuple[list[str], dict[str, str]]:
@@ -95,6 +93,9 @@ def handle_filter(allocator: Allocator, args: ExtenderArgs, *, default_pool: str
         return filter_result(args, passed=[], failed={}, unresolvable=dict.fromkeys(args.node_names, reason))
     if kind is None:
         return filter_result(args, passed=args.node_names, failed={})
+    if kind == STRANGER:
+        unresolvable = dict.fromkeys(args.node_names, _STRANGER_REASON)
+        return filter_result(args, passed=[], failed={}, unresolvable=unresolvable)
     if kind == "native":
         passed, failed = _native_filter(allocator, args.node_names)
         return filter_result(args, passed=passed, failed=failed)
@@ -146,14 +147,21 @@ def handle_prioritize(allocator: Allocator, args: ExtenderArgs, *, default_pool:
 def reserve_for_bind(
     allocator: Allocator, pod_raw: Mapping[str, Any], node: str, *, default_pool: str
 ) -> Allocation | None:
-    """Hold GPUs on `node` for the pod (None when the pod needs no GPU reservation).
+    """Hold GPUs on `node` for the pod (None for a native GPU pod, which holds none of ours).
 
     Raises AllocationError when another bind took the capacity, or RequestError for bad
-    annotations: the relay answers ExtenderBindingResult.Error and binds nothing.
+    annotations or a pod that asks gpupool for no GPUs and is not native: the relay answers
+    ExtenderBindingResult.Error and binds nothing — so every pod it binds but a native one gets
+    its allocation record.
     """
     kind = classify(pod_raw, default_pool=default_pool)
-    if not isinstance(kind, GpuRequest):
+    if kind == "native":
         return None
+    if not isinstance(kind, GpuRequest):
+        raise RequestError(
+            "not bound: the pod does not ask gpupool for GPUs (a tensor-fusion.ai/enabled=true label "
+            "with GPU annotations) and is not a native GPU pod, so it would hold no allocation record"
+        )
     held = allocator.state.allocations.get(kind.key)
     if held is not None and held.node == node and (not kind.uid or held.uid == kind.uid):
         return held

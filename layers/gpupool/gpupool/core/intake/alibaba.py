@@ -16,7 +16,7 @@ Must not: call Alibaba Cloud, read the clock, log, or decide anything about pool
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Annotated
+from typing import Annotated, Final
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -37,6 +37,7 @@ _Text = Annotated[str, Field(min_length=1, max_length=253)]
 
 STATE_CHANGE = "ecs:Instance:StateChange"
 PREEMPTIBLE = "ecs:Instance:PreemptibleInstanceInterruption"
+ECS_SOURCE: Final = "acs.ecs"
 ECS_TYPES: tuple[str, ...] = (STATE_CHANGE, PREEMPTIBLE)
 
 # ECS instance states (Alibaba's names) onto the EC2-style states the causes use.
@@ -78,6 +79,12 @@ def _ecs(body: Mapping[str, object]) -> Cause:
     except ValidationError as error:
         return Ignored(reason=f"not a CloudEvent: {short_error(error)}", event_id=event_id)
     data = as_json_object(event.data)
+    if event.source != ECS_SOURCE:
+        # As Lambda's intake keys on (source, detail-type): the EventBridge rule delivers only
+        # acs.ecs events, and anything else (a hand-made event, another source) is not ECS's word.
+        return Ignored(
+            reason=f"not an ECS event: source {event.source!r} is not {ECS_SOURCE}", event_id=event.id
+        )
     if event.type not in ECS_TYPES:
         return Ignored(reason=f"no converter for {event.source} {event.type!r}", event_id=event.id)
     if data is None:

@@ -1,10 +1,13 @@
 """Relay webhooks: the CloudEvents 1.0 the in-cluster relay POSTs to the functions.
 
-Role: read a relayed CloudEvent — structured mode (the whole event as a JSON body) or binary
-mode (``ce-*`` headers, data as the body) — and turn it into its cause with the event type's own
+Role: read a relayed CloudEvent — structured mode only (the whole event as a JSON body, which the
+relay's signature covers) — and turn it into its cause with the event type's own
 definition (``gpupool.core.vocabulary.events``: data model and converter, listed once there and
 documented in docs/events.md). Anything unknown or malformed becomes ``Ignored`` with a reason;
-nothing here raises on bad input.
+nothing here raises on bad input. A request carrying any ``ce-*`` header (binary mode) is refused,
+with no event id: those headers are outside what the HMAC, SigV4 payload hash or ACS3
+``x-acs-content-sha256`` covers, so an id, type or source read from them could be changed on a
+captured request — the replay ledger, keyed by the id, would act on one signed body many times.
 
 Must not: know which platform delivered the request (Lambda Function URL, FC HTTP trigger: both
 arrive as an ``envelope.HttpRequest``), read the clock, or log.
@@ -75,22 +78,17 @@ def intake_cloudevent(event: object) -> Cause:
 
 
 def intake_relay_request(request: HttpRequest) -> Cause:
-    """A relay's HTTP request → its cause: POST only; binary mode when ``ce-*`` headers say so."""
+    """A relay's HTTP request → its cause: POST only, structured mode only (module docstring)."""
     if request.method is not None and request.method.upper() != "POST":
         return Ignored(reason=f"relay webhooks are POST requests, not {request.method}")
     text = request.text
     if text is None:
         return Ignored(reason="request body is not UTF-8 text")
-    lowered = {name.lower(): value for name, value in request.headers.items()}
-    if "ce-specversion" not in lowered:
-        return intake_cloudevent(text)
-    data = as_json_object(text)
-    if data is None:
+    if any(name.lower().startswith("ce-") for name in request.headers):
         return Ignored(
-            reason="binary-mode CloudEvent body is not a JSON object", event_id=lowered.get("ce-id")
+            reason=(
+                "binary-mode CloudEvents are refused: their ce-* headers are not covered by the "
+                "signature; the relay sends structured mode (the whole event in the body)"
+            )
         )
-    attributes: dict[str, object] = {
-        name[3:]: value for name, value in lowered.items() if name.startswith("ce-") and len(name) > 3
-    }
-    attributes["data"] = data
-    return intake_cloudevent(attributes)
+    return intake_cloudevent(text)

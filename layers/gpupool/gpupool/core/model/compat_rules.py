@@ -20,6 +20,8 @@ __all__ = ["DIFFERENT", "NOT_ACTED_KEYS", "RULES"]
 
 _H: Final = "honoured"
 _N: Final = "not acted on"
+_TOTAL_COMPUTE: Final = "totals bound TFLOPS and VRAM, into which percent and dedicated pods convert; kept"
+_DEFAULT_COMPUTE: Final = "the webhook defaults TFLOPS and VRAM only; kept"
 _D: Final = "different"
 _COMPACTION: Final = "spec.nodeManagerConfig.nodeCompaction"
 Verdict = tuple[Literal["honoured", "not acted on", "different"], str]
@@ -90,6 +92,10 @@ RULES: dict[tuple[str, str], Verdict] = {
     # ---- scheduling, quota --------------------------------------------------------------
     ("SchedulingConfigTemplate", "spec.placement.mode"): (_H, "placement strategy"),
     ("SchedulingConfigTemplate", "spec"): (_N, "no such feature yet; kept"),
+    ("GPUResourceQuota", "spec.total.requests.compute"): (_N, _TOTAL_COMPUTE),
+    ("GPUResourceQuota", "spec.total.limits.compute"): (_N, _TOTAL_COMPUTE),
+    ("GPUResourceQuota", "spec.single.defaultRequests.compute"): (_N, _DEFAULT_COMPUTE),
+    ("GPUResourceQuota", "spec.single.defaultLimits.compute"): (_N, _DEFAULT_COMPUTE),
     ("GPUResourceQuota", "spec.total.requests"): (_H, "webhook and scheduler quota"),
     ("GPUResourceQuota", "spec.total.limits"): (_H, "webhook and scheduler quota"),
     ("GPUResourceQuota", "spec.total.maxWorkers"): (_H, "webhook and scheduler quota"),

@@ -127,6 +127,8 @@ EVENT_MAX_RESOURCE_CONSTRAINT_REACHED: Final = "MaxResourceConstraintReached"  #
 EVENT_NODE_LAUNCH_FAILED: Final = "NodeLaunchFailed"  # Warning
 EVENT_NODE_INTERRUPTED: Final = "NodeInterrupted"  # Warning
 EVENT_BUDGET_EXCEEDED: Final = "BudgetExceeded"  # Warning
+EVENT_INSTANCE_LAUNCHED: Final = "InstanceLaunched"  # on the claim: the instance launched or adopted
+EVENT_INSTANCE_TERMINATED: Final = "InstanceTerminated"  # on the claim: its instance terminated, and why
 
 # ---- userData and credentials ------------------------------------------------------------
 USER_DATA_NODE_NAME_PLACEHOLDER: Final = "__GPU_NODE_RESOURCE_NAME__"

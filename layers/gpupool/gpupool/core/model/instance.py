@@ -49,6 +49,9 @@ class ManagedInstance(DeferredModel):
     capacity_type: str | None = None
     launch_time: datetime | None = None
     tags: dict[str, str] = Field(default_factory=dict)
+    client_token: str | None = None
+    """The idempotency token of the request that launched it, where the cloud reports it (EC2's
+    `ClientToken`; ECS does not): `decisions.instance_owner` trusts tags only beside it."""
 
     @property
     def gone(self) -> bool:

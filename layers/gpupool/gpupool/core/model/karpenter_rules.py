@@ -21,10 +21,10 @@ the rules (a double checked against this from the other side).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from typing import Final
 
+from gpupool.core.goregexp import go_regexp
 from gpupool.core.model.foreign import NodeTaint
 from gpupool.core.model.karpenter import KarpenterNodeClaim, KarpenterNodeClaimSpec, KarpenterRequirement
 
@@ -42,11 +42,13 @@ MAX_REQUIREMENTS: Final = 100
 _MAX_KEY = 316
 _MAX_MIN_VALUES = 50
 _ALLOWED_KARPENTER_KEYS = ("karpenter.sh/capacity-type", "karpenter.sh/nodepool")
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
-_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
-_DURATION = re.compile(r"^([0-9]+(s|m|h))+$")
-_INTEGER = re.compile(r"^[+-]?[0-9]+$")
+# Read as Go's regexp reads them (`goregexp`): `$` is the end of the text, so a value with a
+# trailing newline ("720h\n") is refused here as the API server refuses it.
+_DNS_SUBDOMAIN = go_regexp(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_NAME = go_regexp(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+_VALUE = go_regexp(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+_DURATION = go_regexp(r"^([0-9]+(s|m|h))+$")
+_INTEGER = go_regexp(r"^[+-]?[0-9]+$")
 
 
 def _key_problem(key: str, what: str) -> str | None:

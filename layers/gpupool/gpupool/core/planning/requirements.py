@@ -1,8 +1,10 @@
 """gpuRequirements (`key operator values`) applied to catalog offerings.
 
 Role: decide which offerings (instance type × zone × capacity type) a pool's
-`nodeProvisioner.gpuRequirements` allow. Operators: In, NotIn, Exists, DoesNotExist, Gt, Lt
-(Kubernetes node-selector semantics: Gt/Lt take one integer and match an integer label).
+`nodeProvisioner.gpuRequirements` allow. Operators: In, NotIn, Exists, DoesNotExist, Gt, Lt,
+read by the one requirement algebra (`core.model.requirements`: Kubernetes' node-selector
+semantics; Gt/Lt take one integer and match an integer label); this module checks and
+normalises the requirements and labels it hands the algebra.
 
 Keys understood (each offering carries every one of them, so Exists always holds for them):
 - `node.kubernetes.io/instance-type`, `topology.kubernetes.io/zone`, `topology.kubernetes.io/region`
@@ -27,9 +29,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
 
 from gpupool.core.catalog.model import CapacityType, Offering
+from gpupool.core.model.requirements import KUBERNETES_OPERATORS, RequirementLike, all_hold, integer
 
 __all__ = [
     "CASE_INSENSITIVE_KEYS",
@@ -59,22 +61,11 @@ CASE_INSENSITIVE_KEYS = frozenset(
         f"{_AWS}/instance-gpu-manufacturer",
     }
 )
-_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
+_OPERATORS = KUBERNETES_OPERATORS
 
 
 class RequirementError(ValueError):
     """A requirement that cannot be evaluated (bad operator, capacity type or Gt/Lt value)."""
-
-
-class RequirementLike(Protocol):
-    """What we read of TensorFusion's Requirement (gpupool.core.model.common.Requirement)."""
-
-    @property
-    def key(self) -> str: ...
-    @property
-    def operator(self) -> str: ...
-    @property
-    def values(self) -> Sequence[str]: ...
 
 
 def normalize_capacity_type(value: str) -> CapacityType:
@@ -135,10 +126,11 @@ KNOWN_KEYS = frozenset(
 
 @dataclass(frozen=True)
 class _Check:
+    """A requirement checked and normalised (capacity types, case-insensitive values)."""
+
     key: str
     operator: str
-    values: frozenset[str]
-    bound: int | None
+    values: tuple[str, ...]
 
 
 def _integer(requirement: RequirementLike) -> int:
@@ -147,12 +139,12 @@ def _integer(requirement: RequirementLike) -> int:
             f"{requirement.key} {requirement.operator} needs exactly one integer value, "
             f"got {list(requirement.values)}"
         )
-    try:
-        return int(requirement.values[0])
-    except ValueError:
+    number = integer(requirement.values[0])
+    if number is None:
         raise RequirementError(
             f"{requirement.key} {requirement.operator}: {requirement.values[0]!r} is not an integer"
-        ) from None
+        )
+    return number
 
 
 def _compile(requirement: RequirementLike) -> _Check:
@@ -170,33 +162,16 @@ def _compile(requirement: RequirementLike) -> _Check:
         values = [normalize_capacity_type(v) for v in values]
     elif key in CASE_INSENSITIVE_KEYS:
         values = [v.lower() for v in values]
-    bound = _integer(requirement) if operator in ("Gt", "Lt") else None
-    return _Check(key, operator, frozenset(values), bound)
-
-
-def _holds(check: _Check, labels: dict[str, str]) -> bool:
-    value = labels.get(check.key)
-    if value is not None and check.key in CASE_INSENSITIVE_KEYS:
-        value = value.lower()
-    if check.operator == "In":
-        return value in check.values
-    if check.operator == "NotIn":
-        return value not in check.values
-    if check.operator == "Exists":
-        return value is not None
-    if check.operator == "DoesNotExist":
-        return value is None
-    try:
-        number = int(value) if value is not None else None
-    except ValueError:
-        number = None
-    if number is None or check.bound is None:
-        return False
-    return number > check.bound if check.operator == "Gt" else number < check.bound
+    if operator in ("Gt", "Lt"):
+        _integer(requirement)
+    return _Check(key, operator, tuple(values))
 
 
 def _all_hold(checks: Sequence[_Check], labels: dict[str, str]) -> bool:
-    return all(_holds(c, labels) for c in checks)
+    folded = {
+        c.key: labels[c.key].lower() for c in checks if c.key in CASE_INSENSITIVE_KEYS and c.key in labels
+    }
+    return all_hold(checks, {**labels, **folded} if folded else labels)
 
 
 @dataclass(frozen=True)

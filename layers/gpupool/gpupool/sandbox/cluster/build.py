@@ -22,6 +22,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -117,6 +118,10 @@ COMPONENTS: tuple[Component, ...] = (
             ("sigs.k8s.io/karpenter", "kwok/apis/crds/karpenter.kwok.sh_kwoknodeclasses.yaml"),
         ),
     ),
+    # The tools the install guides and the chart's tests run for real: Helm (lint, template,
+    # install) and Prometheus's promtool (check and unit-test the alert rules, parse dashboards).
+    Component("helm", "v4.3.2", {"helm.sh/helm/v4/cmd/helm": "helm"}),
+    Component("promtool", "v0.316.0", {"github.com/prometheus/prometheus/cmd/promtool": "promtool"}),
 )
 
 
@@ -149,9 +154,11 @@ def modules_dir() -> Path:
 
 
 def binary(name: str) -> Path:
-    """The path of a built program; BuildError naming the fix when it was never built."""
+    """The path of a real program in the cache — built from its Go module or installed by `tools`;
+    BuildError naming the fix when it is missing. The tests and the control plane find every real
+    program through this."""
     path = bin_dir() / name
-    if not path.is_file():
+    if not (path.is_file() and os.access(path, os.X_OK)):
         raise BuildError(f"{name} is not built ({path} is missing): run `gpupool sandbox build`")
     return path
 
@@ -271,11 +278,17 @@ def _run_logged(
         ticker = threading.Thread(target=heartbeat, daemon=True)
         ticker.start()
         assert process.stdout is not None
-        for line in process.stdout:
-            lines += 1
-            out.write(line)
-        code = process.wait()
-        done.set()
+        try:
+            for line in process.stdout:
+                lines += 1
+                out.write(line)
+            code = process.wait()
+        except BaseException:  # Ctrl-C or SIGTERM: the compiler goes with us
+            process.kill()
+            process.wait()
+            raise
+        finally:
+            done.set()
     return code
 
 
@@ -340,6 +353,9 @@ def build(names: Sequence[str] = (), *, say: Callable[[str], None] = print) -> i
     from gpupool.sandbox.cluster.system_tools import SystemToolError, ensure_system_tools
 
     components = select(names)
+    if threading.current_thread() is threading.main_thread():
+        # Stopped by SIGTERM, end as Ctrl-C would: the running compiler is killed, not orphaned.
+        signal.signal(signal.SIGTERM, lambda _signum, _frame: sys.exit(143))
     go = _go()
     toolchain = go_version(go)
     built = 0

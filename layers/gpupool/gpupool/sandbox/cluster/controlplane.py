@@ -312,6 +312,9 @@ class ControlPlane:
                 f"--tls-cert-file={pki.serving_cert}",
                 f"--tls-private-key-file={pki.serving_key}",
                 f"--token-auth-file={pki.tokens_file}",
+                # Also publishes extension-apiserver-authentication, which every component's own
+                # authentication reads at start.
+                f"--client-ca-file={pki.ca_cert}",
                 "--authorization-mode=RBAC",
                 f"--service-account-issuer=https://127.0.0.1:{self.ports.apiserver}",
                 f"--service-account-key-file={pki.service_account_public_key}",

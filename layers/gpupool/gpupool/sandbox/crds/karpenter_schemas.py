@@ -1,17 +1,17 @@
 """Structural openAPIV3 schemas for the sandbox's Karpenter CRDs, with Karpenter's rules.
 
-Role: gpupool's own schemas for karpenter.sh/v1 NodeClaim and NodePool, written from the facts
-of Karpenter's published CRDs (kubernetes-sigs/karpenter `pkg/apis/crds/` at
-2266468104f36373ed002241afaee2d3bbc26078): the same fields, types, `required` lists, defaults
-(`expireAfter: 720h`, the NodePool's `disruption`), patterns (label keys, durations, quantities,
-condition types and reasons), bounds (`minValues` 1–50, `weight` 1–100), `maxItems` (100
-requirements, 50 budgets) and `maxProperties` (100 template labels), the list types, and every
-CEL rule (`x-kubernetes-validations`) with Karpenter's own text and message, which the embedded
-API server evaluates with the checks in `gpupool.sandbox.kubeapi.cel_karpenter`. As in
-Karpenter's CRD, a requirement's `values` carries a `pattern` / `maxLength` beside its `items`,
-which a real API server applies to nothing (string checks apply to strings); so does the
-sandbox's. EC2NodeClass (karpenter.k8s.aws/v1) is kept whole (`x-kubernetes-preserve-unknown-
-fields`): gpupool only reads that it exists.
+Role: gpupool's own schemas for karpenter.sh/v1 NodeClaim and NodePool, written from the facts of
+Karpenter's published CRDs (kubernetes-sigs/karpenter `pkg/apis/crds/` at
+2266468104f36373ed002241afaee2d3bbc26078, plus v1.15.0's budget reason `Unhealthy`): the same
+fields, types, `required` lists, defaults (`expireAfter: 720h`, the NodePool's `disruption`),
+patterns (label keys, durations, quantities, condition types and reasons), bounds (`minValues`
+1–50, `weight` 1–100), `maxItems` (100 requirements, 50 budgets) and `maxProperties` (100 template
+labels), the list types, and every CEL rule (`x-kubernetes-validations`) with Karpenter's own text
+and message, which the embedded API server evaluates with the checks in
+`gpupool.sandbox.kubeapi.cel_karpenter`. As in Karpenter's CRD, a requirement's `values` carries a
+`pattern` / `maxLength` beside its `items`, which a real API server applies to nothing (string
+checks apply to strings); so does the sandbox's. EC2NodeClass (karpenter.k8s.aws/v1) is kept whole
+(`x-kubernetes-preserve-unknown-fields`): gpupool only reads that it exists.
 
 Must not: copy Karpenter's CRD files (descriptions and layout are not ours), or add behaviour.
 """
@@ -265,7 +265,8 @@ _BUDGETS: JsonObject = {
                 "type": "array",
                 "maxItems": 50,
                 "x-kubernetes-list-type": "set",
-                "items": {"type": "string", "enum": ["Underutilized", "Empty", "Drifted"]},
+                # Karpenter v1.15.0 (the version the real tier pins) adds Unhealthy.
+                "items": {"type": "string", "enum": ["Underutilized", "Empty", "Drifted", "Unhealthy"]},
             },
             "schedule": {
                 "type": "string",

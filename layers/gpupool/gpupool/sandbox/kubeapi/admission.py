@@ -36,12 +36,15 @@ def schema_for(rt: ResourceType) -> Schema | None:
     return definitions()[name] if name is not None else None
 
 
-def _unknown_fields(unknown: list[str], options: WriteOptions) -> None:
+def _unknown_fields(rt: ResourceType, unknown: list[str], options: WriteOptions) -> None:
     if not unknown or options.field_validation == "Ignore":
         return
     described = [f'unknown field "{path}"' for path in unknown]
     if options.field_validation == "Strict":
-        raise errors.bad_request("strict decoding error: " + ", ".join(described))
+        raise errors.bad_request(
+            f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: strict decoding error: '
+            + ", ".join(described)
+        )
     options.warnings.extend(described)
 
 
@@ -53,16 +56,18 @@ def admit(
     allocate_ip: IpAllocator,
     *,
     enforce_schemas: bool = True,
+    status_write: bool = False,
 ) -> JsonObject:
-    """The object to store: decoded, defaulted and validated (raises 400/422 otherwise)."""
+    """The object to store: decoded, defaulted and validated (raises 400/422 otherwise);
+    `status_write` for a write through the status subresource."""
     name = str(metadata(obj).get("name") or metadata(obj).get("generateName") or "")
     if not rt.builtin:
         if not enforce_schemas or rt.schema is None:
             return obj
-        pruned, problems, unknown = conform_reporting(rt.schema, obj, old)
-        _unknown_fields(unknown, options)
+        pruned, problems, unknown = conform_reporting(rt.schema, obj, old, status_write=status_write)
+        _unknown_fields(rt, unknown, options)
         if problems:
-            raise errors.invalid(rt.kind, rt.group, name, problems)
+            raise errors.invalid(rt.kind, rt.error_group, name, problems)
         return pruned
     definition = definition_name(rt.group, rt.version, rt.kind)
     if definition is None:
@@ -74,11 +79,11 @@ def admit(
         raise errors.bad_request(
             f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: {decoded.type_errors[0]}'
         )
-    _unknown_fields(decoded.unknown, options)
+    _unknown_fields(rt, decoded.unknown, options)
     admitted = decoded.obj
     apply_defaults(rt.group, admitted, allocate_ip)
     found = schema_problems(schema, admitted, rt.kind) + kind_problems(rt.group, admitted, old)
     problems = list(dict.fromkeys(found))  # a rule and the schema may name the same field
     if problems:
-        raise errors.invalid(rt.kind, rt.group, name, problems)
+        raise errors.invalid(rt.kind, rt.error_group, name, problems)
     return admitted

@@ -8,7 +8,10 @@ else IfNotPresent), `terminationMessagePath` / `Policy`, port `protocol: TCP`; S
 ClusterIP`, `sessionAffinity: None`, IP families and a cluster IP from 10.96.0.0/12; workloads'
 replicas, strategies and history limits; a ReplicationController's selector and labels from its
 template; Job's generated selector; Secret `stringData` merged into base64 `data` and `type:
-Opaque`; Namespace's `kubernetes` finalizer and name label.
+Opaque`; Namespace's `kubernetes` finalizer and name label; Node `allocatable` from `capacity` when
+unset, with the zero-valued `daemonEndpoints` and `nodeInfo` Go always writes; an Event's fields
+Go writes without omitempty (null times, empty reporting fields, an empty source; events.k8s.io's
+deprecated* copies).
 
 Must not: validate (see `builtin_rules`) or keep state beyond the cluster-IP allocator passed in.
 """
@@ -245,7 +248,53 @@ def _crd(obj: JsonObject, _allocate: IpAllocator) -> None:
     obj.setdefault("spec", {}).setdefault("conversion", {"strategy": "None"})
 
 
+def _core_event(obj: JsonObject, _allocate: IpAllocator) -> None:
+    """Fields Go always writes for a core/v1 Event (no omitempty): zero times as null, empty
+    strings, the empty source."""
+    for key in ("firstTimestamp", "lastTimestamp", "eventTime"):
+        obj.setdefault(key, None)
+    for key in ("reportingComponent", "reportingInstance"):
+        obj.setdefault(key, "")
+    obj.setdefault("source", {})
+
+
+def _events_v1_event(obj: JsonObject, _allocate: IpAllocator) -> None:
+    """The same for an events.k8s.io/v1 Event: its deprecated* copies of the core fields."""
+    obj.setdefault("deprecatedSource", {})
+    obj.setdefault("deprecatedFirstTimestamp", None)
+    obj.setdefault("deprecatedLastTimestamp", None)
+
+
+def _node(obj: JsonObject, _allocate: IpAllocator) -> None:
+    """Node status as Go writes it: allocatable defaults to capacity (SetDefaults_NodeStatus), and
+    the daemon endpoints and node info structs are always present, zero-valued."""
+    status = obj.setdefault("status", {})
+    if status.get("allocatable") is None and status.get("capacity") is not None:
+        status["allocatable"] = dict(status["capacity"])
+    status.setdefault("daemonEndpoints", {"kubeletEndpoint": {"Port": 0}})
+    info = status.setdefault("nodeInfo", {})
+    for key in _NODE_INFO:
+        info.setdefault(key, "")
+
+
+_NODE_INFO = (
+    "machineID",
+    "systemUUID",
+    "bootID",
+    "kernelVersion",
+    "osImage",
+    "containerRuntimeVersion",
+    "kubeletVersion",
+    "kubeProxyVersion",
+    "operatingSystem",
+    "architecture",
+)
+
+
 DEFAULTERS: dict[tuple[str, str], Callable[[JsonObject, IpAllocator], None]] = {
+    ("", "Event"): _core_event,
+    ("events.k8s.io", "Event"): _events_v1_event,
+    ("", "Node"): _node,
     ("", "Pod"): _pod,
     ("", "Service"): _service,
     ("", "Secret"): _secret,

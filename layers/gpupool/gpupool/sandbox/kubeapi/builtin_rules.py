@@ -18,17 +18,17 @@ Must not: change the object or reach storage.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from typing import Any
 
+from gpupool.core.goregexp import go_regexp
 from gpupool.sandbox.kubeapi.builtin_schemas import Schema, referenced_name, resolve, types_of
 from gpupool.sandbox.kubeapi.selectors import selector_from_object
 
 JsonObject = dict[str, Any]
 Problems = list[tuple[str, str]]
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-_DATA_KEY = re.compile(r"^[-._a-zA-Z0-9]+$")
+_DNS_LABEL = go_regexp(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_DATA_KEY = go_regexp(r"^[-._a-zA-Z0-9]+$")
 _PULL = ("Always", "IfNotPresent", "Never")
 _PROTOCOLS = ("SCTP", "TCP", "UDP")
 _SELECTOR_OPERATORS = ("DoesNotExist", "Exists", "In", "NotIn")
@@ -143,7 +143,8 @@ def _data_problems(obj: JsonObject, old: JsonObject | None) -> Problems:
         (
             f"{field}[{key}]",
             f'Invalid value: "{key}": a valid config key must consist of alphanumeric '
-            "characters, '-', '_' or '.'",
+            "characters, '-', '_' or '.' (e.g. 'key.name',  or 'KEY_NAME',  or 'key-name', regex used "
+            "for validation is '[-._a-zA-Z0-9]+')",
         )
         for field in ("data", "binaryData")
         for key in (obj.get(field) or {})

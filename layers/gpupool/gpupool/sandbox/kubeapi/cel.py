@@ -29,6 +29,9 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from gpupool.core.goregexp import go_regexp
+from gpupool.sandbox.kubeapi.errors import go_quote
+
 __all__ = [
     "RuleCheck",
     "RuleError",
@@ -44,7 +47,7 @@ __all__ = [
 
 RuleCheck = Callable[[Any, Any], bool]
 
-_GO_INT = re.compile(r"^[+-]?[0-9]+$")
+_GO_INT = go_regexp(r"^[+-]?[0-9]+$")
 _INT64 = (-(2**63), 2**63 - 1)
 
 
@@ -67,7 +70,7 @@ def has(value: Any, name: str) -> bool:
 def cel_int(text: Any) -> int:
     """CEL's `int(string)`: Go's base-10 ParseInt (an optional sign, digits, nothing else)."""
     if not isinstance(text, str) or not _GO_INT.match(text):
-        raise RuleError(f"type conversion error from 'string' to 'int': {text!r} is not an integer")
+        raise RuleError("type conversion error from 'string' to 'int'")  # cel-go's words, no more
     number = int(text)
     if not _INT64[0] <= number <= _INT64[1]:
         raise RuleError("integer overflow")
@@ -122,7 +125,7 @@ def _type_name(value: Any) -> str:
 
 def _shown(value: Any) -> str:
     if isinstance(value, str):
-        return f'"{value}"'
+        return go_quote(value)
     return str(value).lower() if isinstance(value, bool) else str(value)
 
 

@@ -13,16 +13,16 @@ Must not: hold anything but the checks (the schemas say where each rule applies)
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any, Final
 
+from gpupool.core.goregexp import go_regexp
 from gpupool.sandbox.kubeapi.cel import RuleCheck, RuleError, cel_all, cel_int, field, has
 
 __all__ = ["KARPENTER_RULES"]
 
 _ALLOWED_KARPENTER_KEYS = ("karpenter.sh/capacity-type", "karpenter.sh/nodepool")
-_DOMAIN = re.compile(r"^([^/]+)")
+_DOMAIN = go_regexp(r"^([^/]+)")
 _RANGE_OPERATORS = ("Gt", "Lt", "Gte", "Lte")
 
 

@@ -11,17 +11,17 @@ Must not: store objects or register types itself; `cluster` wires CRDs to the re
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
+from gpupool.core.goregexp import go_regexp
 from gpupool.sandbox.kubeapi.cel import is_known
 from gpupool.sandbox.kubeapi.errors import invalid
 from gpupool.sandbox.kubeapi.objects import metadata
-from gpupool.sandbox.kubeapi.resources import COMMON_FIELDS, ResourceType
+from gpupool.sandbox.kubeapi.resources import COMMON_FIELDS, PrinterColumn, ResourceType
 
 JsonObject = dict[str, Any]
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-_KIND = re.compile(r"^[A-Z][A-Za-z0-9]*$")
+_DNS_LABEL = go_regexp(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_KIND = go_regexp(r"^[A-Z][A-Za-z0-9]*$")
 
 
 def validate_crd(crd: JsonObject) -> None:
@@ -123,18 +123,40 @@ def resource_types(crd: JsonObject) -> list[ResourceType]:
                 field_paths=COMMON_FIELDS,
                 list_kind=str(names.get("listKind") or ""),
                 schema=(version.get("schema") or {}).get("openAPIV3Schema"),
-                printer_columns=tuple(
-                    (
-                        str(column.get("name")),
-                        str(column.get("type") or "string"),
-                        str(column.get("jsonPath") or ""),
-                    )
-                    for column in version.get("additionalPrinterColumns") or []
-                    if isinstance(column, dict)
-                ),
+                printer_columns=_printer_columns(version),
             )
         )
     return found
+
+
+# ObjectMeta's own documentation of creationTimestamp: upstream describes the Age column it
+# serves for a CRD version without columns with it.
+CREATION_TIMESTAMP_DOC = (
+    "CreationTimestamp is a timestamp representing the server time when this object was created. "
+    "It is not guaranteed to be set in happens-before order across separate operations. Clients "
+    "may not set this value. It is represented in RFC3339 form and is in UTC.\n\nPopulated by the "
+    "system. Read-only. Null for lists. More info: "
+    "https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata"
+)
+
+
+def _printer_columns(version: JsonObject) -> tuple[PrinterColumn, ...]:
+    """A version's columns as apiextensions-apiserver serves them: a column without a
+    description is described by its path; a version without columns gets Age alone."""
+    columns = tuple(
+        PrinterColumn(
+            name=str(column.get("name")),
+            type=str(column.get("type") or "string"),
+            json_path=str(column.get("jsonPath") or ""),
+            description=str(column.get("description") or "")
+            or f"Custom resource definition column (in JSONPath format): {column.get('jsonPath')}",
+            priority=int(column.get("priority") or 0),
+            format=str(column.get("format") or ""),
+        )
+        for column in version.get("additionalPrinterColumns") or []
+        if isinstance(column, dict)
+    )
+    return columns or (PrinterColumn("Age", "date", ".metadata.creationTimestamp", CREATION_TIMESTAMP_DOC),)
 
 
 def established_status(crd: JsonObject, now: str) -> JsonObject:

@@ -5,6 +5,8 @@ the response formats clients ask for in `Accept` (a `Table`, `PartialObjectMetad
 writes honour `dryRun`, `fieldValidation`, `fieldManager` and `force` through `WriteOptions`.
 Subresources other than `status` are looked up in `SUBRESOURCE_HANDLERS`, and create-only
 kinds (access reviews) in `CREATE_ONLY_HANDLERS`: tables that take one more entry per addition.
+A delete that removes the object answers upstream's Success `Status`, except for the kinds whose
+registries return the deleted object (`RETURN_DELETED_OBJECT`).
 
 Must not: touch sockets or parse the query string (see `handler` and `query`).
 """
@@ -17,7 +19,7 @@ from typing import Any
 
 from gpupool.sandbox.kubeapi import errors, formats, reviews, tables
 from gpupool.sandbox.kubeapi.operations import ApiOperations
-from gpupool.sandbox.kubeapi.query import Query, WriteOptions
+from gpupool.sandbox.kubeapi.query import Query, WriteOptions, list_problems
 from gpupool.sandbox.kubeapi.resources import ResourceType
 from gpupool.sandbox.kubeapi.routes import ResourcePath
 from gpupool.sandbox.kubeapi.selectors import parse_field_selector, parse_label_selector
@@ -129,8 +131,50 @@ def _single(cluster: ApiOperations, rt: ResourceType, namespace: str, name: str,
         if request.query.propagation_policy is not None:
             delete_options["propagationPolicy"] = request.query.propagation_policy
         last, gone = cluster.delete(rt, namespace, name, delete_options, options=options)
+        if gone and (rt.group, rt.plural) not in RETURN_DELETED_OBJECT:
+            return 200, deleted_status(rt, last)
         return (200 if gone else 202), last
     raise errors.method_not_allowed(f"{method} is not supported on this path")
+
+
+# The registries whose DELETE answers with the deleted object itself (upstream's
+# `ReturnDeletedObject`); every other kind, custom resources included, answers a Success Status
+# once the object is gone. One still held by finalizers answers itself (202) everywhere.
+RETURN_DELETED_OBJECT = frozenset(
+    {
+        ("", "pods"),
+        ("", "namespaces"),
+        ("", "services"),
+        ("", "serviceaccounts"),
+        ("", "persistentvolumeclaims"),
+        ("", "persistentvolumes"),
+        ("", "resourcequotas"),
+        ("", "podtemplates"),
+        ("storage.k8s.io", "storageclasses"),
+        ("storage.k8s.io", "csidrivers"),
+        ("storage.k8s.io", "csinodes"),
+        ("storage.k8s.io", "volumeattachments"),
+        ("storage.k8s.io", "volumeattributesclasses"),
+        ("resource.k8s.io", "resourceclaims"),
+        ("resource.k8s.io", "resourceclaimtemplates"),
+        ("resource.k8s.io", "resourceslices"),
+        ("resource.k8s.io", "deviceclasses"),
+        ("resource.k8s.io", "devicetaintrules"),
+    }
+)
+
+
+def deleted_status(rt: ResourceType, last: JsonObject) -> JsonObject:
+    """Upstream's answer to a delete that removed the object: Success, naming it (kind is the
+    resource's plural, as upstream fills it)."""
+    meta = last.get("metadata") or {}
+    details: JsonObject = {"name": meta.get("name")}
+    if rt.group:
+        details["group"] = rt.group
+    details["kind"] = rt.plural
+    if meta.get("uid"):
+        details["uid"] = meta["uid"]
+    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details}
 
 
 def _collection(cluster: ApiOperations, rt: ResourceType, namespace: str | None, request: Request) -> Answer:
@@ -144,8 +188,10 @@ def _collection(cluster: ApiOperations, rt: ResourceType, namespace: str | None,
         if rt.namespaced and namespace is None:
             raise errors.method_not_allowed("create a namespaced object under /namespaces/NAME/")
         return 201, cluster.create(rt, namespace, request.body, options=request.options)
+    if method == "GET" and (problems := list_problems(query)):
+        raise errors.invalid("ListOptions", "meta.k8s.io", "", problems)
     labels = parse_label_selector(query.label_selector)
-    fields = parse_field_selector(query.field_selector, rt.field_paths, rt.kind)
+    fields = parse_field_selector(query.field_selector, rt.field_paths, rt.kind, custom=not rt.builtin)
     if method == "GET" and query.watch:
         cluster.check_watch_start(query.resource_version)
         return watch_lines(

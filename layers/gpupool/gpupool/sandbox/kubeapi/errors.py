@@ -53,6 +53,29 @@ class ApiError(Exception):
         return body
 
 
+_GO_ESCAPES = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\v": "\\v"}
+
+
+def go_quote(text: str) -> str:
+    """`text` as Go's `%q` (strconv.Quote) prints it, as field errors show a bad value."""
+    out = ['"']
+    for char in text:
+        if char in ('"', "\\"):
+            out.append("\\" + char)
+        elif char in _GO_ESCAPES:
+            out.append(_GO_ESCAPES[char])
+        elif char.isprintable():
+            out.append(char)
+        elif ord(char) < 0x80:
+            out.append(f"\\x{ord(char):02x}")
+        elif ord(char) <= 0xFFFF:
+            out.append(f"\\u{ord(char):04x}")
+        else:
+            out.append(f"\\U{ord(char):08x}")
+    out.append('"')
+    return "".join(out)
+
+
 def _details(name: str, group: str, plural: str) -> JsonObject:
     details: JsonObject = {"name": name}
     if group:
@@ -103,25 +126,39 @@ _CAUSE_REASONS = (
 )
 
 
+class TypeInvalid(str):
+    """A cause message of field.TypeInvalid: it prints "Invalid value" like field.Invalid, but its
+    cause reason is `FieldValueTypeInvalid` (and it stops CEL, see `schema`)."""
+
+    __slots__ = ()
+
+
 def _cause_reason(message: str) -> str:
     """Upstream's cause reason, from the message prefix field.Error gives each error type."""
+    if isinstance(message, TypeInvalid):
+        return "FieldValueTypeInvalid"
     return next(
         (reason for prefix, reason in _CAUSE_REASONS if message.startswith(prefix)), "FieldValueInvalid"
     )
 
 
 def invalid(kind: str, group: str, name: str, causes: list[tuple[str, str]]) -> ApiError:
-    """422 Invalid: `causes` are (field path, message) pairs, as the real server lists them."""
-    summary = ", ".join(f"{field}: {message}" for field, message in causes)
+    """422 Invalid: `causes` are (field path, message) pairs, as the real server lists them; the
+    message names each distinct one, in brackets when there are several (upstream's aggregate)."""
+    lines = list(dict.fromkeys(f"{field}: {message}" for field, message in causes))
+    summary = lines[0] if len(lines) == 1 else "[" + ", ".join(lines) + "]"
+    if not lines:
+        summary = ""
     details: JsonObject = {
-        "name": name,
+        **({"name": name} if name else {}),  # upstream's omitempty: ListOptions are nameless
         "kind": kind,
         "causes": [{"reason": _cause_reason(m), "message": m, "field": f} for f, m in causes],
     }
     if group:
         details["group"] = group
     qualified = f"{kind}.{group}" if group else kind
-    return ApiError(422, "Invalid", f'{qualified} "{name}" is invalid: {summary}', details=details)
+    message = f'{qualified} "{name}" is invalid' + (f": {summary}" if summary else "")
+    return ApiError(422, "Invalid", message, details=details)
 
 
 def bad_request(message: str) -> ApiError:
@@ -132,9 +169,27 @@ def method_not_allowed(message: str) -> ApiError:
     return ApiError(405, "MethodNotAllowed", message)
 
 
-def unsupported_media_type(content_type: str) -> ApiError:
+# The patch types upstream's handlers accept, in the order its error lists them.
+CUSTOM_PATCH_TYPES = (
+    "application/json-patch+json",
+    "application/merge-patch+json",
+    "application/apply-patch+yaml",
+)
+BUILTIN_PATCH_TYPES = (
+    "application/json-patch+json",
+    "application/merge-patch+json",
+    "application/strategic-merge-patch+json",
+    "application/apply-patch+yaml",
+)
+
+
+def unsupported_media_type(accepted: tuple[str, ...]) -> ApiError:
+    """415 for a PATCH whose Content-Type the resource does not take, in upstream's words."""
     return ApiError(
-        415, "UnsupportedMediaType", f"the body of the request was in an unknown format: {content_type}"
+        415,
+        "UnsupportedMediaType",
+        "the body of the request was in an unknown format - accepted media types include: "
+        + ", ".join(accepted),
     )
 
 

@@ -79,11 +79,17 @@ def list_body(
 ) -> bytes:
     """The encoded list of `entries` (one page, already selected, in key order)."""
     list_meta: JsonObject = {"resourceVersion": str(resource_version), **(extra_metadata or {})}
+    if not rt.builtin:
+        # An unstructured list always carries `continue` ("" on the last page); a typed one omits it.
+        list_meta.setdefault("continue", "")
     head = json.dumps({"kind": rt.list_kind_name, "apiVersion": rt.api_version, "metadata": list_meta})
     served = rt.api_version
-    items = b",".join(
-        entry.encoded if entry.obj.get("apiVersion") == served else encode(entry) for entry in entries
-    )
+    if rt.builtin:
+        items = b",".join(entry.encoded_item for entry in entries)
+    else:
+        items = b",".join(
+            entry.encoded if entry.obj.get("apiVersion") == served else encode(entry) for entry in entries
+        )
     return head[:-1].encode() + b',"items":[' + items + b"]}"
 
 

@@ -19,7 +19,7 @@ from gpupool.sandbox.kubeapi.apply import server_side_apply
 from gpupool.sandbox.kubeapi.clock import Clock, rfc3339
 from gpupool.sandbox.kubeapi.crd import established_status, resource_types, validate_crd
 from gpupool.sandbox.kubeapi.objects import check_type, metadata
-from gpupool.sandbox.kubeapi.patch import STRATEGIC, patcher
+from gpupool.sandbox.kubeapi.patch import patcher
 from gpupool.sandbox.kubeapi.query import WriteOptions
 from gpupool.sandbox.kubeapi.registry import Registry
 from gpupool.sandbox.kubeapi.resources import BUILTIN_TYPES, ResourceType
@@ -185,8 +185,9 @@ class ApiOperations:
         subresource: str | None,
         options: WriteOptions | None = None,
     ) -> JsonObject:
-        if content_type == STRATEGIC and not rt.builtin:
-            raise errors.unsupported_media_type(content_type)
+        accepted = errors.BUILTIN_PATCH_TYPES if rt.builtin else errors.CUSTOM_PATCH_TYPES
+        if content_type not in accepted:
+            raise errors.unsupported_media_type(accepted)
         apply = patcher(content_type, patch, schema_for(rt))
 
         def checked(current: JsonObject) -> JsonObject:

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 from gpupool.sandbox.kubeapi.builtin_schemas import Schema, resolve
-from gpupool.sandbox.kubeapi.errors import ApiError, bad_request
+from gpupool.sandbox.kubeapi.errors import BUILTIN_PATCH_TYPES, ApiError, bad_request, unsupported_media_type
 from gpupool.sandbox.kubeapi.fieldsets import child_schema, item_schema
 
 MERGE_KEYS: dict[tuple[str, ...], str] = {
@@ -268,9 +268,7 @@ def patcher(content_type: str, patch: Any, schema: Schema | None) -> Patcher:
         return lambda current: _as_object(merge_patch(current, patch))
     if content_type == STRATEGIC:
         return lambda current: strategic_merge_patch(current, patch, schema)
-    raise ApiError(
-        415, "UnsupportedMediaType", f"the body of the request was in an unknown format: {content_type}"
-    )
+    raise unsupported_media_type(BUILTIN_PATCH_TYPES)
 
 
 def _as_object(value: Any) -> dict[str, Any]:

@@ -3,8 +3,10 @@
 Booleans follow upstream's query conversion: `0` and `false` in any case (and an empty value)
 are false, every other value is true — so `watch=True` (the official Python client up to
 36.x), `watch=true` and `watch=1` all start a watch. Numbers must be integers; enumerated
-options (`fieldValidation`, `dryRun`, `propagationPolicy`, `resourceVersionMatch`) accept
-exactly upstream's values. Every bad value is a 400 `BadRequest` Status naming the parameter.
+options (`fieldValidation`, `dryRun`, `propagationPolicy`) accept exactly upstream's values.
+Every bad value is a 400 `BadRequest` Status naming the parameter — except the list options
+(`resourceVersionMatch`, `sendInitialEvents`), which upstream checks only on lists and watches,
+together, as 422 Invalid `ListOptions` (`list_problems`, apimachinery's ValidateListOptions).
 
 Must not: look at storage or resource types; it only turns a query string into options.
 """
@@ -93,27 +95,81 @@ def _dry_run(values: list[str]) -> bool:
     return bool(values)
 
 
+def _forbidden(name: str, why: str) -> tuple[str, str]:
+    return (name, f"Forbidden: {why}")
+
+
+def _not_supported(name: str, value: str, supported: tuple[str, ...]) -> tuple[str, str]:
+    listed = ", ".join(f'"{choice}"' for choice in supported)
+    return (name, f'Unsupported value: "{value}": supported values: {listed}')
+
+
+def list_problems(query: Query) -> list[tuple[str, str]]:
+    """What upstream's ValidateListOptions refuses in a list or watch's options (the server
+    answers 422 Invalid for `ListOptions.meta.k8s.io`); other verbs never read these options."""
+    match, version = query.resource_version_match, query.resource_version
+    problems: list[tuple[str, str]] = []
+    if not query.watch:
+        if match:
+            if not version:
+                problems.append(
+                    _forbidden(
+                        "resourceVersionMatch",
+                        "resourceVersionMatch is forbidden unless resourceVersion is provided",
+                    )
+                )
+            if query.continue_token:
+                problems.append(
+                    _forbidden(
+                        "resourceVersionMatch", "resourceVersionMatch is forbidden when continue is provided"
+                    )
+                )
+            if match not in RESOURCE_VERSION_MATCH:
+                problems.append(_not_supported("resourceVersionMatch", match, ("Exact", "NotOlderThan", "")))
+            if match == "Exact" and version == "0":
+                problems.append(
+                    _forbidden(
+                        "resourceVersionMatch",
+                        'resourceVersionMatch "exact" is forbidden for resourceVersion "0"',
+                    )
+                )
+        if query.send_initial_events is not None:
+            problems.append(_forbidden("sendInitialEvents", "sendInitialEvents is forbidden for list"))
+        return problems
+    if query.send_initial_events is not None and match != "NotOlderThan":
+        problems.append(
+            _forbidden(
+                "resourceVersionMatch",
+                "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
+            )
+        )
+    if match:
+        if query.send_initial_events is None:
+            problems.append(
+                _forbidden(
+                    "resourceVersionMatch",
+                    "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided",
+                )
+            )
+        if match != "NotOlderThan":
+            problems.append(_not_supported("resourceVersionMatch", match, ("NotOlderThan",)))
+        if query.continue_token:
+            problems.append(
+                _forbidden(
+                    "resourceVersionMatch", "resourceVersionMatch is forbidden when continue is provided"
+                )
+            )
+    return problems
+
+
 def parse_query(query_string: str) -> Query:
     """Parse a request's query string; the last value wins for repeated single parameters."""
     multi = parse_qs(query_string, keep_blank_values=True)
     raw = {key: values[-1] for key, values in multi.items()}
     watch = parse_bool(raw["watch"]) if "watch" in raw else False
     resource_version = raw.get("resourceVersion", "")
-    match = _choice(raw, "resourceVersionMatch", RESOURCE_VERSION_MATCH)
-    if match and not resource_version:
-        raise errors.bad_request("resourceVersionMatch is forbidden unless resourceVersion is provided")
-    if match == "Exact" and watch:
-        raise errors.bad_request(
-            "resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden for watch"
-        )
+    match = raw.get("resourceVersionMatch", "")  # checked with the list options (`list_problems`)
     send_initial = parse_bool(raw["sendInitialEvents"]) if "sendInitialEvents" in raw else None
-    if send_initial is not None and not watch:
-        raise errors.bad_request("sendInitialEvents: Forbidden: sendInitialEvents is forbidden for list")
-    if send_initial and match != "NotOlderThan":
-        raise errors.bad_request(
-            "resourceVersionMatch: Forbidden: sendInitialEvents requires setting resourceVersionMatch "
-            "to NotOlderThan"
-        )
     propagation = _choice(raw, "propagationPolicy", PROPAGATION) or None
     return Query(
         watch=watch,

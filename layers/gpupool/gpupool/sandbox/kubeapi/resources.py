@@ -21,6 +21,18 @@ VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update
 
 
 @dataclass(frozen=True)
+class PrinterColumn:
+    """One column of a CRD version's Table (its `additionalPrinterColumns` entry, as served)."""
+
+    name: str
+    type: str
+    json_path: str
+    description: str
+    priority: int = 0
+    format: str = ""
+
+
+@dataclass(frozen=True)
 class ResourceType:
     group: str
     version: str
@@ -37,8 +49,8 @@ class ResourceType:
     list_kind: str = ""
     # Kinds whose spec changes bump metadata.generation (upstream: CRs, and built-ins with a spec).
     tracks_generation: bool = True
-    # A CRD's additionalPrinterColumns: (name, type, jsonPath) for kubectl's tables.
-    printer_columns: tuple[tuple[str, str, str], ...] = ()
+    # A CRD version's additionalPrinterColumns for kubectl's tables (Age alone when it has none).
+    printer_columns: tuple[PrinterColumn, ...] = ()
     # A CRD version's openAPIV3Schema (custom resources only), enforced when the server says so.
     schema: Mapping[str, Any] | None = field(default=None, compare=False, hash=False)
     # What discovery lists; a create-only kind (an access review) answers through
@@ -59,8 +71,50 @@ class ResourceType:
         return self.list_kind or f"{self.kind}List"
 
     @property
+    def error_group(self) -> str:
+        """The group a 422 names: events.k8s.io Events are stored and validated as core Events
+        upstream, so their errors name no group."""
+        return "" if (self.group, self.plural) == ("events.k8s.io", "events") else self.group
+
+    @property
     def group_path(self) -> str:
         return f"/apis/{self.group}/{self.version}" if self.group else "/api/v1"
+
+
+# The built-in kinds whose registries set metadata.generation (their strategies set it to 1 on
+# create, Kubernetes 1.36 `pkg/registry/*/strategy.go`); the others (Namespace, Node, Service,
+# ConfigMap, Event, Lease, RBAC, …) have none. Custom resources and CRDs always do.
+GENERATION_KINDS = frozenset(
+    {
+        ("", "pods"),
+        ("", "podtemplates"),
+        ("", "replicationcontrollers"),
+        ("apps", "deployments"),
+        ("apps", "replicasets"),
+        ("apps", "daemonsets"),
+        ("apps", "statefulsets"),
+        ("batch", "jobs"),
+        ("batch", "cronjobs"),
+        ("admissionregistration.k8s.io", "mutatingwebhookconfigurations"),
+        ("admissionregistration.k8s.io", "validatingwebhookconfigurations"),
+        ("admissionregistration.k8s.io", "validatingadmissionpolicies"),
+        ("admissionregistration.k8s.io", "validatingadmissionpolicybindings"),
+        ("admissionregistration.k8s.io", "mutatingadmissionpolicies"),
+        ("admissionregistration.k8s.io", "mutatingadmissionpolicybindings"),
+        ("apiextensions.k8s.io", "customresourcedefinitions"),
+        ("discovery.k8s.io", "endpointslices"),
+        ("flowcontrol.apiserver.k8s.io", "flowschemas"),
+        ("flowcontrol.apiserver.k8s.io", "prioritylevelconfigurations"),
+        ("networking.k8s.io", "ingresses"),
+        ("networking.k8s.io", "ingressclasses"),
+        ("networking.k8s.io", "networkpolicies"),
+        ("policy", "poddisruptionbudgets"),
+        ("resource.k8s.io", "deviceclasses"),
+        ("resource.k8s.io", "devicetaintrules"),
+        ("resource.k8s.io", "resourceslices"),
+        ("scheduling.k8s.io", "priorityclasses"),
+    }
+)
 
 
 def _core(
@@ -69,7 +123,7 @@ def _core(
     *,
     namespaced: bool = True,
     has_status: bool = True,
-    tracks_generation: bool = True,
+    tracks_generation: bool | None = None,
     short_names: tuple[str, ...] = (),
     categories: tuple[str, ...] = (),
     field_paths: frozenset[str] = COMMON_FIELDS,
@@ -83,7 +137,9 @@ def _core(
         singular=kind.lower(),
         namespaced=namespaced,
         has_status=has_status,
-        tracks_generation=tracks_generation,
+        tracks_generation=("", plural) in GENERATION_KINDS
+        if tracks_generation is None
+        else tracks_generation,
         short_names=short_names,
         categories=categories,
         field_paths=field_paths,
@@ -147,7 +203,16 @@ BUILTIN_TYPES: tuple[ResourceType, ...] = (
     _core(
         "secrets", "Secret", has_status=False, tracks_generation=False, field_paths=COMMON_FIELDS | {"type"}
     ),
-    ResourceType("coordination.k8s.io", "v1", "leases", "Lease", "lease", True, has_status=False),
+    ResourceType(
+        "coordination.k8s.io",
+        "v1",
+        "leases",
+        "Lease",
+        "lease",
+        True,
+        has_status=False,
+        tracks_generation=False,
+    ),
     ResourceType(
         "events.k8s.io",
         "v1",
@@ -189,7 +254,7 @@ def _kind(
     *,
     namespaced: bool = True,
     has_status: bool = False,
-    tracks_generation: bool = True,
+    tracks_generation: bool | None = None,
     short_names: tuple[str, ...] = (),
     categories: tuple[str, ...] = (),
     version: str = "v1",
@@ -204,7 +269,9 @@ def _kind(
         kind.lower(),
         namespaced,
         has_status=has_status,
-        tracks_generation=tracks_generation,
+        tracks_generation=(group, plural) in GENERATION_KINDS
+        if tracks_generation is None
+        else tracks_generation,
         short_names=short_names,
         categories=categories,
         verbs=verbs,

@@ -17,15 +17,19 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from gpupool.core.goregexp import go_regexp
+from gpupool.core.model.requirements import holds
 from gpupool.sandbox.kubeapi.errors import bad_request
 
-_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
-_PREFIX = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_NAME = go_regexp(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+_PREFIX = go_regexp(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _SET_REQUIREMENT = re.compile(r"^\s*(!?)\s*([^\s!=(),]+)\s+(in|notin)\s*\(([^)]*)\)\s*$")
 _EQUALITY = re.compile(r"^\s*([^\s!=]+)\s*(==|=|!=)\s*([^\s]*)\s*$")
 _EXISTS = re.compile(r"^\s*(!?)\s*([^\s!=(),]+)\s*$")
 
 Labels = Mapping[str, str]
+# The selector grammar's operators as the one requirement algebra names them (core.model.requirements).
+_OPERATORS = {"in": "In", "notin": "NotIn", "exists": "Exists", "!exists": "DoesNotExist"}
 
 
 @dataclass(frozen=True)
@@ -35,13 +39,7 @@ class Requirement:
     values: frozenset[str]
 
     def matches(self, labels: Labels) -> bool:
-        if self.operator == "in":
-            return labels.get(self.key) in self.values
-        if self.operator == "notin":
-            return labels.get(self.key) not in self.values
-        if self.operator == "exists":
-            return self.key in labels
-        return self.key not in labels
+        return holds(_OPERATORS[self.operator], self.values, labels.get(self.key))
 
 
 def _check_key(key: str, selector: str) -> None:
@@ -179,7 +177,34 @@ class FieldSelector:
         return None
 
 
-def parse_field_selector(selector: str, supported: Collection[str], kind: str) -> FieldSelector:
+# Kinds with their own field-label conversion upstream (their error names the label bare); a
+# custom resource's converter words it the same way. Others fall back to apimachinery's default.
+_CONVERTED_KINDS = frozenset(
+    {
+        "Pod",
+        "Node",
+        "ReplicationController",
+        "Event",
+        "Namespace",
+        "Secret",
+        "Service",
+        "CertificateSigningRequest",
+    }
+)
+
+
+def unsupported_field(path: str, kind: str, *, custom: bool) -> str:
+    """Upstream's words for a field selector on a path the kind does not index."""
+    if custom or kind in _CONVERTED_KINDS:
+        return f"field label not supported: {path}"
+    if kind == "Job":
+        return f'field label "{path}" not supported for Job'
+    return f'"{path}" is not a known field selector: only "metadata.name", "metadata.namespace"'
+
+
+def parse_field_selector(
+    selector: str, supported: Collection[str], kind: str, *, custom: bool = False
+) -> FieldSelector:
     """Compile a `fieldSelector`; a path the resource does not support is a 400, as upstream."""
     if not selector.strip():
         return FieldSelector(())
@@ -190,6 +215,6 @@ def parse_field_selector(selector: str, supported: Collection[str], kind: str) -
             raise bad_request(f'invalid field selector: "{part}"')
         path, operator, value = found.groups()
         if path not in supported:
-            raise bad_request(f'field label not supported: "{path}" for {kind}')
+            raise bad_request(unsupported_field(path, kind, custom=custom))
         terms.append((path, operator != "!=", value))
     return FieldSelector(tuple(terms))

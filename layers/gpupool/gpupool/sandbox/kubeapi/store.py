@@ -48,7 +48,7 @@ __all__ = ["Entry", "Store", "WatchEvent"]
 class Entry:
     """A stored object and its JSON encoding, computed once and reused by lists and watches."""
 
-    __slots__ = ("_encoded", "key", "labels", "obj")
+    __slots__ = ("_encoded", "_encoded_item", "key", "labels", "obj")
 
     def __init__(self, obj: JsonObject) -> None:
         self.obj = obj
@@ -59,12 +59,50 @@ class Entry:
             str(meta.get("name") or ""),
         )  # list order
         self._encoded: bytes | None = None
+        self._encoded_item: bytes | None = None
 
     @property
     def encoded(self) -> bytes:
         if self._encoded is None:
             self._encoded = json.dumps(self.obj, separators=(",", ":")).encode()
         return self._encoded
+
+    @property
+    def encoded_item(self) -> bytes:
+        """The encoding as an item of a built-in kind's list: upstream's typed lists leave each
+        item's kind and apiVersion out (custom resource lists keep them)."""
+        if self._encoded_item is None:
+            bare = {k: v for k, v in self.obj.items() if k not in ("kind", "apiVersion")}
+            self._encoded_item = json.dumps(bare, separators=(",", ":")).encode()
+        return self._encoded_item
+
+
+# Built-in registries whose strategies refuse an update without a resourceVersion (upstream's
+# AllowUnconditionalUpdate false); custom resources refuse it too.
+_CONDITIONAL_UPDATES = frozenset(
+    {
+        ("admissionregistration.k8s.io", "mutatingwebhookconfigurations"),
+        ("admissionregistration.k8s.io", "validatingwebhookconfigurations"),
+        ("admissionregistration.k8s.io", "validatingadmissionpolicies"),
+        ("admissionregistration.k8s.io", "validatingadmissionpolicybindings"),
+        ("admissionregistration.k8s.io", "mutatingadmissionpolicies"),
+        ("admissionregistration.k8s.io", "mutatingadmissionpolicybindings"),
+        ("apiextensions.k8s.io", "customresourcedefinitions"),
+        ("coordination.k8s.io", "leases"),
+        ("coordination.k8s.io", "leasecandidates"),
+        ("node.k8s.io", "runtimeclasses"),
+        ("policy", "poddisruptionbudgets"),
+        ("storage.k8s.io", "csidrivers"),
+        ("storage.k8s.io", "csinodes"),
+        ("storage.k8s.io", "csistoragecapacities"),
+        ("storage.k8s.io", "volumeattachments"),
+    }
+)
+
+
+def allows_unconditional_update(rt: ResourceType) -> bool:
+    """Whether a PUT without a resourceVersion overwrites (else it is 422, as upstream)."""
+    return rt.builtin and (rt.group, rt.plural) not in _CONDITIONAL_UPDATES
 
 
 @dataclass(frozen=True)
@@ -217,10 +255,18 @@ class Store:
         old: JsonObject | None,
         previous: JsonObject | None,
         options: WriteOptions,
+        *,
+        status_write: bool = False,
     ) -> JsonObject:
         """Decode, default and validate; then credit the changed fields to the request's manager."""
         admitted = admit(
-            rt, obj, old, options, self.allocate_cluster_ip, enforce_schemas=self.enforce_schemas
+            rt,
+            obj,
+            old,
+            options,
+            self.allocate_cluster_ip,
+            enforce_schemas=self.enforce_schemas,
+            status_write=status_write,
         )
         if options.field_manager:
             now = rfc3339(self.clock.now())
@@ -254,6 +300,14 @@ class Store:
             raise errors.bad_request(
                 f"the name of the object ({body_name}) does not match the name on the URL ({name})"
             )
+        if metadata(body).get("resourceVersion") in (None, "", "0") and not allows_unconditional_update(rt):
+            # Upstream names the resource (plural) where the kind would go, as its TODO admits.
+            raise errors.invalid(
+                rt.plural,
+                rt.group,
+                name,
+                [("metadata.resourceVersion", "Invalid value: 0: must be specified for an update")],
+            )
         return self.mutate(
             rt, namespace, name, lambda _current: body, status_only=status_only, options=options
         )
@@ -283,7 +337,9 @@ class Store:
             if wanted_rv not in (None, "") and str(wanted_rv) != metadata(current)["resourceVersion"]:
                 raise errors.conflict(rt.group, rt.plural, name)
             prepared = prepare_update(rt, current, candidate, status_only=status_only)
-            updated = self._admit(rt, prepared, None if trusted else current, current, options)
+            updated = self._admit(
+                rt, prepared, None if trusted else current, current, options, status_write=status_only
+            )
             if rt.tracks_generation and spec_of(updated) == spec_of(current):
                 # Defaults can make a changed request store the same spec: nothing to observe.
                 metadata(updated)["generation"] = metadata(current).get("generation")

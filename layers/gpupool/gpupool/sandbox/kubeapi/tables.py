@@ -1,12 +1,15 @@
 """Server-side printing for kubectl: `meta.k8s.io/v1 Table` answers when the client asks.
 
-kubectl sends `Accept: application/json;as=Table;v=v1;g=meta.k8s.io,...`; the real server
-then prints columns itself: a built-in kind's upstream columns (`printers`), or for a custom
-resource Name, its CRD's `additionalPrinterColumns`, and Age. A custom column's cell follows
-apiextensions-apiserver's table convertor: null when the path finds nothing, the value as text in
-a `string` column, a JSON integer / number / boolean in a column of that type (null when the
-value is not one), and a `date` column's timestamp as an age. Each row carries the object's
-metadata (`PartialObjectMetadata`), as upstream's default `includeObject=Metadata`.
+kubectl sends `Accept: application/json;as=Table;v=v1;g=meta.k8s.io,...`; the real server then
+prints columns itself: a built-in kind's upstream columns (`printers`), or for a custom resource
+Name and its CRD version's `additionalPrinterColumns` (Age alone when it has none), each described
+as upstream describes it (Name by ObjectMeta's documentation, a column by its own description or
+its path). A custom column's cell follows apiextensions-apiserver's table convertor: its path read
+by `jsonpath`, only the first value it selects; null when the path finds nothing, the value as text
+in a `string` column (a map or list as Go's sorted JSON), a JSON integer / number / boolean in a
+column of that type (null when the value is not one), and a `date` column's timestamp as an age.
+Each row carries the object's metadata (`PartialObjectMetadata`), as upstream's default
+`includeObject=Metadata`.
 
 Must not: change state.
 """
@@ -14,9 +17,11 @@ Must not: change state.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from gpupool.sandbox.kubeapi.jsonpath import find
 from gpupool.sandbox.kubeapi.objects import metadata
 from gpupool.sandbox.kubeapi.printers import Cell, age, columns_for
 from gpupool.sandbox.kubeapi.resources import ResourceType
@@ -25,20 +30,18 @@ JsonObject = dict[str, Any]
 _NUMBERS = {"Restarts", "Data", "Secrets", "Webhooks", "Active"}
 
 
+@dataclass(frozen=True)
+class _Column:
+    name: str
+    type: str
+    priority: int
+    cell: Cell
+    description: str
+    format: str
+
+
 def wants_table(accept: str) -> bool:
     return "as=Table" in accept and "g=meta.k8s.io" in accept
-
-
-_MISSING = object()
-
-
-def _raw(obj: JsonObject, path: str) -> Any:
-    current: Any = obj
-    for part in path.split("."):
-        if not isinstance(current, dict) or part not in current:
-            return _MISSING
-        current = current[part]
-    return current
 
 
 def _text(value: Any) -> str:
@@ -49,12 +52,15 @@ def _text(value: Any) -> str:
         return "true" if value else "false"
     if isinstance(value, int | float):
         return format(value, "g") if isinstance(value, float) else str(value)
-    return json.dumps(value, separators=(",", ":"))
+    return json.dumps(value, separators=(",", ":"), sort_keys=True)  # Go sorts a map's keys
 
 
-def _custom_cell(value: Any, kind: str, now: datetime) -> Any:
-    if value is _MISSING or value is None:
+def _custom_cell(found: list[Any], kind: str, now: datetime) -> Any:
+    """The first value the column's path selects, as its type prints it (upstream reads only
+    the first of several)."""
+    if not found or found[0] is None:
         return None
+    value = found[0]
     if kind == "string":
         return _text(value)
     if kind == "integer":
@@ -65,32 +71,45 @@ def _custom_cell(value: Any, kind: str, now: datetime) -> Any:
         return value if isinstance(value, bool) else None
     if kind == "date":
         return age(value, now) if isinstance(value, str) else None
-    return _text(value)
+    return None
 
 
-def _custom_columns(rt: ResourceType) -> list[tuple[str, str, int, Cell]]:
-    extra = [
-        (name, kind, path.lstrip(".")) for name, kind, path in rt.printer_columns if path.startswith(".")
-    ]
-    columns: list[tuple[str, str, int, Cell]] = [
-        ("Name", "string", 0, lambda obj, _now: metadata(obj).get("name"))
-    ]
-    for name, kind, path in extra:
+# ObjectMeta's own documentation of `name`, which upstream gives the Name column of every Table.
+NAME_DOC = (
+    "Name must be unique within a namespace. Is required when creating resources, although some "
+    "resources may allow a client to request the generation of an appropriate name automatically. "
+    "Name is primarily intended for creation idempotence and configuration definition. Cannot be "
+    "updated. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names#names"
+)
 
-        def cell(obj: JsonObject, now: datetime, path: str = path, kind: str = kind) -> Any:
-            return _custom_cell(_raw(obj, path), kind, now)
 
-        columns.append((name, kind, 0, cell))
-    if not any(name == "Age" for name, _kind, _path in extra):
-        columns.append(("Age", "date", 0, lambda obj, now: age(metadata(obj).get("creationTimestamp"), now)))
+def _custom_columns(rt: ResourceType) -> list[_Column]:
+    columns = [_Column("Name", "string", 0, lambda obj, _now: metadata(obj).get("name"), NAME_DOC, "name")]
+    for column in rt.printer_columns:
+
+        def cell(
+            obj: JsonObject, now: datetime, path: str = column.json_path, kind: str = column.type
+        ) -> Any:
+            return _custom_cell(find(obj, path), kind, now)
+
+        columns.append(
+            _Column(column.name, column.type, column.priority, cell, column.description, column.format)
+        )
     return columns
 
 
-def _columns(rt: ResourceType) -> list[tuple[str, str, int, Cell]]:
+def _columns(rt: ResourceType) -> list[_Column]:
     if not rt.builtin:
         return _custom_columns(rt)
     return [
-        (name, "integer" if name in _NUMBERS else "string", priority, cell)
+        _Column(
+            name,
+            "integer" if name in _NUMBERS else "string",
+            priority,
+            cell,
+            name,
+            "name" if name == "Name" else "",
+        )
         for name, priority, cell in columns_for(rt.group, rt.kind)
     ]
 
@@ -106,7 +125,7 @@ def table(
     columns = _columns(rt)
     rows = [
         {
-            "cells": [cell(obj, now) for _name, _kind, _priority, cell in columns],
+            "cells": [column.cell(obj, now) for column in columns],
             "object": {
                 "kind": "PartialObjectMetadata",
                 "apiVersion": "meta.k8s.io/v1",
@@ -117,18 +136,18 @@ def table(
     ]
     definitions = [
         {
-            "name": name,
-            "type": kind if kind in ("integer", "number", "boolean", "date") else "string",
-            "format": "name" if name == "Name" else "",
-            "description": name,
-            "priority": priority,
+            "name": column.name,
+            "type": column.type,
+            "format": column.format,
+            "description": column.description,
+            "priority": column.priority,
         }
-        for name, kind, priority, _cell in columns
+        for column in columns
     ]
     return {
         "kind": "Table",
         "apiVersion": "meta.k8s.io/v1",
         "metadata": {"resourceVersion": resource_version},
-        "columnDefinitions": definitions if with_definitions else [],
+        "columnDefinitions": definitions if with_definitions else None,  # upstream: NoHeaders → null
         "rows": rows,
     }

@@ -10,18 +10,18 @@ Must not: mutate objects or reach storage.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
+from gpupool.core.goregexp import go_regexp
 from gpupool.sandbox.kubeapi.errors import invalid
 from gpupool.sandbox.kubeapi.objects import metadata
 from gpupool.sandbox.kubeapi.resources import ResourceType
 
 JsonObject = dict[str, Any]
-_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
-_QUALIFIED = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+_SUBDOMAIN = go_regexp(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_LABEL = go_regexp(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_LABEL_VALUE = go_regexp(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+_QUALIFIED = go_regexp(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
 
 
 def _name_problems(rt: ResourceType, name: Any) -> list[tuple[str, str]]:
@@ -169,4 +169,6 @@ def validate(rt: ResourceType, obj: JsonObject, old: JsonObject | None = None) -
                 )
             )
     if problems:
-        raise invalid(rt.kind, rt.group, str(meta.get("name") or meta.get("generateName") or ""), problems)
+        raise invalid(
+            rt.kind, rt.error_group, str(meta.get("name") or meta.get("generateName") or ""), problems
+        )

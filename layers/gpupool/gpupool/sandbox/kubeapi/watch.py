@@ -5,7 +5,8 @@ with ADDED for every matching object (then, with bookmarks and `sendInitialEvent
 annotated `k8s.io/initial-events-end`); otherwise it replays history after the given version,
 or sends one ERROR event with a 410 Expired Status when history no longer reaches back that
 far. Objects are rendered by the caller's `render` (plain JSON, a Table row, metadata only).
-With selectors, an object that starts or stops matching is reported as ADDED or DELETED, as
+With selectors, an object that starts or stops matching is reported as ADDED or DELETED (the
+DELETED one carrying the object as it last matched, at the new resourceVersion), as
 upstream's watch cache does. The stream ends after `timeoutSeconds` (wall time) or when the
 server stops.
 
@@ -14,6 +15,7 @@ Must not: hold the store lock while a line is written to a socket.
 
 from __future__ import annotations
 
+import copy
 import json
 import time
 from collections.abc import Callable, Iterator
@@ -76,6 +78,12 @@ class _Filter:
             kind = {(True, True): "MODIFIED", (True, False): "ADDED", (False, True): "DELETED"}.get(
                 (now_matches, before)
             )
+            if kind == "DELETED" and event.previous is not None:
+                # Upstream's cacher: the object as the watcher last saw it (the one that matched),
+                # at the event's resourceVersion.
+                last_seen = copy.deepcopy(event.previous)
+                metadata(last_seen)["resourceVersion"] = metadata(event.entry.obj).get("resourceVersion")
+                return _line(kind, self.render(self.rt, Entry(last_seen)))
         else:
             kind = (
                 event.type
@@ -115,6 +123,16 @@ def watch_lines(
     return _follow(cluster, chosen, initial, cursor, time.monotonic() + timeout_seconds, bookmarks)
 
 
+BOOKMARK_EVERY_S = 60.0
+
+
+def _next_bookmark(now: float, deadline: float) -> float | None:
+    """Upstream's next bookmark time: a minute on, or 2 s before the deadline if sooner; none once
+    that moment has passed."""
+    at = min(now + BOOKMARK_EVERY_S, deadline - 2.0)
+    return at if at >= now else None
+
+
 def _follow(
     cluster: ApiOperations,
     chosen: _Filter,
@@ -125,27 +143,34 @@ def _follow(
 ) -> Iterator[bytes]:
     """Yield event lines until the deadline passes or the server closes.
 
-    With `bookmarks`, a stream that times out ends with a BOOKMARK carrying the latest
-    resourceVersion, so the client resumes from there even if nothing it watches changed.
+    With `bookmarks`, a BOOKMARK carrying the latest resourceVersion goes out when upstream's
+    cacher sends one (`nextBookmarkTime`): 2 s before the deadline, and every minute before
+    that — so a client resumes from there even if nothing it watches changed. A watch shorter
+    than 2 s gets none.
     """
     store = cluster.store
     yield from initial
+    next_bookmark = _next_bookmark(time.monotonic(), deadline) if bookmarks else None
     while True:
         with store.changed:
             while True:
                 events = store.events_after(cursor)
                 if events is None:
                     break
-                remaining = deadline - time.monotonic()
-                if events or store.closed or remaining <= 0:
+                now = time.monotonic()
+                remaining = deadline - now
+                due = next_bookmark is not None and now >= next_bookmark
+                if events or store.closed or remaining <= 0 or due:
                     break
-                store.changed.wait(min(remaining, 1.0))
+                wake = remaining if next_bookmark is None else min(remaining, next_bookmark - now)
+                store.changed.wait(min(wake, 1.0))
             if events is None:
                 lines = [_expired(cursor)]
             elif not events:
-                if bookmarks:
-                    yield _bookmark(chosen.rt, cursor)
-                return
+                if next_bookmark is None or time.monotonic() < next_bookmark:
+                    return
+                next_bookmark = _next_bookmark(time.monotonic(), deadline)
+                lines = [_bookmark(chosen.rt, cursor)]
             else:
                 cursor = events[-1].resource_version
                 lines = [line for event in events if (line := chosen.translate(event)) is not None]

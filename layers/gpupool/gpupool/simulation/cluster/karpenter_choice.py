@@ -1,11 +1,13 @@
 """What the simulated Karpenter reads in requirements: which offerings they allow, in which order.
 
 Role: `compatible(requirements, offerings)` — the priced offerings (instance type × zone ×
-capacity type) Karpenter requirements allow: In, NotIn, Exists, DoesNotExist on the instance
-type, zone, region, capacity type (Karpenter's spelling: on-demand / spot / reserved; none named
-means on-demand, as Karpenter's default NodePool requirement) and every label the catalog knows
-(`planning.requirements.offering_labels`); Gt, Lt, Gte, Lte on its integer labels; a key the
-catalog cannot judge (a custom label the node will carry) is left to the node — in the order
+capacity type) Karpenter requirements allow, read by the one requirement algebra
+(`core.model.requirements`): In, NotIn, Exists, DoesNotExist on the instance type, zone, region,
+capacity type (Karpenter's spelling: on-demand / spot / reserved; none named means on-demand, as
+Karpenter's default NodePool requirement) and every label the catalog knows
+(`planning.requirements.offering_labels`); Gt, Lt, Gte, Lte on its integer labels; minValues
+(none when the allowed offerings carry fewer distinct values of a key); a key the catalog cannot
+judge (a custom label the node will carry) is left to the node — in the order
 Karpenter's AWS provider tries them at launch: reserved, then spot, then on-demand, each
 cheapest first. `nodepool_requirements(nodepool, offerings, zone=None)` — the requirements of the
 NodeClaim Karpenter's provisioner makes from a NodePool
@@ -21,12 +23,13 @@ Must not: write anything, or know the NodeClaim lifecycle (`karpenter` plays it)
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from decimal import Decimal
 from typing import Final
 
 from gpupool.core.model.constants import KEY_CAPACITY_TYPE, KEY_INSTANCE_TYPE, KEY_REGION, KEY_ZONE
 from gpupool.core.model.karpenter import KarpenterNodePool, KarpenterRequirement
+from gpupool.core.model.requirements import all_hold, min_values_shortfall
 from gpupool.core.planning.plan import OfferingRef
 
 __all__ = [
@@ -56,39 +59,6 @@ def labels_of(offering: OfferingRef) -> dict[str, str]:
     return labels
 
 
-def _integer(text: str | None) -> int | None:
-    try:
-        return int(text) if text is not None else None
-    except ValueError:
-        return None
-
-
-_RANGES: dict[str, Callable[[int, int], bool]] = {
-    "Gt": lambda value, bound: value > bound,
-    "Lt": lambda value, bound: value < bound,
-    "Gte": lambda value, bound: value >= bound,
-    "Lte": lambda value, bound: value <= bound,
-}
-
-
-def _holds(requirement: KarpenterRequirement, labels: dict[str, str], judged: frozenset[str]) -> bool:
-    if requirement.key not in judged:
-        return True  # a label the catalog cannot judge: the node will carry it
-    value = labels.get(requirement.key)
-    operator, values = requirement.operator, requirement.values
-    if operator == "In":
-        return value in values
-    if operator == "NotIn":
-        return value not in values
-    if operator == "Exists":
-        return value is not None
-    if operator == "DoesNotExist":
-        return value is None
-    check = _RANGES.get(operator)
-    number, bound = _integer(value), _integer(values[0] if len(values) == 1 else None)
-    return check is not None and number is not None and bound is not None and check(number, bound)
-
-
 def compatible(
     requirements: Sequence[KarpenterRequirement], offerings: Sequence[OfferingRef]
 ) -> list[OfferingRef]:
@@ -101,8 +71,10 @@ def compatible(
     allowed = []
     for offering in offerings:
         labels = labels_of(offering)
-        if all(_holds(r, labels, frozenset(labels)) for r in requirements):
+        if all_hold(requirements, labels, judged=labels.keys()):  # a key it lacks: the node's own
             allowed.append(offering)
+    if min_values_shortfall(requirements, (labels_of(o) for o in allowed)):
+        return []  # Karpenter launches nothing that leaves a minValues short
     return sorted(
         allowed,
         key=lambda o: (_PREFERENCE[CAPACITY_TYPES[o.capacity_type]], Decimal(o.hourly_price), o.key),

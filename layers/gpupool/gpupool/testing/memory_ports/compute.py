@@ -91,6 +91,7 @@ class MemoryCompute(CallRecorder):
                 capacity_type=offering.capacity_type,
                 launch_time=self.clock.now(),
                 tags=tags,
+                client_token=client_token,  # as EC2's DescribeInstances reports it
             )
             self.launched.append((claim.name, offering.key))
             return instance_id

@@ -1,6 +1,6 @@
 """The cluster as one invocation reads it: each kind read once, every write's answer folded in.
 
-Role: `ClusterView(cluster)` is the `Cluster` port for one invocation (`reading_once(deps)` puts it
+Role: `InvocationCluster(cluster)` is the `Cluster` port for one invocation (`reading_once(deps)` puts it
 in the deps an entry point passes on). The kinds a decision's snapshot is cut from —
 TensorFusionClusters, GPUPools, GPUNodeClasses, GPUNodeClaims, node and GPUNode summaries — are
 read through the real port the first time they are needed (`prefetch` reads several at once, on
@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from gpupool.core.model.pool import GPUPool, GPUPoolStatus
     from gpupool.service.deps import Deps
 
-__all__ = ["ClusterView", "reading_once"]
+__all__ = ["InvocationCluster", "reading_once"]
 
 T = TypeVar("T")
 Key = tuple[str, str]
@@ -138,7 +138,7 @@ def _guarded(kind: _Kind[Any], name: str, write: Callable[[], T]) -> T:
         raise
 
 
-class ClusterView:
+class InvocationCluster:
     """The Cluster port as one invocation reads it (see module docstring)."""
 
     def __init__(self, cluster: Cluster) -> None:
@@ -346,7 +346,7 @@ class ClusterView:
 
 
 def reading_once(deps: Deps) -> Deps:
-    """`deps` whose cluster is a fresh `ClusterView` (itself when it already is one)."""
-    if isinstance(deps.cluster, ClusterView):
+    """`deps` whose cluster is a fresh `InvocationCluster` (itself when it already is one)."""
+    if isinstance(deps.cluster, InvocationCluster):
         return deps
-    return replace(deps, cluster=ClusterView(deps.cluster))
+    return replace(deps, cluster=InvocationCluster(deps.cluster))
