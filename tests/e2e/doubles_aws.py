@@ -82,6 +82,8 @@ def _scalar(value: str, shape: Any) -> Any:
 
 
 def _value(values: list[str], shape: Any) -> Any:
+    # The CLI reads any parameter given as file://PATH from that file first, then parses it.
+    values = [Path(v.removeprefix("file://")).read_text() if v.startswith("file://") else v for v in values]
     kind = shape.type_name
     if kind == "list":
         if len(values) == 1 and values[0].lstrip().startswith("["):

@@ -254,7 +254,11 @@ def test_json_is_the_autoselect_clusters_objects(
     # refused the too-big pod, and the candidates Karpenter deleted for capacity (the story's fault).
     recorded = {(e["reason"], e["message"]) for e in autoselect.objects.list("", "events") if e.get("reason")}
     assert shown["decisions"] and {(d["reason"], d["message"]) for d in shown["decisions"]} <= recorded
-    assert {d["reason"] for d in shown["decisions"]} == {"NodeExpansionCheck", "NodeExpansionFailed"}
+    assert {d["reason"] for d in shown["decisions"]} == {
+        "NodeExpansionCheck",
+        "NodeExpansionCompleted",
+        "NodeExpansionFailed",
+    }
     # the template node Karpenter made before gpupool is listed, in no pool
     seed = {
         nc["status"]["nodeName"]

@@ -126,7 +126,9 @@ def test_karpenter_launches_a_kwok_gpu_node_for_a_pending_pod(control_plane: Con
                         "metadata": {"name": f"gpu-{suffix}"},
                         "spec": {
                             "template": {
-                                "metadata": {"labels": {"nvidia.com/gpu.present": "true"}},
+                                "metadata": {
+                                    "labels": {"nvidia.com/gpu.present": "true", "gpupool.dev/story": suffix}
+                                },
                                 "spec": {
                                     "nodeClassRef": {
                                         "group": "karpenter.kwok.sh",
@@ -154,7 +156,8 @@ def test_karpenter_launches_a_kwok_gpu_node_for_a_pending_pod(control_plane: Con
         "kind": "Pod",
         "metadata": {"name": f"needs-gpu-{suffix}", "namespace": "default"},
         "spec": {
-            "nodeSelector": {"nvidia.com/gpu.present": "true"},
+            # Its own NodePool's label: other tests' GPU nodes share the session's control plane.
+            "nodeSelector": {"nvidia.com/gpu.present": "true", "gpupool.dev/story": suffix},
             "containers": [
                 {
                     "name": "main",
