@@ -117,14 +117,23 @@ PODS = "/api/v1/namespaces/tenant-a/pods"
 
 
 def _wait_for_the_policies(api: Api) -> None:
-    """A new policy is loaded by the API server's informer within a few seconds."""
+    """Each policy and binding is loaded by the API server's informer on its own, within a few
+    seconds: wait until both guards refuse a probe (dry runs, so nothing is written)."""
+    probe = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "probe"}}
+    status, answer = api.call("POST", "/api/v1/nodes", probe)
+    assert status == 201, answer
+    probes = {
+        "pod guard": ("POST", PODS + "?dryRun=All", STRANGER),
+        "node guard": ("PATCH", "/api/v1/nodes/probe?dryRun=All", {"spec": {"unschedulable": True}}),
+    }
     deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        status, _ = api.call("POST", PODS + "?dryRun=All", STRANGER, user=TENANT)
-        if status == 422 or status == 403:
-            return
+    while probes and time.monotonic() < deadline:
+        for guard, (method, path, body) in list(probes.items()):
+            status, _ = api.call(method, path, body, user=TENANT if guard == "pod guard" else RELAY)
+            if status in (403, 422):
+                del probes[guard]
         time.sleep(0.5)
-    raise AssertionError("the pod guard was never enforced")
+    assert not probes, f"never enforced: {', '.join(probes)}"
 
 
 def test_a_stranger_is_refused_and_gpu_pods_are_admitted(api: Api) -> None:
