@@ -172,6 +172,9 @@ def test_eks_with_given_endpoint_and_ca_uses_a_bearer_token() -> None:
     assert header.startswith("Bearer " + TOKEN_PREFIX)
     token = header.removeprefix("Bearer ")
     assert "sts.us-west-2.amazonaws.com" in presigned_url_from_token(token)
+    # A warm container's next client reuses the one CA file instead of leaving another in /tmp.
+    again = through_eks(access, _Session(CREDENTIALS)).configuration.ssl_ca_cert
+    assert again == configuration.ssl_ca_cert
     os.unlink(configuration.ssl_ca_cert)
 
 

@@ -19,10 +19,13 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
+import os
 import tempfile
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from botocore.credentials import Credentials
@@ -141,10 +144,15 @@ def _write_ca(ca_data: str) -> str:
         pem = base64.b64decode(ca_data, validate=True)
     except (binascii.Error, ValueError) as error:
         raise KubeAccessError("eks access: the CA data is not base64") from error
-    # Lambda can write only under /tmp; the file lives as long as the execution environment.
-    with tempfile.NamedTemporaryFile("wb", prefix="gpupool-eks-ca-", suffix=".crt", delete=False) as handle:
-        handle.write(pem)
-        return handle.name
+    # Lambda can write only under /tmp; the file lives as long as the execution environment. Named
+    # by its content, so warm invocations reuse one file instead of leaving one per client.
+    path = Path(tempfile.gettempdir()) / f"gpupool-eks-ca-{hashlib.sha256(pem).hexdigest()[:24]}.crt"
+    if not path.exists() or path.read_bytes() != pem:
+        descriptor, scratch = tempfile.mkstemp(dir=path.parent, prefix=".gpupool-eks-ca-")
+        with os.fdopen(descriptor, "wb") as handle:
+            handle.write(pem)
+        os.replace(scratch, path)  # whole files only, by rename
+    return str(path)
 
 
 def _describe_eks(session: Any, access: KubeAccess) -> tuple[str, str]:
