@@ -5,6 +5,7 @@ left running."""
 from __future__ import annotations
 
 import os
+import signal
 import socket
 from dataclasses import replace
 from pathlib import Path
@@ -25,6 +26,16 @@ def test_a_missing_go_is_one_line(
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0
     assert "go: not found on PATH" in err and "Go ≥ 1.26" in err
+
+
+def test_a_build_called_in_process_gives_the_callers_sigterm_handler_back(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("PATH", "/nonexistent")  # the build stops at its first step, after the handler
+    mine = signal.getsignal(signal.SIGTERM)
+    with pytest.raises(cluster_build.BuildError):
+        cluster_build.build(["etcd"], say=lambda _line: None)
+    assert signal.getsignal(signal.SIGTERM) is mine
 
 
 def test_an_unknown_component_is_named(capsys: pytest.CaptureFixture[str]) -> None:

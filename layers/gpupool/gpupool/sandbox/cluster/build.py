@@ -365,12 +365,21 @@ def select(names: Sequence[str]) -> tuple[Component, ...]:
 
 def build(names: Sequence[str] = (), *, say: Callable[[str], None] = print) -> int:
     """Build what is missing or stale; returns how many components were built."""
+    components = select(names)
+    if threading.current_thread() is not threading.main_thread():
+        return _build(components, names, say=say)
+    # Stopped by SIGTERM, end as Ctrl-C would: the running compiler is killed, not orphaned. The
+    # caller's own handler comes back afterwards (a test process calling this keeps its own).
+    previous = signal.signal(signal.SIGTERM, lambda _signum, _frame: sys.exit(143))
+    try:
+        return _build(components, names, say=say)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _build(components: Sequence[Component], names: Sequence[str], *, say: Callable[[str], None]) -> int:
     from gpupool.sandbox.cluster.system_tools import SystemToolError, ensure_system_tools
 
-    components = select(names)
-    if threading.current_thread() is threading.main_thread():
-        # Stopped by SIGTERM, end as Ctrl-C would: the running compiler is killed, not orphaned.
-        signal.signal(signal.SIGTERM, lambda _signum, _frame: sys.exit(143))
     go = _go()
     toolchain = go_version(go)
     built = 0
