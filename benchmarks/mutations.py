@@ -251,7 +251,18 @@ def run(mutation: Mutation) -> str:
         return "stale"
     try:
         path.write_text(original.replace(mutation.old, mutation.new))
-        command = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *mutation.tests]
+        command = [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-x",
+            "-q",
+            "-n",
+            "0",
+            "-p",
+            "no:cacheprovider",
+            *mutation.tests,
+        ]
         result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
     finally:
         path.write_text(original)

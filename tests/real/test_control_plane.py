@@ -179,6 +179,14 @@ def test_karpenter_launches_a_kwok_gpu_node_for_a_pending_pod(control_plane: Con
     assert labels["karpenter.sh/nodepool"] == f"gpu-{suffix}"
     assert labels["nvidia.com/gpu.present"] == "true"  # the NodePool template's label, copied by Karpenter
     assert int(node["status"]["allocatable"]["nvidia.com/gpu"]) >= 1
-    claims = control_plane.request("GET", "/apis/karpenter.sh/v1/nodeclaims")["items"]
-    assert any(claim["status"].get("nodeName") == node["metadata"]["name"] for claim in claims)
+    # Karpenter's registration controller writes the claim's nodeName on its own schedule: under load
+    # the pod can be Running on the node before that.
+    _wait_for(
+        "the NodeClaim to name its node",
+        lambda: any(
+            claim["status"].get("nodeName") == node["metadata"]["name"]
+            for claim in control_plane.request("GET", "/apis/karpenter.sh/v1/nodeclaims")["items"]
+        ),
+        timeout=60,
+    )
     control_plane.request("DELETE", path)
