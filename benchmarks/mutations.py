@@ -4,7 +4,8 @@ catch it: a repeatable tally (issue 33).
 Role: for each `Mutation` — one exact text replacement in one file, undoing one guard — write the
 mutant, run its tests (`pytest -x -q`), put the file back (always, even on Ctrl-C), and print whether
 the tests failed (caught) or passed (survived). The first 22 are the issue's: the 13 wrongly accepted
-attempts' guards and the 8 surviving mutations; the rest are older guards of the same routes. A
+attempts' guards and the 8 surviving mutations; then older guards of the same routes, and last the
+second part's (the relay apart from kube-scheduler, no pending pod blocking an Allocate). A
 mutation whose text is not found exactly once is reported as stale, never silently skipped.
 
 Usage: `.venv/bin/python benchmarks/mutations.py [name ...]` (all when no name is given); exit 1
@@ -26,6 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 CORE = "layers/gpupool/gpupool/"
 RELAY = "incluster/gpupool_incluster/"
 GUARD = "incluster/chart/templates/pod-guard.yaml"
+RBAC = "incluster/chart/templates/scheduler-rbac.yaml"
 
 
 @dataclass(frozen=True)
@@ -199,14 +201,14 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "sandbox CEL: int() past int64 is a number",
-        CORE + "sandbox/kubeapi/cel.py",
-        "    if not _INT64[0] <= number <= _INT64[1]:",
-        "    if False:",
+        CORE + "sandbox/kubeapi/cel_functions.py",
+        '    if number is None:\n        raise RuleError("integer overflow")\n    return number\n',
+        "    return int(text)\n",
         ("tests/unit/test_sandbox_cel_edges.py",),
     ),
     Mutation(
         "sandbox CEL: all() raises an element's error before a later false",
-        CORE + "sandbox/kubeapi/cel.py",
+        CORE + "sandbox/kubeapi/cel_functions.py",
         "            error = error or raised",
         "            raise",
         ("tests/unit/test_sandbox_cel_edges.py",),
@@ -239,6 +241,49 @@ MUTATIONS: tuple[Mutation, ...] = (
         "    if abs(now - int(stamp)) > TOLERANCE_SECONDS:",
         "    if False:",
         ("tests/unit/intake/test_signature.py",),
+    ),
+    # ---- issue 33, second part: the relay apart from kube-scheduler, no pending pod blocks ---------
+    Mutation(
+        "chart: the relay holds kube-scheduler's roles",
+        RBAC,
+        "    name: {{ $kubeScheduler }}\n    namespace: {{ $.Release.Namespace }}",
+        "    name: {{ $relay }}\n    namespace: {{ $.Release.Namespace }}",
+        ("tests/real/test_chart_rbac_real.py",),
+    ),
+    Mutation(
+        "chart: kube-scheduler's container mounts the relay's token",
+        "incluster/chart/templates/scheduler-deployment.yaml",
+        "            - name: kube-scheduler-token\n              mountPath:",
+        "            - name: relay-token\n              mountPath:",
+        ("tests/unit/test_chart_wiring.py::test_each_container_calls_the_api_server_as_itself",),
+    ),
+    Mutation(
+        "device plugin: an unrecorded claimant blocks every Allocate beside it",
+        RELAY + "agent/deviceplugin/allocate.py",
+        "            unrecorded.append(str(exc))\n            continue\n",
+        "            raise AllocationRefused(str(exc)) from None\n",
+        ("tests/unit/agent/test_forged_allocations.py",),
+    ),
+    Mutation(
+        "device plugin: a grant the unrecorded pod may have taken is never given again",
+        RELAY + "agent/deviceplugin/allocate.py",
+        "    candidates = fresh or (granted if unrecorded else [])",
+        "    candidates = fresh",
+        ("tests/unit/agent/test_forged_allocations.py",),
+    ),
+    Mutation(
+        "agent: an unrecorded pod keeps the GPU processes it started",
+        RELAY + "agent/enforce.py",
+        "            self._stop_unrecorded(uuid, processes)\n",
+        "",
+        ("tests/contract/agent/test_unrecorded_gpu_use.py",),
+    ),
+    Mutation(
+        "template: the relay may invoke the launch function directly",
+        "template.yaml",
+        "      FunctionName: !Ref LaunchFunction\n      InvokedViaFunctionUrl: true\n",
+        "      FunctionName: !Ref LaunchFunction\n",
+        ("tests/unit/test_template_relay.py",),
     ),
 )
 

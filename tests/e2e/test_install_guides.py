@@ -520,11 +520,17 @@ def test_the_eks_guide_installs_and_uninstalls(walk: Walk, tmp_path: Path) -> No
     documents, namespace = _rendered(state)
     (stack,) = state["stacks"].values()
     assert namespace == stack["RelayNamespace"]
-    (account,) = [
-        d for d in documents if d["kind"] == "ServiceAccount" and d["metadata"]["name"].endswith("-scheduler")
+    (pod,) = [
+        d["spec"]["template"]["spec"]
+        for d in documents
+        if d["kind"] == "Deployment"
+        and any(c["name"] == "relay" for c in d["spec"]["template"]["spec"]["containers"])
     ]
+    assert pod["serviceAccountName"] in {
+        d["metadata"]["name"] for d in documents if d["kind"] == "ServiceAccount"
+    }
     assert (
-        account["metadata"]["name"] == stack["RelayServiceAccount"]
+        pod["serviceAccountName"] == stack["RelayServiceAccount"]
     )  # whom the Pod Identity association trusts
     credentials = Credentials("relay-key", "relay-secret")
     with RelayReceiver(

@@ -214,24 +214,35 @@ def _rbac_path(document: dict[str, Any]) -> str:
     return f"/apis/rbac.authorization.k8s.io/v1{where}/{plural}/{meta['name']}"
 
 
+@dataclass(frozen=True)
+class ChartIdentities:
+    """Kubeconfigs for the scheduling pod's two ServiceAccounts, as the chart makes them."""
+
+    relay: Path
+    kube_scheduler: Path
+
+
 @contextlib.contextmanager
-def chart_relay_identity(plane: ControlPlane, root: Path, *, namespace: str) -> Iterator[Path]:
-    """The scheduling pod's identity as the chart makes it — its ServiceAccount `<release>-scheduler`
-    in `namespace` (which must exist), the relay's ClusterRole, kube-scheduler's bindings and the
-    Lease Role — under a release name of its own; yields a kubeconfig with a TokenRequest token for
-    it, so only the chart's RBAC lets the relay and kube-scheduler work. The cluster-wide objects
-    are deleted on the way out."""
+def chart_relay_identity(plane: ControlPlane, root: Path, *, namespace: str) -> Iterator[ChartIdentities]:
+    """The scheduling pod's identities as the chart makes them — the relay's ServiceAccount
+    `<release>-scheduler` with its ClusterRole and Lease Role, kube-scheduler's
+    `<release>-kube-scheduler` with its bindings and Lease Role — in `namespace` (which must
+    exist), under a release name of its own; yields a kubeconfig with a TokenRequest token for each,
+    so only the chart's RBAC lets the relay and kube-scheduler work. The cluster-wide objects are
+    deleted on the way out."""
     release = f"tf{uuid.uuid4().hex[:6]}"
-    account = f"{release}-scheduler"
+    accounts = (f"{release}-scheduler", f"{release}-kube-scheduler")
     rbac = [
         d
         for d in render_chart({}, release=release, namespace=namespace)
-        if d["kind"] in RBAC_KINDS and account in json.dumps(d)
+        if d["kind"] in RBAC_KINDS and any(account in json.dumps(d) for account in accounts)
     ]
     try:
         for document in rbac:
             plane.apply(document, path=_rbac_path(document))
-        yield service_account_kubeconfig(plane, namespace, account, root / f"{account}.kubeconfig")
+        yield ChartIdentities(
+            *(service_account_kubeconfig(plane, namespace, a, root / f"{a}.kubeconfig") for a in accounts)
+        )
     finally:
         for document in rbac:
             if document["kind"].startswith("Cluster"):

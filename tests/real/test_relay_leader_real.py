@@ -106,7 +106,7 @@ def test_the_survivor_takes_the_lease_when_the_leader_is_killed(
     with contextlib.ExitStack() as cleanup:
         cleanup.callback(call, plane, "DELETE", f"/api/v1/nodes/{node}")
         cleanup.callback(receiver.server.shutdown)
-        kubeconfig = cleanup.enter_context(chart_relay_identity(plane, tmp_path, namespace=namespace))
+        kubeconfig = cleanup.enter_context(chart_relay_identity(plane, tmp_path, namespace=namespace)).relay
         relays = {
             name: _relay(kubeconfig, tmp_path, name, namespace, receiver) for name in ("relay-a", "relay-b")
         }

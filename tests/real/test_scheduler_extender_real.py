@@ -1,12 +1,13 @@
 """The real kube-scheduler calling the relay's extender to place TensorFusion pods on KWOK GPU nodes
 (issue 31, story 3).
 
-On the session's real control plane: the chart's scheduling RBAC (its ServiceAccount, the relay's
+On the session's real control plane: the chart's scheduling RBAC (its two ServiceAccounts, the relay's
 ClusterRole, kube-scheduler's bindings and Lease Role) is applied for a release in a namespace of the
 test's own; the relay and a second kube-scheduler — the chart's KubeSchedulerConfiguration, its
 extender pointed at the relay's extender port, leader election on `tensor-fusion-scheduler` in that
-namespace — both run as that ServiceAccount with a TokenRequest token, so the chart's RBAC is what
-lets them work. Two KWOK nodes carry GPUs published by the node agent's own code (`Publisher` over a
+namespace — each run as its own ServiceAccount (`<release>-scheduler`, `<release>-kube-scheduler`)
+with a TokenRequest token, so the chart's RBAC is what lets them work, each with its own roles.
+Two KWOK nodes carry GPUs published by the node agent's own code (`Publisher` over a
 fake NVML, writing GPU objects and GPUNode status through `KubeAgentCluster`). Covers: a TensorFusion
 pod is filtered, prioritized and bound by the relay (filter / prioritize / bind called by the real
 scheduler), carries the GPU assignment (`tensor-fusion.ai/gpu-ids`, `gpupool.io/allocation` naming
@@ -188,13 +189,16 @@ def placement(control_plane: ControlPlane, tmp_path_factory: pytest.TempPathFact
                 ),
                 timeout=60,
             )
-        kubeconfig = cleanup.enter_context(chart_relay_identity(plane, root, namespace=namespace))
+        identities = cleanup.enter_context(chart_relay_identity(plane, root, namespace=namespace))
         relay = cleanup.enter_context(
-            relay_process(root=root, kubeconfig=kubeconfig, args=["--lease-namespace", namespace])
+            relay_process(root=root, kubeconfig=identities.relay, args=["--lease-namespace", namespace])
         )
         scheduler = cleanup.enter_context(
             tensor_fusion_scheduler(
-                root=root, kubeconfig=kubeconfig, namespace=namespace, extender_port=relay.extender_port
+                root=root,
+                kubeconfig=identities.kube_scheduler,
+                namespace=namespace,
+                extender_port=relay.extender_port,
             )
         )
         yield Placement(plane, namespace, pool, gpus, relay, scheduler)

@@ -139,10 +139,28 @@ def test_rbac_grants_exactly_the_calls_the_code_lists() -> None:
     leases = _one(docs, "Role", "gp-scheduler-leases")
     assert _grants(leases) == RELAY_NAMESPACE_CALLS
     named = next(r for r in leases["rules"] if r.get("resourceNames"))
-    config = yaml.safe_load(_one(docs, "ConfigMap", "gp-scheduler-config")["data"]["scheduler-config.yaml"])
-    assert config["leaderElection"]["resourceName"] in named["resourceNames"]  # kube-scheduler's own Lease
     relay_lease = RelayOptions.__dataclass_fields__["lease_name"].default
-    assert relay_lease in named["resourceNames"] and set(named["verbs"]) == {"get", "update"}
+    assert named["resourceNames"] == [relay_lease] and set(named["verbs"]) == {"get", "update"}
+    theirs = next(
+        r for r in _one(docs, "Role", "gp-kube-scheduler-leases")["rules"] if r.get("resourceNames")
+    )
+    config = yaml.safe_load(_one(docs, "ConfigMap", "gp-scheduler-config")["data"]["scheduler-config.yaml"])
+    assert theirs["resourceNames"] == [config["leaderElection"]["resourceName"]]  # kube-scheduler's own Lease
+    bound = {
+        (d["roleRef"]["name"], s["name"])
+        for d in docs
+        if d["kind"] in ("ClusterRoleBinding", "RoleBinding")
+        for s in d["subjects"]
+        if s["kind"] == "ServiceAccount" and s["name"] in ("gp-scheduler", "gp-kube-scheduler")
+    }
+    assert bound == {
+        ("gp-scheduler-relay", "gp-scheduler"),
+        ("gp-scheduler-leases", "gp-scheduler"),
+        ("system:kube-scheduler", "gp-kube-scheduler"),
+        ("system:volume-scheduler", "gp-kube-scheduler"),
+        ("extension-apiserver-authentication-reader", "gp-kube-scheduler"),
+        ("gp-kube-scheduler-leases", "gp-kube-scheduler"),
+    }  # the relay holds none of kube-scheduler's roles, kube-scheduler none of the relay's
     assert _grants(_one(docs, "ClusterRole", "gp-functions")) == FUNCTION_CLUSTER_CALLS
     assert _grants(_one(docs, "Role", "gp-functions-leases")) == FUNCTION_NAMESPACE_CALLS
     binding = _one(docs, "ClusterRoleBinding", "gp-functions")
@@ -156,6 +174,28 @@ def test_rbac_grants_exactly_the_calls_the_code_lists() -> None:
     assert not [
         d for d in _render({"functionsRbac": {"enabled": False}}) if d["metadata"]["name"] == "gp-functions"
     ]
+
+
+def test_each_container_calls_the_api_server_as_itself() -> None:
+    docs = _render()
+    pod = _one(docs, "Deployment", "gp-scheduler")["spec"]["template"]["spec"]
+    assert pod["serviceAccountName"] == "gp-scheduler" and pod["automountServiceAccountToken"] is False
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    in_cluster = "/var/run/secrets/kubernetes.io/serviceaccount"
+    mounted = {
+        c["name"]: {m["name"] for m in c["volumeMounts"] if m["mountPath"] == in_cluster}
+        for c in pod["containers"]
+    }
+    assert mounted == {"relay": {"relay-token"}, "kube-scheduler": {"kube-scheduler-token"}}
+    sources = volumes["relay-token"]["projected"]["sources"]
+    token = next(s["serviceAccountToken"] for s in sources if "serviceAccountToken" in s)
+    assert "audience" not in token  # the API server's own audience, as automounting gives
+    secret = _one(docs, "Secret", volumes["kube-scheduler-token"]["secret"]["secretName"])
+    assert secret["type"] == "kubernetes.io/service-account-token"
+    assert secret["metadata"]["annotations"]["kubernetes.io/service-account.name"] == "gp-kube-scheduler"
+    for name in ("relay", "kube-scheduler"):  # neither sees the other's token
+        others = {m["name"] for m in _container(docs, name)["volumeMounts"]}
+        assert not others & ({"relay-token", "kube-scheduler-token"} - mounted[name])
 
 
 def test_the_functions_roles_in_the_docs_are_the_charts() -> None:
@@ -194,7 +234,8 @@ def test_cert_manager_issues_the_secret_and_injects_the_ca() -> None:
     certificate = _one(docs, "Certificate", "gp-scheduler")
     assert certificate["spec"]["secretName"] == "gp-scheduler-tls"
     assert "gp-scheduler.gpupool-system.svc" in certificate["spec"]["dnsNames"]
-    assert not [d for d in docs if d["kind"] == "Secret"]
+    tls = [d for d in docs if d["kind"] == "Secret" and d["type"] == "kubernetes.io/tls"]
+    assert not tls  # cert-manager makes it
     hook = _one(docs, "MutatingWebhookConfiguration", "gp-pod-webhook")
     assert hook["metadata"]["annotations"]["cert-manager.io/inject-ca-from"] == "gpupool-system/gp-scheduler"
     assert "caBundle" not in hook["webhooks"][0]["clientConfig"]

@@ -222,3 +222,43 @@ def test_the_ebs_key_is_usable_only_by_launch_and_only_through_ec2() -> None:
         assert statement["Resource"] == {"Ref": "EbsKmsKeyArn"}
     holders = [f for f in FUNCTIONS if "EbsKmsPolicy" in str(RESOURCES[f]["Properties"]["Policies"])]
     assert holders == ["LaunchFunction"]
+
+
+def _mentions_the_relay(value: Any) -> bool:
+    text = json.dumps(value)
+    return '"RelayRole"' in text or '"RelayPrincipalArn"' in text
+
+
+def _invokes(action: str) -> bool:
+    """Whether an IAM action pattern covers lambda:InvokeFunction (wildcards included)."""
+    pattern = re.escape(action.lower()).replace(r"\*", ".*").replace(r"\?", ".")
+    return re.fullmatch(pattern, "lambda:invokefunction") is not None
+
+
+def test_the_relays_identity_may_invoke_a_function_only_through_its_url() -> None:
+    """Issue 33, Why 6: a direct Invoke would skip the Function URL's SigV4 over the body and the
+    delivery ledger. Every grant anywhere in the template that names the relay's principal — a
+    Lambda permission, or an IAM policy on its role — is read: lambda:InvokeFunction only with
+    InvokedViaFunctionUrl, and no other Lambda action."""
+    seen = 0
+    for name, resource in RESOURCES.items():
+        properties = resource.get("Properties", {})
+        if resource["Type"] == "AWS::Lambda::Permission" and _mentions_the_relay(properties.get("Principal")):
+            seen += 1
+            assert properties["Action"] in ("lambda:InvokeFunctionUrl", "lambda:InvokeFunction"), name
+            if properties["Action"] == "lambda:InvokeFunction":
+                assert properties.get("InvokedViaFunctionUrl") is True, name
+        documents = [properties.get("PolicyDocument")] + [
+            p.get("PolicyDocument") for p in properties.get("Policies", [])
+        ]
+        holders = [properties.get(k) for k in ("Roles", "Users", "Groups")]
+        if name == "RelayRole" or _mentions_the_relay(holders):
+            for document in filter(None, documents):
+                for statement in document["Statement"]:
+                    actions = (
+                        statement["Action"]
+                        if isinstance(statement["Action"], list)
+                        else [statement["Action"]]
+                    )
+                    assert statement["Effect"] != "Allow" or not any(_invokes(a) for a in actions), name
+    assert seen == 2 * len(FUNCTIONS)

@@ -1,7 +1,9 @@
 """One enforcement tick: NVML processes → pods → compute duty cycles and VRAM actions.
 
 Role: every tick, list each GPU's compute processes, keep only those whose cgroup places them in a
-worker pod (see `workers`; any other process is never touched), feed the SM samples to the
+worker pod (see `workers`), kill those in a pod that asks for a `tensor-fusion.ai/index_*` resource
+without a valid record (`unrecorded`: the device plugin may have started it with another pod's
+grant, see `deviceplugin.allocate`; any other process is never touched), feed the SM samples to the
 `ComputeController`, and — every memory period, or at once while a VRAM violation awaits
 confirmation — feed the VRAM use to `VramWatch` and apply its actions (kill the process after
 re-checking it still belongs to the worker, or evict the pod; Events and evictions go through a
@@ -74,6 +76,8 @@ class Enforcer:
     dry_run: bool = False
     kill: Kill = os.kill
     workers: dict[str, Worker] = field(default_factory=dict)  # by pod UID, set by the runner
+    # Pods asking for an index resource without a valid record, by UID: (namespace, name).
+    unrecorded: dict[str, tuple[str, str]] = field(default_factory=dict)
     gpu_tflops: dict[str, Decimal | None] = field(default_factory=dict)  # by uuid, set by the runner
     _last_memory: float = float("-inf")
     _throttled: dict[str, float] = field(default_factory=dict)
@@ -96,6 +100,7 @@ class Enforcer:
                 )
             except NvmlError:
                 continue  # discovery marks the device; enforcement skips it
+            self._stop_unrecorded(uuid, processes)
             owned = self._by_worker(processes)
             latest: dict[int, tuple[int, float]] = {}
             for sample in util:  # NVML may return several samples per process: keep the newest
@@ -163,6 +168,30 @@ class Enforcer:
             if worker is not None:
                 owned.setdefault(worker, []).append((process.pid, process.used_memory or 0))
         return owned
+
+    def _stop_unrecorded(self, uuid: str, processes: Sequence[GpuProcess]) -> None:
+        """SIGKILL every process on `uuid` of a pod in `unrecorded`: it holds GPUs no record gives it."""
+        for process in processes:
+            located = self.locator.locate(process.pid)
+            pod = self.unrecorded.get(located.pod_uid) if located is not None else None
+            if pod is None:
+                continue
+            key = "/".join(pod)
+            self.metrics.actions.labels(self.node, "unrecorded-kill").inc()
+            log.warning(
+                "%spod %s uses GPU %s with no allocation recorded for it: process %s killed",
+                "dry run: " if self.dry_run else "",
+                key,
+                uuid,
+                process.pid,
+                extra={"action": "unrecorded-kill", "pod": key, "gpu": uuid},
+            )
+            if self.dry_run:
+                continue
+            try:
+                self.kill(process.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                continue
 
     def _export_compute(self, placements: list[WorkerOnGpu]) -> None:
         names = {w.uid: w for w in self.workers.values()}

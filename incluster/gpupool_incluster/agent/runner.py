@@ -30,7 +30,7 @@ from gpupool_incluster.agent.procs import CgroupLocator, PodLocator
 from gpupool_incluster.agent.publish import Publisher
 from gpupool_incluster.agent.throttle import DutyCycler, Guardian
 from gpupool_incluster.agent.vram import VramWatch
-from gpupool_incluster.agent.workers import Worker, worker_from_pod
+from gpupool_incluster.agent.workers import Worker, holds_index_without_record, worker_from_pod
 
 __all__ = ["Agent", "AgentOptions"]
 
@@ -104,6 +104,7 @@ class Agent:
     # ---- one round of each loop ---------------------------------------------------------------
     def run_slow_once(self) -> None:
         workers: dict[str, Worker] = {}
+        unrecorded: dict[str, tuple[str, str]] = {}
         for pod in self.cluster.node_pods(self.options.node):
             worker, problem = worker_from_pod(pod, self.options.node)
             if problem:
@@ -111,8 +112,14 @@ class Agent:
                 log.warning(problem, extra={"action": action, "node": self.options.node})
             if worker is not None:
                 workers[worker.uid] = worker
+            elif holds_index_without_record(pod):
+                unrecorded[pod.metadata.uid or ""] = (
+                    pod.metadata.namespace or "default",
+                    pod.metadata.name or "",
+                )
         self.workers = workers
         self.enforcer.workers = workers
+        self.enforcer.unrecorded = unrecorded
         self.enforcer.gpu_tflops = self.publisher.publish(workers.values(), self.clock())
         usable = self.publisher.usable_gpus()
         for uuid, (device, ok) in self.publisher.device_states().items():

@@ -5,7 +5,9 @@ vocabulary's `asks_gpupool_for_gpus`: labelled `tensor-fusion.ai/enabled=true` w
 annotations) that carry the allocation the relay recorded when it bound them
 (`gpupool.io/allocation`: this pod's
 UID, this node, the GPUs, the request annotations placed; see `gpupool.core.allocator.pod_record`)
-are workers; every other process on a GPU is left alone. A pod without a record for itself on this
+are workers; a pod that asks for an index resource and is not one holds GPUs no record gives it
+(`holds_index_without_record`: the enforcer kills its GPU processes); every other process on a GPU
+is left alone. A pod without a record for itself on this
 node is not a worker (the reason is returned); a pod whose annotations were changed after the record
 is enforced as recorded — never as its edited annotations say — and the disagreement is returned.
 The recorded annotations are parsed by the allocator's own reader (`request_from_pod`), so the
@@ -30,9 +32,9 @@ from gpupool.core.allocator.pod_record import (
 from gpupool.core.allocator.pod_request import RequestError, request_from_pod
 from gpupool.core.model import constants as c
 from gpupool.core.model.foreign import Pod
-from gpupool.core.vocabulary.pods import asks_gpupool_for_gpus
+from gpupool.core.vocabulary.pods import asks_for_index_resources, asks_gpupool_for_gpus
 
-__all__ = ["QOS_RANK", "Worker", "shares", "worker_from_pod"]
+__all__ = ["QOS_RANK", "Worker", "holds_index_without_record", "shares", "worker_from_pod"]
 
 QOS_RANK = {name: rank for rank, name in enumerate(c.QOS_LEVELS)}  # low 0 … critical 3
 
@@ -100,6 +102,16 @@ def worker_from_pod(pod: Pod, node: str) -> tuple[Worker | None, str | None]:
         dedicated=request.dedicated,
     )
     return worker, (None if differs is None else f"{differs}; enforcing the recorded allocation")
+
+
+def holds_index_without_record(pod: Pod) -> bool:
+    """A pod (not a worker: `worker_from_pod` gave none) that is not finished and asks for a
+    `tensor-fusion.ai/index_*` resource: whatever GPUs its containers got, no record gives them."""
+    return (
+        bool(pod.metadata.uid)
+        and pod.status.phase not in ("Succeeded", "Failed")
+        and asks_for_index_resources(pod)
+    )
 
 
 def shares(worker: Worker, gpu_tflops: Decimal | None) -> tuple[float, float]:

@@ -2,8 +2,8 @@
 
 A tenant's pod that names victim GPUs in `tensor-fusion.ai/gpu-ids` with `qos: critical`, carries a
 record copied from another pod or written for another node, or whose annotations were changed after
-the relay recorded its allocation: Allocate refuses it (and, while it is pending, every Allocate it
-could be mistaken for), and the agent enforces only what the relay recorded. Before the tenant-
+the relay recorded its allocation: Allocate refuses it — and never, while it is pending, a recorded
+pod's Allocate beside it (issue 33) — and the agent enforces only what the relay recorded. Before the tenant-
 isolation change (issue 22, Why 1) the forged pod was given all four GPUs and the compute plan gave it
 100 % and the victim the 1 % floor.
 """
@@ -89,11 +89,26 @@ def test_a_pod_naming_victim_gpus_without_a_record_gets_nothing() -> None:
         grant([attacker()])
 
 
-def test_while_an_unrecorded_claimant_is_pending_no_one_can_be_mistaken_for_it() -> None:
-    with pytest.raises(AllocationRefused, match=r"Allocate cannot tell which pod it is for"):
-        grant([victim(), attacker()])  # this Allocate may be the attacker's container's
-    envs = grant([victim(), attacker(phase="Failed")])  # the kubelet failed the attacker: gone
+def test_an_unrecorded_claimant_never_blocks_a_recorded_pods_allocate() -> None:
+    """Issue 33, attempt 2c: a squatter pending on the node made the victim's Allocate fail for good."""
+    envs = grant([victim(), attacker()])
     assert (envs["NVIDIA_VISIBLE_DEVICES"], envs["GPUPOOL_GPU_IDS"]) == ("GPU-GPU-V0", "gpu-v0")
+    older = pod("attacker", {**SIZES, T + "gpu-ids": ",".join(VICTIM_GPUS)}, created="2025-12-31T00:00:00Z")
+    assert grant([older, victim()])["GPUPOOL_GPU_IDS"] == "gpu-v0"  # however long it has waited
+    # The victim's grant may have been started in the squatter's container (the agent kills its GPU
+    # processes): the victim, still pending, is granted again rather than refused.
+    assert (
+        grant([victim(), attacker()], allocated={victim().metadata.uid or ""})["GPUPOOL_GPU_IDS"] == "gpu-v0"
+    )
+
+
+def test_an_unrecorded_claimant_alone_is_refused() -> None:
+    with pytest.raises(AllocationRefused, match=r"pod ns-attacker/attacker has no allocation recorded"):
+        grant([attacker()])
+    with pytest.raises(AllocationRefused, match=r"no allocation recorded"):  # the victim's is spent
+        grant([running(victim()), attacker()])
+    with pytest.raises(AllocationRefused, match=r"no pending gpupool worker"):  # nothing to grant again
+        grant([victim()], allocated={victim().metadata.uid or ""})
 
 
 def test_a_record_copied_from_the_victim_is_refused() -> None:

@@ -1,17 +1,21 @@
 """What `Allocate` answers: the GPUs the scheduler chose for the pod, and its limits, as environment.
 
 Role: the kubelet calls Allocate with device IDs of one index resource but no pod identity. The
-pod is resolved among this node's pods that are not finished, not allocated before, and whose
-containers' limits ask for that resource with that many devices — the claimants. Only a claimant
-that carries the allocation the relay recorded when it bound it (`gpupool.io/allocation`: this
-pod's UID, this node, the GPUs, the request annotations placed) and agrees with it is a candidate;
-the oldest candidate first (the kubelet admits pods one at a time, in order). Because the kubelet
-does not say which pod it is admitting, a claimant without a valid record — a pod placed around the
-scheduler, or one whose annotations were changed — makes every Allocate for that resource and
-count refuse until it is gone: otherwise its container could be handed another pod's GPUs. Its GPU
-object names are turned into NVML UUIDs for `NVIDIA_VISIBLE_DEVICES`, with the recorded limits
-beside them — so a container sees exactly the GPUs it was given. A refused Allocate fails the pod's
-admission in the kubelet rather than start it with the wrong GPUs.
+pod is resolved among this node's pods that are not finished and whose containers' limits ask for
+that resource with that many devices — the claimants. Only a claimant that carries the allocation
+the relay recorded when it bound it (`gpupool.io/allocation`: this pod's UID, this node, the GPUs,
+the request annotations placed) and agrees with it is a candidate; the oldest candidate not
+allocated before first (the kubelet admits pods one at a time, in order). A claimant without a valid
+record — a pod placed around the scheduler, or one whose annotations were changed — is never a
+candidate and never stands in another's way (issue 33): with no candidate left it is refused, so it
+fails closed itself; while a recorded pod is pending beside it the grant is that pod's. Because the
+kubelet does not say which pod it admits, that grant may be started in the unrecorded pod's
+container: the agent kills every GPU process of a pod that asks for an index resource without a
+valid record (`enforce.Enforcer`), so it never keeps the GPUs, and a recorded pod whose grant it
+may have taken is granted again (it is still pending and an unrecorded claimant is beside it) rather
+than refused. Its GPU object names are turned into NVML UUIDs for `NVIDIA_VISIBLE_DEVICES`, with the
+recorded limits beside them — so a container sees exactly the GPUs it was given. A refused Allocate
+fails the pod's admission in the kubelet rather than start it with the wrong GPUs.
 
 Must not: call the cluster or NVML (the server passes pods and the GPU directory in).
 """
@@ -80,21 +84,25 @@ def resolve_grant(
     node: str,
 ) -> ContainerGrant:
     """The grant for one container asking `device_count` devices of `resource` on `node`."""
-    candidates = []
+    fresh: list[tuple[datetime, str, Pod, Worker]] = []
+    granted: list[tuple[datetime, str, Pod, Worker]] = []
+    unrecorded: list[str] = []
     for pod in pods:
-        if (pod.metadata.uid or "") in already_allocated or pod.status.phase not in (None, "Pending"):
-            continue
-        if not _asks_for(pod, resource, device_count):
+        if pod.status.phase not in (None, "Pending") or not _asks_for(pod, resource, device_count):
             continue
         try:
             worker, placed = _candidate(pod, node)
         except RecordError as exc:
-            raise AllocationRefused(
-                f"{exc}; it asks for {device_count} × {resource} too, and Allocate cannot tell which "
-                "pod it is for, so it refuses until that pod is gone"
-            ) from None
-        candidates.append((_created(pod), pod.metadata.name or "", placed, worker))
+            unrecorded.append(str(exc))
+            continue
+        entry = (_created(pod), pod.metadata.name or "", placed, worker)
+        (granted if (pod.metadata.uid or "") in already_allocated else fresh).append(entry)
+    # A recorded pod granted before and still pending, beside an unrecorded claimant: that grant
+    # may have gone to the unrecorded pod's container (whose GPU processes the agent kills).
+    candidates = fresh or (granted if unrecorded else [])
     if not candidates:
+        if unrecorded:
+            raise AllocationRefused(f"{unrecorded[0]}; no recorded pod asks for {device_count} × {resource}")
         raise AllocationRefused(
             f"no pending gpupool worker on this node asks for {device_count} × {resource} "
             f"with an allocation recorded by {c.SCHEDULER_NAME}"
