@@ -313,6 +313,9 @@ def test_the_ram_policy_is_least_privilege() -> None:
         "ecs:DescribeSecurityGroups",
         "ecs:DescribeImages",
         "ecs:DescribeRegions",
+        "ecs:DescribeAvailableResource",
+        "ecs:DescribePrice",
+        "ecs:DescribeSpotPriceHistory",
         "ram:PassRole",
         "kms:GetSecretValue",
         "kms:Decrypt",
@@ -338,3 +341,14 @@ def test_the_ram_policy_is_least_privilege() -> None:
 
     called = {f"ecs:{action}" for action in ACTIONS if action != "DescribeUserData"}
     assert called <= actions, "every ECS action the adapter calls is allowed"
+
+
+def test_the_role_may_make_the_live_price_reads_and_the_functions_make_them() -> None:
+    from gpupool.adapters.alibaba.pricing import EcsPricing
+
+    statements = [s for policy in RESOURCES["gpupool-role"]["props"]["policies"] for s in policy["statement"]]
+    granted = {action for s in statements for action in s["Action"]}
+    assert {f"ecs:{call}" for call in EcsPricing.api_names} <= granted
+    assert all(call.startswith("Describe") for call in EcsPricing.api_names)  # read-only
+    for function in FUNCTIONS:
+        assert _function(function)["environmentVariables"]["GPUPOOL_PRICES"] == "live"
