@@ -132,3 +132,24 @@ def test_a_reason_quotes_the_price_its_source_and_its_age() -> None:
     assert text == f"g4dn.xlarge/us-east-1a/OnDemand at 0.61 USD/h ({source}, 4m old)"
     assert price_age(None, READ_AT) == "shipped catalog"
     assert price_age(READ_AT, READ_AT + timedelta(hours=5)) == "5h old"
+
+
+def test_a_claims_recorded_price_source_reads_back_with_its_age() -> None:
+    from gpupool.core.planning.priced_offerings import (
+        ANNOTATION_PRICE_SOURCE,
+        ANNOTATION_PRICED_AT,
+        recorded_price_source,
+    )
+
+    live_record = {
+        ANNOTATION_PRICE_SOURCE: "live: AWS Pricing API 2026-12-07T17:00:00Z",
+        ANNOTATION_PRICED_AT: "2026-12-07T17:00:00Z",
+    }
+    later = READ_AT + timedelta(minutes=30)
+    assert recorded_price_source(live_record, later) == "live: AWS Pricing API 2026-12-07T17:00:00Z, 30m old"
+    catalog_record = {ANNOTATION_PRICE_SOURCE: "catalog: AWS EC2 On-Demand pricing page"}
+    assert (
+        recorded_price_source(catalog_record, later)
+        == "catalog: AWS EC2 On-Demand pricing page, shipped catalog"
+    )
+    assert recorded_price_source({}, later) is None

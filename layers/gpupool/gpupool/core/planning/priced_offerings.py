@@ -14,13 +14,15 @@ and from the shipped catalog where it has none, each naming where its price come
   a plan that falls back to the catalog says so in its reasons.
 With no read (`live` None) the result equals `catalog_offerings` but for that note.
 `describe_price` is how a plan's reasons quote one chosen price (source and age);
-`ANNOTATION_PRICE_SOURCE` / `ANNOTATION_PRICED_AT` record them on the claim, for `gpupool status`.
+`ANNOTATION_PRICE_SOURCE` / `ANNOTATION_PRICED_AT` record them on the claim, which
+`recorded_price_source` reads back for `gpupool status`.
 
 Must not: call anything, read the clock, or rank offerings (`cheapest` does).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
 from decimal import Decimal
 from typing import Final
@@ -43,6 +45,7 @@ __all__ = [
     "ANNOTATION_PRICE_SOURCE",
     "describe_price",
     "price_age",
+    "recorded_price_source",
     "select_offering_prices",
 ]
 
@@ -169,3 +172,16 @@ def describe_price(offering: OfferingRef, *, now: datetime) -> str:
     """`<key> at <price> USD/h (<source>, <age>)`: one chosen offering's price in a plan reason."""
     source = offering.price_source or "source unknown"
     return f"{offering.key} at {offering.hourly_price} USD/h ({source}, {price_age(offering.priced_at, now)})"
+
+
+def recorded_price_source(annotations: Mapping[str, str], now: datetime) -> str | None:
+    """Where a claim's recorded price came from, with its age (`live: <API> <time>, 4m old`;
+    `catalog: <source>, shipped catalog`); None when the claim records no source."""
+    source = annotations.get(ANNOTATION_PRICE_SOURCE)
+    if not source:
+        return None
+    try:
+        read_at = datetime.fromisoformat(annotations.get(ANNOTATION_PRICED_AT, ""))
+    except ValueError:
+        read_at = None
+    return f"{source}, {price_age(read_at, now)}"
