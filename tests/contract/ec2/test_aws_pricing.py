@@ -12,12 +12,14 @@ Also `price_list`'s reading of each answer, and the read's bound in calls and in
 from __future__ import annotations
 
 import json
+import socket
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
 import pytest
+from botocore.config import Config
 from botocore.exceptions import ParamValidationError
 from botocore.stub import Stubber
 from botocore.validate import validate_parameters
@@ -120,7 +122,7 @@ def test_a_read_gathers_types_zones_on_demand_and_spot(clients: tuple[Any, Any, 
         },
         get_products_request("page-2"),
     )
-    budget = CallBudget(16, 8.0)
+    budget = CallBudget(16, 120.0)
     live = AwsPricing(ec2, pricing).read_prices(REGION, budget=budget, now=NOW)
     assert live.problems == ()
     assert live.on_demand == {"g4dn.xlarge": Decimal("0.526000"), "g5.xlarge": Decimal("1.006000")}
@@ -142,14 +144,14 @@ def test_a_read_gathers_types_zones_on_demand_and_spot(clients: tuple[Any, Any, 
 def test_a_failed_pricing_call_leaves_the_rest_and_is_named(clients: tuple[Any, Any, Stubber]) -> None:
     ec2, pricing, stubber = clients
     stubber.add_client_error("get_products", "ThrottlingException", http_status_code=400)
-    live = AwsPricing(ec2, pricing).read_prices(REGION, budget=CallBudget(16, 8.0), now=NOW)
+    live = AwsPricing(ec2, pricing).read_prices(REGION, budget=CallBudget(16, 120.0), now=NOW)
     assert live.on_demand == {} and live.zones and live.spot
     assert live.problems == ("GetProducts failed: ThrottlingException",)
 
 
 def test_the_call_bound_refuses_the_calls_past_it(clients: tuple[Any, Any, Stubber]) -> None:
     ec2, pricing, _ = clients
-    budget = CallBudget(2, 8.0)
+    budget = CallBudget(2, 120.0)
     live = AwsPricing(ec2, pricing).read_prices(REGION, budget=budget, now=NOW)
     assert budget.calls == ["DescribeInstanceTypes", "DescribeInstanceTypeOfferings"]
     assert live.zones and not live.on_demand and not live.spot
@@ -236,3 +238,23 @@ def test_the_newest_spot_price_per_type_and_zone_wins() -> None:
         },
     ]
     assert latest_spot_prices(entries) == {("g5.xlarge", "us-east-1a"): Decimal("0.350000")}
+
+
+def test_a_pricing_call_that_times_out_is_named_and_the_rest_is_kept(
+    clients: tuple[Any, Any, Stubber],
+) -> None:
+    ec2, _, _ = clients
+    silent = socket.socket()  # accepts the connection, never answers
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(1)
+    try:
+        config = Config(retries={"total_max_attempts": 1}, connect_timeout=0.5, read_timeout=0.5)
+        url = f"http://127.0.0.1:{silent.getsockname()[1]}"
+        slow = aws_session(region_name=REGION, **KEYS).client(
+            "pricing", region_name=PRICING_API_REGION, endpoint_url=url, config=config
+        )
+        live = AwsPricing(ec2, slow).read_prices(REGION, budget=CallBudget(16, 120.0), now=NOW)
+    finally:
+        silent.close()
+    assert live.problems == ("GetProducts failed: ReadTimeoutError",)
+    assert live.on_demand == {} and live.zones and live.spot
