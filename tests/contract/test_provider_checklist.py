@@ -2,7 +2,8 @@
 
 Covers: every cloud of the one cloud list (`gpupool.core.model.cloud.CLOUDS`) has each piece the
 checklist names — its adapter package behind `service.ports.CloudProvider` (compute, request, error
-table, wiring with credentials and secrets), its import contract, its catalog, its event intake, its
+table, wiring with credentials and secrets, live prices behind `service.pricing_ports.Pricing`),
+its import contract, its catalog, its event intake, its
 handler and three function entry points, its deployment template, its extra, its relay
 authentication, its interfaces page and its sample events; the checklist here and the one in
 CONTRIBUTING.md name the same pieces, and the count of files stated there is the count walked
@@ -29,6 +30,7 @@ from gpupool.core.intake.caller import AUTH_MODES
 from gpupool.core.model.cloud import CLOUDS
 from gpupool.core.model.cluster import ComputingVendorType
 from gpupool.service.ports import CloudProvider
+from gpupool.service.pricing_ports import Pricing
 from gpupool_incluster.relay.signing import AUTH_MODES as FORWARD_AUTH_MODES
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -121,6 +123,15 @@ def _wiring(walk: Walk) -> bool:
     )
 
 
+def _pricing(walk: Walk) -> bool:
+    found = walk.module("pricing")
+    if found is None:
+        return False
+    members = {name for name, _ in inspect.getmembers(Pricing) if not name.startswith("_")}
+    classes = [c for _, c in inspect.getmembers(found, inspect.isclass) if c.__module__ == found.__name__]
+    return any(all(hasattr(c, m) for m in members) and getattr(c, "api_names", ()) for c in classes)
+
+
 def _import_contract(walk: Walk) -> bool:
     pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
     for contract in pyproject["tool"]["importlinter"]["contracts"]:
@@ -201,6 +212,7 @@ CHECKLIST: tuple[tuple[str, Callable[[Walk], bool]], ...] = (
     ("request", _request),
     ("errors", _errors),
     ("wiring", _wiring),
+    ("pricing", _pricing),
     ("import contract", _import_contract),
     ("cloud list", _cloud_list),
     ("catalog", _catalog),
@@ -251,6 +263,7 @@ HIDE_MODULE = {
     "request": "gpupool.adapters.{cloud}.request",
     "errors": "gpupool.adapters.{cloud}.errors",
     "wiring": "gpupool.adapters.{cloud}.wiring",
+    "pricing": "gpupool.adapters.{cloud}.pricing",
     "intake": "gpupool.core.intake.{cloud}",
 }
 HIDE_FILE = {
@@ -295,7 +308,10 @@ def provider_files(cloud: str) -> set[Path]:
     platform = PLATFORMS[cloud]
     package = PACKAGE / "adapters" / cloud
     return {
-        *(package / f"{name}.py" for name in ("__init__", "compute", "request", "errors", "wiring")),
+        *(
+            package / f"{name}.py"
+            for name in ("__init__", "compute", "request", "errors", "wiring", "pricing")
+        ),
         ROOT / "pyproject.toml",  # the import contract and the extra
         PACKAGE / "core" / "model" / "cloud.py",  # the cloud list
         PACKAGE / "core" / "catalog" / f"{cloud}.yaml",

@@ -56,7 +56,10 @@ def test_the_layer_leaves_out_the_sandbox_the_cli_and_the_reference_solvers(tmp_
     # 1 MB until issue 35: the compact function's WhenUnderutilized consolidation decides with the
     # allocator's own fit, so gpupool.core.allocator (~165 KB of source) ships too (1,195,124 bytes
     # when this was raised); the lead's call whether to keep it or trim the allocator's closure.
-    assert size < 1_250_000
+    # 1.3 MB since issue 35's live prices (1,265,982 bytes when raised, from 1,205,478): the pricing
+    # port, cache and choice (~20 KB), each cloud's pricing adapter (~20 KB) and the three EC2
+    # operations in the botocore cut, their answer shape cut to the members read (~5 KB).
+    assert size < 1_300_000
 
 
 def test_everything_the_functions_import_is_in_the_layer(tmp_path: Path) -> None:

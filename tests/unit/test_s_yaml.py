@@ -313,6 +313,9 @@ def test_the_ram_policy_is_least_privilege() -> None:
         "ecs:DescribeSecurityGroups",
         "ecs:DescribeImages",
         "ecs:DescribeRegions",
+        "ecs:DescribeAvailableResource",
+        "ecs:DescribePrice",
+        "ecs:DescribeSpotPriceHistory",
         "ram:PassRole",
         "kms:GetSecretValue",
         "kms:Decrypt",
@@ -360,3 +363,14 @@ def test_the_relays_ram_identity_reaches_no_function_but_through_its_signed_http
             continue
         kinds = {trigger["triggerType"] for trigger in props.get("triggers") or []}
         assert kinds == {"http"}, f"{name} also takes {sorted(kinds - {'http'})} events"
+
+
+def test_the_role_may_make_the_live_price_reads_and_the_functions_make_them() -> None:
+    from gpupool.adapters.alibaba.pricing import EcsPricing
+
+    statements = [s for policy in RESOURCES["gpupool-role"]["props"]["policies"] for s in policy["statement"]]
+    granted = {action for s in statements for action in s["Action"]}
+    assert {f"ecs:{call}" for call in EcsPricing.api_names} <= granted
+    assert all(call.startswith("Describe") for call in EcsPricing.api_names)  # read-only
+    for function in FUNCTIONS:
+        assert _function(function)["environmentVariables"]["GPUPOOL_PRICES"] == "live"

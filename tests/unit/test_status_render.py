@@ -1,6 +1,7 @@
 """`gpupool status`'s drawing details: an idle GPU is drawn (`○`), never a blank, and each allocated
 one by its share; costs are given per hour and per 30 days at that rate; piped, the output is as wide
-as its widest line (nothing cut at 80 columns), on a terminal as wide as the terminal."""
+as its widest line (nothing cut at 80 columns), on a terminal as wide as the terminal; a price names
+where it came from (live and its age, or the catalog)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import io
 
 from rich.text import Text
 
-from gpupool.cli.status_render import _cost, _gpu_mark, console_for
+from gpupool.cli.status_render import _cost, _gpu_mark, console_for, price_from
 from gpupool.core.views.facts import GpuView
 
 
@@ -44,3 +45,9 @@ def test_piped_output_is_as_wide_as_its_widest_line() -> None:
     out = io.StringIO()
     console_for(line, terminal=False, file=out).print(line)
     assert out.getvalue() == "x" * 300 + "\n"
+
+
+def test_a_price_names_where_it_came_from() -> None:
+    assert price_from("live: AWS Pricing API 2026-12-07T17:00:00Z, 4m old") == "live 4m"
+    assert price_from("catalog: AWS EC2 On-Demand pricing page, shipped catalog") == "catalog"
+    assert price_from(None) == "—"

@@ -152,10 +152,30 @@ def test_no_wildcard_actions_anywhere() -> None:
             assert set(entry) <= {"Ref", "Fn::If"}, f"{resource}: inline or SAM policy template {entry}"
 
 
+# Read-only calls that take no resource-level permission, beyond EC2's Describe* (the Pricing API).
+READ_ONLY_ANY_RESOURCE = {"pricing:GetProducts"}
+
+
 def test_only_describe_calls_get_every_resource() -> None:
     for policy, statement in _all_statements():
         if "*" in _resources(statement):
-            assert all(action.split(":")[1].startswith("Describe") for action in _actions(statement)), policy
+            assert all(
+                action.split(":")[1].startswith("Describe") or action in READ_ONLY_ANY_RESOURCE
+                for action in _actions(statement)
+            ), policy
+
+
+def test_launch_may_make_the_live_price_reads_and_they_are_read_only() -> None:
+    from gpupool.adapters.aws.pricing import EC2_CALLS, AwsPricing
+
+    needed = {f"ec2:{call}" for call in EC2_CALLS} | {"pricing:GetProducts"}
+    assert {call.split(":")[1] for call in needed} == set(AwsPricing.api_names)
+    assert needed <= _function_actions("LaunchFunction")
+    granted = {a for _, s in _all_statements() for a in _actions(s) if a.startswith("pricing:")}
+    assert granted == {"pricing:GetProducts"}
+    variables = _function("LaunchFunction").get("Environment", {}).get("Variables", {})
+    variables = variables or TEMPLATE["Globals"]["Function"]["Environment"]["Variables"]
+    assert variables["GPUPOOL_PRICES"] == "live"
 
 
 def test_terminate_only_instances_tagged_managed_by_tensor_fusion() -> None:

@@ -6,7 +6,8 @@ walking botocore's whole data tree, `AWS_DATA_PATH` is still on the search path 
 wins over the cuts), and a client for a service gpupool does not call is refused naming the ones it
 does. The shipped cuts: equal to a fresh cut from the installed botocore (or the test says how to
 regenerate it), of the botocore version the layer pins, naming exactly the operations
-`Ec2Compute` calls; an operation outside it fails loudly; another botocore reads its full model."""
+`Ec2Compute` and `AwsPricing` call; an operation outside it fails loudly; another botocore reads
+its full model."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from botocore.exceptions import UnknownServiceError
 from moto import mock_aws
 
 from gpupool.adapters.aws.botocore_data import DATA_FILE, EC2_OPERATIONS, read_shipped, shipped_data
+from gpupool.adapters.aws.pricing import EC2_CALLS
 from gpupool.adapters.aws.session import SERVICES, ServicesLoader, aws_session
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -89,18 +91,21 @@ def test_aws_data_path_stays_on_the_search_path(monkeypatch: pytest.MonkeyPatch,
 
 
 def test_a_service_gpupool_does_not_call_is_refused_by_name() -> None:
-    with pytest.raises(UnknownServiceError, match="ec2, eks, secretsmanager"):
+    with pytest.raises(UnknownServiceError, match="ec2, eks, pricing, secretsmanager"):
         aws_session(region_name="us-east-1", **KEYS).client("s3")
 
 
-def test_the_cut_names_every_operation_ec2compute_calls() -> None:
+def test_the_cut_names_every_operation_ec2compute_and_pricing_call() -> None:
     source = (ROOT / "layers/gpupool/gpupool/adapters/aws/compute.py").read_text()
     called = set(re.findall(r'_call\(\s*"([a-z_]+)"', source)) | set(
         re.findall(r"_client\.([a-z_]+)\(", source)
     )
+    pricing = (ROOT / "layers/gpupool/gpupool/adapters/aws/pricing.py").read_text()
+    ec2_pages = set(re.findall(r'self\._pages\(self\._ec2, "([A-Za-z]+)"', pricing))
+    assert ec2_pages == set(EC2_CALLS)
     model = boto3.session.Session(region_name="us-east-1", **KEYS).client("ec2").meta.service_model
     by_method = {xform_name(name): name for name in model.operation_names}
-    assert called and {by_method[method] for method in called} == set(EC2_OPERATIONS)
+    assert called and {by_method[method] for method in called} | ec2_pages == set(EC2_OPERATIONS)
     shipped = read_shipped()["data"]
     (ec2,) = (name for name in shipped if name.startswith("ec2/"))
     assert sorted(shipped[ec2]["operations"]) == sorted(EC2_OPERATIONS)
@@ -195,7 +200,10 @@ def test_another_api_version_of_ec2_is_read_from_botocore() -> None:
 def test_a_client_on_the_cut_answers_each_operation_against_moto(operation: str) -> None:
     calls: dict[str, dict[str, Any]] = {
         "DescribeImages": {"Owners": ["amazon"]},
+        "DescribeInstanceTypeOfferings": {"LocationType": "availability-zone"},
+        "DescribeInstanceTypes": {"InstanceTypes": ["g5.xlarge"]},
         "DescribeInstances": {},
+        "DescribeSpotPriceHistory": {"InstanceTypes": ["g5.xlarge"], "ProductDescriptions": ["Linux/UNIX"]},
         "DescribeSecurityGroups": {},
         "DescribeSubnets": {},
         "RunInstances": {"ImageId": "ami-12c6146b", "MinCount": 1, "MaxCount": 1},

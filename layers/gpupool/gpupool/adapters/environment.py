@@ -5,7 +5,9 @@ Role: `ConfigError` (a bad or missing variable, named in the message) and `Secre
 the policy knobs GPUPOOL_LAUNCH_TIMEOUT … GPUPOOL_MAX_LAUNCH_ROUNDS), `parse_duration` (`90s`,
 `5m`, `1h30m` or plain seconds), `url_variable` (an endpoint override that must be a URL),
 `UtcClock` (the Clock port on the system clock), `Lazy` (a port built on first use, once, thread
-safe) and `LazyOfferings` (a cloud's catalog offerings of a region, read on first use). Each
+safe), `LazyOfferings` (a cloud's catalog offerings of a region, read on first use),
+`PriceReading` / `read_price_reading` (GPUPOOL_PRICES and GPUPOOL_PRICE_TTL) and `live_offerings`
+(a cloud's offerings priced live over its catalog, `service.live_offerings`). Each
 cloud's `wiring` module (`gpupool.adapters.<cloud>.wiring`) builds on these.
 
 Must not: name a cloud's variables or API, import an SDK or the Kubernetes client, or read
@@ -17,24 +19,31 @@ from __future__ import annotations
 import re
 import threading
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, overload
 
 from gpupool.service.deps import Settings
 
 if TYPE_CHECKING:
     from gpupool.core.model.cloud import Cloud
     from gpupool.core.planning.plan import OfferingRef
+    from gpupool.service.live_offerings import LiveOfferings
+    from gpupool.service.ports import Clock
+    from gpupool.service.pricing_ports import Pricing
 
 __all__ = [
     "ConfigError",
     "Lazy",
     "LazyOfferings",
+    "PriceReading",
     "SecretUnavailable",
     "UtcClock",
     "cluster_name",
     "duration_seconds",
+    "live_offerings",
     "parse_duration",
+    "read_price_reading",
     "read_settings",
     "url_variable",
 ]
@@ -173,3 +182,35 @@ class LazyOfferings(Sequence["OfferingRef"]):
 
     def __len__(self) -> int:
         return len(self._offerings.resolve())
+
+
+@dataclass(frozen=True)
+class PriceReading:
+    """Where offerings and prices come from: `live` (the cloud's APIs over the catalog, read
+    again after `ttl`) or `catalog` (the shipped catalog alone)."""
+
+    mode: Literal["live", "catalog"] = "catalog"
+    ttl: timedelta = timedelta(hours=1)
+
+
+def read_price_reading(environ: Mapping[str, str]) -> PriceReading:
+    """GPUPOOL_PRICES (live | catalog, default catalog) and GPUPOOL_PRICE_TTL (default 1h)."""
+    mode = (environ.get("GPUPOOL_PRICES") or "catalog").strip()
+    if mode not in ("live", "catalog"):
+        raise ConfigError(f"GPUPOOL_PRICES={mode!r} is not one of: live, catalog")
+    ttl = parse_duration("GPUPOOL_PRICE_TTL", environ.get("GPUPOOL_PRICE_TTL") or "1h")
+    if ttl <= timedelta(0):
+        raise ConfigError("GPUPOOL_PRICE_TTL must be longer than 0s")
+    return PriceReading("live" if mode == "live" else "catalog", ttl)
+
+
+def live_offerings(
+    cloud: Cloud, region: str, pricing: Callable[[], Pricing], *, clock: Clock, ttl: timedelta
+) -> LiveOfferings:
+    """`cloud`'s offerings in `region` priced live over its bundled catalog (the container's
+    cache; the other bounds are `service.live_offerings.PriceBounds`' defaults)."""
+    from gpupool.core.catalog import load_catalog
+    from gpupool.service.live_offerings import LiveOfferings, PriceBounds
+
+    bounds = PriceBounds(ttl=ttl)
+    return LiveOfferings(lambda: load_catalog(cloud), region, pricing, clock=clock, bounds=bounds)

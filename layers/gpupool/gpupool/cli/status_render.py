@@ -74,6 +74,17 @@ def money(value: float | None) -> str:
     return "—" if value is None else f"${value:.3f}"
 
 
+def price_from(source: str | None) -> str:
+    """A price's source in a table cell: `live <age>` or `catalog` (`--json` has the API, the read
+    time and the catalog's source in full); `—` when the claim recorded none."""
+    if not source:
+        return "—"
+    kind, _, rest = source.partition(": ")
+    if kind == "live":
+        return f"live {rest.rpartition(', ')[2].removesuffix(' old')}"
+    return kind
+
+
 def bar(share: float, width: int = _BAR) -> str:
     filled = round(share * width)
     return "█" * filled + "░" * (width - filled)
@@ -129,7 +140,7 @@ def _offering(instance_type: str | None, zone: str | None, capacity_type: str | 
 
 def _claims(claims: tuple[ClaimView, ...]) -> Table:
     table = Table(box=None, padding=(0, 1), pad_edge=False, header_style="bold underline")
-    for column in ("claim", "phase", "age", "offering", "$/h", "node"):
+    for column in ("claim", "phase", "age", "offering", "$/h", "from", "node"):
         table.add_column(column, no_wrap=True)
     table.add_column("note", overflow="fold")  # what wraps on a narrow terminal
     for claim in claims:
@@ -140,6 +151,7 @@ def _claims(claims: tuple[ClaimView, ...]) -> Table:
             age(claim.age_seconds),
             _offering(claim.instance_type, claim.zone, claim.capacity_type),
             money(claim.hourly_price),
+            price_from(claim.price_source),
             claim.node or "—",
             note,
         )
@@ -194,7 +206,19 @@ def _nodes(nodes: tuple[NodeView, ...]) -> Table:
         title="nodes",
         title_justify="left",
     )
-    for column in ("node", "pool", "allocation", "GPUs", "model", "offering", "$/h", "age", "workers"):
+    columns = (
+        "node",
+        "pool",
+        "allocation",
+        "GPUs",
+        "model",
+        "offering",
+        "$/h",
+        "price from",
+        "age",
+        "workers",
+    )
+    for column in columns:
         table.add_column(column, no_wrap=True)
     table.add_column("flags", overflow="fold")  # what wraps on a narrow terminal
     for node in nodes:
@@ -207,6 +231,7 @@ def _nodes(nodes: tuple[NodeView, ...]) -> Table:
             node.gpu_model or "—",
             _offering(node.instance_type, None, node.capacity_type),
             money(node.hourly_price),
+            price_from(node.price_source),
             age(node.age_seconds),
             str(node.workers),
             Text(", ".join(node.flags), style="yellow" if node.flags else ""),

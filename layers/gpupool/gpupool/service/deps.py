@@ -71,8 +71,9 @@ class Deps:
 
     `compute` is the cloud's (Provisioned mode; `gpupool.adapters.<cloud>`); `karpenter` is
     Karpenter's API (Karpenter mode and AutoSelect), None where the deployment has no
-    Kubernetes API for it. `offerings` is the priced catalog for the cluster's region
-    (instance type × zone × capacity type);
+    Kubernetes API for it. `offerings` are the priced offerings of the cluster's region
+    (instance type × zone × capacity type): the catalog's, or live over it
+    (`service.live_offerings.LiveOfferings`, read once per invocation by `handle_launch`);
     `new_suffix` makes claim-name suffixes (tests pass a deterministic one).
     `holder` names this invocation in pool Leases; `sleep` waits between polls (a drain waiting
     for its pods; tests pass one that advances their clock). `deliveries` records the relay

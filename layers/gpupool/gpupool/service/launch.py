@@ -43,6 +43,7 @@ from gpupool.service.errors import CapacityUnavailable, DomainError, NotFound, P
 from gpupool.service.executor import ActionResult, Executor
 from gpupool.service.interruption import find_interrupted
 from gpupool.service.invocation_cluster import InvocationCluster, reading_once
+from gpupool.service.live_offerings import offerings_for_invocation
 from gpupool.service.outcome import Outcome, acknowledge
 from gpupool.service.pool_lease import PoolLease
 from gpupool.service.pools import ClusterReads, select_pools, snapshot_of, sync_cluster_pools
@@ -68,7 +69,7 @@ def handle_launch(cause: object, deps: Deps, *, dry_run: bool = False) -> Outcom
     """Reconcile one pool (`cause.pool`) or all; other causes are acknowledged with a reason."""
     if not isinstance(cause, LaunchCause):
         return acknowledge(cause, function="launch")
-    deps = reading_once(deps)
+    deps = offerings_for_invocation(reading_once(deps))  # prices read once, on first use
     outcome = Outcome()
     executor = Executor(deps, event_id=cause.event_id, dry_run=dry_run)
     if isinstance(cause, InstanceInterruption):

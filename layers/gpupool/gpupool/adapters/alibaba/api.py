@@ -32,6 +32,10 @@ ACTIONS: dict[str, str] = {
     "DescribeImages": "describe_images_with_options",
     "DescribeRegions": "describe_regions_with_options",
     "DescribeUserData": "describe_user_data_with_options",
+    # Live offerings and prices (alibaba.pricing).
+    "DescribeAvailableResource": "describe_available_resource_with_options",
+    "DescribePrice": "describe_price_with_options",
+    "DescribeSpotPriceHistory": "describe_spot_price_history_with_options",
 }
 
 

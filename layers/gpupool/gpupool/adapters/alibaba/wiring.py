@@ -6,7 +6,8 @@ credential) and `build_alibaba_deps(environ)` turns the result into `Deps`: `Ecs
 the ECS SDK (`alibaba.api.SdkEcsApi`), `KubeCluster` on an `ApiClient` from `kube.auth` (the
 kubeconfig read from a KMS secret when GPUPOOL_KUBECONFIG_SECRET names one), the delivery
 ledger (`KubeDeliveryLedger`) on the same client, a UTC clock, and the region's priced offerings
-from the bundled Alibaba catalog. `alibaba_secret(environ, name)` reads a KMS secret the
+— live over the bundled Alibaba catalog (`alibaba.pricing`, GPUPOOL_PRICES=live), or the catalog
+alone. `alibaba_secret(environ, name)` reads a KMS secret the
 functions name (the relay's HMAC secret, GPUPOOL_RELAY_HMAC_SECRET_ID). The SDK and the
 kubernetes client are imported, and their clients built, on first use of each port.
 
@@ -25,6 +26,9 @@ Variables (defaults in brackets; durations as in `gpupool.adapters.environment`)
       holding the content: what a deployment uses), GPUPOOL_KUBE_CONTEXT,
       GPUPOOL_KUBE_NAMESPACE [default], GPUPOOL_KUBE_TIMEOUT [10s], GPUPOOL_ALIBABA_TIMEOUT [20s]
   GPUPOOL_KMS_ENDPOINT [kms.<region>.aliyuncs.com] — where KMS secrets are read
+  GPUPOOL_PRICES — live | catalog [catalog; s.yaml sets live]: zone offerings and prices read
+      from ECS (`alibaba.pricing`) over the shipped catalog, or the catalog alone;
+      GPUPOOL_PRICE_TTL [1h]
   and the policy knobs GPUPOOL_LAUNCH_TIMEOUT … GPUPOOL_MAX_LAUNCH_ROUNDS, as on AWS.
 
 Must not: import the ECS SDK or kubernetes at module level, decide anything, read
@@ -34,26 +38,33 @@ Must not: import the ECS SDK or kubernetes at module level, decide anything, rea
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from gpupool.adapters.alibaba.api import EcsCredentials
 from gpupool.adapters.alibaba.credentials import CredentialsError, from_environment
 from gpupool.adapters.environment import (
     ConfigError,
     Lazy,
+    PriceReading,
     SecretUnavailable,
     UtcClock,
     catalog_offerings,
     cluster_name,
     duration_seconds,
+    live_offerings,
+    read_price_reading,
     read_settings,
     url_variable,
 )
 from gpupool.adapters.kube.wiring import kube_ports
 from gpupool.service.deps import Deps, Settings
 from gpupool.service.ports import Clock, CloudProvider
+
+if TYPE_CHECKING:
+    from gpupool.core.planning.plan import OfferingRef
+    from gpupool.service.pricing_ports import Pricing
 
 __all__ = ["AlibabaEnvironment", "alibaba_secret", "build_alibaba_deps", "read_alibaba_environment"]
 
@@ -78,6 +89,7 @@ class AlibabaEnvironment:
     kube_namespace: str
     kube_timeout_s: float
     ecs_timeout_s: float
+    prices: PriceReading  # GPUPOOL_PRICES, GPUPOOL_PRICE_TTL
 
 
 def _extra_params(text: str) -> dict[str, str]:
@@ -135,6 +147,7 @@ def read_alibaba_environment(environ: Mapping[str, str]) -> AlibabaEnvironment:
         kube_namespace=environ.get("GPUPOOL_KUBE_NAMESPACE") or "default",
         kube_timeout_s=duration_seconds(environ, "GPUPOOL_KUBE_TIMEOUT", "10s"),
         ecs_timeout_s=duration_seconds(environ, "GPUPOOL_ALIBABA_TIMEOUT", "20s"),
+        prices=read_price_reading(environ),
     )
 
 
@@ -207,9 +220,34 @@ def build_alibaba_deps(
         cluster=kube.cluster,
         clock=clock,
         settings=env.settings,
-        offerings=catalog_offerings("alibaba", env.region),
+        offerings=_offerings(env, current_credentials, clock),
         deliveries=kube.deliveries,
     )
+
+
+def _offerings(
+    env: AlibabaEnvironment, credentials: Callable[[], EcsCredentials | None], clock: Clock
+) -> Sequence[OfferingRef]:
+    """The catalog's offerings (GPUPOOL_PRICES=catalog), or live ones over it (`live`), read
+    through an ECS client whose timeouts are the read's deadline."""
+    if env.prices.mode == "catalog":
+        return catalog_offerings("alibaba", env.region)
+
+    def pricing() -> Pricing:
+        from gpupool.adapters.alibaba.api import SdkEcsApi, sdk_client
+        from gpupool.adapters.alibaba.pricing import EcsPricing
+        from gpupool.service.live_offerings import PriceBounds
+
+        seconds = PriceBounds().deadline.total_seconds()
+
+        def client_for(chosen: EcsCredentials | None) -> Any:
+            return sdk_client(
+                region=env.region, endpoint=env.ecs_endpoint, credentials=chosen, timeout_s=seconds
+            )
+
+        return EcsPricing(SdkEcsApi(client_for, credentials))
+
+    return live_offerings("alibaba", env.region, Lazy(pricing).resolve, clock=clock, ttl=env.prices.ttl)
 
 
 def alibaba_secret(

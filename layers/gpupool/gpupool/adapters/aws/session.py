@@ -4,8 +4,9 @@ Role: `aws_session(region_name=…, credentials…)` — an `AwsSession` (client
 gpupool asks of boto3's Session, on botocore alone: boto3 adds resources and S3 transfers, which
 gpupool never uses, and its imports to every cold start) on a botocore session whose data
 loader (`ServicesLoader`) answers "which services have this kind of data" from `SERVICES`, the
-services gpupool makes clients for (EC2 for instances, EKS for `eks` access, Secrets Manager
-for kubeconfig and relay secrets), by listing those services' folders alone. botocore's own
+services gpupool makes clients for (EC2 for instances and offerings, EKS for `eks` access, the
+Pricing API for On-Demand prices, Secrets Manager for kubeconfig and relay secrets), by listing
+those services' folders alone. botocore's own
 `Loader.list_available_services` walks the folder of every service in its data tree (hundreds,
 each listed and its versions' files looked for) and is asked once per kind of data a client
 loads (its service model, its endpoint rules) — on the first event's path, and on the cold
@@ -38,8 +39,9 @@ from gpupool.adapters.aws.botocore_data import shipped_data
 
 __all__ = ["SERVICES", "AwsSession", "ServicesLoader", "aws_session"]
 
-# Every service gpupool makes a client for (adapters/aws/wiring.py, aws/eks.py, aws/secrets_manager.py).
-SERVICES = ("ec2", "eks", "secretsmanager")
+# Every service gpupool makes a client for (adapters/aws/wiring.py, aws/eks.py, aws/secrets_manager.py;
+# the Pricing API for live On-Demand prices, aws/pricing.py).
+SERVICES = ("ec2", "eks", "pricing", "secretsmanager")
 
 
 class ServicesLoader(Loader):  # type: ignore[misc]  # botocore ships no types

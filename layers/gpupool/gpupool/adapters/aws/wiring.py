@@ -4,8 +4,9 @@ Role: `read_aws_environment(environ)` parses and checks every variable (pure; a 
 a `ConfigError` naming the variable) and `build_aws_deps(environ)` turns the result into
 `Deps`: `Ec2Compute` on a botocore EC2 client (its session from `aws.session`), `KubeCluster` on
 an `ApiClient` from `kube.auth`, the delivery ledger (`KubeDeliveryLedger`) on the same client,
-a UTC clock, and the priced offerings of the region from the bundled catalog (read when first
-used: bind and compaction never read them).
+a UTC clock, and the priced offerings of the region (read when first used: bind and compaction
+never read them) — live over the bundled catalog (`aws.pricing`, GPUPOOL_PRICES=live), or the
+catalog alone.
 `aws_secret(environ, secret_id)` reads a secret the functions name by id (the relay's HMAC
 secret, GPUPOOL_RELAY_HMAC_SECRET_ID) from Secrets Manager, as the kubeconfig secret is read.
 botocore and the kubernetes client are imported, and their clients built, on first use of each
@@ -26,6 +27,9 @@ Variables (defaults in brackets; durations as `90s`, `5m`, `1h30m` or plain seco
       [from eks:DescribeCluster]
   GPUPOOL_KUBE_NAMESPACE [default] — the provisioning Leases
   GPUPOOL_KUBE_TIMEOUT [10s], GPUPOOL_AWS_TIMEOUT [20s]
+  GPUPOOL_PRICES — live | catalog [catalog; the templates set live]: offerings and prices read
+      from EC2 and the Pricing API (`aws.pricing`) over the shipped catalog, or the catalog alone;
+      GPUPOOL_PRICE_TTL [1h]; AWS_ENDPOINT_URL_PRICING [AWS_ENDPOINT_URL]
   GPUPOOL_LAUNCH_TIMEOUT [5m], GPUPOOL_REGISTRATION_TIMEOUT [15m],
   GPUPOOL_OFFERING_UNAVAILABLE_FOR [3m], GPUPOOL_ORPHAN_GRACE [10m],
   GPUPOOL_FAILED_CLAIM_RETENTION [10m], GPUPOOL_NEW_NODE_PROTECTION [5m],
@@ -39,7 +43,7 @@ Must not: import boto3, botocore or kubernetes at module level, decide anything,
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, cast
 
@@ -47,10 +51,13 @@ from gpupool.adapters.environment import (
     ConfigError,
     Lazy,
     LazyOfferings,
+    PriceReading,
     SecretUnavailable,
     UtcClock,
     cluster_name,
     duration_seconds,
+    live_offerings,
+    read_price_reading,
     read_settings,
 )
 from gpupool.adapters.kube.wiring import kube_ports
@@ -59,6 +66,8 @@ from gpupool.service.ports import Clock, CloudProvider
 
 if TYPE_CHECKING:
     from gpupool.adapters.kube.auth import KubeAccess
+    from gpupool.core.planning.plan import OfferingRef
+    from gpupool.service.pricing_ports import Pricing
 
 __all__ = [
     "AwsEnvironment",
@@ -87,6 +96,8 @@ class AwsEnvironment:
     kube_namespace: str
     kube_timeout_s: float
     aws_timeout_s: float
+    prices: PriceReading  # GPUPOOL_PRICES, GPUPOOL_PRICE_TTL
+    pricing_endpoint_url: str | None  # AWS_ENDPOINT_URL_PRICING, else AWS_ENDPOINT_URL
 
 
 def _access_mode(environ: Mapping[str, str]) -> str:
@@ -162,6 +173,10 @@ def read_aws_environment(environ: Mapping[str, str]) -> AwsEnvironment:
         kube_namespace=environ.get("GPUPOOL_KUBE_NAMESPACE") or "default",
         kube_timeout_s=duration_seconds(environ, "GPUPOOL_KUBE_TIMEOUT", "10s"),
         aws_timeout_s=duration_seconds(environ, "GPUPOOL_AWS_TIMEOUT", "20s"),
+        prices=read_price_reading(environ),
+        pricing_endpoint_url=environ.get("AWS_ENDPOINT_URL_PRICING")
+        or environ.get("AWS_ENDPOINT_URL")
+        or None,
     )
 
 
@@ -209,10 +224,36 @@ def build_aws_deps(environ: Mapping[str, str], *, clock: Clock | None = None) ->
         cluster=kube.cluster,
         clock=clock,
         settings=env.settings,
-        offerings=LazyOfferings("aws", env.region),
+        offerings=_offerings(env, session, clock),
         karpenter=kube.karpenter,
         deliveries=kube.deliveries,
     )
+
+
+def _offerings(env: AwsEnvironment, session: Lazy[Any], clock: Clock) -> Sequence[OfferingRef]:
+    """The catalog's offerings (GPUPOOL_PRICES=catalog), or live ones over it (`live`): the
+    EC2 and Pricing API clients time out at the read's deadline and never retry (each retry
+    would be a call the bound does not count)."""
+    if env.prices.mode == "catalog":
+        return LazyOfferings("aws", env.region)
+
+    def pricing() -> Pricing:
+        from botocore.config import Config
+
+        from gpupool.adapters.aws.pricing import PRICING_API_REGION, AwsPricing
+        from gpupool.service.live_offerings import PriceBounds
+
+        seconds = PriceBounds().deadline.total_seconds()
+        config = Config(
+            retries={"total_max_attempts": 1}, connect_timeout=min(seconds, 5.0), read_timeout=seconds
+        )
+        ec2 = session.resolve().client("ec2", endpoint_url=env.ec2_endpoint_url, config=config)
+        api = session.resolve().client(
+            "pricing", region_name=PRICING_API_REGION, endpoint_url=env.pricing_endpoint_url, config=config
+        )
+        return AwsPricing(ec2, api)
+
+    return live_offerings("aws", env.region, Lazy(pricing).resolve, clock=clock, ttl=env.prices.ttl)
 
 
 def _session(env: AwsEnvironment) -> Any:

@@ -57,6 +57,11 @@ from gpupool.core.planning.plan import (
     OfferingRef,
     Plan,
 )
+from gpupool.core.planning.priced_offerings import (
+    ANNOTATION_PRICE_SOURCE,
+    ANNOTATION_PRICED_AT,
+    describe_price,
+)
 from gpupool.core.planning.requirements import RequirementError
 from gpupool.core.planning.snapshot import PoolSnapshot
 from gpupool.core.planning.unavailable import (
@@ -123,7 +128,7 @@ def build_claim(snapshot: PoolSnapshot, offering: OfferingRef, *, name: str, nod
                 LABEL_NODE_CLASS: node_class,
                 pool_label(pool.name): "true",
             },
-            annotations={ANNOTATION_HOURLY_PRICING: offering.hourly_price},
+            annotations=_price_annotations(offering),
             finalizers=[FINALIZER],
             owner_references=owners,
         ),
@@ -140,6 +145,16 @@ def build_claim(snapshot: PoolSnapshot, offering: OfferingRef, *, name: str, nod
         ),
         status=GPUNodeClaimStatus(phase="Pending"),
     )
+
+
+def _price_annotations(offering: OfferingRef) -> dict[str, str]:
+    """The claim's price, where it came from and when it was read (a live price)."""
+    annotations = {ANNOTATION_HOURLY_PRICING: offering.hourly_price}
+    if offering.price_source:
+        annotations[ANNOTATION_PRICE_SOURCE] = offering.price_source
+    if offering.priced_at is not None:
+        annotations[ANNOTATION_PRICED_AT] = offering.priced_at.strftime("%Y-%m-%dT%H:%M:%SZ")
+    return annotations
 
 
 def _resume_pending(
@@ -253,6 +268,8 @@ def _plan_gap(
     count = len(chosen_offerings)
     chosen = ", ".join(f"{n}× {key}" for key, n in sorted(Counter(o.key for o in chosen_offerings).items()))
     reasons.append(f"pool {pool.name}: {gap_text} → {count} node(s): {chosen}")
+    priced = {o.key: o for o in chosen_offerings}
+    reasons.extend(f"price: {describe_price(o, now=now)}" for _, o in sorted(priced.items()))
     if gap.clipped or not capacity.covers_gap:
         message = f"{gap_text}: maxResources allows only {count} node(s)"
         actions.append(pool_warning(snapshot, EVENT_MAX_RESOURCE_CONSTRAINT_REACHED, message))

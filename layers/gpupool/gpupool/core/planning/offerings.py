@@ -1,7 +1,8 @@
 """Offerings as the planner reads them: from the catalog, judged by gpuRequirements, in solver units.
 
 Role: `catalog_offerings` (every priced offering of a region as an `OfferingRef`, with the node
-labels an instance would carry, so every gpuRequirements key can be judged), `claim_offering`
+labels an instance would carry, so every gpuRequirements key can be judged, and its price's
+source; `offering_ref` makes one, for live prices too), `claim_offering`
 (the offering a GPUNodeClaim was recorded for, read back off its spec), `offering_matches`
 (the pool's gpuRequirements against one offering, `requirements` semantics) and
 `solver_candidates` (offerings as integer `selection.Candidate`s: milli-TFLOPS and MiB rounded
@@ -14,10 +15,12 @@ loader, read the clock, or perform I/O.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 from decimal import Decimal
 from fractions import Fraction
 
-from gpupool.core.catalog import load_catalog
+from gpupool.core.catalog import Offering, load_catalog
+from gpupool.core.catalog.live import catalog_price_source
 from gpupool.core.model.capacity_type import CapacityType, capacity_type
 from gpupool.core.model.cloud import Cloud
 from gpupool.core.model.common import Requirement
@@ -34,7 +37,7 @@ from gpupool.core.planning.requirements import labels_match, normalize_capacity_
 from gpupool.core.planning.selection import Candidate
 from gpupool.core.quantity import Quantity
 
-__all__ = ["catalog_offerings", "claim_offering", "offering_matches", "solver_candidates"]
+__all__ = ["catalog_offerings", "claim_offering", "offering_matches", "offering_ref", "solver_candidates"]
 
 
 def _ours(spelling: str) -> CapacityType:
@@ -45,31 +48,47 @@ def _ours(spelling: str) -> CapacityType:
 
 
 def catalog_offerings(cloud: Cloud, region: str) -> tuple[OfferingRef, ...]:
-    """Every priced offering of `region` in the bundled `cloud` catalog, as the planner reads them."""
-    # An instance type's TFLOPS and VRAM as quantities, worked out once for its ~10 offerings.
+    """Every priced offering of `region` in the bundled `cloud` catalog, as the planner reads them,
+    each naming its price's catalog source."""
+    catalog = load_catalog(cloud)
+    found = catalog.region(region)
     amounts: dict[str, tuple[Quantity, Quantity]] = {}
     offerings: list[OfferingRef] = []
-    for offering in load_catalog(cloud).offerings(region):
-        kind = offering.instance_type
-        amount = amounts.get(kind.name)
-        if amount is None:
-            amount = (Quantity.from_number(kind.tflops), Quantity.parse(f"{kind.vram_gib}Gi"))
-            amounts[kind.name] = amount
-        tflops, vram = amount
-        offerings.append(
-            OfferingRef(
-                instance_type=kind.name,
-                region=offering.region,
-                zone=offering.zone,
-                capacity_type=_ours(offering.capacity_type),
-                tflops=tflops,
-                vram=vram,
-                gpu_count=kind.gpu_count,
-                hourly_price=str(offering.hourly_price),
-                labels=offering_labels(offering),
-            )
-        )
+    for offering in catalog.offerings(region):
+        table = found.table(offering.capacity_type) if found else None
+        source = catalog_price_source(table) if table else ""
+        offerings.append(offering_ref(offering, amounts, price_source=source))
     return tuple(offerings)
+
+
+def offering_ref(
+    offering: Offering,
+    amounts: dict[str, tuple[Quantity, Quantity]],
+    *,
+    price_source: str,
+    priced_at: datetime | None = None,
+) -> OfferingRef:
+    """A catalog-shaped offering as the planner reads it; `amounts` remembers each instance
+    type's TFLOPS and VRAM as quantities, worked out once for its ~10 offerings."""
+    kind = offering.instance_type
+    amount = amounts.get(kind.name)
+    if amount is None:
+        amount = (Quantity.from_number(kind.tflops), Quantity.parse(f"{kind.vram_gib}Gi"))
+        amounts[kind.name] = amount
+    tflops, vram = amount
+    return OfferingRef(
+        instance_type=kind.name,
+        region=offering.region,
+        zone=offering.zone,
+        capacity_type=_ours(offering.capacity_type),
+        tflops=tflops,
+        vram=vram,
+        gpu_count=kind.gpu_count,
+        hourly_price=str(offering.hourly_price),
+        labels=offering_labels(offering),
+        price_source=price_source,
+        priced_at=priced_at,
+    )
 
 
 def claim_offering(claim: GPUNodeClaim) -> OfferingRef | None:

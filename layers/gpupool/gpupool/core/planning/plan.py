@@ -78,6 +78,10 @@ class OfferingRef(_Frozen):
     # so every gpuRequirements key can be judged; without them only type/zone/region/capacity type.
     # Left out of dumps: derived from the catalog, and they would drown the printed plan.
     labels: dict[str, str] = Field(default_factory=dict, repr=False, exclude=True)
+    # Where `hourly_price` comes from ("live: <API> <time>" or "catalog: <source>") and when it
+    # was read (None: the catalog, which is not read at a time). Left out of dumps as `labels`.
+    price_source: str = Field(default="", repr=False, exclude=True)
+    priced_at: datetime | None = Field(default=None, repr=False, exclude=True)
 
     @property
     def key(self) -> str:

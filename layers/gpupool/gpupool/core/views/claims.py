@@ -28,6 +28,7 @@ from gpupool.core.model.constants import (
 )
 from gpupool.core.model.karpenter import KarpenterNodeClaim
 from gpupool.core.model.nodeclaim import GPUNodeClaim
+from gpupool.core.planning.priced_offerings import recorded_price_source
 from gpupool.core.views.facts import ClaimView, duration_text
 
 __all__ = ["DELETION_STUCK", "claim_view", "nodeclaim_phase", "nodeclaim_view", "seconds_since"]
@@ -103,6 +104,7 @@ def claim_view(claim: GPUNodeClaim, *, node: str | None, now: datetime, policy: 
         node=node,
         reason=reason,
         stuck=_claim_stuck(claim, phase, now, policy),
+        price_source=recorded_price_source(claim.metadata.annotations, now),
     )
 
 

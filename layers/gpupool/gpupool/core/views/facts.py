@@ -88,6 +88,7 @@ class ClaimView:
     node: str | None
     reason: str | None
     stuck: str | None
+    price_source: str | None = None  # where the price came from and its age (a claim's record)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -101,6 +102,7 @@ class ClaimView:
             "zone": self.zone,
             "capacity_type": self.capacity_type,
             "hourly_price": self.hourly_price,
+            "price_source": self.price_source,
             "node": self.node,
             "reason": self.reason,
             "stuck": self.stuck,
@@ -250,6 +252,7 @@ class NodeView:
     workers: int
     gpus: tuple[GpuView, ...]
     flags: tuple[str, ...]
+    price_source: str | None = None  # where the price came from and its age (its claim's record)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -262,6 +265,7 @@ class NodeView:
             "capacity_type": self.capacity_type,
             "zone": self.zone,
             "hourly_price": self.hourly_price,
+            "price_source": self.price_source,
             "created": _time(self.created),
             "age_seconds": self.age_seconds,
             "workers": self.workers,

@@ -35,6 +35,7 @@ from gpupool.core.model.foreign import Node
 from gpupool.core.model.karpenter import KarpenterNodeClaim
 from gpupool.core.model.node import GPU, GPUNode
 from gpupool.core.model.nodeclaim import GPUNodeClaim
+from gpupool.core.planning.priced_offerings import recorded_price_source
 from gpupool.core.quantity import Quantity
 from gpupool.core.views.claims import seconds_since
 from gpupool.core.views.facts import GpuView, NodeView
@@ -190,4 +191,5 @@ def node_view(
         workers=workers,
         gpus=shown,
         flags=_flags(node, gpu_node, claim, nodeclaim, shown),
+        price_source=recorded_price_source(claim.metadata.annotations, now) if claim else None,
     )
