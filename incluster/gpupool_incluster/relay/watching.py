@@ -1,15 +1,18 @@
-"""List, then watch from the list's resourceVersion, the way client-go's reflector does.
+"""The relay's list+watch: one thread per resource on the shared `kube.listing.Reflector`.
 
-Role: `ListWatch.run()` (one thread per resource) lists once and hands the whole listing to its
-`Store` (`replace`: the store reports what vanished since its last listing as deleted, so a
-re-list misses nothing), reports it synced, then watches from the newest resourceVersion it knows
-(bookmarks included: `allowWatchBookmarks`), resuming after each watch timeout, and hands each
-change to the store (`change`). A `410 Gone` (history compacted) re-lists. Any other error —
-the store's included — backs off (capped exponential with jitter) and re-lists. Restarts are
-counted by reason. A kind whose resource does not exist (404: Karpenter's CRD absent) is
-reported synced and idle.
+Role: `ListWatch.run()` (one thread per resource) runs the list+watch that `gpupool.adapters.kube.
+listing.Reflector` implements for every reader (the functions' `WatchedList` too) on a kubernetes
+client lister (`list_pod_for_all_namespaces`, `list_cluster_custom_object`, …): it relists once and
+hands the whole listing to its `Store` (`replace`: the store reports what vanished since its last
+listing as deleted, so a re-list misses nothing), reports it synced, then follows watches from the
+newest resourceVersion it knows (bookmarks included: `allowWatchBookmarks`), each until the server
+ends it (`timeoutSeconds`), and hands each change to the store (`change`). A `410 Gone` (history
+compacted) re-lists. Any other error — the store's included — backs off (capped exponential with
+jitter) and re-lists. Restarts are counted by reason. A kind whose resource does not exist (404:
+Karpenter's CRD absent) is reported synced and idle.
 
-Must not: interpret or keep objects (the store does: `informers.SharedInformer`).
+Must not: interpret or keep objects (the store does: `informers.SharedInformer`), or list and
+watch other than through the Reflector.
 """
 
 from __future__ import annotations
@@ -17,22 +20,32 @@ from __future__ import annotations
 import json
 import logging
 import random
+import socket
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 import urllib3
 from kubernetes import client as _client
-from kubernetes import watch as _watch
 
+from gpupool.adapters.kube.listing import (
+    Change,
+    Expired,
+    Key,
+    Page,
+    Reflector,
+    WatchError,
+    raw_key,
+    stream_lines,
+    watch_event,
+)
 from gpupool_incluster.relay.metrics import RelayMetrics
 
 __all__ = ["ListWatch", "Store", "WatchTimings"]
 
 log = logging.getLogger("gpupool.relay.watch")
 client: Any = _client
-watch: Any = _watch
 
 
 class Store(Protocol):
@@ -54,8 +67,48 @@ class WatchTimings:
     max_backoff: float = 30.0
 
 
-class _Gone(Exception):
-    pass
+class _Stopped(Exception):
+    """The relay is stopping: leave the listing or the stream unread."""
+
+
+class _JsonDecoder:
+    """Pages and watch events as the plain JSON objects the server sent (a DELETED event's object
+    too, as it was): the store reads them itself. What is not a JSON object is skipped."""
+
+    def __init__(self, kind: str) -> None:
+        self._kind = kind
+
+    def page(self, raw: bytes) -> Page[Mapping[str, Any]]:
+        listing = json.loads(raw)
+        items = [i for i in listing.get("items") or [] if isinstance(i, Mapping)]
+        meta = listing.get("metadata") or {}
+        version, token = str(meta.get("resourceVersion") or ""), str(meta.get("continue") or "")
+        return Page([(raw_key(i), i) for i in items], version, token or None)
+
+    def change(self, line: bytes) -> Change[Mapping[str, Any]]:
+        kind, obj = watch_event(line, self._kind)
+        if not isinstance(obj, Mapping):
+            return Change(kind, None, None, "")
+        version = str((obj.get("metadata") or {}).get("resourceVersion") or "")
+        return Change(kind, None if kind == "BOOKMARK" else raw_key(obj), obj, version)
+
+
+class _Handing:
+    """The Reflector's store: hands listings and changes on to the ListWatch's `Store` until `stop`."""
+
+    def __init__(self, store: Store, stop: threading.Event) -> None:
+        self._store, self._stop = store, stop
+
+    def replace(self, objects: list[tuple[Key, Mapping[str, Any]]]) -> None:
+        if self._stop.is_set():
+            raise _Stopped
+        self._store.replace([obj for _key, obj in objects])
+
+    def change(self, change: Change[Mapping[str, Any]]) -> None:
+        if self._stop.is_set():
+            raise _Stopped
+        if change.obj is not None:
+            self._store.change(change.obj, change.type == "DELETED")
 
 
 class ListWatch:
@@ -74,8 +127,13 @@ class ListWatch:
         self.timings = timings or WatchTimings()
         self.synced = threading.Event()
         self.absent = False
-        self._version = ""
-        self._watch: Any = None
+        self._response: Any = None
+        self._reflector = Reflector(
+            _JsonDecoder(kind),
+            _Handing(store, stop),
+            list_page=self._list_page,
+            open_watch=self._open_watch,
+        )
 
     def start(self) -> threading.Thread:
         thread = threading.Thread(target=self.run, name=f"watch-{self.kind}", daemon=True)
@@ -84,27 +142,33 @@ class ListWatch:
 
     def interrupt(self) -> None:
         """Close the open watch so the thread sees `stop` now, not at the next event."""
-        current = self._watch
-        if current is not None:
-            current.stop()
-            response = getattr(current, "_resp", None)
-            if response is not None:
-                try:
-                    response.close()
-                except Exception:  # closing a stream another thread reads may race; it ends anyway
-                    log.debug("closing the %s watch raced", self.kind)
+        response = self._response
+        if response is None:
+            return
+        try:
+            # The thread blocks in the socket's read, holding the buffer that close() must take:
+            # shut the socket first so that read returns, as the kubernetes client's Watch.stop does.
+            sock = getattr(getattr(response, "connection", None), "sock", None)
+            if sock is not None:
+                sock.shutdown(socket.SHUT_RDWR)
+            response.close()
+        except Exception:  # closing a stream another thread reads may race; it ends anyway
+            log.debug("closing the %s watch raced", self.kind)
 
     def run(self) -> None:
         failures = 0
         while not self.stop.is_set():
             try:
-                self._list()
+                self._reflector.relist()
+                self.synced.set()
                 failures = 0
                 while not self.stop.is_set():
-                    self._watch_once()
-            except _Gone:
+                    self._reflector.follow()
+            except _Stopped:
+                return
+            except Expired:
                 self.metrics.watch_restarts.labels(self.kind, "gone").inc()
-            except client.exceptions.ApiException as exc:
+            except (client.exceptions.ApiException, WatchError) as exc:
                 if exc.status == 404:
                     self.absent = True
                     self.synced.set()
@@ -131,47 +195,23 @@ class ListWatch:
         log.warning("%s watch failed (%s); re-listing in %.1f s", self.kind, reason, pause)
         self.stop.wait(pause)
 
-    def _list(self) -> None:
-        response = self.lister(_preload_content=False)
-        listing = json.loads(response.data)
-        items = [i for i in listing.get("items") or [] if isinstance(i, Mapping)]
-        if self.stop.is_set():
-            return
-        self.store.replace(items)
-        self._version = str((listing.get("metadata") or {}).get("resourceVersion") or "")
-        self.synced.set()
+    # ---- the Reflector's requests, through the kubernetes client's lister ---------------------
+    def _list_page(self, token: str | None) -> bytes:
+        more = {"_continue": token} if token else {}
+        return bytes(self.lister(_preload_content=False, **more).data)
 
-    def _watch_once(self) -> None:
-        self._watch = watch.Watch()
-        stream = self._watch.stream(
-            self.lister,
-            resource_version=self._version,
-            allow_watch_bookmarks=True,
-            timeout_seconds=self.timings.watch_seconds,
-        )
+    def _open_watch(self, resource_version: str) -> Iterator[bytes]:
         try:
-            for event in stream:
-                if self.stop.is_set():
-                    return
-                self._apply(event)
+            response = self.lister(
+                watch=True,
+                resource_version=resource_version,
+                allow_watch_bookmarks=True,
+                timeout_seconds=self.timings.watch_seconds,
+                _preload_content=False,
+            )
         except client.exceptions.ApiException as exc:
             if exc.status == 410:
-                raise _Gone from exc
+                raise Expired(str(exc.reason)) from exc
             raise
-        finally:
-            self._watch = None
-
-    def _apply(self, event: Mapping[str, Any]) -> None:
-        kind, obj = event.get("type"), event.get("raw_object")
-        if not isinstance(obj, Mapping):
-            return
-        version = (obj.get("metadata") or {}).get("resourceVersion")
-        if kind == "ERROR":
-            if obj.get("code") == 410:
-                raise _Gone
-            raise RuntimeError(f"watch error: {obj.get('message')}")
-        if version:
-            self._version = str(version)
-        if kind == "BOOKMARK":
-            return
-        self.store.change(obj, kind == "DELETED")
+        self._response = response
+        return stream_lines(response)

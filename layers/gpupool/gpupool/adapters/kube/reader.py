@@ -25,10 +25,16 @@ from typing import Any, TypeVar
 
 from kubernetes.client.exceptions import ApiException
 from pydantic import BaseModel
-from urllib3.exceptions import HTTPError
 
 from gpupool.adapters.kube.errors import translated
-from gpupool.adapters.kube.listing import Expired, ListPage, ObjectDecoder, OpenWatch, WatchedList
+from gpupool.adapters.kube.listing import (
+    Expired,
+    ListPage,
+    ObjectDecoder,
+    OpenWatch,
+    WatchedList,
+    stream_lines,
+)
 from gpupool.adapters.kube.reading import read_page
 from gpupool.adapters.kube.tables import (
     TABLE,
@@ -71,24 +77,6 @@ Model = TypeVar("Model", bound=BaseModel)
 
 def label_selector(labels: Mapping[str, str]) -> str:
     return ",".join(f"{key}={value}" for key, value in sorted(labels.items()))
-
-
-def _lines(response: Any, deadline: float) -> Iterator[bytes]:
-    """The lines of a watch stream until it is quiet (a read timed out), past `deadline`, or over;
-    the connection is closed, not pooled, since the stream may be unfinished."""
-    buffer = b""
-    try:
-        for chunk in response.stream(amt=None, decode_content=False):
-            buffer += chunk
-            *lines, buffer = buffer.split(b"\n")
-            yield from lines
-            if time.monotonic() >= deadline:
-                return
-    except (HTTPError, OSError):  # the read timed out: the server has been quiet for quiet_s
-        return
-    finally:
-        response.close()
-        response.release_conn()
 
 
 class KubeReader:
@@ -144,7 +132,7 @@ class KubeReader:
                 if isinstance(cause, ApiException) and cause.status == 410:
                     raise Expired(str(cause.reason)) from error
                 raise
-            return _lines(response, time.monotonic() + WATCH_LIMIT_S)
+            return stream_lines(response, deadline=time.monotonic() + WATCH_LIMIT_S, quiet_ends=True)
 
         return open_watch
 

@@ -35,11 +35,11 @@ from gpupool.core.allocator import (
     PlacementPolicy,
 )
 from gpupool.core.allocator.allocator import Chooser
-from gpupool.core.allocator.mix import RequestShape
 from gpupool.core.allocator.state import AllocatorState
 from gpupool.simulation.openb import TraceError, TraceNode, TraceTask, arrival_order
 from gpupool.simulation.placement.baselines import BASELINES, Baseline, RandomFit, make_baseline
 from gpupool.simulation.placement.gpu_specs import GpuSpec, spec_for
+from gpupool.simulation.placement.host_only import host_only_rule, least_allocated
 from gpupool.simulation.placement.measure import ClusterBooks, fragmented_gpus, task_mix, unallocated_by_cause
 
 __all__ = ["PLACEMENTS", "PROTOCOLS", "Arrival", "Assignment", "ModeResult", "arrivals", "replay"]
@@ -130,6 +130,7 @@ class _Cluster:
             else PlacementMode.NODE_COMPACT_GPU_LOW_LOAD
         )
         self.allocator = Allocator(PlacementPolicy(mode=mode))
+        self.host_only = host_only_rule(mode)  # a baseline places such tasks itself
         self.placement, self.protocol = placement, protocol
         self.baseline: Baseline | None = (
             make_baseline(placement, nodes, tasks, seed) if placement in BASELINES else None
@@ -224,30 +225,15 @@ class _Cluster:
         left = (self.books.cpu_free[listed] - task.cpu_milli) / self.cpu_total[listed]
         left = left + (self.books.memory_free[listed] - task.memory_mib) / self.memory_total[listed]
         if self.protocol == "least-allocated":
-            row = int(listed[int(np.argmax(left))])
+            row = least_allocated(self, listed, left, task)
         elif self.baseline is not None:
             row = self.baseline.cpu_only_choice(self.books, listed, task)
-        elif self.placement == PlacementMode.FRAGMENTATION_AWARE.value:
-            request = RequestShape(gpu_count=0, cpu_milli=task.cpu_milli, memory=task.memory_mib * MIB)
-            by_row = self.allocator.fragmentation.node_deltas_without_gpu(self.allocator.state, request)
-            delta = self._per_node(by_row)[listed]
-            row = int(listed[int(np.lexsort((-left, delta))[0])])
-        elif self.placement == PlacementMode.BALANCED_FIT.value:
-            stranded, free = self.allocator.balanced.host_only_keys(
-                self.allocator.state, task.cpu_milli, task.memory_mib * MIB
-            )
-            keys = (
-                self.books.cpu_free[listed],
-                self._per_node(free)[listed],
-                self._per_node(stranded)[listed],
-            )
-            row = int(listed[int(np.lexsort(keys)[0])])
-        else:  # TensorFusion's modes leave pods without GPUs to kube-scheduler: LeastAllocated
-            row = int(listed[int(np.argmax(left))])
+        else:
+            row = self.host_only(self, listed, left, task)
         self._book(row, task)
         return row, ()
 
-    def _per_node(self, by_allocator_row: np.ndarray) -> np.ndarray:
+    def per_node(self, by_allocator_row: np.ndarray) -> np.ndarray:
         """A per-allocator-row value per trace row (0 for a node without GPUs, which it lacks)."""
         return np.where(self.allocator_row >= 0, by_allocator_row[np.maximum(self.allocator_row, 0)], 0.0)
 
