@@ -20,6 +20,9 @@ expansions, `autoselect_memory`; offerings out of capacity, `planning.unavailabl
   rules and against the NodePool's limits (`autoselect_limits`: one `NodePoolLimitReached` names
   the limit that stopped it); `NodeExpansionCompleted` when it is created; at most
   `max_in_flight` (15) expansions in flight, the rest wait;
+- a pod whose expansion's node registered and has had its GPUs reported for `PLACEMENT_GRACE`
+  but still waits (the scheduler gave that room to other pods) counts on it no more: it is packed
+  or expanded again like a new pod;
 - per expansion that vanished before its node registered — Karpenter deletes a NodeClaim it
   cannot launch (InsufficientCapacity, NodeClassNotReady) and never writes `Launched=False` —
   a failed candidate: remembered for its pods, its offering marked unavailable for
@@ -107,6 +110,9 @@ __all__ = [
 ]
 
 DEFAULT_MAX_IN_FLIGHT = 15
+# How long the scheduler has, once an expansion's node has its GPUs reported, to place the pod it
+# was made for; after that the pod's room there went to other pods and it waits as a new one.
+PLACEMENT_GRACE = timedelta(seconds=30)
 LABEL_NODEPOOL = "karpenter.sh/nodepool"  # Karpenter's label on its NodeClaims and Nodes
 ANNOTATION_EXPANSION_FOR = "gpupool.io/expansion-for"  # <namespace>/<pod>: whom it was made for
 # Labels Karpenter merges into a NodeClaim at launch (what that one node runs): not the template's to copy.
@@ -279,11 +285,29 @@ class _Review:
     reasons: list[str] = field(default_factory=list)
 
 
+def _gpus_reported(gpus: Sequence[GPU]) -> dict[str, datetime]:
+    """Each node's first GPU object's creation time: since when the node agent has reported it."""
+    reported: dict[str, datetime] = {}
+    for gpu in gpus:
+        node = gpu.status.node_selector.get("kubernetes.io/hostname") if gpu.status else None
+        created = gpu.metadata.creation_timestamp
+        if node and created is not None and (node not in reported or created < reported[node]):
+            reported[node] = created
+    return reported
+
+
 def _review(
-    nodeclaims: Sequence[KarpenterNodeClaim], pending: set[str], remembered: Mapping[str, ExpansionRecord]
+    nodeclaims: Sequence[KarpenterNodeClaim],
+    pending: set[str],
+    remembered: Mapping[str, ExpansionRecord],
+    *,
+    reported: Mapping[str, datetime],
+    now: datetime,
 ) -> _Review:
     """In-flight expansions, the pods they cover, and the ones that vanished before registering.
-    A registered NodeClaim whose pod still waits covers it (not in flight) and is reported."""
+    A registered NodeClaim whose pod still waits covers it (not in flight) and is reported — until
+    its node's GPUs have been reported for `PLACEMENT_GRACE`: the scheduler had them and placed
+    other pods there, so the pod waits as a new one (packed, or a node of its own)."""
     review = _Review()
     live: dict[str, KarpenterNodeClaim] = {}
     by_name: dict[str, KarpenterNodeClaim] = {}  # a NodeClaim several packed pods share
@@ -298,7 +322,15 @@ def _review(
             by_name[nc.name] = nc
     for pod_key in sorted(pending):
         record = remembered.get(pod_key, ExpansionRecord())
-        expansion = live.get(pod_key) or by_name.get(record.nodeclaim or "")
+        expansion = by_name.get(record.nodeclaim or "") or live.get(pod_key)
+        since = reported.get(expansion.status.node_name or "") if expansion is not None else None
+        if expansion is not None and since is not None and now - since >= PLACEMENT_GRACE:
+            review.reasons.append(
+                f"pod {pod_key}: node {expansion.status.node_name} has had its GPUs for "
+                f"{int((now - since).total_seconds())} s and the pod still waits: it no longer counts on it"
+            )
+            review.memory[pod_key] = replace(record, nodeclaim=None, candidate=None, registered=False)
+            continue
         if expansion is not None:
             registered = _condition(expansion, "Registered") == "True"
             placed = placement_of(expansion)
@@ -425,7 +457,7 @@ def plan_autoselect(
     remembered = read_expansions(pool) if pool is not None else {}
     blocked = unavailable_offerings(pool, now) if pool is not None else {}
     pending = {_pod_key(p) for p in pods}
-    review = _review(nodeclaims, pending, remembered)
+    review = _review(nodeclaims, pending, remembered, reported=_gpus_reported(gpus), now=now)
     templates, gpu_nodes = _templates(nodes, nodeclaims, pool)
     launched_capacity = (
         capacity_type_of(launched_placement(templates[0][1], templates[0][0])) if templates else None
