@@ -35,27 +35,24 @@ expansions carry the protection guard and Karpenter cannot take them before the 
 from __future__ import annotations
 
 import contextlib
-import json
 import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from gpupool.core.catalog import load_catalog
 from gpupool.core.model.constants import (
     LABEL_CLUSTER,
     LABEL_EXPANSION_SOURCE,
     LABEL_SHOULD_DELETE,
-    pool_label,
 )
 from gpupool.sandbox.cluster.controlplane import ControlPlane
 from tests.programs import require_built
-from tests.real.functions_world import FunctionsWorld, functions_world
+from tests.real.functions_world import FunctionsWorld, functions_world, run_node_agent
 from tests.real.relay_process import RelayProcess, call, chart_relay_identity, wait_for
 from tests.real.relay_process import relay as relay_process
 from tests.real.scheduler_process import SchedulerProcess
@@ -228,46 +225,10 @@ class Story:
         }
 
     def run_agent(self, node: dict[str, Any]) -> None:
-        """What TensorFusion's operator and node agent do once `node` runs: the GPUNode labelled with
-        the pool, then the agent's Publisher over a fake NVML listing the instance type's GPUs."""
-        from kubernetes import config
-
-        from gpupool_incluster.agent.discovery import gpu_object_name
-        from gpupool_incluster.agent.kube import KubeAgentCluster
-        from gpupool_incluster.agent.nvml_fake import FakeNvml
-        from gpupool_incluster.agent.publish import Publisher
-
         name = node["metadata"]["name"]
-        spec = load_catalog("aws").instance_type(
-            node["metadata"]["labels"]["node.kubernetes.io/instance-type"]
+        self.published[name] = run_node_agent(
+            self.plane, node, pool=POOL, nvml_file=self.root / f"{name}-nvml.json"
         )
-        assert spec is not None
-        gpu_node = {
-            "apiVersion": "tensor-fusion.ai/v1",
-            "kind": "GPUNode",
-            "metadata": {"name": name, "labels": {pool_label(POOL): "true"}},
-            "spec": {"manageMode": "AutoSelect"},
-        }
-        self.plane.request("POST", "/apis/tensor-fusion.ai/v1/gpunodes", gpu_node)
-        uuids = [f"GPU-{uuid.uuid4()}" for _ in range(spec.gpu_count)]
-        devices = [
-            {
-                "uuid": u,
-                "name": f"NVIDIA {spec.gpu_model}",
-                "memoryBytes": spec.vram_gib * GIB,
-                "numaNode": 0,
-                "health": None,
-            }
-            for u in uuids
-        ]
-        nvml_file = self.root / f"{name}-nvml.json"
-        nvml_file.write_text(json.dumps({"driverVersion": "550.54.15", "gpus": devices, "processes": []}))
-        api = config.new_client_from_config(config_file=str(self.plane.kubeconfig))  # type: ignore[no-untyped-call]
-        try:
-            Publisher(name, FakeNvml(nvml_file), KubeAgentCluster(api)).publish([], datetime.now(UTC))
-        finally:
-            api.close()
-        self.published[name] = [gpu_object_name(u) for u in uuids]
 
     def agents_for_new_nodes(self) -> list[str]:
         """Run the agent on every registered, untainted node of the NodePool that has none yet."""
