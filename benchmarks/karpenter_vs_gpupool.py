@@ -38,6 +38,7 @@ move from run to run with Karpenter's and the scheduler's timing).
 
     .venv/bin/python -m benchmarks.karpenter_vs_gpupool [--pods 40] [--demand inference|openb|both]
                                                         [--ramp 40] [--hold 60] [--tick 3] [--seed 34]
+                                                        [--workdir DIR]
 """
 
 from __future__ import annotations
@@ -268,6 +269,9 @@ def play(
         "spec": {
             "nodeSelector": {"karpenter.sh/nodepool": nodepool_name},
             "terminationGracePeriodSeconds": 0,
+            # The taint-eviction controller can read the node's startup NoExecute taint after the
+            # scheduler bound the pod (seen once): the template would go empty and be consolidated.
+            "tolerations": [{"operator": "Exists", "effect": "NoExecute"}],
             "containers": [
                 {
                     "name": "main",
@@ -525,14 +529,19 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--tick", type=float, default=3.0, help="seconds between gpupool's schedule ticks")
     parser.add_argument("--seed", type=int, default=34)
+    parser.add_argument(
+        "--workdir", type=Path, help="keep the components' logs here (default: a temporary folder)"
+    )
     args = parser.parse_args(argv)
     demands = {
         "inference": inference_demand,
         "openb": openb_demand,
     }
     chosen = list(demands) if args.demand == "both" else [args.demand]
-    with tempfile.TemporaryDirectory(prefix="karpenter-vs-gpupool-") as folder:
-        root = Path(folder)
+    with contextlib.ExitStack() as scratch:
+        root = args.workdir or Path(
+            scratch.enter_context(tempfile.TemporaryDirectory(prefix="karpenter-vs-"))
+        )
         plane = ControlPlane(root / "plane")
         plane.start()
         try:
