@@ -1,7 +1,8 @@
 """What the function stories on the real control plane share: the functions' environment against
 the session's API server and a moto EC2, the real handlers called in-process, a "cloud → node"
 joiner that turns running tagged instances into KWOK-managed Nodes, and a node agent that
-publishes the GPUNode of a Node Karpenter made.
+publishes the GPUNode of a Node Karpenter made (`publish_gpu_node`: its status only; or
+`run_node_agent`: what TensorFusion's operator and the agent's own `Publisher` write).
 
 The functions are the deployed ones (`functions/<name>/app.py` through `make_handler`, built by
 `build_aws_deps`, the wiring a Lambda uses); only the clock can be moved forward (the wiring's
@@ -246,6 +247,46 @@ def publish_gpu_node(world: FunctionsWorld, node: dict[str, Any], *, pool: str) 
             ),
         )
     )
+
+
+def run_node_agent(plane: ControlPlane, node: dict[str, Any], *, pool: str, nvml_file: Path) -> list[str]:
+    """What TensorFusion's operator and node agent do once `node` runs, with no agent process: the
+    GPUNode labelled with the pool whose nodeSelector selects the node (the operator's part), then
+    the agent's own `Publisher` over a fake NVML listing the GPUs the catalog gives the node's
+    instance type (model, count, memory), which writes the GPU objects and the GPUNode status.
+    Returns the GPU objects' names."""
+    import json
+    import uuid
+
+    from kubernetes import config
+
+    from gpupool_incluster.agent.discovery import gpu_object_name
+    from gpupool_incluster.agent.kube import KubeAgentCluster
+    from gpupool_incluster.agent.nvml_fake import FakeNvml
+    from gpupool_incluster.agent.publish import Publisher
+
+    name = node["metadata"]["name"]
+    spec = load_catalog("aws").instance_type(node["metadata"]["labels"]["node.kubernetes.io/instance-type"])
+    assert spec is not None
+    gpu_node = {
+        "apiVersion": "tensor-fusion.ai/v1",
+        "kind": "GPUNode",
+        "metadata": {"name": name, "labels": {pool_label(pool): "true"}},
+        "spec": {"manageMode": "AutoSelect"},
+    }
+    plane.request("POST", "/apis/tensor-fusion.ai/v1/gpunodes", gpu_node)
+    uuids = [f"GPU-{uuid.uuid4()}" for _ in range(spec.gpu_count)]
+    devices = [
+        {"uuid": u, "name": f"NVIDIA {spec.gpu_model}", "memoryBytes": spec.vram_gib * 2**30, "numaNode": 0}
+        for u in uuids
+    ]
+    nvml_file.write_text(json.dumps({"driverVersion": "550.54.15", "gpus": devices, "processes": []}))
+    api = config.new_client_from_config(config_file=str(plane.kubeconfig))  # type: ignore[no-untyped-call]
+    try:
+        Publisher(name, FakeNvml(nvml_file), KubeAgentCluster(api)).publish([], datetime.now(UTC))
+    finally:
+        api.close()
+    return [gpu_object_name(u) for u in uuids]
 
 
 @contextlib.contextmanager

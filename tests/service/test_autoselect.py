@@ -375,7 +375,7 @@ def test_compaction_guards_the_karpenter_nodes_gpupool_needs_and_releases_them_w
     )
     assert marked == ["idle-a"], "warm needs two nodes: the person's (Karpenter keeps it) and idle-b"
     assert "karpenter.sh/do-not-disrupt" not in old["idle-a"], "not needed: Karpenter may remove it"
-    assert old["idle-b"]["gpupool.io/do-not-disrupt-for"] in ("protection", "warm-min")
+    assert old["idle-b"]["gpupool.io/do-not-disrupt-for"] == "warm-min", "the marker says why now"
     assert old["idle-b"]["karpenter.sh/do-not-disrupt"] == "true", (
         "warm needs it: Karpenter must not remove it"
     )

@@ -12,6 +12,7 @@ Must not: read NVML or the cluster, or read the clock (`now` is passed in).
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -32,6 +33,7 @@ __all__ = [
     "gpu_object",
     "gpu_object_name",
     "gpunode_status",
+    "hostname_label",
     "model_tflops",
 ]
 
@@ -48,6 +50,15 @@ class GpuFacts:
     device: DeviceInfo
     problem: str | None = None
     missing_since: datetime | None = None
+
+
+def hostname_label(node: str) -> str:
+    """The `kubernetes.io/hostname` label value of `node`'s GPU objects: the name itself when it
+    is a valid label value (at most 63 characters), else its first 54 characters, `-` and the
+    first 8 hex digits of its SHA-256 — one node, one value, the agent's own selector."""
+    if len(node) <= 63:
+        return node
+    return f"{node[:54].rstrip('-.')}-{hashlib.sha256(node.encode()).hexdigest()[:8]}"
 
 
 def gpu_object_name(uuid: str) -> str:
@@ -101,7 +112,7 @@ def gpu_object(
     device = facts.device
     model = catalog_model(device.name)
     tflops = model_tflops(model) or Decimal(0)
-    labels = {"kubernetes.io/hostname": node, **({c.LABEL_GPU_POOL: pool} if pool else {})}
+    labels = {"kubernetes.io/hostname": hostname_label(node), **({c.LABEL_GPU_POOL: pool} if pool else {})}
     annotations = (
         {ANNOTATION_GPU_MISSING_SINCE: _stamp(facts.missing_since)}
         if facts.problem is not None and facts.missing_since is not None

@@ -20,6 +20,7 @@ from kubernetes.client import exceptions as _exceptions
 
 from gpupool.core.model import constants as c
 from gpupool.core.model.foreign import Pod
+from gpupool_incluster.agent.discovery import hostname_label
 from gpupool_incluster.agent.ports import JsonObject
 
 __all__ = ["KubeAgentCluster"]
@@ -44,9 +45,13 @@ class KubeAgentCluster:
 
     def node_gpus(self, node: str) -> list[JsonObject]:
         found = self.custom.list_cluster_custom_object(
-            G, V, "gpus", label_selector=f"kubernetes.io/hostname={node}"
+            G, V, "gpus", label_selector=f"kubernetes.io/hostname={hostname_label(node)}"
         )
-        return list(found.get("items") or [])
+        return [  # a shortened label could be another node's: the status names the node itself
+            g
+            for g in found.get("items") or []
+            if ((g.get("status") or {}).get("nodeSelector") or {}).get("kubernetes.io/hostname", node) == node
+        ]
 
     def apply_gpu(self, body: JsonObject) -> None:
         name = body["metadata"]["name"]

@@ -25,7 +25,7 @@ class AgentCluster(Protocol):
         ...
 
     def node_gpus(self, node: str) -> list[JsonObject]:
-        """GPU objects whose label `kubernetes.io/hostname` is `node`."""
+        """GPU objects on `node` (label `kubernetes.io/hostname`: `discovery.hostname_label(node)`)."""
         ...
 
     def apply_gpu(self, body: JsonObject) -> None:

@@ -20,6 +20,7 @@ import grpc
 from gpupool.core.allocator.pod_record import record_annotations
 from gpupool.core.model.foreign import Pod
 from gpupool_incluster.agent.deviceplugin import api_pb2 as pb
+from gpupool_incluster.agent.discovery import hostname_label
 
 T = "tensor-fusion.ai/"
 GIB = 1024**3
@@ -148,7 +149,9 @@ class FakeCluster:
 
     def node_gpus(self, node: str) -> list[dict[str, Any]]:
         return [
-            g for g in self.gpus.values() if g["metadata"]["labels"].get("kubernetes.io/hostname") == node
+            g
+            for g in self.gpus.values()
+            if g["metadata"]["labels"].get("kubernetes.io/hostname") == hostname_label(node)
         ]
 
     def apply_gpu(self, body: dict[str, Any]) -> None:

@@ -1,11 +1,12 @@
 """non_gpu_blocker and the candidate narrowing of plan_autoselect: what makes a pod need more than
 GPU capacity, and how required affinity narrows instance type and zone; the expansion's metadata
 (the template's and the NodePool's, no do-not-disrupt, the NodePool as owner), the NodePool's
-limits, the Events' timing and the template taken from the pod's own pool."""
+limits, the Events' timing, the template taken from the pod's own pool, and a pod its joined expansion
+did not take expanded for again once that node's GPUs have been reported for the grace."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -13,6 +14,7 @@ import pytest
 from gpupool.core.decisions.autoselect import non_gpu_blocker, plan_autoselect
 from gpupool.core.model.foreign import Node, Pod
 from gpupool.core.model.karpenter import KarpenterNodeClaim, KarpenterNodePool
+from gpupool.core.model.node import GPU
 from gpupool.core.model.pool import GPUPool
 from gpupool.core.planning.plan import CreateNodeClaim, RecordEvent
 from gpupool.core.quantity import Quantity
@@ -250,3 +252,53 @@ def test_labels_karpenter_resolved_for_the_template_are_not_copied() -> None:
         "team",
         "tensor-fusion.ai/expansion-source",
     }
+
+
+def _joined_expansion_for(pod_key: str) -> KarpenterNodeClaim:
+    """An expansion made for `pod_key` whose node n1 registered."""
+    return KarpenterNodeClaim.model_validate(
+        {
+            "metadata": {
+                "name": "gpu-x",
+                "labels": {"karpenter.sh/nodepool": "gpu", "tensor-fusion.ai/expansion-source": "n0"},
+                "annotations": {"gpupool.io/expansion-for": pod_key},
+            },
+            "spec": TEMPLATE.spec.model_dump(by_alias=True, exclude_none=True),
+            "status": {"nodeName": "n1", "conditions": [{"type": "Registered", "status": "True"}]},
+        }
+    )
+
+
+def _gpu_on(node: str, *, reported: datetime) -> GPU:
+    return GPU.model_validate(
+        {
+            "metadata": {"name": f"{node}-gpu-0", "creationTimestamp": reported.isoformat()},
+            "status": {
+                "capacity": {"tflops": "125", "vram": "24Gi"},
+                "nodeSelector": {"kubernetes.io/hostname": node},
+            },
+        }
+    )
+
+
+@pytest.mark.parametrize(("reported_ago", "expands"), [(None, False), (10, False), (30, True), (120, True)])
+def test_a_pod_its_joined_expansion_did_not_take_expands_again_after_the_grace(
+    reported_ago: int | None, expands: bool
+) -> None:
+    """The node made for the pod joined; once its GPUs have been reported for PLACEMENT_GRACE
+    (30 s) and the pod still waits — the scheduler gave the room to other pods — it is expanded
+    for again; before that (or with no GPUs reported yet) the joined node still covers it."""
+    gpus = [] if reported_ago is None else [_gpu_on("n1", reported=NOW - timedelta(seconds=reported_ago))]
+    plan = plan_autoselect(
+        [pod()],
+        [NODE],
+        [TEMPLATE, _joined_expansion_for("ml/p")],
+        [NODEPOOL],
+        suffixes=["a"],
+        now=NOW,
+        gpus=gpus,
+    )
+    made = [a for a in plan.actions if isinstance(a, CreateNodeClaim)]
+    assert bool(made) is expands, plan.reasons
+    if expands:
+        assert any("no longer counts on it" in r for r in plan.reasons), plan.reasons

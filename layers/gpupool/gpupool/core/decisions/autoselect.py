@@ -20,6 +20,9 @@ expansions, `autoselect_memory`; offerings out of capacity, `planning.unavailabl
   rules and against the NodePool's limits (`autoselect_limits`: one `NodePoolLimitReached` names
   the limit that stopped it); `NodeExpansionCompleted` when it is created; at most
   `max_in_flight` (15) expansions in flight, the rest wait;
+- a pod whose expansion's node registered and has had its GPUs reported for `PLACEMENT_GRACE`
+  but still waits (the scheduler gave that room to other pods) counts on it no more: it is packed
+  or expanded again like a new pod (`autoselect_review` reads the expansions, pod by pod);
 - per expansion that vanished before its node registered — Karpenter deletes a NodeClaim it
   cannot launch (InsufficientCapacity, NodeClassNotReady) and never writes `Launched=False` —
   a failed candidate: remembered for its pods, its offering marked unavailable for
@@ -40,7 +43,7 @@ event that triggered it (only the objects passed in).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from datetime import datetime, timedelta
 
 from gpupool.core.allocator.affinity import node_constraint_failure
@@ -61,6 +64,12 @@ from gpupool.core.decisions.autoselect_fit import non_gpu_blocker
 from gpupool.core.decisions.autoselect_limits import EVENT_NODEPOOL_LIMIT_REACHED, NodePoolUsage
 from gpupool.core.decisions.autoselect_memory import ExpansionRecord, expansions_text, read_expansions
 from gpupool.core.decisions.autoselect_packing import ExpansionBin, GpuShape, Share, share_of, template_shape
+from gpupool.core.decisions.autoselect_review import (
+    ANNOTATION_EXPANSION_FOR,
+    ExpansionReview,
+    gpus_reported,
+    review_expansions,
+)
 from gpupool.core.decisions.karpenter_nodeclaim import placement_of
 from gpupool.core.decisions.launch_budget import warning_on_pool
 from gpupool.core.decisions.launch_failure import OFFERING_UNAVAILABLE_FOR
@@ -87,7 +96,6 @@ from gpupool.core.model.node import GPU
 from gpupool.core.model.pool import Budget, GPUPool
 from gpupool.core.planning.budget import BudgetError
 from gpupool.core.planning.plan import (
-    Action,
     CreateNodeClaim,
     MarkOfferingUnavailable,
     OfferingRef,
@@ -108,7 +116,6 @@ __all__ = [
 
 DEFAULT_MAX_IN_FLIGHT = 15
 LABEL_NODEPOOL = "karpenter.sh/nodepool"  # Karpenter's label on its NodeClaims and Nodes
-ANNOTATION_EXPANSION_FOR = "gpupool.io/expansion-for"  # <namespace>/<pod>: whom it was made for
 # Labels Karpenter merges into a NodeClaim at launch (what that one node runs): not the template's to copy.
 _LAUNCH_LABELS = frozenset(
     (KEY_INSTANCE_TYPE, KEY_ZONE, KEY_REGION, KEY_CAPACITY_TYPE, "kubernetes.io/hostname")
@@ -118,10 +125,6 @@ _NODEPOOL_HASH = ("karpenter.sh/nodepool-hash", "karpenter.sh/nodepool-hash-vers
 
 def _pod_key(pod: Pod) -> str:
     return f"{pod.metadata.namespace or 'default'}/{pod.name}"
-
-
-def _condition(nodeclaim: KarpenterNodeClaim, kind: str) -> str | None:
-    return next((c.status for c in nodeclaim.status.conditions if c.type == kind), None)
 
 
 def _text(candidate: Candidate) -> str:
@@ -266,67 +269,8 @@ def _expansion(
     )
 
 
-@dataclass
-class _Review:
-    """What the expansions say, pod by pod, before new ones are made."""
-
-    in_flight_names: set[str] = field(default_factory=set)
-    live: dict[str, KarpenterNodeClaim] = field(default_factory=dict)  # in-flight expansions by name
-    covered: set[str] = field(default_factory=set)
-    memory: dict[str, ExpansionRecord] = field(default_factory=dict)
-    vanished: dict[str, str] = field(default_factory=dict)  # pod → the candidate that failed
-    actions: list[Action] = field(default_factory=list)
-    reasons: list[str] = field(default_factory=list)
-
-
-def _review(
-    nodeclaims: Sequence[KarpenterNodeClaim], pending: set[str], remembered: Mapping[str, ExpansionRecord]
-) -> _Review:
-    """In-flight expansions, the pods they cover, and the ones that vanished before registering.
-    A registered NodeClaim whose pod still waits covers it (not in flight) and is reported."""
-    review = _Review()
-    live: dict[str, KarpenterNodeClaim] = {}
-    by_name: dict[str, KarpenterNodeClaim] = {}  # a NodeClaim several packed pods share
-    for nc in sorted(nodeclaims, key=lambda n: n.name):
-        pod_key = nc.metadata.annotations.get(ANNOTATION_EXPANSION_FOR, "")
-        if (
-            LABEL_EXPANSION_SOURCE in nc.metadata.labels
-            and nc.metadata.deletion_timestamp is None
-            and pod_key
-        ):
-            live.setdefault(pod_key, nc)
-            by_name[nc.name] = nc
-    for pod_key in sorted(pending):
-        record = remembered.get(pod_key, ExpansionRecord())
-        expansion = live.get(pod_key) or by_name.get(record.nodeclaim or "")
-        if expansion is not None:
-            registered = _condition(expansion, "Registered") == "True"
-            placed = placement_of(expansion)
-            candidate = f"{placed.get(KEY_INSTANCE_TYPE, '?')}/{placed.get(KEY_ZONE, '?')}"
-            review.memory[pod_key] = replace(
-                record, nodeclaim=expansion.name, candidate=candidate, registered=registered
-            )
-            review.covered.add(pod_key)
-            if registered:  # its node joined; the scheduler has yet to place the pod there
-                review.reasons.append(
-                    f"pod {pod_key}: node {expansion.status.node_name} joined from NodeClaim {expansion.name}"
-                )
-            else:
-                review.in_flight_names.add(expansion.name)
-                review.live[expansion.name] = expansion
-            continue
-        if record.nodeclaim and record.candidate and not record.registered:
-            review.vanished[pod_key] = record.candidate
-            record = replace(record, nodeclaim=None, candidate=None, tried=(*record.tried, record.candidate))
-        elif record.nodeclaim:  # its node came and went: the pod waits again, nothing failed
-            record = replace(record, nodeclaim=None, candidate=None, registered=False)
-        if record != ExpansionRecord():
-            review.memory[pod_key] = record
-    return review
-
-
 def _mark_vanished(
-    review: _Review,
+    review: ExpansionReview,
     remembered: Mapping[str, ExpansionRecord],
     capacity_type: str | None,
     gpu_pool: str,
@@ -369,7 +313,10 @@ def _asking_for(nodeclaim: KarpenterNodeClaim, gpus: int) -> KarpenterNodeClaim:
 
 
 def _in_flight_bins(
-    review: _Review, memory: Mapping[str, ExpansionRecord], pods: Sequence[Pod], shape: GpuShape | None
+    review: ExpansionReview,
+    memory: Mapping[str, ExpansionRecord],
+    pods: Sequence[Pod],
+    shape: GpuShape | None,
 ) -> list[ExpansionBin]:
     """The GPUs of each expansion in flight, with the shares of the pending pods made or packed
     for it already placed (in pod-key order), so new pods fill what is left."""
@@ -425,7 +372,7 @@ def plan_autoselect(
     remembered = read_expansions(pool) if pool is not None else {}
     blocked = unavailable_offerings(pool, now) if pool is not None else {}
     pending = {_pod_key(p) for p in pods}
-    review = _review(nodeclaims, pending, remembered)
+    review = review_expansions(nodeclaims, pending, remembered, reported=gpus_reported(gpus), now=now)
     templates, gpu_nodes = _templates(nodes, nodeclaims, pool)
     launched_capacity = (
         capacity_type_of(launched_placement(templates[0][1], templates[0][0])) if templates else None

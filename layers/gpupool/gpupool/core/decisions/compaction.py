@@ -101,10 +101,16 @@ def _need(resource: ResourceAmount | None, dim: str) -> Quantity:
 
 
 def _guard(pool: str, node: Node, why: str) -> LabelNode | None:
-    """`karpenter.sh/do-not-disrupt` on a Karpenter node gpupool needs (None: it has it, or
-    Karpenter does not own it)."""
+    """`karpenter.sh/do-not-disrupt` on a Karpenter node gpupool needs (None: Karpenter does not
+    own it, or it has it — set by someone else, or by gpupool for this same reason; gpupool's
+    marker is brought up to date when the reason changed, e.g. protection → warm-min)."""
     notes = node.metadata.annotations
-    if LABEL_NODEPOOL not in node.metadata.labels or notes.get(ANNOTATION_KARPENTER_DO_NOT_DISRUPT) == "true":
+    if LABEL_NODEPOOL not in node.metadata.labels:
+        return None
+    if (
+        notes.get(ANNOTATION_KARPENTER_DO_NOT_DISRUPT) == "true"
+        and notes.get(ANNOTATION_GUARDED_FOR, why) == why
+    ):
         return None
     wanted: dict[str, str | None] = {ANNOTATION_KARPENTER_DO_NOT_DISRUPT: "true", ANNOTATION_GUARDED_FOR: why}
     return LabelNode(pool=pool, node=node.name, labels={}, annotations=wanted)
