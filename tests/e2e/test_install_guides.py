@@ -29,10 +29,11 @@ the function, then the real bind handler runs with s.yaml's environment, reading
 KMS secret the guide stored (only as the functions' role, with s.yaml's policy, may) and answering the
 relay. After the uninstall nothing the guide made may be left. The self-managed walk starts from the
 account such a cluster has (its VPC and control-plane security group in moto, Karpenter's node role) and
-checks the functions' kubeconfig in Secrets Manager, the relay's role trusting the cluster's own issuer
-for the chart's ServiceAccount and its web-identity token in the chart. The ACK walk is also run on the
-guide broken on purpose — the relay given a wrong AccessKey secret, the KMS secret step left out, the
-relay's policy never attached — and must stop at each with the refusal that names it."""
+checks the issuer's documents in its bucket (as the API server serves them), the functions' kubeconfig
+in Secrets Manager, the relay's role trusting the cluster's own issuer for the chart's ServiceAccount
+and its web-identity token in the chart. The ACK walk is also run on the guide broken on purpose — the
+relay given a wrong AccessKey secret, the KMS secret step left out, the relay's policy never attached —
+and must stop at each with the refusal that names it."""
 
 from __future__ import annotations
 
@@ -858,6 +859,14 @@ def test_the_self_managed_guide_installs_and_uninstalls(walk: Walk, tmp_path: Pa
     )
     providers = _moto(walk, "iam").list_open_id_connect_providers()["OpenIDConnectProviderList"]
     assert [p["Arn"] for p in providers] == [statement["Principal"]["Federated"]]
+    # The issuer's two documents in the bucket are the ones the API server serves.
+    for key, path in (
+        (".well-known/openid-configuration", "/.well-known/openid-configuration"),
+        ("openid/v1/jwks", "/openid/v1/jwks"),
+    ):
+        published = _moto(walk, "s3").get_object(Bucket=f"{SELF_MANAGED_CLUSTER}-oidc", Key=key)
+        served = _tool(walk, "kubectl", "get", "--raw", path).stdout
+        assert json.loads(published["Body"].read()) == json.loads(served), key
     # The functions' kubeconfig, in Secrets Manager under the stack's default name, is the
     # functions' ServiceAccount token for the API server the guide named; no copy is left on disk.
     stored = _moto(walk, "secretsmanager").get_secret_value(SecretId="gpupool/tensor-fusion/kubeconfig")
