@@ -32,8 +32,8 @@ account such a cluster has (its VPC and control-plane security group in moto, Ka
 checks the issuer's documents in its bucket (as the API server serves them), the functions' kubeconfig
 in Secrets Manager, the relay's role trusting the cluster's own issuer for the chart's ServiceAccount
 and its web-identity token in the chart. The ACK walk is also run on the guide broken on purpose — the
-relay given a wrong AccessKey secret, the KMS secret step left out, the relay's policy never attached —
-and must stop at each with the refusal that names it."""
+relay given a wrong AccessKey secret, the KMS secret step left out, the relay's policy never attached,
+the chart given an image nobody pushed — and must stop at each with the refusal that names it."""
 
 from __future__ import annotations
 
@@ -61,6 +61,7 @@ from gpupool.sandbox.cluster.controlplane import ControlPlane
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(0, str(ROOT / "tests" / "contract" / "kubeapi"))
+import walk_cluster  # noqa: E402
 from install_doubles import REAL, TOOLS, load_state  # noqa: E402
 
 GUIDES = {
@@ -256,18 +257,6 @@ def test_the_published_chart_and_image_named_are_where_the_release_workflow_publ
 # ---- the walk ----------------------------------------------------------------------------------
 # The real `sam build` installs the layer's dependencies for arm64 with pip: minutes on 2 busy cores.
 WALK_TIMEOUT_S = 1500
-# The walk's cluster: a real control plane with KWOK's nodes — one system node for the scheduler's
-# pods, one GPU node (as the guides' GPU nodes are labelled and tainted) for the node agent's.
-SYSTEM_NODE = "walk-system-1"
-GPU_NODE = "walk-gpu-1"
-WALK_NODES = {
-    SYSTEM_NODE: ({}, []),
-    GPU_NODE: (
-        {"nvidia.com/gpu.present": "true"},
-        [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}],
-    ),
-}
-KEPT_NAMESPACES = {"default", "kube-system", "kube-public", "kube-node-lease"}
 
 
 def _free_port() -> int:
@@ -357,48 +346,20 @@ def _tools(tmp_path: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def walk_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
-    """One real control plane for every walk of this module (etcd, kube-apiserver, the controller
-    manager — its token controller fills the functions' token Secret —, kube-scheduler and KWOK,
-    which makes the pods on its nodes Running and Ready): no gpupool CRDs but the chart's own, and the
-    chart's cluster-wide webhook and admission policies kept off the real tier's shared plane. Each
-    walk leaves it as it found it (`_reset`)."""
-    from gpupool.sandbox.cluster.controlplane import KWOK_NODE_ANNOTATION, KWOK_NODE_VALUE
+def walk_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
+    """One real control plane for every walk of this module (tests/e2e/walk_cluster.py); each walk
+    leaves it as it found it."""
     from tests.programs import require_built
 
     require_built("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "helm")
     for tool in ("bash", "openssl", "base64"):
         assert shutil.which(tool), f"the walk needs {tool} (apt-get install it)"
-    components = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
-    plane = ControlPlane(tmp_path_factory.mktemp("walk-control-plane"), components=components)
-    plane.start()
-    try:
-        for name, (labels, taints) in WALK_NODES.items():
-            metadata = {
-                "name": name,
-                "annotations": {KWOK_NODE_ANNOTATION: KWOK_NODE_VALUE},
-                "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", **labels},
-            }
-            plane.request("POST", "/api/v1/nodes", {"metadata": metadata, "spec": {"taints": taints}})
+    with walk_cluster.started(tmp_path_factory.mktemp("walk-control-plane")) as plane:
         yield plane
-    finally:
-        plane.stop()
-
-
-def _walk_kubeconfig(plane: ControlPlane, path: Path) -> Path:
-    """The admin's kubeconfig with the CA inline, as eksctl and ACK write one (the guides read
-    `certificate-authority-data` from it)."""
-    config = yaml.safe_load(plane.kubeconfig.read_text())
-    cluster = config["clusters"][0]["cluster"]
-    ca = Path(cluster.pop("certificate-authority")).read_bytes()
-    cluster["certificate-authority-data"] = base64.b64encode(ca).decode()
-    path.write_text(yaml.safe_dump(config, sort_keys=False))
-    path.chmod(0o600)
-    return path
 
 
 @pytest.fixture
-def walk(tmp_path: Path, walk_cluster: ControlPlane) -> Iterator[Walk]:
+def walk(tmp_path: Path, walk_plane: ControlPlane) -> Iterator[Walk]:
     from moto.server import ThreadedMotoServer
 
     moto = ThreadedMotoServer(ip_address="127.0.0.1", port=0)
@@ -406,7 +367,7 @@ def walk(tmp_path: Path, walk_cluster: ControlPlane) -> Iterator[Walk]:
     host, port = moto.get_host_and_port()
     home = tmp_path / "home"
     home.mkdir()
-    kubeconfig = _walk_kubeconfig(walk_cluster, tmp_path / "kubeconfig")
+    kubeconfig = walk_cluster.admin_kubeconfig(walk_plane, tmp_path / "kubeconfig")
     env = {
         "PATH": f"{_tools(tmp_path)}:{Path(sys.executable).parent}:/usr/bin:/bin",
         "HOME": str(home),
@@ -428,93 +389,9 @@ def walk(tmp_path: Path, walk_cluster: ControlPlane) -> Iterator[Walk]:
         yield walk
     finally:
         try:
-            _reset(walk, walk_cluster)
+            walk_cluster.reset(env)
         finally:
             moto.stop()
-
-
-def _tool(walk: Walk, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    """The walk's real helm or kubectl (`args[0]`) with the walk's environment."""
-    done = subprocess.run(
-        [str(Path(walk.env["PATH"].split(":")[0]) / args[0]), *args[1:]],
-        env=walk.env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert done.returncode == 0 or not check, f"{shlex.join(args)}: {done.stderr[-2000:]}"
-    return done
-
-
-def _releases(walk: Walk) -> list[dict[str, Any]]:
-    found: list[dict[str, Any]] = json.loads(
-        _tool(walk, "helm", "list", "--all-namespaces", "-o", "json").stdout
-    )
-    return found
-
-
-def _reset(walk: Walk, plane: ControlPlane) -> None:
-    """Leave the shared control plane as the walk found it, whatever the walk left (a broken guide
-    stops before its uninstall): releases, gpupool's CRDs, namespaces, RuntimeClasses, the nodes the
-    test registered, the functions' ledger Leases."""
-    for release in _releases(walk):
-        _tool(walk, "helm", "uninstall", release["name"], "--namespace", release["namespace"], "--wait")
-    crds = _tool(walk, "kubectl", "get", "crd", "-o", "name").stdout.split()
-    gpupool = [crd for crd in crds if crd.endswith(".tensor-fusion.ai")]
-    if gpupool:
-        _tool(walk, "kubectl", "delete", "--wait", *gpupool)
-    namespaces = _tool(walk, "kubectl", "get", "namespaces", "-o", "name").stdout.split()
-    left = [n for n in namespaces if n.removeprefix("namespace/") not in KEPT_NAMESPACES]
-    if left:
-        _tool(walk, "kubectl", "delete", "--wait", "--timeout=120s", *left)
-    _tool(walk, "kubectl", "delete", "runtimeclass", "--all")
-    nodes = _tool(walk, "kubectl", "get", "nodes", "-o", "name").stdout.split()
-    extra = [n for n in nodes if n.removeprefix("node/") not in WALK_NODES]
-    if extra:
-        _tool(walk, "kubectl", "delete", *extra)
-    _tool(walk, "kubectl", "-n", "default", "delete", "leases", "--all")
-
-
-def _deployed(walk: Walk) -> tuple[list[dict[str, Any]], str]:
-    """The release's objects as the real helm installed them (`helm get manifest`), and its namespace."""
-    (release,) = _releases(walk)
-    manifest = _tool(walk, "helm", "get", "manifest", release["name"], "--namespace", release["namespace"])
-    return [d for d in yaml.safe_load_all(manifest.stdout) if d], release["namespace"]
-
-
-def _every_workload_runs_a_pushed_image(walk: Walk, state: dict[str, Any]) -> None:
-    """What `helm upgrade --install --wait` left: every Deployment of the release available, every
-    DaemonSet's pod ready on each node it selects (the agent's on the GPU node: at least one), and
-    every container of every pod — init containers too — running an image the guide pushed (the
-    kube-scheduler's is upstream's)."""
-    from kubernetes import client, config
-
-    documents, namespace = _deployed(walk)
-    apps = client.AppsV1Api(config.new_client_from_config(config_file=str(walk.kubeconfig)))
-    workloads = [d for d in documents if d["kind"] in ("Deployment", "DaemonSet")]
-    assert {d["kind"] for d in workloads} == {"Deployment", "DaemonSet"}
-    for document in workloads:
-        name = document["metadata"]["name"]
-        if document["kind"] == "Deployment":
-            status = apps.read_namespaced_deployment_status(name, namespace).status
-            assert status.available_replicas and status.available_replicas == status.replicas, (name, status)
-        else:
-            status = apps.read_namespaced_daemon_set_status(name, namespace).status
-            assert status.number_ready >= 1 and status.number_ready == status.desired_number_scheduled, (
-                name,
-                status,
-            )
-    pods = client.CoreV1Api(apps.api_client).list_namespaced_pod(namespace).items
-    assert GPU_NODE in {pod.spec.node_name for pod in pods}, "no pod of the release on the GPU node"
-    pushed = set(state.get("pushed") or [])
-    for pod in pods:
-        ready = {c.type: c.status for c in pod.status.conditions or []}.get("Ready")
-        assert pod.status.phase == "Running" and ready == "True", (pod.metadata.name, pod.status.phase)
-        for container in (pod.spec.init_containers or []) + pod.spec.containers:
-            assert container.image in pushed or container.image.startswith(
-                "registry.k8s.io/kube-scheduler:"
-            ), f"{pod.metadata.name}/{container.name} runs {container.image}, which the guide never pushed"
 
 
 def _relay_deployment(documents: list[dict[str, Any]]) -> dict[str, Any]:
@@ -649,10 +526,10 @@ def _nothing_left(state: dict[str, Any], walk: Walk, *, kept_roles: frozenset[st
     for kind in ("stacks", "eks", "iam_roles", "instance_profiles", "ecr", "ack", "mns_queues"):
         assert not state.get(kind), f"the uninstall left {kind}: {state.get(kind)}"
     assert not state.get("s_deployed")
-    assert not _releases(walk), "the uninstall left a helm release"
-    assert "tensor-fusion.ai" not in _tool(walk, "kubectl", "get", "crd", "-o", "name").stdout
-    namespaces = _tool(walk, "kubectl", "get", "namespaces", "-o", "name").stdout.split()
-    assert {n.removeprefix("namespace/") for n in namespaces} <= KEPT_NAMESPACES, namespaces
+    assert not walk_cluster.releases(walk.env), "the uninstall left a helm release"
+    assert "tensor-fusion.ai" not in walk_cluster.tool(walk.env, "kubectl", "get", "crd", "-o", "name")
+    namespaces = walk_cluster.tool(walk.env, "kubectl", "get", "namespaces", "-o", "name").split()
+    assert {n.removeprefix("namespace/") for n in namespaces} <= walk_cluster.KEPT_NAMESPACES, namespaces
 
 
 def _split(guide: Path, text: str | None = None) -> tuple[list[Block], list[Block]]:
@@ -672,8 +549,8 @@ def test_the_eks_guide_installs_and_uninstalls(walk: Walk, tmp_path: Path) -> No
     walk.run(install, first=True)
     state = load_state_at(walk)
     assert state["pushed"] == [f"{walk.session()['IMAGE_REPOSITORY']}:{walk.session()['VERSION']}"]
-    _every_workload_runs_a_pushed_image(walk, state)
-    documents, namespace = _deployed(walk)
+    walk_cluster.every_workload_runs_a_pushed_image(walk.env, walk.kubeconfig, set(state["pushed"]))
+    documents, namespace = walk_cluster.deployed(walk.env)
     (stack,) = state["stacks"].values()
     assert namespace == stack["RelayNamespace"]
     (account,) = [
@@ -699,7 +576,10 @@ def _ack_walk_to_the_relay(walk: Walk, tmp_path: Path, guide: str) -> tuple[dict
 
     install, _ = _split(GUIDES["ack"], guide)
     walk.run(install, first=True)
-    documents, _ = _deployed(walk)
+    walk_cluster.every_workload_runs_a_pushed_image(
+        walk.env, walk.kubeconfig, set(load_state_at(walk).get("pushed") or [])
+    )
+    documents, _ = walk_cluster.deployed(walk.env)
     with function_compute(lambda: load_state_at(walk), run={"bind"}) as functions:
         event = _relay_delivers_a_signed_node_joined(documents, functions, walk, tmp_path)
         (answer,) = [a for a in functions.function_answers if a[1].endswith(".node.joined")]
@@ -714,7 +594,6 @@ def test_the_ack_guide_installs_and_uninstalls(walk: Walk, tmp_path: Path) -> No
     from gpupool.adapters.kube.deliveries import LABEL_RECORD
 
     event, (function, _, status, body) = _ack_walk_to_the_relay(walk, tmp_path, GUIDES["ack"].read_text())
-    _every_workload_runs_a_pushed_image(walk, load_state_at(walk))
     assert event["source"] == "/gpupool/relay/tensor-fusion"
     assert function == "bind" and status == 200 and json.loads(body)["status"] == "handled", body
     state = load_state_at(walk)
@@ -746,6 +625,11 @@ def test_the_ack_guide_installs_and_uninstalls(walk: Walk, tmp_path: Path) -> No
 
 # Each break of the ACK guide, and the refusal the walk must stop at.
 BROKEN_ACK_GUIDES = {
+    "image-never-pushed": (  # KWOK runs any image: the walk itself must see the chart's is the pushed one
+        '-f gpupool-values.yaml --set image.repository="$IMAGE_REPOSITORY" ',
+        '-f gpupool-values.yaml --set image.repository="$IMAGE_REPOSITORY-elsewhere" ',
+        "which the guide never pushed",
+    ),
     "wrong-access-key-secret": (  # the Secret gets another secret than the key's
         """key["AccessKeySecret"])' | kubectl -n "$NAMESPACE" create secret generic """
         "tf-cloud-vendor-credentials --from-env-file=/dev/stdin\n",
@@ -865,7 +749,7 @@ def test_the_self_managed_guide_installs_and_uninstalls(walk: Walk, tmp_path: Pa
         ("openid/v1/jwks", "/openid/v1/jwks"),
     ):
         published = _moto(walk, "s3").get_object(Bucket=f"{SELF_MANAGED_CLUSTER}-oidc", Key=key)
-        served = _tool(walk, "kubectl", "get", "--raw", path).stdout
+        served = walk_cluster.tool(walk.env, "kubectl", "get", "--raw", path)
         assert json.loads(published["Body"].read()) == json.loads(served), key
     # The functions' kubeconfig, in Secrets Manager under the stack's default name, is the
     # functions' ServiceAccount token for the API server the guide named; no copy is left on disk.
@@ -881,8 +765,8 @@ def test_the_self_managed_guide_installs_and_uninstalls(walk: Walk, tmp_path: Pa
     assert kubeconfig["users"][0]["user"] == {"token": base64.b64decode(token).decode()}
     assert not (walk.workdir / "functions-kubeconfig.yaml").exists()
     # The relay gets its role through the mounted web-identity token, and delivers signed events.
-    _every_workload_runs_a_pushed_image(walk, state)
-    documents, _ = _deployed(walk)
+    walk_cluster.every_workload_runs_a_pushed_image(walk.env, walk.kubeconfig, set(state["pushed"]))
+    documents, _ = walk_cluster.deployed(walk.env)
     deployment = _relay_deployment(documents)
     (relay,) = [c for c in deployment["spec"]["template"]["spec"]["containers"] if c["name"] == "relay"]
     assert {"name": "AWS_ROLE_ARN", "value": session["RELAY_ROLE_ARN"]} in relay["env"]
