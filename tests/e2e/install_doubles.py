@@ -1,8 +1,9 @@
-"""Doubles of the cloud side of the tools the install guides run (aws, sam, eksctl, docker, helm, s,
-aliyun), for tests/e2e/test_install_guides.py. What a tool does offline is never doubled: the walk
-runs the real `sam validate --lint` and `sam build`, the real `s config ...`, the real `helm lint`
-and `helm template` (REAL below; the tools come from `gpupool sandbox build`), and only the commands
-that need a cloud account or a live cluster come here. Each is this script run as
+"""Doubles of the cloud side of the tools the install guides run (aws, sam, eksctl, docker, s, aliyun),
+for tests/e2e/test_install_guides.py. What a tool does offline, or against the cluster, is never
+doubled: the walk runs the real `sam validate --lint` and `sam build`, the real `s config ...` (REAL
+below) and the real `helm` for every helm command (`lint`, `upgrade --install --wait`, `uninstall`)
+onto a real control plane; the tools come from `gpupool sandbox build`. Only the commands that need a
+cloud account, or a Docker daemon, come here. Each is this script run as
 `install_doubles.py TOOL ARGS...` from a one-line wrapper on PATH; they share a JSON state file
 ($GPUPOOL_DOUBLES_STATE) so a later call sees what an earlier one made, and every refusal is one
 line on stderr with a non-zero exit, as the real tool would refuse. Simpler than the real tools, rule by rule:
@@ -23,14 +24,6 @@ line on stderr with a non-zero exit, as the real tool would refuse. Simpler than
   group) without making anything.
 - docker: `buildx build` must push both platforms from incluster/Dockerfile, through a buildx
   builder, to a repository created and logged in to.
-- helm: `upgrade --install` renders the chart with the real `helm template` for the cluster's
-  version (`--kube-version`: the real helm refuses a cluster outside the chart's kubeVersion),
-  validates every object for that version, refuses images nobody pushed (containers and init
-  containers), and applies the CRDs and the objects to the cluster with kubectl ($GPUPOOL_KUBECTL);
-  `uninstall` deletes them. The hook for the real thing: the real `helm upgrade --install --wait`
-  onto the real control plane (tests/real, `gpupool.sandbox.cluster.controlplane`) replaces this
-  double once the chart's pods can become ready there (KWOK nodes for the scheduler pod, the
-  webhook's Service answering).
 - s (Serverless Devs): `deploy` needs the access s.yaml names configured by the real `s config
   add` (in $HOME/.s/access.yaml, with AccountID, AccessKeyID and AccessKeySecret), every
   `${env('X')}` s.yaml reads set and its failure queue created, and records the functions'
@@ -50,7 +43,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-import doubles_cluster
+import doubles_docker
 from doubles_alibaba import aliyun, s
 from doubles_aws import aws, eksctl, sam
 from doubles_base import Refused, load_state, record, save_state, state_path
@@ -60,14 +53,12 @@ from doubles_base import Refused, load_state, record, save_state, state_path
 REAL: dict[str, tuple[str, ...]] = {
     "sam": ("validate", "build"),
     "s": ("config",),
-    "helm": ("lint", "template"),
 }
 TOOLS: dict[str, Callable[[list[str], dict[str, Any]], str]] = {
     "aws": aws,
     "eksctl": eksctl,
     "sam": sam,
-    "docker": doubles_cluster.docker,
-    "helm": doubles_cluster.helm,
+    "docker": doubles_docker.docker,
     "s": s,
     "aliyun": aliyun,
 }
@@ -80,7 +71,7 @@ def main(argv: list[str]) -> int:
 
     tool, args = argv[0], argv[1:]
     if "--password-stdin" in args:
-        doubles_cluster.STDIN["text"] = sys.stdin.read()
+        doubles_docker.STDIN["text"] = sys.stdin.read()
     with open(str(state_path()) + ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         state = load_state()
