@@ -1,7 +1,8 @@
 """Function Compute handler for **bind** (FC 3.0, Python: ``event`` arrives as bytes).
 
 Triggers: EventBridge ``ecs:Instance:StateChange`` (preemptible interruptions go to launch), the
-sweep timer, and the relay's node and claim CloudEvents on the HTTP trigger.
+sweep timer, and the relay's node and claim CloudEvents on the HTTP trigger — of
+gpupool-bind-relay, the same code deployed HTTP-only (GPUPOOL_HTTP_ONLY=true, s.yaml).
 
 The body is shared with the Lambda handler (``app.py``) and the two other functions:
 ``gpupool.handlers.fc`` (in the layer) on ``gpupool.handlers.common``.

@@ -1,7 +1,8 @@
 """Function Compute handler for **compact** (FC 3.0, Python: ``event`` arrives as bytes).
 
 Triggers: timers (compact every pool) and the relay's manual-compaction CloudEvents on the
-HTTP trigger.
+HTTP trigger — of gpupool-compact-relay, the same code deployed HTTP-only (GPUPOOL_HTTP_ONLY=true,
+s.yaml).
 
 The body is shared with the Lambda handler (``app.py``) and the two other functions:
 ``gpupool.handlers.fc`` (in the layer) on ``gpupool.handlers.common``.

@@ -2,7 +2,8 @@
 
 Triggers: timers (reconcile every pool), EventBridge ``ecs:Instance:PreemptibleInstanceInterruption``
 (the replacement is launched at once), and the relay's ``pod.unschedulable`` /
-``pool.changed`` / ``cluster.changed`` CloudEvents on the HTTP trigger.
+``pool.changed`` / ``cluster.changed`` CloudEvents on the HTTP trigger — of gpupool-launch-relay,
+the same code deployed HTTP-only (GPUPOOL_HTTP_ONLY=true, s.yaml).
 
 The body is shared with the Lambda handler (``app.py``) and the two other functions:
 ``gpupool.handlers.fc`` (in the layer) on ``gpupool.handlers.common``.

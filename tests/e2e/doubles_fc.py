@@ -8,9 +8,11 @@ Rules, in the order a delivery meets them:
   issued (`ram` in the state) and the signature must be that key's (`relay_receiver.fc_problem`,
   which recomputes it with the Alibaba Cloud SDK and then checks the body against the signed
   `x-acs-content-sha256`, as the function does); then the key's RAM user must hold a policy that
-  allows `fc:InvokeFunction` on `acs:fc:<region>:<account>:functions/<name>`. A refusal is a 403
+  allows `fc:InvokeFunction` on `acs:fc:<region>:<account>:functions/gpupool-<name>-relay` (the
+  relay-facing, HTTP-only function whose trigger the delivery's path names). A refusal is a 403
   and no function runs.
-- The function: the real handler of functions/<name>/index.py, with the environment s.yaml gave it
+- The function: the real handler of functions/<name>/index.py, with the environment s.yaml gave
+  gpupool-<name>-relay (GPUPOOL_HTTP_ONLY=true among it)
   (as `s deploy` resolved it) plus the endpoints of the two doubles below and the role's
   credentials; its answer (status and body) goes back to the relay.
 - KMS: `KmsEndpoint` of tests/contract/secrets (GetSecretValue as the real SDK client calls it),
@@ -147,7 +149,7 @@ class FunctionCompute(RelayReceiver):
         if problem is not None:
             return problem
         deployed = state["s_deployed"]
-        arn = f"acs:fc:{deployed['region']}:{deployed['account']}:functions/gpupool-{function}"
+        arn = f"acs:fc:{deployed['region']}:{deployed['account']}:functions/gpupool-{function}-relay"
         statements = [s for p in user["policies"] for s in state["ram"]["policies"][p]["Statement"]]
         if not ram_allows(statements, "fc:InvokeFunction", arn):
             return f"AccessDenied: the RAM user {user_name} may not fc:InvokeFunction on {arn}"
@@ -164,7 +166,7 @@ class FunctionCompute(RelayReceiver):
         if function in self.run:
             with self._invoke:
                 if function not in self.handlers:
-                    self.handlers[function] = _handler(function, self.environ[function])
+                    self.handlers[function] = _handler(function, self.environ[f"{function}-relay"])
                 response = self.handlers[function](_fc_event(path, headers, body), None)
             status, answer = int(response["statusCode"]), str(response["body"])
         with self._lock:

@@ -13,7 +13,10 @@ window acknowledged as a duplicate; ``aws-iam`` takes only the
 relay's principal; a platform mode of the other cloud, or an unknown one, refuses every call; a
 secret store that cannot be read is a 503; a replayed delivery is acknowledged and not acted on,
 one another invocation holds is a 503, one that failed retryably is acted on when retried, and
-an unreachable ledger or deps without one refuse; module import pulls in no SDK; the real
+an unreachable ledger or deps without one refuse; an HTTP-only function (GPUPOOL_HTTP_ONLY=true,
+s.yaml's gpupool-<name>-relay) refuses a timer, EventBridge or unreadable event handed to it
+directly and still handles the relay's signed requests, and a flag that is neither true nor false
+refuses everything; module import pulls in no SDK; the real
 services behind the FC handler on the service fakes; and no bytes at all make a handler raise
 (hypothesis).
 """
@@ -67,6 +70,8 @@ SECRET = "relay-shared-secret"
 # As s.yaml deploys the functions: authType function, the function checks the signed x-acs-content-sha256.
 FC_AUTH = {HTTP_AUTH_VARIABLE: "fc-signature"}
 HMAC_AUTH = {HTTP_AUTH_VARIABLE: "hmac", HMAC_SECRET_VARIABLE: SECRET}
+# As s.yaml deploys the relay-facing functions, gpupool-<name>-relay: HTTP-trigger requests only.
+HTTP_ONLY = {**FC_AUTH, fc.HTTP_ONLY_VARIABLE: "true"}
 
 
 def _load(path: Path, name: str) -> ModuleType:
@@ -289,6 +294,52 @@ def test_a_forged_manual_compaction_on_an_unconfigured_trigger_is_refused() -> N
         service, factory = StubService(), DepsFactory()
         response = fc_handler("compact", service, factory, environ=environ)(json.dumps(forged).encode(), None)
         assert response["statusCode"] == 401 and service.calls == [] and factory.built == 0, environ
+
+
+NOT_HTTP = [(sample, function) for sample, function, _ in ROUTED if not sample.startswith("fc-http-")]
+
+
+@pytest.mark.parametrize(("sample", "function"), NOT_HTTP, ids=[f"{s}->{f}" for s, f in NOT_HTTP])
+def test_an_http_only_function_refuses_a_direct_timer_or_eventbridge_event(
+    sample: str, function: str
+) -> None:
+    """Issue 33, Why 6: the relay's RAM identity may invoke gpupool-<name>-relay (its signed HTTP
+    trigger needs fc:InvokeFunction, and RAM cannot tell a trigger call from a direct one); a
+    direct call carrying a timer or EventBridge event is refused before anything is built."""
+    service, factory = StubService(), DepsFactory()
+    handler = fc_handler(function, service, factory, environ=HTTP_ONLY)
+    with pytest.raises(fc.NotAnHttpTriggerRequest, match="takes HTTP-trigger requests only"):
+        handler(raw(sample), None)
+    assert service.calls == [] and factory.built == 0
+    # The function without the flag (timer and EventBridge triggers, no HTTP one) takes it.
+    assert fc_handler(function, StubService())(raw(sample), None)["status"] == "handled"
+
+
+def test_an_http_only_function_refuses_bytes_that_are_no_request_and_handles_the_relays() -> None:
+    service, factory = StubService(), DepsFactory()
+    for payload in (b"", b"{}", b"not json", json.dumps({"triggerName": "x", "payload": ""}).encode()):
+        with pytest.raises(fc.NotAnHttpTriggerRequest):
+            fc_handler("compact", service, factory, environ=HTTP_ONLY)(payload, None)
+    assert service.calls == [] and factory.built == 0
+    for sample, function, _ in ROUTED:
+        if sample.startswith("fc-http-"):
+            response = fc_handler(function, service, factory, environ=HTTP_ONLY)(raw(sample), None)
+            assert response["statusCode"] == 200, sample
+    assert len(service.calls) == 4
+
+
+@pytest.mark.parametrize("value", ["yes", "1", "True ", "ture", "on"])
+def test_an_http_only_flag_neither_true_nor_false_refuses_every_event(value: str) -> None:
+    if value.strip().lower() == "true":  # spacing and case are forgiven; the word is not
+        assert fc.http_only({fc.HTTP_ONLY_VARIABLE: value}) is True
+        return
+    service, factory = StubService(), DepsFactory()
+    for sample in ("fc-timer", "fc-http-pool-manual-compaction"):
+        handler = fc_handler("compact", service, factory, environ={**FC_AUTH, fc.HTTP_ONLY_VARIABLE: value})
+        with pytest.raises(fc.HttpOnlyMisconfigured, match="neither true nor false"):
+            handler(raw(sample), None)
+    assert service.calls == [] and factory.built == 0
+    assert fc.http_only({}) is False and fc.http_only({fc.HTTP_ONLY_VARIABLE: "false"}) is False
 
 
 def _with_sha256(request: dict[str, Any], value: str | None) -> dict[str, Any]:

@@ -1,11 +1,12 @@
 """s.yaml (Serverless Devs, FC 3.0): its structure checked against the code it deploys.
 
 `s` cannot plan offline (its components come from a host we cannot reach), so this resolves the
-file's own `${vars.…}` references and checks: three fc3 functions on python3.12 whose handler
+file's own `${vars.…}` references and checks: three fc3 functions (and their HTTP-only relay-facing
+twins, gpupool-<name>-relay, deploying the same built code) on python3.12 whose handler
 `index.handler` exists in functions/<name>/index.py and whose code is built from it plus the
-`alibaba` extra; every environment variable set is one the code reads, and the ones the code
-needs are set; 1-minute timers whose names match the FC timer sample; EventBridge rules that
-match exactly the ECS sample events each is meant for; POST-only HTTP triggers that FC itself
+`alibaba` extra; every environment variable set is one the code reads, and the ones the code needs
+are set; 1-minute timers whose names match the FC timer sample; EventBridge rules that match exactly
+the ECS sample events each is meant for; POST-only HTTP triggers, on the twins alone, that FC itself
 authenticates (`authType: function`, never anonymous) on functions that check the signed body
 (`GPUPOOL_HTTP_AUTH=fc-signature`); no secret in a plaintext variable (the kubeconfig is a KMS
 secret the role may read and decrypt, nothing else); async retries with a failure destination; and a
@@ -14,7 +15,8 @@ action, resource pattern and every StringEquals condition match): RunInstances o
 managed-by and this cluster's tag on the request, no TagResources at all, DeleteInstances only on
 instances carrying both tags, PassRole for the instance role alone — so the issue-22 walk-around
 (tag another cluster's instance, then delete it) is refused at every step; the relay's policy
-invokes the three functions and nothing else.
+invokes the three twins and nothing else, and each takes HTTP-trigger requests only (no timer or
+EventBridge trigger, GPUPOOL_HTTP_ONLY=true), so a direct InvokeFunction goes around nothing.
 """
 
 from __future__ import annotations
@@ -79,7 +81,34 @@ def test_it_is_a_serverless_devs_3_project_of_three_functions() -> None:
     assert RAW["edition"] == "3.0.0"
     assert {name for name, r in RESOURCES.items() if r["component"] == "fc3"} == {
         f"gpupool-{f}" for f in FUNCTIONS
-    }
+    } | {f"gpupool-{f}-relay" for f in FUNCTIONS}
+
+
+def _relay_function(name: str) -> dict[str, Any]:
+    resource = RESOURCES[f"gpupool-{name}-relay"]
+    assert resource["component"] == "fc3"
+    props: dict[str, Any] = resource["props"]
+    return props
+
+
+@pytest.mark.parametrize("name", FUNCTIONS)
+def test_each_relay_facing_twin_runs_the_same_built_code_takes_http_only_and_is_deployed_after_it(
+    name: str,
+) -> None:
+    twin, function = _relay_function(name), _function(name)
+    assert twin["functionName"] == f"gpupool-{name}-relay"
+    for same in ("runtime", "handler", "code", "role", "region", "memorySize", "timeout"):
+        assert twin[same] == function[same], same
+    assert "actions" not in RESOURCES[f"gpupool-{name}-relay"], "it reuses .fc-build/<name>"
+    order = list(RESOURCES)
+    assert order.index(f"gpupool-{name}") < order.index(f"gpupool-{name}-relay"), "built before"
+    from gpupool.handlers.fc import HTTP_ONLY_VARIABLE
+
+    environment = twin["environmentVariables"]
+    assert environment == {**function["environmentVariables"], HTTP_ONLY_VARIABLE: "true"}
+    assert HTTP_ONLY_VARIABLE not in function["environmentVariables"]
+    assert [t["triggerType"] for t in twin["triggers"]] == ["http"]
+    assert not [t for t in function["triggers"] if t["triggerType"] == "http"], "the relay has no way in"
 
 
 @pytest.mark.parametrize("name", FUNCTIONS)
@@ -171,10 +200,10 @@ def test_eventbridge_rules_match_exactly_their_ecs_samples() -> None:
 
 @pytest.mark.parametrize("name", FUNCTIONS)
 def test_http_triggers_take_only_signed_posts_and_the_function_checks_the_signed_body(name: str) -> None:
-    (http,) = _triggers(name, "http")
+    (http,) = [t for t in _relay_function(name)["triggers"] if t["triggerType"] == "http"]
     assert http["triggerConfig"]["methods"] == ["POST"]
     assert http["triggerConfig"]["authType"] == "function", "FC checks the relay's signature first"
-    assert _function(name)["environmentVariables"]["GPUPOOL_HTTP_AUTH"] == "fc-signature"
+    assert _relay_function(name)["environmentVariables"]["GPUPOOL_HTTP_AUTH"] == "fc-signature"
     from gpupool.handlers.relay_auth import HTTP_AUTH_VARIABLE
 
     assert HTTP_AUTH_VARIABLE == "GPUPOOL_HTTP_AUTH"
@@ -284,12 +313,15 @@ def test_the_role_passes_only_the_instance_role() -> None:
     assert not _allowed(statements, "ram:PassRole", f"acs:ram:*:{ACCOUNT}:role/{role}-2")
 
 
-def test_the_relay_may_invoke_the_three_functions_and_nothing_else() -> None:
+def test_the_relay_may_invoke_the_three_relay_facing_functions_and_nothing_else() -> None:
     statements = S["vars"]["relayInvokePolicy"]["Statement"]
     actions = {action for s in statements for action in s["Action"]}
     assert actions == {"fc:InvokeFunction"}
     for function in FUNCTIONS:
         assert _allowed(
+            statements, "fc:InvokeFunction", f"acs:fc:{REGION}:{ACCOUNT}:functions/gpupool-{function}-relay"
+        )
+        assert not _allowed(
             statements, "fc:InvokeFunction", f"acs:fc:{REGION}:{ACCOUNT}:functions/gpupool-{function}"
         )
     assert not _allowed(statements, "fc:InvokeFunction", f"acs:fc:{REGION}:{ACCOUNT}:functions/other")
@@ -343,13 +375,6 @@ def test_the_ram_policy_is_least_privilege() -> None:
     assert called <= actions, "every ECS action the adapter calls is allowed"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 33, Why 6: FC's signed HTTP trigger needs fc:InvokeFunction, and RAM cannot tell a "
-    "trigger call from a direct one, so the relay's RAM identity may invoke the functions directly "
-    "with an EventBridge- or timer-shaped event; the fix (HTTP-only functions as the only ones it "
-    "may invoke) is not done — docs/security.md, 'What remains'",
-)
 def test_the_relays_ram_identity_reaches_no_function_but_through_its_signed_http_trigger() -> None:
     """Every function the relay's policy lets it invoke takes HTTP-trigger requests only: a direct
     InvokeFunction could then carry nothing the trigger path would not check."""
@@ -363,6 +388,8 @@ def test_the_relays_ram_identity_reaches_no_function_but_through_its_signed_http
             continue
         kinds = {trigger["triggerType"] for trigger in props.get("triggers") or []}
         assert kinds == {"http"}, f"{name} also takes {sorted(kinds - {'http'})} events"
+        # …and refuses, in its handler, any event a direct InvokeFunction could hand it.
+        assert props["environmentVariables"]["GPUPOOL_HTTP_ONLY"] == "true", name
 
 
 def test_the_role_may_make_the_live_price_reads_and_the_functions_make_them() -> None:

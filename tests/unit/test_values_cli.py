@@ -189,7 +189,7 @@ def test_the_release_and_namespace_must_be_the_ones_the_stack_trusts(
         (["--stack-description", "{missing}"], "no such file"),
         (["--stack-description", "{not_json}"], "not JSON"),
         (["--stack-description", "{s_info}"], "expected the output of `aws cloudformation describe-stacks"),
-        (["--s-info", "{fixture}"], "shows no launch, bind, compact function"),
+        (["--s-info", "{fixture}"], "shows no launch-relay, bind-relay, compact-relay function"),
     ],
     ids=[
         "region",
@@ -247,10 +247,14 @@ def test_the_values_render_into_the_relays_flags(capsys: pytest.CaptureFixture[s
 
 # ---- Alibaba Cloud -----------------------------------------------------------------------------
 FC_URLS = {
-    "launch": "https://gpupool-launch-kqzrwtbnxa.cn-hangzhou.fcapp.run",
-    "bind": "https://gpupool-bind-pvdmxjhelc.cn-hangzhou.fcapp.run",
-    "compact": "https://gpupool-compact-fyngsbowqt.cn-hangzhou.fcapp.run",
+    "launch": "https://gpupool-launch-relay-kqzrwtbnxa.cn-hangzhou.fcapp.run",
+    "bind": "https://gpupool-bind-relay-pvdmxjhelc.cn-hangzhou.fcapp.run",
+    "compact": "https://gpupool-compact-relay-fyngsbowqt.cn-hangzhou.fcapp.run",
 }
+
+
+# The timer and EventBridge triggers of bind on its relay-facing twin too.
+BIND_TRIGGERS = S_INFO["gpupool-bind"]["triggers"] + S_INFO["gpupool-bind-relay"]["triggers"]
 
 
 def _s_info(auth_type: str | None = None, **changes: Any) -> dict[str, Any]:
@@ -325,18 +329,29 @@ def test_s_info_from_stdin(monkeypatch: pytest.MonkeyPatch, capsys: pytest.Captu
 @pytest.mark.parametrize(
     ("info", "message"),
     [
-        (_s_info(**{"gpupool-bind": {"region": "cn-shanghai"}}), "the functions are in 2 regions"),
+        (_s_info(**{"gpupool-bind-relay": {"region": "cn-shanghai"}}), "the functions are in 2 regions"),
         (_s_info("anonymous"), "its HTTP trigger is anonymous, so anyone could call it"),
         (_s_info("basic"), "HTTP trigger authType 'basic'"),
         (
-            _s_info(**{"gpupool-compact": {"environment": {"GPUPOOL_HTTP_AUTH": "hmac"}}}),
+            _s_info(**{"gpupool-compact-relay": {"environment": {"GPUPOOL_HTTP_AUTH": "hmac"}}}),
             "GPUPOOL_HTTP_AUTH is 'hmac', not fc-signature, so the function would not check the signed body",
         ),
         (
-            _s_info(**{"gpupool-compact": {"triggers": []}}),
-            "expected one HTTP trigger on gpupool-compact, found 0",
+            _s_info(**{"gpupool-compact-relay": {"triggers": []}}),
+            "expected one HTTP trigger on gpupool-compact-relay, found 0",
         ),
-        ({k: v for k, v in S_INFO.items() if k != "gpupool-launch"}, "shows no launch function"),
+        (
+            _s_info(**{"gpupool-bind-relay": {"triggers": BIND_TRIGGERS}}),
+            "it also has eventbridge, timer triggers: the relay may invoke it directly",
+        ),
+        (
+            _s_info(**{"gpupool-launch-relay": {"environment": {"GPUPOOL_HTTP_ONLY": "false"}}}),
+            "GPUPOOL_HTTP_ONLY is 'false', not true, so the function would act on an event the relay",
+        ),
+        (
+            {k: v for k, v in S_INFO.items() if k != "gpupool-launch-relay"},
+            "shows no launch-relay function",
+        ),
         ([1, 2], "an object keyed by s.yaml's resources"),
     ],
     ids=[
@@ -345,6 +360,8 @@ def test_s_info_from_stdin(monkeypatch: pytest.MonkeyPatch, capsys: pytest.Captu
         "auth-type",
         "unchecked-body",
         "no-http-trigger",
+        "other-triggers",
+        "not-http-only",
         "no-launch",
         "not-an-object",
     ],
@@ -403,11 +420,13 @@ def test_the_s_info_fixture_is_what_s_yaml_deploys() -> None:
         assert item["function"]["functionName"] == props["functionName"]
         assert [t["triggerName"] for t in item["triggers"]] == [t["triggerName"] for t in props["triggers"]]
         assert [t["triggerType"] for t in item["triggers"]] == [t["triggerType"] for t in props["triggers"]]
-        (http,) = [t for t in item["triggers"] if t["triggerType"] == "http"]
-        assert http["triggerConfig"]["authType"] == s_yaml["vars"]["http"]["authType"]
+        for http in [t for t in item["triggers"] if t["triggerType"] == "http"]:  # the -relay ones
+            assert http["triggerConfig"]["authType"] == s_yaml["vars"]["http"]["authType"]
         assert props["region"] == "${vars.region}" and item["region"] == s_yaml["vars"]["region"]
+        environment = re.fullmatch(r"\$\{vars\.(\w+)\}", props["environmentVariables"])
+        assert environment is not None
         expected = {
             key: re.sub(r"\$\{vars\.(\w+)\}", lambda m: str(s_yaml["vars"][m.group(1)]), str(value))
-            for key, value in s_yaml["vars"]["environment"].items()
+            for key, value in s_yaml["vars"][environment.group(1)].items()
         }
         assert item["function"]["environmentVariables"] == expected

@@ -12,6 +12,12 @@ the body) or
 ``hmac`` (the secret from KMS, GPUPOOL_RELAY_HMAC_SECRET_ID); nothing configured refuses every
 call. The function role's STS credentials in ``context.credentials`` are kept fresh for the ECS
 client (and KMS) on every invocation.
+GPUPOOL_HTTP_ONLY=true (s.yaml's relay-facing functions, gpupool-<name>-relay, the only ones the
+relay's RAM identity may invoke) makes the function take HTTP-trigger requests only: any other
+event (timer, EventBridge, anything a direct InvokeFunction could carry) raises
+``NotAnHttpTriggerRequest`` before intake's cause reaches anything, so a direct invocation cannot
+go around the signature check and the replay ledger. A value other than ``true`` or ``false``
+refuses every event (``HttpOnlyMisconfigured``).
 ``functions/<name>/index.py`` binds it to one function: ``make_handler = partial(make_handler,
 "launch")``, ``handler = make_handler()``.
 
@@ -36,7 +42,37 @@ if TYPE_CHECKING:
     from gpupool.adapters.alibaba.api import EcsCredentials
     from gpupool.service.deps import Deps
 
-__all__ = ["alibaba_deps", "make_handler"]
+__all__ = [
+    "HTTP_ONLY_VARIABLE",
+    "HttpOnlyMisconfigured",
+    "NotAnHttpTriggerRequest",
+    "alibaba_deps",
+    "http_only",
+    "make_handler",
+]
+
+HTTP_ONLY_VARIABLE = "GPUPOOL_HTTP_ONLY"
+
+
+class NotAnHttpTriggerRequest(PermissionError):
+    """An HTTP-only function was handed an event that is not an HTTP-trigger request."""
+
+
+class HttpOnlyMisconfigured(ValueError):
+    """GPUPOOL_HTTP_ONLY holds neither true nor false: every event is refused."""
+
+
+def http_only(environ: Mapping[str, str]) -> bool:
+    """Whether the deployment takes HTTP-trigger requests only (HttpOnlyMisconfigured on a value
+    that is neither true nor false: a typo must not open the function to direct events)."""
+    raw = (environ.get(HTTP_ONLY_VARIABLE) or "").strip()
+    if raw.lower() in ("", "false"):
+        return False
+    if raw.lower() == "true":
+        return True
+    raise HttpOnlyMisconfigured(
+        f"{HTTP_ONLY_VARIABLE}={raw!r} is neither true nor false: refusing every event"
+    )
 
 
 class _LatestContext:
@@ -61,8 +97,21 @@ def alibaba_deps() -> Deps:
     return build_alibaba_deps(os.environ, credentials=_context_credentials)
 
 
-def _read_event(event: Any, function: FunctionName) -> Intake:
-    return intake_alibaba(event, function=function)
+def _event_reader(settings: Mapping[str, str]) -> Callable[[Any, FunctionName], Intake]:
+    """Intake, refusing what an HTTP-only function must not take (``settings`` read per event)."""
+
+    def read_event(event: Any, function: FunctionName) -> Intake:
+        only = http_only(settings)  # raises first: a misconfigured function reads nothing
+        intake = intake_alibaba(event, function=function)
+        if only and intake.trigger != "http":
+            raise NotAnHttpTriggerRequest(
+                f"{function}: this function takes HTTP-trigger requests only ({HTTP_ONLY_VARIABLE}=true) "
+                f"and was handed a {intake.trigger} event: refused, nothing done (timer and EventBridge "
+                "events go to the function without -relay)"
+            )
+        return intake
+
+    return read_event
 
 
 def _request_id(context: Any) -> object:
@@ -94,7 +143,7 @@ def make_handler(
     inner = build_handler(
         function,
         deps_factory,
-        read_event=_read_event,
+        read_event=_event_reader(settings),
         relay_auth=lambda: reader.read(settings),
         service=service,
         dry_run=dry_run,

@@ -7,15 +7,19 @@ describe-stacks --stack-name NAME` printed — and writes the Function URLs, Sig
 region, the events' cluster name, the functions' Kubernetes group and, for IRSA, the relay's role
 annotation. It refuses a stack that is not complete, lacks an output, gives the relay no role, or
 trusts another ServiceAccount than the release's `<release>-scheduler` in `--namespace`. On Alibaba
-Cloud `--s-info FILE` reads `s info -o json` (Serverless Devs with s.yaml): each function's HTTP
-trigger URL and the cluster name, and writes them with `auth: fc` (the relay signs ACS3-HMAC-SHA256
+Cloud `--s-info FILE` reads `s info -o json` (Serverless Devs with s.yaml): the HTTP trigger URL of
+each relay-facing function (gpupool-<name>-relay, HTTP-only: the one the relay's RAM identity may
+invoke; the timer and EventBridge functions have no HTTP trigger and are skipped) and the cluster
+name, and writes them with `auth: fc` (the relay signs ACS3-HMAC-SHA256
 as FC checks an `authType: function` trigger) and the relay's identity: the Secret holding its RAM
 user's AccessKey (`--credentials-secret`, default tf-cloud-vendor-credentials) or, with
 `--rrsa-role`, the ServiceAccount annotation ACK's RRSA webhook reads. It refuses triggers that
 are not `authType: function` (an anonymous trigger takes anyone's call), functions that do not
-check the signed body (`GPUPOOL_HTTP_AUTH` other than fc-signature), and functions in several
-regions. Only those fields are read: `s info` also prints the functions' whole environment, and
-none of it is written out.
+check the signed body (`GPUPOOL_HTTP_AUTH` other than fc-signature), relay-facing functions that
+take another trigger or lack `GPUPOOL_HTTP_ONLY=true` (a direct InvokeFunction could hand them a
+timer or EventBridge event, around the signature check), and functions in several regions. Only
+those fields are read: `s info` also prints the functions' whole environment, and none of it is
+written out.
 
 Must not: call anything but DescribeStacks, or print a secret.
 """
@@ -46,6 +50,8 @@ DEFAULT_CREDENTIALS_SECRET = "tf-cloud-vendor-credentials"
 RRSA_ANNOTATION = "pod-identity.alibabacloud.com/role-name"  # read by ACK's ack-pod-identity-webhook
 FC_TRIGGER_AUTH = "function"  # s.yaml's vars.http.authType: FC checks the caller's signature
 FC_FUNCTION_AUTH = "fc-signature"  # s.yaml's GPUPOOL_HTTP_AUTH: the function checks the signed body
+FC_HTTP_ONLY = "GPUPOOL_HTTP_ONLY"  # s.yaml's relay-facing functions: "true", HTTP-trigger requests only
+FC_RELAY_SUFFIX = "-relay"  # s.yaml's relay-facing functions: gpupool-<name>-relay
 _SECRET_NAME = re.compile(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?")  # a Kubernetes Secret's name
 _RAM_ROLE_NAME = re.compile(r"[A-Za-z0-9.-]{1,64}")  # RAM CreateRole's RoleName
 # What `gpupool values` reads from template.yaml's Outputs (RelayRoleArn only when the relay has a role).
@@ -227,7 +233,10 @@ def _stack_notes(stack: Mapping[str, Any]) -> list[str]:
 
 # ---- Alibaba Cloud -----------------------------------------------------------------------------
 def _function_of(name: str) -> str | None:
-    last = name.rsplit("-", 1)[-1]
+    """The function a relay-facing function (…-<function>-relay) serves; None for any other."""
+    if not name.endswith(FC_RELAY_SUFFIX):
+        return None
+    last = name.removesuffix(FC_RELAY_SUFFIX).rsplit("-", 1)[-1]
     return last if last in FUNCTIONS else None
 
 
@@ -255,13 +264,29 @@ def values_from_s_info(
         if which is None:
             continue
         if which in urls:
-            raise UserError(f"two functions end in -{which}: keep one gpupool deployment per s.yaml")
+            raise UserError(
+                f"two functions end in -{which}{FC_RELAY_SUFFIX}: keep one gpupool deployment per s.yaml"
+            )
         where = f"{resource} ({function_name})"
-        http = [
-            t for t in item.get("triggers") or [] if isinstance(t, Mapping) and t.get("triggerType") == "http"
-        ]
+        triggers = list(item.get("triggers") or [])
+        http = [t for t in triggers if isinstance(t, Mapping) and t.get("triggerType") == "http"]
         if len(http) != 1:
             raise UserError(f"{resource}: expected one HTTP trigger on {function_name}, found {len(http)}")
+        others = sorted(
+            {str(t.get("triggerType") if isinstance(t, Mapping) else t) for t in triggers if t is not http[0]}
+        )
+        if others:
+            raise UserError(
+                f"{where}: it also has {', '.join(others)} triggers: the relay may invoke "
+                "it directly with such an event, around the signature check; deploy this repository's "
+                "s.yaml, whose relay-facing functions have an HTTP trigger only"
+            )
+        only = str(_environment(function).get(FC_HTTP_ONLY) or "")
+        if only != "true":
+            raise UserError(
+                f"{where}: {FC_HTTP_ONLY} is {only or 'unset'!r}, not true, so the function would act on "
+                "an event the relay invoked it with directly: deploy it from this repository's s.yaml"
+            )
         trigger = http[0]
         config = trigger.get("triggerConfig")
         auth_type = str(config.get("authType") if isinstance(config, Mapping) else "")
@@ -287,7 +312,8 @@ def values_from_s_info(
     missing = [function for function in FUNCTIONS if function not in urls]
     if missing:
         raise UserError(
-            f"`s info` shows no {', '.join(missing)} function: run it beside s.yaml after `s deploy`"
+            f"`s info` shows no {', '.join(f'{m}{FC_RELAY_SUFFIX}' for m in missing)} function: run it "
+            "beside s.yaml after `s deploy`"
         )
     if len(regions) != 1 or "" in regions:
         raise UserError(f"the functions are in {len(regions)} regions: deploy them to one")
