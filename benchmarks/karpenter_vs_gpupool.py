@@ -400,13 +400,16 @@ def autoselect_world(
             )
         world = CompressedWorld(plane, moto.url, cluster)
         create_demo_network(world.ec2())
-        kubeconfig = stack.enter_context(chart_relay_identity(plane, root, namespace=namespace))
+        identities = stack.enter_context(chart_relay_identity(plane, root, namespace=namespace))
         relay = stack.enter_context(
-            relay_process(root=root, kubeconfig=kubeconfig, args=["--lease-namespace", namespace])
+            relay_process(root=root, kubeconfig=identities.relay, args=["--lease-namespace", namespace])
         )
         stack.enter_context(
             tensor_fusion_scheduler(
-                root=root, kubeconfig=kubeconfig, namespace=namespace, extender_port=relay.extender_port
+                root=root,
+                kubeconfig=identities.kube_scheduler,
+                namespace=namespace,
+                extender_port=relay.extender_port,
             )
         )
         yield world, pool

@@ -47,6 +47,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -365,6 +366,10 @@ def walk(tmp_path: Path, walk_plane: ControlPlane) -> Iterator[Walk]:
     moto = ThreadedMotoServer(ip_address="127.0.0.1", port=0)
     moto.start()
     host, port = moto.get_host_and_port()
+    # moto's backends are process-wide: start from empty, whatever an earlier test left in them.
+    urllib.request.urlopen(
+        urllib.request.Request(f"http://{host}:{port}/moto-api/reset", method="POST"), timeout=10
+    ).close()
     home = tmp_path / "home"
     home.mkdir()
     kubeconfig = walk_cluster.admin_kubeconfig(walk_plane, tmp_path / "kubeconfig")

@@ -295,13 +295,16 @@ def story(control_plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory)
         )
         cleanup.callback(call, plane, "DELETE", f"/apis/tensor-fusion.ai/v1/tensorfusionclusters/{CLUSTER}")
         cleanup.callback(call, plane, "DELETE", f"/apis/tensor-fusion.ai/v1/gpupools/{POOL}")
-        kubeconfig = cleanup.enter_context(chart_relay_identity(plane, root, namespace=namespace))
+        identities = cleanup.enter_context(chart_relay_identity(plane, root, namespace=namespace))
         relay = cleanup.enter_context(
-            relay_process(root=root, kubeconfig=kubeconfig, args=["--lease-namespace", namespace])
+            relay_process(root=root, kubeconfig=identities.relay, args=["--lease-namespace", namespace])
         )
         scheduler = cleanup.enter_context(
             tensor_fusion_scheduler(
-                root=root, kubeconfig=kubeconfig, namespace=namespace, extender_port=relay.extender_port
+                root=root,
+                kubeconfig=identities.kube_scheduler,
+                namespace=namespace,
+                extender_port=relay.extender_port,
             )
         )
         made = Story(plane, world, namespace, nodepool, root, relay, scheduler)
