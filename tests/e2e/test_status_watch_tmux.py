@@ -102,6 +102,10 @@ class _Terminal:
         self.socket = f"gpupool-status-{os.getpid()}"
         env = {**os.environ, "LANG": "C.UTF-8", "TERM": "xterm-256color"}
         env.pop("KUBECONFIG", None)
+        # The view sizes itself to its tty, the 200×60 window, unless these say otherwise (pytest-xdist's
+        # workers carry COLUMNS=80 and LINES=24).
+        for sizing in ("COLUMNS", "LINES"):
+            env.pop(sizing, None)
         self._tmux("new-session", "-d", "-s", "status", "-x", "200", "-y", "60", command, env=env)
 
     def _tmux(self, *args: str, env: dict[str, str] | None = None) -> str:
