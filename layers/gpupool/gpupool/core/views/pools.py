@@ -177,7 +177,14 @@ def related_events(
         return False
 
     found = [e for e in objects.events if about_pool(e)]
-    return sorted(found, key=lambda e: (e.last_seen() or _NEVER, e.involved_object.name), reverse=True)
+    return sorted(found, key=_newest_first, reverse=True)
+
+
+def _newest_first(event: Event) -> tuple[datetime, str, int]:
+    """Events in one second about one object are told apart by the order the API server stored them
+    (a numeric resourceVersion), so the view never depends on the order a list returned them in."""
+    version = event.metadata.resource_version or ""
+    return (event.last_seen() or _NEVER, event.involved_object.name, int(version) if version.isdigit() else 0)
 
 
 def _decision(event: Event) -> Decision:
