@@ -14,8 +14,7 @@ Must not: decide anything the functions decide, or write a GPUNodeClaim.
 from __future__ import annotations
 
 import contextlib
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
@@ -34,6 +33,7 @@ from gpupool.sandbox.demo.objects import ClientObjects
 from gpupool.sandbox.moto_ec2 import MotoEC2
 from gpupool.simulation.cluster.json_store import JsonStore
 from gpupool.simulation.cluster.kubelet import Kubelet, NodeRegistration
+from tests.real import waiting
 
 REPO = Path(__file__).resolve().parents[2]
 SCHEDULE_EVENT: dict[str, Any] = {
@@ -50,14 +50,7 @@ SCHEDULE_EVENT: dict[str, Any] = {
 KWOK_ANNOTATIONS = {KWOK_NODE_ANNOTATION: KWOK_NODE_VALUE}
 
 
-def wait_for(what: str, probe: Callable[[], Any], *, timeout: float = 120.0, every: float = 1.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = probe()
-        if found:
-            return found
-        time.sleep(every)
-    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+wait_for = waiting.wait_for
 
 
 @dataclass

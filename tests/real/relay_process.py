@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import functools
 import ipaddress
 import json
 import os
@@ -40,6 +41,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from gpupool.sandbox.cluster.controlplane import ControlPlane, free_port, process_alive, terminate
+from tests.real import waiting
 
 ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "incluster" / "chart"
@@ -492,11 +494,4 @@ def call(
         return error.code, json.loads(error.read() or b"null")
 
 
-def wait_for(what: str, probe: Any, *, timeout: float = 60.0, every: float = 0.5) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = probe()
-        if found:
-            return found
-        time.sleep(every)
-    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+wait_for = functools.partial(waiting.wait_for, timeout=60.0, every=0.5)

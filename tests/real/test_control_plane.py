@@ -5,26 +5,17 @@ needs one, which the default kube-scheduler then binds and KWOK runs."""
 from __future__ import annotations
 
 import json
-import time
 import urllib.error
 import urllib.request
 import uuid
-from typing import Any
 
 import pytest
 
 from gpupool.sandbox.cluster.build import KUBERNETES_VERSION
 from gpupool.sandbox.cluster.controlplane import ControlPlane
+from tests.real import waiting
 
-
-def _wait_for(what: str, probe: Any, *, timeout: float = 120.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = probe()
-        if found:
-            return found
-        time.sleep(1)
-    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+_wait_for = waiting.wait_for
 
 
 def test_it_is_the_pinned_kubernetes(control_plane: ControlPlane) -> None:

@@ -13,11 +13,11 @@ no process: the daemon and every PID recorded under D/cluster/pids are gone.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -27,6 +27,7 @@ import pytest
 from gpupool.sandbox.cluster.build import KUBERNETES_VERSION
 from gpupool.sandbox.cluster.controlplane import process_alive
 from tests.programs import program_path, require_built
+from tests.real import waiting
 
 REPO = Path(__file__).resolve().parents[2]
 SCHEDULE = str(REPO / "events" / "aws" / "scheduled-event.json")
@@ -100,14 +101,7 @@ def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sandbox]:
         gpupool("sandbox", "down", "--dir", str(root))
 
 
-def _wait(what: str, probe: Any, *, timeout: float = 180) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = probe()
-        if found:
-            return found
-        time.sleep(2)
-    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+_wait = functools.partial(waiting.wait_for, timeout=180, every=2)
 
 
 def test_up_builds_only_the_control_plane(sandbox: Sandbox) -> None:
