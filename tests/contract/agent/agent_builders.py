@@ -21,6 +21,9 @@ from gpupool.core.allocator.pod_record import record_annotations
 from gpupool.core.model.foreign import Pod
 from gpupool_incluster.agent.deviceplugin import api_pb2 as pb
 from gpupool_incluster.agent.discovery import hostname_label
+from gpupool_incluster.agent.nvml_fake import FakeNvml
+from gpupool_incluster.agent.procs import CgroupLocator
+from gpupool_incluster.agent.runner import Agent, AgentOptions
 
 T = "tensor-fusion.ai/"
 GIB = 1024**3
@@ -233,3 +236,26 @@ class FakeKubelet:
             ),
         }
         return channel, calls
+
+
+@contextmanager
+def running(agent: Agent) -> Iterator[None]:
+    """Run the agent's loop on a thread for the body of the `with`; stop and join it after."""
+    stop = threading.Event()
+    loop = threading.Thread(target=agent.run, args=(stop,), daemon=True)
+    loop.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        loop.join(10)
+
+
+def fake_nvml_agent(tmp_path: Path, cluster: FakeCluster, **options: object) -> Agent:
+    """An agent on node-a over the fake NVML file and the cgroup tree under `tmp_path`."""
+    return Agent(
+        AgentOptions(node="node-a", discovery_interval_s=0.2, **options),  # type: ignore[arg-type]
+        nvml=FakeNvml(tmp_path / "nvml.json"),
+        cluster=cluster,
+        locator=CgroupLocator(tmp_path / "proc"),
+    )

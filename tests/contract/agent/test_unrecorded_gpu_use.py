@@ -11,22 +11,18 @@ resource, and a process in no pod are left alone; with --dry-run nothing is kill
 from __future__ import annotations
 
 import sys
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 from gpupool.core.model.foreign import Pod
-from gpupool_incluster.agent.nvml_fake import FakeNvml
-from gpupool_incluster.agent.procs import CgroupLocator
-from gpupool_incluster.agent.runner import Agent, AgentOptions
 
 sys.path.insert(0, str(Path(__file__).parent))
 from agent_builders import (
     GIB,
     FakeCluster,
+    fake_nvml_agent,
     pod_uid,
     processes,
+    running,
     wait_for,
     worker_pod,
     write_cgroups,
@@ -44,27 +40,6 @@ def squatter(n: int) -> Pod:
     return Pod.model_validate(body)
 
 
-@contextmanager
-def running(agent: Agent) -> Iterator[None]:
-    stop = threading.Event()
-    loop = threading.Thread(target=agent.run, args=(stop,), daemon=True)
-    loop.start()
-    try:
-        yield
-    finally:
-        stop.set()
-        loop.join(10)
-
-
-def _agent(tmp_path: Path, cluster: FakeCluster, **options: object) -> Agent:
-    return Agent(
-        AgentOptions(node="node-a", discovery_interval_s=0.2, **options),  # type: ignore[arg-type]
-        nvml=FakeNvml(tmp_path / "nvml.json"),
-        cluster=cluster,
-        locator=CgroupLocator(tmp_path / "proc"),
-    )
-
-
 def test_a_pod_using_gpus_without_a_record_has_its_processes_killed_and_no_one_else(tmp_path: Path) -> None:
     with processes(4, busy=False) as (intruder, worker, plain, stranger):
         write_cgroups(
@@ -75,7 +50,7 @@ def test_a_pod_using_gpus_without_a_record_has_its_processes_killed_and_no_one_e
         cluster = FakeCluster([squatter(1), worker_pod(2), worker_pod(3, worker=False)])
         on_gpu = [(p.pid, 0, GIB) for p in (intruder, worker, plain, stranger)]
         write_fake_nvml(tmp_path / "nvml.json", processes=on_gpu)
-        agent = _agent(tmp_path, cluster)
+        agent = fake_nvml_agent(tmp_path, cluster)
         with running(agent):
             took = wait_for(lambda: intruder.poll() is not None, "the intruder's kill", timeout=5)
         assert took < 1.0 and intruder.returncode == -9
@@ -87,7 +62,7 @@ def test_dry_run_kills_nothing(tmp_path: Path) -> None:
     with processes(1, busy=False) as (intruder,):
         write_cgroups(tmp_path / "proc", {intruder.pid: pod_uid(1)})
         write_fake_nvml(tmp_path / "nvml.json", processes=[(intruder.pid, 0, GIB)])
-        agent = _agent(tmp_path, FakeCluster([squatter(1)]), dry_run=True)
+        agent = fake_nvml_agent(tmp_path, FakeCluster([squatter(1)]), dry_run=True)
         with running(agent):
             wait_for(lambda: pod_uid(1) in agent.enforcer.unrecorded, "the agent to see the pod")
             wait_for(

@@ -15,24 +15,21 @@ import os
 import shutil
 import signal
 import sys
-import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
-from gpupool_incluster.agent.nvml_fake import FakeNvml
-from gpupool_incluster.agent.procs import CgroupLocator
-from gpupool_incluster.agent.runner import Agent, AgentOptions
+from gpupool_incluster.agent.runner import Agent
 
 sys.path.insert(0, str(Path(__file__).parent))
 from agent_builders import (
     GIB,
     FakeCluster,
+    fake_nvml_agent,
     pod_uid,
     processes,
+    running,
     wait_for,
     worker_pod,
     write_cgroups,
@@ -40,27 +37,6 @@ from agent_builders import (
 )
 
 RUNS = 10
-
-
-@contextmanager
-def running(agent: Agent) -> Iterator[None]:
-    stop = threading.Event()
-    loop = threading.Thread(target=agent.run, args=(stop,), daemon=True)
-    loop.start()
-    try:
-        yield
-    finally:
-        stop.set()
-        loop.join(10)
-
-
-def _agent(tmp_path: Path, cluster: FakeCluster, **options: object) -> Agent:
-    return Agent(
-        AgentOptions(node="node-a", discovery_interval_s=0.2, **options),  # type: ignore[arg-type]
-        nvml=FakeNvml(tmp_path / "nvml.json"),
-        cluster=cluster,
-        locator=CgroupLocator(tmp_path / "proc"),
-    )
 
 
 def _gone_when_killed(agent: Agent, tmp_path: Path, innocents: list[tuple[int, int, int]]) -> None:
@@ -84,7 +60,7 @@ def test_over_limit_worker_is_killed_within_a_second_and_innocents_never(tmp_pat
         cluster = FakeCluster([worker_pod(99, worker=False, vram_limit="1Gi")])
         innocents = [(stranger.pid, 0, 30 * GIB), (other_pod.pid, 0, 30 * GIB)]
         write_fake_nvml(tmp_path / "nvml.json", processes=innocents)
-        agent = _agent(tmp_path, cluster)
+        agent = fake_nvml_agent(tmp_path, cluster)
         _gone_when_killed(agent, tmp_path, innocents)
         reactions = []
         with running(agent):
@@ -117,12 +93,12 @@ def test_dry_run_reports_and_evict_policy_evicts(tmp_path: Path) -> None:
         write_cgroups(tmp_path / "proc", {victim.pid: pod_uid(1)})
         write_fake_nvml(tmp_path / "nvml.json", processes=[(victim.pid, 0, 8 * GIB)])
         dry = FakeCluster([worker_pod(1, vram_limit="4Gi")])
-        with running(_agent(tmp_path, dry, dry_run=True)):
+        with running(fake_nvml_agent(tmp_path, dry, dry_run=True)):
             wait_for(lambda: any(r == "VRAMLimitKilled" for _, r, _ in dry.events), "a dry-run kill report")
         assert victim.poll() is None
         assert all(message.startswith("dry run: ") for _, _, message in dry.events)
         evicting = FakeCluster([worker_pod(1, vram_limit="4Gi")])
-        with running(_agent(tmp_path, evicting, vram_policy="evict")):
+        with running(fake_nvml_agent(tmp_path, evicting, vram_policy="evict")):
             wait_for(lambda: evicting.evicted == ["team/w1"], "the eviction")
         assert victim.poll() is None  # evicted through the API, not killed
         assert evicting.evicted_uids == [pod_uid(1)]  # that very pod: a uid precondition
