@@ -23,7 +23,7 @@ not acted on, and another body under its headers is refused.
 from __future__ import annotations
 
 import json
-import threading
+import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -40,7 +40,9 @@ from gpupool.cli.env_file import read_env_file
 from gpupool.cli.main import main
 from gpupool.core.intake.signature import SIGNATURE_HEADER, sign_body
 from gpupool.sandbox.files import SandboxFiles
-from gpupool.sandbox.lifecycle import SandboxInfo, run_foreground
+
+sys.path.insert(0, str(Path(__file__).parent))
+from foreground_sandbox import foreground_sandbox
 
 REPO = Path(__file__).resolve().parents[2]
 EVENTS = REPO / "events" / "alibaba"
@@ -62,19 +64,7 @@ class Sandbox:
 @pytest.fixture
 def sandbox(tmp_path: Path) -> Iterator[Sandbox]:
     files = SandboxFiles.at(tmp_path / "sandbox")
-    stop, ready = threading.Event(), threading.Event()
-    started: list[SandboxInfo] = []
-
-    def announce(info: SandboxInfo) -> None:
-        started.append(info)
-        ready.set()
-
-    thread = threading.Thread(
-        target=run_foreground, args=(files,), kwargs={"announce": announce, "stop": stop}
-    )
-    thread.start()
-    try:
-        assert ready.wait(60), "the sandbox did not start"
+    with foreground_sandbox(files):
         assert main(["demo", "--prepare-sandbox", str(files.env), "--cloud", "alibaba"]) == 0
         env = read_env_file(files.env)
         credentials = EcsCredentials(
@@ -90,9 +80,6 @@ def sandbox(tmp_path: Path) -> Iterator[Sandbox]:
         compute = EcsCompute(api, cluster=env["GPUPOOL_CLUSTER_NAME"], region=env["ALIBABA_CLOUD_REGION_ID"])
         kube = config.new_client_from_config(config_file=env["KUBECONFIG"])  # type: ignore[no-untyped-call]
         yield Sandbox(files.env, compute, client.CustomObjectsApi(kube))
-    finally:
-        stop.set()
-        thread.join(timeout=30)
 
 
 def _invoke(

@@ -20,7 +20,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,7 +34,9 @@ from gpupool.cli.env_file import read_env_file
 from gpupool.cli.main import main
 from gpupool.core.model.constants import TAG_NODE_NAME
 from gpupool.sandbox.files import SandboxFiles
-from gpupool.sandbox.lifecycle import SandboxInfo, run_foreground
+
+sys.path.insert(0, str(Path(__file__).parent))
+from foreground_sandbox import foreground_sandbox
 
 REPO = Path(__file__).resolve().parents[2]
 SCHEDULE_EVENT = REPO / "events" / "aws" / "scheduled-event.json"
@@ -70,21 +71,9 @@ class Sandbox:
 @pytest.fixture
 def sandbox(tmp_path: Path) -> Iterator[Sandbox]:
     files = SandboxFiles.at(tmp_path / "sandbox")
-    stop, ready = threading.Event(), threading.Event()
-    started: list[SandboxInfo] = []
-
-    def announce(info: SandboxInfo) -> None:
-        started.append(info)
-        ready.set()
-
-    thread = threading.Thread(
-        target=run_foreground, args=(files,), kwargs={"announce": announce, "stop": stop}
-    )
-    thread.start()
-    try:
-        assert ready.wait(60), "the sandbox did not start"
+    with foreground_sandbox(files) as started:
         # moto keeps its accounts per process: start from an empty one.
-        with urlopen(Request(f"{started[0].aws_url}/moto-api/reset", method="POST"), timeout=10) as answer:
+        with urlopen(Request(f"{started.aws_url}/moto-api/reset", method="POST"), timeout=10) as answer:
             answer.read()
         assert main(["demo", "--prepare-sandbox", str(files.env)]) == 0
         env = read_env_file(files.env)
@@ -97,9 +86,6 @@ def sandbox(tmp_path: Path) -> Iterator[Sandbox]:
         )
         api = config.new_client_from_config(config_file=env["KUBECONFIG"])
         yield Sandbox(files.env, ec2, client.CustomObjectsApi(api))
-    finally:
-        stop.set()
-        thread.join(timeout=30)
 
 
 def _invoke(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
