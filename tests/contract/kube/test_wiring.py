@@ -24,6 +24,7 @@ from gpupool.core.model.nodeclaim import GPUNodeClaim
 from gpupool.core.planning.plan import OfferingRef
 from gpupool.sandbox.kubeapi import EmbeddedKubeAPI
 from gpupool.sandbox.moto_ec2 import MotoEC2
+from gpupool.service.ports import ObjectEvent
 from tests.service.fakes import FakeClock
 
 from .conftest import make_pool
@@ -243,7 +244,14 @@ def test_a_simulated_clock_stamps_events(kube_api: EmbeddedKubeAPI) -> None:
     deps = build_aws_deps({**BASE, "KUBECONFIG": str(kube_api.kubeconfig_path)}, clock=simulated)
     assert deps.clock is simulated
     deps.cluster.record_event(
-        kind="GPUPool", name="pool-a", namespace=None, event_type="Normal", reason="Compaction", message="m"
+        ObjectEvent(
+            kind="GPUPool",
+            name="pool-a",
+            namespace=None,
+            event_type="Normal",
+            reason="Compaction",
+            message="m",
+        )
     )
     api_client = kube_config.new_client_from_config(config_file=str(kube_api.kubeconfig_path))
     events = k8s.CoreV1Api(api_client).list_event_for_all_namespaces().items

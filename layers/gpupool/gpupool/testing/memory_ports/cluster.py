@@ -23,7 +23,7 @@ import itertools
 import time
 import uuid
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
@@ -45,6 +45,7 @@ from gpupool.core.model.nodeclass import GPUNodeClass
 from gpupool.core.model.pool import GPUPool, GPUPoolStatus
 from gpupool.core.quantity import Quantity
 from gpupool.service.errors import AlreadyExists, Conflict, NotFound, Throttled
+from gpupool.service.ports import ClaimMetadataPatch, NodePatch, ObjectEvent
 from gpupool.testing.memory_ports.recorder import START, CallRecorder, MemoryClock
 
 __all__ = ["MemoryCluster", "summary_of"]
@@ -245,26 +246,18 @@ class MemoryCluster(CallRecorder):
 
         return self._call("update_claim_status", (name, status.phase, status.instance_id), work)
 
-    def patch_claim_metadata(
-        self,
-        name: str,
-        *,
-        labels: Mapping[str, str | None] | None = None,
-        annotations: Mapping[str, str | None] | None = None,
-        finalizers: Sequence[str] | None = None,
-        resource_version: str,
-    ) -> GPUNodeClaim:
+    def patch_claim_metadata(self, name: str, patch: ClaimMetadataPatch) -> GPUNodeClaim:
         def work() -> GPUNodeClaim:
             current: GPUNodeClaim = self._get("GPUNodeClaim", name)
-            self._check_rv(current, resource_version)
+            self._check_rv(current, patch.resource_version)
             meta = current.metadata
             update: dict[str, Any] = {}
-            if labels is not None:
-                update["labels"] = merge_labels(meta.labels, labels)
-            if annotations is not None:
-                update["annotations"] = merge_labels(meta.annotations, annotations)
-            if finalizers is not None:
-                update["finalizers"] = list(finalizers)
+            if patch.labels is not None:
+                update["labels"] = merge_labels(meta.labels, patch.labels)
+            if patch.annotations is not None:
+                update["annotations"] = merge_labels(meta.annotations, patch.annotations)
+            if patch.finalizers is not None:
+                update["finalizers"] = list(patch.finalizers)
             stored = self._store(
                 "GPUNodeClaim", current.model_copy(update={"metadata": meta.model_copy(update=update)})
             )
@@ -286,27 +279,22 @@ class MemoryCluster(CallRecorder):
         self._call("delete_claim", (name,), work)
 
     # ---- nodes, pods, events, leases -----------------------------------------------------
-    def patch_node(
-        self,
-        name: str,
-        *,
-        labels: Mapping[str, str | None] | None = None,
-        unschedulable: bool | None = None,
-        annotations: Mapping[str, str | None] | None = None,
-    ) -> None:
+    def patch_node(self, name: str, patch: NodePatch) -> None:
         def work() -> None:
             node: Node = self._get("Node", name)
             meta = node.metadata
-            if labels is not None:
-                meta = meta.model_copy(update={"labels": merge_labels(meta.labels, labels)})
-            if annotations:
-                meta = meta.model_copy(update={"annotations": merge_labels(meta.annotations, annotations)})
+            if patch.labels is not None:
+                meta = meta.model_copy(update={"labels": merge_labels(meta.labels, patch.labels)})
+            if patch.annotations:
+                meta = meta.model_copy(
+                    update={"annotations": merge_labels(meta.annotations, patch.annotations)}
+                )
             spec = node.spec
-            if unschedulable is not None:
-                spec = spec.model_copy(update={"unschedulable": unschedulable})
+            if patch.unschedulable is not None:
+                spec = spec.model_copy(update={"unschedulable": patch.unschedulable})
             self._store("Node", node.model_copy(update={"metadata": meta, "spec": spec}))
 
-        self._call("patch_node", (name, dict(labels or {}), unschedulable), work)
+        self._call("patch_node", (name, dict(patch.labels or {}), patch.unschedulable), work)
 
     def evict_pod(self, namespace: str, name: str) -> None:
         def work() -> None:
@@ -327,29 +315,29 @@ class MemoryCluster(CallRecorder):
 
         self._call("evict_pod", (namespace, name), work)
 
-    def record_event(
-        self, *, kind: str, name: str, namespace: str | None, event_type: str, reason: str, message: str
-    ) -> None:
+    def record_event(self, event: ObjectEvent) -> None:
+        kind, name, reason = event.kind, event.name, event.reason
+
         def work() -> None:
             involved = self.objects[kind].get(name) if kind in self.objects else None
             meta = _meta(involved) if involved is not None else None
-            event: dict[str, Any] = {
+            recording: dict[str, Any] = {
                 "kind": kind,
                 "name": name,
-                "namespace": namespace,
+                "namespace": event.namespace,
                 "uid": (meta.uid or None) if meta is not None else None,
                 "resourceVersion": meta.resource_version if meta is not None else None,
-                "type": event_type,
+                "type": event.event_type,
                 "reason": reason,
-                "message": message,
+                "message": event.message,
             }
             identity = ("kind", "name", "namespace", "uid", "type", "reason", "message")
             # The port aggregates: the same event again raises the count of the first.
             for recorded in self.events:
-                if all(recorded[key] == event[key] for key in identity):
+                if all(recorded[key] == recording[key] for key in identity):
                     recorded["count"] += 1
                     return
-            self.events.append({**event, "count": 1})
+            self.events.append({**recording, "count": 1})
 
         self._call("record_event", (kind, name, reason), work)
 
