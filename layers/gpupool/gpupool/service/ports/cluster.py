@@ -23,16 +23,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
-if TYPE_CHECKING:
-    from gpupool.core.model.cluster import TensorFusionCluster, TensorFusionClusterStatus
-    from gpupool.core.model.foreign import Node, Pod, PodDisruptionBudget
-    from gpupool.core.model.node import GPU, GPUNode
-    from gpupool.core.model.nodeclaim import GPUNodeClaim, GPUNodeClaimStatus
-    from gpupool.core.model.nodeclass import GPUNodeClass
-    from gpupool.core.model.pool import GPUPool, GPUPoolStatus
-    from gpupool.service.ports.arguments import ClaimMetadataPatch, NodePatch, ObjectEvent
+# Imported at run time, not only for the type checker: a double may read a method's types
+# (`typing.get_type_hints`) to derive it (`testing.memory_ports.cluster`).
+from gpupool.core.model.cluster import TensorFusionCluster, TensorFusionClusterStatus
+from gpupool.core.model.foreign import Node, Pod, PodDisruptionBudget
+from gpupool.core.model.node import GPU, GPUNode
+from gpupool.core.model.nodeclaim import GPUNodeClaim, GPUNodeClaimStatus
+from gpupool.core.model.nodeclass import GPUNodeClass
+from gpupool.core.model.pool import GPUPool, GPUPoolStatus
+from gpupool.service.ports.arguments import ClaimMetadataPatch, NodePatch, ObjectEvent
 
 __all__ = [
     "CLUSTER_METHODS",

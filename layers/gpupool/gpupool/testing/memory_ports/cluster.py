@@ -11,6 +11,8 @@ PDB refuses (`pdb_blocked`), lets an evicted pod stay deleting for a grace (`ter
 reads drop it once the clock passes it), raises the count of the same Event again, and holds a Lease
 until it expires. An Event names its object as the adapter's does: kind, name, namespace, and the
 uid and resourceVersion of the object when it exists (an Event about a missing object has none).
+A plain read of one kind the port declares (`list_<kinds>()`, `get_<kind>(name)`) is derived from
+the port's types (`kind_read`) rather than written out, so a new one needs no line here.
 `join_node` / `add_pod` play the kubelet and node agent for tests and for `gpupool simulate
 capacity`. Thread-safe (one lock), so concurrent invocations can be tested.
 
@@ -19,8 +21,11 @@ Must not: decide anything; talk to a real API server.
 
 from __future__ import annotations
 
+import functools
+import inspect
 import itertools
 import time
+import typing
 import uuid
 from collections import defaultdict
 from collections.abc import Mapping
@@ -35,20 +40,18 @@ from gpupool.core.model.foreign import (
     NodeSpec,
     NodeStatus,
     Pod,
-    PodDisruptionBudget,
     PodSpec,
     PodStatus,
 )
-from gpupool.core.model.node import GPU, GPUNode, GPUNodeStatus
+from gpupool.core.model.node import GPUNode, GPUNodeStatus
 from gpupool.core.model.nodeclaim import GPUNodeClaim, GPUNodeClaimStatus
-from gpupool.core.model.nodeclass import GPUNodeClass
 from gpupool.core.model.pool import GPUPool, GPUPoolStatus
 from gpupool.core.quantity import Quantity
 from gpupool.service.errors import AlreadyExists, Conflict, NotFound, Throttled
-from gpupool.service.ports import ClaimMetadataPatch, NodePatch, ObjectEvent
+from gpupool.service.ports import CLUSTER_METHODS, ClaimMetadataPatch, Cluster, NodePatch, ObjectEvent
 from gpupool.testing.memory_ports.recorder import START, CallRecorder, MemoryClock
 
-__all__ = ["MemoryCluster", "summary_of"]
+__all__ = ["MemoryCluster", "kind_read", "summary_of"]
 
 T = TypeVar("T")
 
@@ -116,8 +119,18 @@ class MemoryCluster(CallRecorder):
             return sorted(self.objects[kind].values(), key=lambda o: _meta(o).name or "")
 
     # ---- reads ---------------------------------------------------------------------------
-    def list_clusters(self) -> list[TensorFusionCluster]:
-        return self._call("list_clusters", (), lambda: self.all("TensorFusionCluster"))
+    def __getattr__(self, name: str) -> Any:
+        """A plain read of one kind the port declares and this double does not write out
+        (`kind_read`): `list_<kinds>()` answers every stored object of that kind in name order,
+        `get_<kind>(name)` the one of that name (NotFound when there is none); recorded as any
+        call is. Any other name is missing, as on any object."""
+        read = kind_read(name)
+        if read is None:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        kind, lists = read
+        if lists:
+            return lambda: self._call(name, (), lambda: self.all(kind))
+        return lambda wanted: self._call(name, (wanted,), lambda: self._get(kind, wanted))
 
     def update_cluster_status(
         self, name: str, status: TensorFusionClusterStatus, *, resource_version: str
@@ -129,23 +142,11 @@ class MemoryCluster(CallRecorder):
 
         return self._call("update_cluster_status", (name,), work)
 
-    def list_pools(self) -> list[GPUPool]:
-        return self._call("list_pools", (), lambda: self.all("GPUPool"))
-
-    def get_pool(self, name: str) -> GPUPool:
-        return self._call("get_pool", (name,), lambda: self._get("GPUPool", name))  # type: ignore[no-any-return]
-
-    def list_node_classes(self) -> list[GPUNodeClass]:
-        return self._call("list_node_classes", (), lambda: self.all("GPUNodeClass"))
-
     def list_claims(self) -> list[GPUNodeClaim]:
         claims: list[GPUNodeClaim] = self._call("list_claims", (), lambda: self.all("GPUNodeClaim"))
         if self.read_delay:
             time.sleep(self.read_delay)
         return claims
-
-    def get_claim(self, name: str) -> GPUNodeClaim:
-        return self._call("get_claim", (name,), lambda: self._get("GPUNodeClaim", name))  # type: ignore[no-any-return]
 
     def list_nodes(self, *, summary: bool = False, labels: Mapping[str, str] | None = None) -> list[Node]:
         def work() -> list[Node]:
@@ -162,12 +163,6 @@ class MemoryCluster(CallRecorder):
             return [g.printed() for g in found] if summary else found
 
         return self._call("list_gpu_nodes", (summary,), work)
-
-    def list_gpus(self) -> list[GPU]:
-        return self._call("list_gpus", (), lambda: self.all("GPU"))
-
-    def list_pod_disruption_budgets(self) -> list[PodDisruptionBudget]:
-        return self._call("list_pod_disruption_budgets", (), lambda: self.all("PodDisruptionBudget"))
 
     def list_pods(self, *, node_name: str | None = None, phase: str | None = None) -> list[Pod]:
         def work() -> list[Pod]:
@@ -415,6 +410,23 @@ class MemoryCluster(CallRecorder):
 
     def events_with(self, reason: str) -> list[dict[str, str | None]]:
         return [e for e in self.events if e["reason"] == reason]
+
+
+@functools.cache
+def kind_read(method: str) -> tuple[str, bool] | None:
+    """The kind a Cluster port method reads, and whether it lists, when the method is a plain
+    read of one kind — `list_x(self) -> list[Model]` or `get_x(self, name: str) -> Model`, the
+    model's `KIND` naming the kind; None for any other method (those are written out above)."""
+    if method not in CLUSTER_METHODS:
+        return None
+    declared = getattr(Cluster, method)
+    parameters = list(inspect.signature(declared).parameters)[1:]
+    returns = typing.get_type_hints(declared)["return"]
+    lists = typing.get_origin(returns) is list
+    model = typing.get_args(returns)[0] if lists else returns
+    kind = getattr(model, "KIND", "")
+    plain = parameters == [] if lists else (method.startswith("get_") and parameters == ["name"])
+    return (kind, lists) if kind and plain else None
 
 
 def merge_labels(current: Mapping[str, str], changes: Mapping[str, str | None]) -> dict[str, str]:
