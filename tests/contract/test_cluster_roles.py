@@ -77,7 +77,7 @@ def test_a_derived_read_answers_the_stored_objects_and_records_the_call() -> Non
     with pytest.raises(NotFound):
         memory.get_pool("missing")
     memory.add(GPUPool.model_validate({"metadata": {"name": "pool-a"}, "spec": {}}))
-    assert memory.get_pool("pool-a").name == "pool-a"
+    assert memory.get_pool(name="pool-a").name == "pool-a"
     assert memory.calls == [("list_gpus", ()), ("get_pool", ("missing",)), ("get_pool", ("pool-a",))]
 
 

@@ -124,13 +124,18 @@ class MemoryCluster(CallRecorder):
         (`kind_read`): `list_<kinds>()` answers every stored object of that kind in name order,
         `get_<kind>(name)` the one of that name (NotFound when there is none); recorded as any
         call is. Any other name is missing, as on any object."""
-        read = kind_read(name)
+        method, read = name, kind_read(name)
         if read is None:
-            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {method!r}")
         kind, lists = read
-        if lists:
-            return lambda: self._call(name, (), lambda: self.all(kind))
-        return lambda wanted: self._call(name, (wanted,), lambda: self._get(kind, wanted))
+
+        def list_kind() -> list[Any]:
+            return self._call(method, (), lambda: self.all(kind))
+
+        def get_kind(name: str) -> Any:
+            return self._call(method, (name,), lambda: self._get(kind, name))
+
+        return list_kind if lists else get_kind
 
     def update_cluster_status(
         self, name: str, status: TensorFusionClusterStatus, *, resource_version: str
