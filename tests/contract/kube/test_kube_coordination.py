@@ -25,7 +25,7 @@ from gpupool.adapters.kube.cluster import KubeCluster
 from gpupool.service.errors import NotFound, PermanentError, Throttled
 from gpupool.service.ports import ObjectEvent
 
-from .conftest import FIXED_NOW, make_pool
+from .conftest import FIXED_NOW, POOL_COMPACTION, make_pool
 
 MINUTE = timedelta(minutes=1)
 
@@ -252,16 +252,7 @@ def test_an_event_names_its_object_by_uid_and_resource_version(cluster: KubeClus
     # writes the full object reference, and so does the adapter.
     cluster.create_pool(make_pool())
     stored = cluster.get_pool("pool-a")
-    cluster.record_event(
-        ObjectEvent(
-            kind="GPUPool",
-            name="pool-a",
-            namespace=None,
-            event_type="Normal",
-            reason="Compaction",
-            message="m",
-        )
-    )
+    cluster.record_event(POOL_COMPACTION)
     (event,) = _events(api_client)
     assert event["involvedObject"] == {
         "apiVersion": "tensor-fusion.ai/v1",
@@ -308,16 +299,7 @@ def test_an_object_recreated_under_its_name_gets_events_of_its_own(
     cluster: KubeCluster, api_client: Any
 ) -> None:
     def compaction() -> None:
-        cluster.record_event(
-            ObjectEvent(
-                kind="GPUPool",
-                name="pool-a",
-                namespace=None,
-                event_type="Normal",
-                reason="Compaction",
-                message="m",
-            )
-        )
+        cluster.record_event(POOL_COMPACTION)
 
     cluster.create_pool(make_pool())
     compaction()

@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from gpupool.adapters.kube.coordination import Coordination
+from gpupool.adapters.kube.coordination import Coordination, unreadable_warning
 from gpupool.adapters.kube.errors import translated
 from gpupool.adapters.kube.reader import KubeReader
 from gpupool.adapters.kube.transport import KubeTransport, core_path, group_path
@@ -34,7 +34,7 @@ from gpupool.core.model.node import GPU, GPUNode
 from gpupool.core.model.nodeclaim import GPUNodeClaim, GPUNodeClaimStatus
 from gpupool.core.model.nodeclass import GPUNodeClass
 from gpupool.core.model.pool import GPUPool, GPUPoolStatus
-from gpupool.core.model.unreadable import REASON_UNREADABLE, UnreadableObject
+from gpupool.core.model.unreadable import UnreadableObject
 from gpupool.service.errors import PermanentError
 from gpupool.service.ports import ClaimMetadataPatch, NodePatch, ObjectEvent
 
@@ -93,16 +93,7 @@ class KubeCluster:
     # ---- tensor-fusion.ai objects ------------------------------------------------------------
     def _warn(self, unreadable: UnreadableObject) -> None:
         """A Warning Event on an object a list skipped, naming its invalid fields."""
-        self.record_event(
-            ObjectEvent(
-                kind=unreadable.kind,
-                name=unreadable.name,
-                namespace=unreadable.namespace,
-                event_type="Warning",
-                reason=REASON_UNREADABLE,
-                message=unreadable.message,
-            )
-        )
+        self.record_event(unreadable_warning(unreadable))
 
     def _path(self, plural: str, name: str | None = None, sub: str | None = None) -> str:
         return group_path(API_GROUP, VERSION, plural, name, sub=sub)
@@ -257,15 +248,7 @@ class KubeCluster:
         self._coordination.evict_pod(namespace, name)
 
     def record_event(self, event: ObjectEvent) -> None:
-        self._coordination.record_event(
-            kind=event.kind,
-            name=event.name,
-            namespace=event.namespace,
-            event_type=event.event_type,
-            reason=event.reason,
-            message=event.message,
-            now=self._now(),
-        )
+        self._coordination.record_event(event, now=self._now())
 
     def try_acquire_lease(self, name: str, *, holder: str, now: datetime, duration: timedelta) -> bool:
         return self._coordination.try_acquire_lease(name, holder=holder, now=now, duration=duration)
