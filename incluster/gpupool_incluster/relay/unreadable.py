@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 from pydantic import ValidationError
 
 from gpupool.core.model.base import TopLevel
-from gpupool.core.model.unreadable import REASON_UNREADABLE, UnreadableObject, unreadable_object
+from gpupool.core.model.unreadable import UnreadableObject, unreadable_object
 
 __all__ = ["Report", "event_reporter", "read_or_skip"]
 
@@ -51,19 +51,11 @@ def read_or_skip(
 
 def event_reporter(api: Any, *, namespace: str = "default") -> Report:
     """Records a Warning Event (reason UnreadableSpec) on the skipped object."""
-    from gpupool.adapters.kube.coordination import Coordination
+    from gpupool.adapters.kube.coordination import Coordination, unreadable_warning
 
     events = Coordination(api, namespace=namespace, request_timeout_s=10.0)
 
     def report(unreadable: UnreadableObject) -> None:
-        events.record_event(
-            kind=unreadable.kind,
-            name=unreadable.name,
-            namespace=unreadable.namespace,
-            event_type="Warning",
-            reason=REASON_UNREADABLE,
-            message=unreadable.message,
-            now=datetime.now(UTC),
-        )
+        events.record_event(unreadable_warning(unreadable), now=datetime.now(UTC))
 
     return report

@@ -17,8 +17,13 @@ from gpupool.adapters.kube.cluster import KubeCluster
 from gpupool.core.model.nodeclaim import GPUNodeClaim
 from gpupool.core.model.pool import GPUPool
 from gpupool.sandbox.kubeapi import EmbeddedKubeAPI
+from gpupool.service.ports import ObjectEvent
 
 FIXED_NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
+# A Normal Event about the pool `make_pool` makes.
+POOL_COMPACTION = ObjectEvent(
+    kind="GPUPool", name="pool-a", namespace=None, event_type="Normal", reason="Compaction", message="m"
+)
 
 
 def make_claim(name: str = "pool-a-x1", **metadata: Any) -> GPUNodeClaim:

@@ -29,6 +29,7 @@ from gpupool.core.model.pool import GPUPoolStatus
 from gpupool.core.quantity import Quantity
 from gpupool.sandbox.kubeapi import EmbeddedKubeAPI
 from gpupool.service.errors import AlreadyExists, Conflict, NotFound
+from gpupool.service.ports import ClaimMetadataPatch
 from tests.service.fakes import FakeClock, FakeCluster
 
 from .conftest import FIXED_NOW, make_claim, make_pool
@@ -66,7 +67,7 @@ def test_stale_status_write_is_a_conflict_and_changes_nothing(port: Any) -> None
     with pytest.raises(Conflict):
         port.update_claim_status("pool-a-x1", GPUNodeClaimStatus(phase="Failed"), resource_version=stale)
     with pytest.raises(Conflict):
-        port.patch_claim_metadata("pool-a-x1", labels={"a": "b"}, resource_version=stale)
+        port.patch_claim_metadata("pool-a-x1", ClaimMetadataPatch(labels={"a": "b"}, resource_version=stale))
     current = port.get_claim("pool-a-x1")
     assert current.status.phase == "Creating" and "a" not in current.metadata.labels
 
@@ -77,7 +78,7 @@ def test_finalizer_holds_a_deleted_claim(port: Any) -> None:
     port.delete_claim("pool-a-x1")
     held = port.get_claim("pool-a-x1")
     assert held.metadata.deletion_timestamp is not None
-    port.patch_claim_metadata("pool-a-x1", finalizers=[], resource_version=_version(held))
+    port.patch_claim_metadata("pool-a-x1", ClaimMetadataPatch(finalizers=(), resource_version=_version(held)))
     with pytest.raises(NotFound):
         port.get_claim("pool-a-x1")
     with pytest.raises(NotFound):

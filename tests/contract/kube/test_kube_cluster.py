@@ -20,6 +20,7 @@ from gpupool.core.model.nodeclaim import GPUNodeClaimStatus
 from gpupool.core.model.pool import GPUPoolStatus
 from gpupool.core.quantity import Quantity
 from gpupool.service.errors import AlreadyExists, Conflict, NotFound
+from gpupool.service.ports import ClaimMetadataPatch, NodePatch
 
 from .conftest import make_claim, make_pool
 
@@ -56,7 +57,9 @@ def test_two_writers_with_one_version_only_one_wins(cluster: KubeCluster) -> Non
     version = cluster.create_claim(make_claim()).metadata.resource_version or ""
     cluster.update_claim_status("pool-a-x1", GPUNodeClaimStatus(phase="Creating"), resource_version=version)
     with pytest.raises(Conflict):
-        cluster.patch_claim_metadata("pool-a-x1", labels={"x": "y"}, resource_version=version)
+        cluster.patch_claim_metadata(
+            "pool-a-x1", ClaimMetadataPatch(labels={"x": "y"}, resource_version=version)
+        )
     assert "x" not in cluster.get_claim("pool-a-x1").metadata.labels
 
 
@@ -64,10 +67,12 @@ def test_metadata_patch_sets_removes_and_replaces_finalizers(cluster: KubeCluste
     created = cluster.create_claim(make_claim(annotations={"keep": "1", "drop": "2"}, finalizers=[FINALIZER]))
     patched = cluster.patch_claim_metadata(
         "pool-a-x1",
-        labels={"new": "label"},
-        annotations={"drop": None},
-        finalizers=[],
-        resource_version=created.metadata.resource_version or "",
+        ClaimMetadataPatch(
+            labels={"new": "label"},
+            annotations={"drop": None},
+            finalizers=(),
+            resource_version=created.metadata.resource_version or "",
+        ),
     )
     assert patched.metadata.labels["new"] == "label"
     assert patched.metadata.labels["tensor-fusion.ai/managed-by"] == "pool-a"
@@ -83,7 +88,8 @@ def test_delete_waits_for_the_finalizer(cluster: KubeCluster) -> None:
     assert deleting.metadata.deletion_timestamp is not None
     assert [claim.name for claim in cluster.list_claims()] == ["pool-a-x1"]
     cluster.patch_claim_metadata(
-        "pool-a-x1", finalizers=[], resource_version=deleting.metadata.resource_version or ""
+        "pool-a-x1",
+        ClaimMetadataPatch(finalizers=(), resource_version=deleting.metadata.resource_version or ""),
     )
     with pytest.raises(NotFound):
         cluster.get_claim("pool-a-x1")
@@ -161,7 +167,7 @@ def test_nodes_and_pods_are_listed_with_selectors(cluster: KubeCluster, api_clie
 def test_patch_node_labels_and_cordon(cluster: KubeCluster, api_client: Any) -> None:
     _seed_nodes_and_pods(api_client)
     cluster.patch_node(
-        "gpu-1", labels={"tensor-fusion.ai/should-delete": "true", "old": None}, unschedulable=True
+        "gpu-1", NodePatch(labels={"tensor-fusion.ai/should-delete": "true", "old": None}, unschedulable=True)
     )
     node = next(node for node in cluster.list_nodes() if node.name == "gpu-1")
     assert node.metadata.labels == {"tensor-fusion.ai/should-delete": "true"}
@@ -169,7 +175,7 @@ def test_patch_node_labels_and_cordon(cluster: KubeCluster, api_client: Any) -> 
     other = next(node for node in cluster.list_nodes() if node.name == "gpu-2")
     assert other.spec.unschedulable is False
     with pytest.raises(NotFound):
-        cluster.patch_node("missing", unschedulable=True)
+        cluster.patch_node("missing", NodePatch(unschedulable=True))
 
 
 def test_empty_lists_and_other_kinds(cluster: KubeCluster) -> None:

@@ -23,8 +23,9 @@ from kubernetes import client as k8s
 
 from gpupool.adapters.kube.cluster import KubeCluster
 from gpupool.service.errors import NotFound, PermanentError, Throttled
+from gpupool.service.ports import ObjectEvent
 
-from .conftest import FIXED_NOW, make_pool
+from .conftest import FIXED_NOW, POOL_COMPACTION, make_pool
 
 MINUTE = timedelta(minutes=1)
 
@@ -170,15 +171,19 @@ def _events(api_client: Any) -> list[dict[str, Any]]:
 
 def test_events_carry_reason_type_and_involved_object(cluster: KubeCluster, api_client: Any) -> None:
     cluster.record_event(
-        kind="GPUPool",
-        name="pool-a",
-        namespace=None,
-        event_type="Warning",
-        reason="MaxResourceConstraintReached",
-        message="x" * 5000,
+        ObjectEvent(
+            kind="GPUPool",
+            name="pool-a",
+            namespace=None,
+            event_type="Warning",
+            reason="MaxResourceConstraintReached",
+            message="x" * 5000,
+        )
     )
     cluster.record_event(
-        kind="Pod", name="w1", namespace="default", event_type="Normal", reason="Compaction", message="m"
+        ObjectEvent(
+            kind="Pod", name="w1", namespace="default", event_type="Normal", reason="Compaction", message="m"
+        )
     )
     events = {event["reason"]: event for event in _events(api_client)}
     warning = events["MaxResourceConstraintReached"]
@@ -200,12 +205,14 @@ def test_events_carry_reason_type_and_involved_object(cluster: KubeCluster, api_
 def test_the_same_event_again_is_counted_not_duplicated(cluster: KubeCluster, api_client: Any) -> None:
     def exhausted(message: str) -> None:
         cluster.record_event(
-            kind="GPUPool",
-            name="pool-a",
-            namespace=None,
-            event_type="Warning",
-            reason="NodeLaunchFailed",
-            message=message,
+            ObjectEvent(
+                kind="GPUPool",
+                name="pool-a",
+                namespace=None,
+                event_type="Warning",
+                reason="NodeLaunchFailed",
+                message=message,
+            )
         )
 
     for _ in range(3):
@@ -233,7 +240,9 @@ def test_invalid_events_are_permanent_errors(
 ) -> None:
     with pytest.raises(PermanentError):
         cluster.record_event(
-            kind=kind, name=name, namespace=None, event_type=event_type, reason=reason, message="m"
+            ObjectEvent(
+                kind=kind, name=name, namespace=None, event_type=event_type, reason=reason, message="m"
+            )
         )
     assert _events(api_client) == []
 
@@ -243,9 +252,7 @@ def test_an_event_names_its_object_by_uid_and_resource_version(cluster: KubeClus
     # writes the full object reference, and so does the adapter.
     cluster.create_pool(make_pool())
     stored = cluster.get_pool("pool-a")
-    cluster.record_event(
-        kind="GPUPool", name="pool-a", namespace=None, event_type="Normal", reason="Compaction", message="m"
-    )
+    cluster.record_event(POOL_COMPACTION)
     (event,) = _events(api_client)
     assert event["involvedObject"] == {
         "apiVersion": "tensor-fusion.ai/v1",
@@ -263,7 +270,9 @@ def test_a_pod_event_lives_in_the_pods_namespace_with_its_uid(cluster: KubeClust
         "ml", {"metadata": {"name": "w1"}, "spec": {"containers": [{"name": "c", "image": "busybox"}]}}
     )
     cluster.record_event(
-        kind="Pod", name="w1", namespace="ml", event_type="Warning", reason="NoOffering", message="m"
+        ObjectEvent(
+            kind="Pod", name="w1", namespace="ml", event_type="Warning", reason="NoOffering", message="m"
+        )
     )
     (event,) = _events(api_client)
     assert event["metadata"]["namespace"] == "ml"
@@ -277,7 +286,9 @@ def test_events_about_cluster_scoped_objects_go_to_default(api_client: Any) -> N
     cluster = KubeCluster(api_client, namespace="tensor-fusion-sys", now=lambda: FIXED_NOW)
     k8s.CoreV1Api(api_client).create_namespace({"metadata": {"name": "tensor-fusion-sys"}})
     cluster.record_event(
-        kind="GPUNodeClaim", name="c1", namespace=None, event_type="Normal", reason="R", message="m"
+        ObjectEvent(
+            kind="GPUNodeClaim", name="c1", namespace=None, event_type="Normal", reason="R", message="m"
+        )
     )
     (event,) = _events(api_client)
     assert event["metadata"]["namespace"] == "default"
@@ -288,14 +299,7 @@ def test_an_object_recreated_under_its_name_gets_events_of_its_own(
     cluster: KubeCluster, api_client: Any
 ) -> None:
     def compaction() -> None:
-        cluster.record_event(
-            kind="GPUPool",
-            name="pool-a",
-            namespace=None,
-            event_type="Normal",
-            reason="Compaction",
-            message="m",
-        )
+        cluster.record_event(POOL_COMPACTION)
 
     cluster.create_pool(make_pool())
     compaction()
@@ -313,7 +317,9 @@ def test_an_event_about_an_object_that_is_gone_keeps_a_plain_reference(
     cluster: KubeCluster, api_client: Any
 ) -> None:
     cluster.record_event(
-        kind="GPUNodeClaim", name="gone", namespace=None, event_type="Warning", reason="R", message="m"
+        ObjectEvent(
+            kind="GPUNodeClaim", name="gone", namespace=None, event_type="Warning", reason="R", message="m"
+        )
     )
     (event,) = _events(api_client)
     assert event["involvedObject"] == {

@@ -26,7 +26,7 @@ from gpupool.sandbox.kubeapi import EmbeddedKubeAPI
 from gpupool.sandbox.moto_ec2 import MotoEC2
 from tests.service.fakes import FakeClock
 
-from .conftest import make_pool
+from .conftest import POOL_COMPACTION, make_pool
 
 BASE = {"GPUPOOL_CLUSTER_NAME": "demo", "AWS_REGION": "us-east-1"}
 
@@ -242,9 +242,7 @@ def test_a_simulated_clock_stamps_events(kube_api: EmbeddedKubeAPI) -> None:
     simulated = FakeClock(datetime(2030, 1, 2, 3, 4, 5, tzinfo=UTC))
     deps = build_aws_deps({**BASE, "KUBECONFIG": str(kube_api.kubeconfig_path)}, clock=simulated)
     assert deps.clock is simulated
-    deps.cluster.record_event(
-        kind="GPUPool", name="pool-a", namespace=None, event_type="Normal", reason="Compaction", message="m"
-    )
+    deps.cluster.record_event(POOL_COMPACTION)
     api_client = kube_config.new_client_from_config(config_file=str(kube_api.kubeconfig_path))
     events = k8s.CoreV1Api(api_client).list_event_for_all_namespaces().items
     assert [event.last_timestamp.year for event in events] == [2030]

@@ -29,6 +29,7 @@ from gpupool.core.model.unreadable import UnreadableObject
 from gpupool.sandbox.kubeapi import EmbeddedKubeAPI
 from gpupool.sandbox.kubeapi.reviews import book_of
 from gpupool.sandbox.kubeapi.routes import ResourcePath, parse
+from gpupool.service.ports import ClaimMetadataPatch, NodePatch, ObjectEvent
 from gpupool_incluster.relay.access import DEFAULT_AUDIENCE, TokenAccess
 from gpupool_incluster.relay.forwarder import Forwarder, ForwardSettings
 from gpupool_incluster.relay.hub import HubSettings, SchedulerHub
@@ -201,14 +202,17 @@ def test_every_call_the_functions_adapters_make_is_listed(
             resource_version=version(kube.get_claim("claim-a")),
         ),
         "patch_claim_metadata": lambda: kube.patch_claim_metadata(
-            "claim-a", labels={"x": "y"}, resource_version=version(kube.get_claim("claim-a"))
+            "claim-a",
+            ClaimMetadataPatch(labels={"x": "y"}, resource_version=version(kube.get_claim("claim-a"))),
         ),
         "delete_claim": lambda: kube.delete_claim("claim-a"),
-        "patch_node": lambda: kube.patch_node("n", labels={"x": "y"}, unschedulable=True),
+        "patch_node": lambda: kube.patch_node("n", NodePatch(labels={"x": "y"}, unschedulable=True)),
         "evict_pod": lambda: kube.evict_pod("default", "p"),
         "record_event": lambda: [
             kube.record_event(
-                kind=kind, name=name, namespace=ns, event_type="Normal", reason="Test", message="m"
+                ObjectEvent(
+                    kind=kind, name=name, namespace=ns, event_type="Normal", reason="Test", message="m"
+                )
             )
             for kind, name, ns in (
                 ("Pod", "p", "default"),

@@ -9,6 +9,7 @@ from datetime import timedelta
 import pytest
 
 from gpupool.core.model.pool import GPUPool
+from gpupool.service.ports import ObjectEvent
 from gpupool.testing.memory_ports import START, MemoryClock, MemoryCluster, MemoryCompute
 from tests.service import fakes
 
@@ -44,7 +45,14 @@ def test_an_event_names_its_object_by_uid_as_the_adapter_does() -> None:
 
     def compaction(name: str) -> None:
         cluster.record_event(
-            kind="GPUPool", name=name, namespace=None, event_type="Normal", reason="Compaction", message="m"
+            ObjectEvent(
+                kind="GPUPool",
+                name=name,
+                namespace=None,
+                event_type="Normal",
+                reason="Compaction",
+                message="m",
+            )
         )
 
     compaction("pool-a")

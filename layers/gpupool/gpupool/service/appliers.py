@@ -40,6 +40,7 @@ from gpupool.core.planning.plan import (
 )
 from gpupool.service.deps import Deps
 from gpupool.service.errors import AlreadyExists, Conflict, DomainError, NotFound, PermanentError
+from gpupool.service.ports import ClaimMetadataPatch, Claims, Events, NodePatch, Nodes, ObjectEvent
 
 __all__ = ["Skip", "condition", "read_version", "retry_conflicts", "set_phase"]
 
@@ -127,21 +128,23 @@ def apply_launch_instance(deps: Deps, action: LaunchInstance) -> str:
         for part in (action.offering.instance_type, action.offering.zone, action.offering.capacity_type)
         if part
     )
-    record_on_claim(deps, name, EVENT_INSTANCE_LAUNCHED, f"instance {instance_id} {how} ({offering})")
+    record_on_claim(deps.cluster, name, EVENT_INSTANCE_LAUNCHED, f"instance {instance_id} {how} ({offering})")
     return f"{how} {instance_id}"
 
 
-def record_on_claim(deps: Deps, claim: str, reason: str, message: str) -> None:
+def record_on_claim(events: Events, claim: str, reason: str, message: str) -> None:
     """A Normal Event on the GPUNodeClaim, so `kubectl describe` shows what was done to its
     instance; best effort, as every Event: a failure to record never fails the action."""
     with contextlib.suppress(DomainError):
-        deps.cluster.record_event(
-            kind="GPUNodeClaim",
-            name=claim,
-            namespace=None,
-            event_type="Normal",
-            reason=reason,
-            message=message,
+        events.record_event(
+            ObjectEvent(
+                kind="GPUNodeClaim",
+                name=claim,
+                namespace=None,
+                event_type="Normal",
+                reason=reason,
+                message=message,
+            )
         )
 
 
@@ -179,24 +182,25 @@ def apply_set_claim_phase(deps: Deps, action: SetClaimPhase) -> str:
     return f"{action.phase} ({action.reason})"
 
 
-def apply_delete_claim(deps: Deps, action: DeleteClaim) -> str:
+def apply_delete_claim(claims: Claims, action: DeleteClaim) -> str:
     try:
-        deps.cluster.delete_claim(action.claim)
+        claims.delete_claim(action.claim)
     except NotFound as gone:
         raise Skip("claim already gone") from gone
     return "deletion requested"
 
 
-def apply_release_claim(deps: Deps, action: ReleaseClaim) -> str:
-    cluster = deps.cluster
+def apply_release_claim(claims: Claims, action: ReleaseClaim) -> str:
     name = action.claim
 
     def write() -> None:
-        claim = cluster.get_claim(name)
+        claim = claims.get_claim(name)
         if FINALIZER not in claim.metadata.finalizers:
             raise Skip("finalizer already removed")
-        finalizers = [f for f in claim.metadata.finalizers if f != FINALIZER]
-        cluster.patch_claim_metadata(name, finalizers=finalizers, resource_version=read_version(claim))
+        finalizers = tuple(f for f in claim.metadata.finalizers if f != FINALIZER)
+        claims.patch_claim_metadata(
+            name, ClaimMetadataPatch(finalizers=finalizers, resource_version=read_version(claim))
+        )
 
     try:
         retry_conflicts(write)
@@ -205,17 +209,17 @@ def apply_release_claim(deps: Deps, action: ReleaseClaim) -> str:
     return "finalizer removed"
 
 
-def apply_mark_interrupted(deps: Deps, action: MarkClaimInterrupted) -> str:
-    cluster = deps.cluster
+def apply_mark_interrupted(claims: Claims, action: MarkClaimInterrupted) -> str:
     name = action.claim
 
     def write() -> None:
-        claim = cluster.get_claim(name)
+        claim = claims.get_claim(name)
         value = f"{action.reason} {action.at.isoformat()}"
-        cluster.patch_claim_metadata(
+        claims.patch_claim_metadata(
             name,
-            annotations={ANNOTATION_INTERRUPTED: value},
-            resource_version=read_version(claim),
+            ClaimMetadataPatch(
+                annotations={ANNOTATION_INTERRUPTED: value}, resource_version=read_version(claim)
+            ),
         )
 
     retry_conflicts(write)
@@ -237,7 +241,7 @@ def apply_terminate(deps: Deps, action: TerminateInstance) -> str:
     deps.compute_for(_instance_mode(deps, action.claim)).terminate(action.instance_id)
     if action.claim is not None:
         record_on_claim(
-            deps,
+            deps.cluster,
             action.claim,
             EVENT_INSTANCE_TERMINATED,
             f"instance {action.instance_id} terminated ({action.reason})",
@@ -245,14 +249,11 @@ def apply_terminate(deps: Deps, action: TerminateInstance) -> str:
     return f"terminated ({action.reason})"
 
 
-def apply_cordon(deps: Deps, action: CordonNode) -> str:
-    deps.cluster.patch_node(action.node, unschedulable=not action.uncordon)
+def apply_cordon(nodes: Nodes, action: CordonNode) -> str:
+    nodes.patch_node(action.node, NodePatch(unschedulable=not action.uncordon))
     return "uncordoned" if action.uncordon else "cordoned"
 
 
-def apply_label(deps: Deps, action: LabelNode) -> str:
-    if action.annotations:
-        deps.cluster.patch_node(action.node, labels=action.labels, annotations=action.annotations)
-    else:
-        deps.cluster.patch_node(action.node, labels=action.labels)
+def apply_label(nodes: Nodes, action: LabelNode) -> str:
+    nodes.patch_node(action.node, NodePatch(labels=action.labels, annotations=action.annotations or None))
     return "labelled"

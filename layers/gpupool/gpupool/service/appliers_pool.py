@@ -21,19 +21,19 @@ from gpupool.core.planning.unavailable import (
 from gpupool.service.appliers import Skip, read_version, retry_conflicts
 from gpupool.service.deps import Deps
 from gpupool.service.errors import AlreadyExists, DomainError
+from gpupool.service.ports import Events, ObjectEvent, Pools
 
 __all__ = ["apply_event", "apply_mark_offering_unavailable", "apply_patch_pool_status", "apply_pool"]
 
 
-def apply_pool(deps: Deps, action: ApplyPool) -> str:
-    cluster = deps.cluster
+def apply_pool(pools: Pools, action: ApplyPool) -> str:
     if action.create:
         try:
-            cluster.create_pool(action.desired)
+            pools.create_pool(action.desired)
         except AlreadyExists as exists:
             raise Skip("pool already exists") from exists
         return "created"
-    cluster.replace_pool_spec(action.desired, resource_version=read_version(action.desired))
+    pools.replace_pool_spec(action.desired, resource_version=read_version(action.desired))
     return "spec updated"
 
 
@@ -54,15 +54,14 @@ def apply_mark_offering_unavailable(deps: Deps, action: MarkOfferingUnavailable)
     return f"{action.offering_key} unavailable until {action.until.isoformat()}"
 
 
-def apply_patch_pool_status(deps: Deps, action: PatchPoolStatus) -> str:
-    cluster = deps.cluster
+def apply_patch_pool_status(pools: Pools, action: PatchPoolStatus) -> str:
     pool_name = action.pool
 
     def write() -> None:
-        pool = cluster.get_pool(pool_name)
+        pool = pools.get_pool(pool_name)
         current = pool.status or GPUPoolStatus()
         changes = {f: getattr(action.status, f) for f in action.fields}
-        cluster.update_pool_status(
+        pools.update_pool_status(
             pool_name,
             current.model_copy(update=changes),
             resource_version=read_version(pool),
@@ -72,15 +71,17 @@ def apply_patch_pool_status(deps: Deps, action: PatchPoolStatus) -> str:
     return "status updated"
 
 
-def apply_event(deps: Deps, action: RecordEvent) -> str:
+def apply_event(events: Events, action: RecordEvent) -> str:
     try:
-        deps.cluster.record_event(
-            kind=action.object_kind,
-            name=action.object_name,
-            namespace=action.namespace,
-            event_type=action.event_type,
-            reason=action.reason,
-            message=action.message,
+        events.record_event(
+            ObjectEvent(
+                kind=action.object_kind,
+                name=action.object_name,
+                namespace=action.namespace,
+                event_type=action.event_type,
+                reason=action.reason,
+                message=action.message,
+            )
         )
     except DomainError as error:  # events are best effort: never fail the plan for one
         raise Skip(f"event not recorded: {error.message}") from error

@@ -124,7 +124,7 @@ def _refresh_pool_status(deps: Deps, executor: Executor, outcome: Outcome, pools
     if not pools or executor.dry_run:
         return
     reads = ClusterReads.load(deps)
-    for pool in select_pools(deps, None):
+    for pool in select_pools(deps.cluster, None):
         if pool.name in pools:
             status = plan_pool_status(snapshot_of(deps, pool, reads), now=deps.clock.now())
             record_results(outcome, status, executor.apply(status))

@@ -65,7 +65,7 @@ def handle_compact(cause: object, deps: Deps, *, dry_run: bool = False) -> Outco
     outcome = Outcome()
     executor = Executor(deps, event_id=cause.event_id, dry_run=dry_run)
     try:
-        pools = select_pools(deps, cause.pool)
+        pools = select_pools(deps.cluster, cause.pool)
     except DomainError as error:
         outcome.fail(f"reading pools: {error.message}", retryable=error.retryable)
         return outcome
@@ -138,7 +138,7 @@ def _confirmed(
         unread = unconfirmed_removals(snapshot, plan)
         if not unread:
             return snapshot, plan, reads
-        reads = reads.with_pods_on(deps, unread)
+        reads = reads.with_pods_on(deps.cluster, unread)
         snapshot = with_pods_of(snapshot, reads)
 
 
@@ -166,7 +166,7 @@ def _before_removal(deps: Deps, removal: Action, reads: ClusterReads, *, again: 
             deps.cluster.refresh()
         reads = replace(ClusterReads.load(deps), pods=reads.pods, pods_read_on=reads.pods_read_on)
     node = removal.targets().get("node")
-    return reads.with_pods_on(deps, (node,)) if node is not None else reads
+    return reads.with_pods_on(deps.cluster, (node,)) if node is not None else reads
 
 
 def _compact_held_pool(
@@ -225,7 +225,7 @@ def _consolidation_plan(deps: Deps, name: str) -> Plan:
     snapshot = _snapshot(deps, name, reads)
     if snapshot is None:
         return Plan()
-    reads = reads.with_pods_on(deps, tuple(n.name for n in snapshot.nodes))
+    reads = reads.with_pods_on(deps.cluster, tuple(n.name for n in snapshot.nodes))
     snapshot = with_pods_of(snapshot, reads)
     names = {n.name for n in snapshot.nodes}
     gpus = [g for g in deps.cluster.list_gpus() if (info := gpu_info(g)) is not None and info.node in names]

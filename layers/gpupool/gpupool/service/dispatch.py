@@ -1,9 +1,10 @@
 """Which applier applies which action: one `match` over the Action union, checked by mypy.
 
 Role: `apply_action(deps, action) -> str` routes each action kind to its applier (`appliers`,
-`appliers_pool`, `appliers_cluster`, `appliers_autoselect`, `drain`); the final `assert_never`
-makes mypy prove that every member of `planning.plan.Action` is handled, so a new action kind
-cannot be forgotten here.
+`appliers_pool`, `appliers_cluster`, `appliers_autoselect`, `drain`), handing each what it
+uses (the Cluster port's role for an applier that needs only that; the deps otherwise); the
+final `assert_never` makes mypy prove that every member of `planning.plan.Action` is handled,
+so a new action kind cannot be forgotten here.
 
 Must not: apply anything itself, log, or check dry-run (the executor does both).
 """
@@ -45,7 +46,7 @@ def apply_action(deps: Deps, action: Action) -> str:
     """Apply one action; raises `appliers.Skip` when it no longer applies, or a domain error."""
     match action:
         case ApplyPool():
-            return appliers_pool.apply_pool(deps, action)
+            return appliers_pool.apply_pool(deps.cluster, action)
         case CreateClaim():
             return appliers.apply_create_claim(deps, action)
         case LaunchInstance():
@@ -55,28 +56,28 @@ def apply_action(deps: Deps, action: Action) -> str:
         case TerminateInstance():
             return appliers.apply_terminate(deps, action)
         case DeleteClaim():
-            return appliers.apply_delete_claim(deps, action)
+            return appliers.apply_delete_claim(deps.cluster, action)
         case ReleaseClaim():
-            return appliers.apply_release_claim(deps, action)
+            return appliers.apply_release_claim(deps.cluster, action)
         case CordonNode():
-            return appliers.apply_cordon(deps, action)
+            return appliers.apply_cordon(deps.cluster, action)
         case DrainNode():
             return apply_drain(deps, action)
         case LabelNode():
-            return appliers.apply_label(deps, action)
+            return appliers.apply_label(deps.cluster, action)
         case MarkClaimInterrupted():
-            return appliers.apply_mark_interrupted(deps, action)
+            return appliers.apply_mark_interrupted(deps.cluster, action)
         case MarkOfferingUnavailable():
             return appliers_pool.apply_mark_offering_unavailable(deps, action)
         case PatchPoolStatus():
-            return appliers_pool.apply_patch_pool_status(deps, action)
+            return appliers_pool.apply_patch_pool_status(deps.cluster, action)
         case SetClusterCondition():
-            return apply_set_cluster_condition(deps, action)
+            return apply_set_cluster_condition(deps.cluster, action)
         case CreateNodeClaim():
             return apply_create_nodeclaim(deps, action)
         case RememberExpansions():
             return apply_remember_expansions(deps, action)
         case RecordEvent():
-            return appliers_pool.apply_event(deps, action)
+            return appliers_pool.apply_event(deps.cluster, action)
         case _:
             assert_never(action)

@@ -12,7 +12,9 @@ deletion was asked for (gone, or deleting behind its finalizer), the object of a
 with Conflict (the retry reads it fresh) — and node summaries after a node is patched are read
 again through the port (whose adapter refreshes incrementally). `refresh()` marks everything read
 so far to be read again (compaction re-validates a removal on the cluster as it is then). Pods,
-GPUs, other node reads, Events, evictions and Leases always go to the port.
+GPUs, other node reads, Events, evictions and Leases always go to the port: every port method
+this view does not define is the port's own (`__getattr__`), so a call added to the port reaches
+the adapter through it without a line here.
 
 Must not: decide anything, write anything the caller did not ask for, keep anything beyond the
 invocation, or answer a by-name read with an object it knows to be stale.
@@ -20,19 +22,18 @@ invocation, or answer a by-name read with an object it knows to be stale.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
-from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from gpupool.service.errors import Conflict, NotFound
-from gpupool.service.ports import Cluster, EventType
+from gpupool.service.ports import CLUSTER_METHODS, ClaimMetadataPatch, Cluster, NodePatch
 
 if TYPE_CHECKING:
     from gpupool.core.model.cluster import TensorFusionCluster, TensorFusionClusterStatus
-    from gpupool.core.model.foreign import Node, Pod, PodDisruptionBudget
-    from gpupool.core.model.node import GPU, GPUNode
+    from gpupool.core.model.foreign import Node
+    from gpupool.core.model.node import GPUNode
     from gpupool.core.model.nodeclaim import GPUNodeClaim, GPUNodeClaimStatus
     from gpupool.core.model.nodeclass import GPUNodeClass
     from gpupool.core.model.pool import GPUPool, GPUPoolStatus
@@ -181,6 +182,13 @@ class InvocationCluster:
             for _kind, future in answers:
                 future.result()
 
+    def __getattr__(self, name: str) -> Any:
+        """A port method this view does not define (pods, GPUs, Events, evictions, Leases, any
+        call added to the port later): the port's own."""
+        if name in CLUSTER_METHODS:
+            return getattr(self.inner, name)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
     def refresh(self) -> None:
         """Read everything again at its next use (compaction re-validating a removal)."""
         for kind in (self._clusters, self._pools, self._classes, self._claims, self._nodes, self._gpu_nodes):
@@ -214,15 +222,6 @@ class InvocationCluster:
         if summary:
             return self._gpu_nodes.all()
         return self.inner.list_gpu_nodes()
-
-    def list_gpus(self) -> list[GPU]:
-        return self.inner.list_gpus()
-
-    def list_pods(self, *, node_name: str | None = None, phase: str | None = None) -> list[Pod]:
-        return self.inner.list_pods(node_name=node_name, phase=phase)
-
-    def list_pod_disruption_budgets(self) -> list[PodDisruptionBudget]:
-        return self.inner.list_pod_disruption_budgets()
 
     # ---- writes: the answer replaces what was read -----------------------------------------
     def update_cluster_status(
@@ -277,26 +276,8 @@ class InvocationCluster:
         )
         return self._claims.fold(written)
 
-    def patch_claim_metadata(
-        self,
-        name: str,
-        *,
-        labels: Mapping[str, str | None] | None = None,
-        annotations: Mapping[str, str | None] | None = None,
-        finalizers: Sequence[str] | None = None,
-        resource_version: str,
-    ) -> GPUNodeClaim:
-        written = _guarded(
-            self._claims,
-            name,
-            lambda: self.inner.patch_claim_metadata(
-                name,
-                labels=labels,
-                annotations=annotations,
-                finalizers=finalizers,
-                resource_version=resource_version,
-            ),
-        )
+    def patch_claim_metadata(self, name: str, patch: ClaimMetadataPatch) -> GPUNodeClaim:
+        written = _guarded(self._claims, name, lambda: self.inner.patch_claim_metadata(name, patch))
         if written.metadata.deletion_timestamp is not None and not written.metadata.finalizers:
             self._claims.forget(written)  # its last finalizer went: the API server removed it
             return written
@@ -308,47 +289,11 @@ class InvocationCluster:
         finally:
             self._claims.mark(name)  # gone, or deleting behind its finalizer: read it again
 
-    def patch_node(
-        self,
-        name: str,
-        *,
-        labels: Mapping[str, str | None] | None = None,
-        unschedulable: bool | None = None,
-        annotations: Mapping[str, str | None] | None = None,
-    ) -> None:
+    def patch_node(self, name: str, patch: NodePatch) -> None:
         try:
-            if annotations:
-                self.inner.patch_node(
-                    name, labels=labels, unschedulable=unschedulable, annotations=annotations
-                )
-            else:
-                self.inner.patch_node(name, labels=labels, unschedulable=unschedulable)
+            self.inner.patch_node(name, patch)
         finally:
             self._nodes.mark_all()
-
-    # ---- always the port's ------------------------------------------------------------------
-    def evict_pod(self, namespace: str, name: str) -> None:
-        self.inner.evict_pod(namespace, name)
-
-    def record_event(
-        self,
-        *,
-        kind: str,
-        name: str,
-        namespace: str | None,
-        event_type: EventType,
-        reason: str,
-        message: str,
-    ) -> None:
-        self.inner.record_event(
-            kind=kind, name=name, namespace=namespace, event_type=event_type, reason=reason, message=message
-        )
-
-    def try_acquire_lease(self, name: str, *, holder: str, now: datetime, duration: timedelta) -> bool:
-        return self.inner.try_acquire_lease(name, holder=holder, now=now, duration=duration)
-
-    def release_lease(self, name: str, *, holder: str) -> None:
-        self.inner.release_lease(name, holder=holder)
 
 
 def reading_once(deps: Deps) -> Deps:

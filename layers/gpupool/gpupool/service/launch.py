@@ -83,7 +83,7 @@ def handle_launch(cause: object, deps: Deps, *, dry_run: bool = False) -> Outcom
         _record(outcome, sync_plan, sync_results)
         if cause.trigger.startswith("schedule") and cause.pool is None:  # ticks refresh the connection check
             refresh_connection_status(deps, executor, outcome)
-        pools = select_pools(deps, cause.pool)
+        pools = select_pools(deps.cluster, cause.pool)
     except DomainError as error:
         outcome.fail(f"reading pools: {error.message}", retryable=error.retryable)
         return outcome

@@ -33,6 +33,7 @@ from gpupool.core.vocabulary.pods import is_tensorfusion_pod
 from gpupool.service.deps import Deps
 from gpupool.service.executor import ActionResult, Executor
 from gpupool.service.invocation_cluster import InvocationCluster
+from gpupool.service.ports import Pods, Pools
 
 __all__ = [
     "ClusterReads",
@@ -50,10 +51,10 @@ def sync_cluster_pools(deps: Deps, executor: Executor) -> tuple[Plan, list[Actio
     return plan, executor.apply(plan)
 
 
-def select_pools(deps: Deps, name: str | None) -> list[GPUPool]:
+def select_pools(pools: Pools, name: str | None) -> list[GPUPool]:
     """Every pool (or the one named), by name."""
-    pools = sorted(deps.cluster.list_pools(), key=lambda p: p.name)
-    return [p for p in pools if name is None or p.name == name]
+    listed = sorted(pools.list_pools(), key=lambda p: p.name)
+    return [p for p in listed if name is None or p.name == name]
 
 
 @dataclass(frozen=True)
@@ -110,13 +111,13 @@ class ClusterReads:
         each was cut for (`snapshot_of` cuts a pool again only for another pool object)."""
         return {}
 
-    def with_pods_on(self, deps: Deps, nodes: tuple[str, ...]) -> ClusterReads:
+    def with_pods_on(self, pods: Pods, nodes: tuple[str, ...]) -> ClusterReads:
         """These reads with the TensorFusion pods of `nodes` read now (one field-selected list
         per node), in place of any read before."""
         wanted = set(nodes)
         kept = [p for p in self.pods if p.spec.node_name not in wanted]
         for node in nodes:
-            kept.extend(p for p in deps.cluster.list_pods(node_name=node) if is_tensorfusion_pod(p))
+            kept.extend(p for p in pods.list_pods(node_name=node) if is_tensorfusion_pod(p))
         return replace(self, pods=tuple(kept), pods_read_on=self.pods_read_on | wanted)
 
 

@@ -1,6 +1,6 @@
 """`Cluster` on the official Kubernetes client: tensor-fusion.ai objects, nodes, pods, events, leases.
 
-Role: implements `gpupool.service.ports.Cluster`. Requests go through `kube.transport` (the
+Role: implements `gpupool.service.ports.Cluster` (every role). Requests go through `kube.transport` (the
 official client's `ApiClient`, by path); reads come back as gpupool's pydantic models (raw
 JSON, so no client model round trip); writes that carry a resourceVersion are
 optimistic (a stale one is `Conflict`); statuses go through the status subresource; merge
@@ -17,13 +17,13 @@ an `ApiClient` in, authenticated by `kube.auth`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from gpupool.adapters.kube.coordination import Coordination
+from gpupool.adapters.kube.coordination import Coordination, unreadable_warning
 from gpupool.adapters.kube.errors import translated
 from gpupool.adapters.kube.reader import KubeReader
 from gpupool.adapters.kube.transport import KubeTransport, core_path, group_path
@@ -34,9 +34,9 @@ from gpupool.core.model.node import GPU, GPUNode
 from gpupool.core.model.nodeclaim import GPUNodeClaim, GPUNodeClaimStatus
 from gpupool.core.model.nodeclass import GPUNodeClass
 from gpupool.core.model.pool import GPUPool, GPUPoolStatus
-from gpupool.core.model.unreadable import REASON_UNREADABLE, UnreadableObject
+from gpupool.core.model.unreadable import UnreadableObject
 from gpupool.service.errors import PermanentError
-from gpupool.service.ports import EventType
+from gpupool.service.ports import ClaimMetadataPatch, NodePatch, ObjectEvent
 
 __all__ = ["KubeCluster"]
 
@@ -93,14 +93,7 @@ class KubeCluster:
     # ---- tensor-fusion.ai objects ------------------------------------------------------------
     def _warn(self, unreadable: UnreadableObject) -> None:
         """A Warning Event on an object a list skipped, naming its invalid fields."""
-        self.record_event(
-            kind=unreadable.kind,
-            name=unreadable.name,
-            namespace=unreadable.namespace,
-            event_type="Warning",
-            reason=REASON_UNREADABLE,
-            message=unreadable.message,
-        )
+        self.record_event(unreadable_warning(unreadable))
 
     def _path(self, plural: str, name: str | None = None, sub: str | None = None) -> str:
         return group_path(API_GROUP, VERSION, plural, name, sub=sub)
@@ -222,72 +215,40 @@ class KubeCluster:
     ) -> GPUNodeClaim:
         return self._replace_status(GPUNodeClaim, GPUNodeClaim.PLURAL, name, status, resource_version)
 
-    def patch_claim_metadata(
-        self,
-        name: str,
-        *,
-        labels: Mapping[str, str | None] | None = None,
-        annotations: Mapping[str, str | None] | None = None,
-        finalizers: Sequence[str] | None = None,
-        resource_version: str,
-    ) -> GPUNodeClaim:
-        metadata: dict[str, Any] = {"resourceVersion": resource_version}
-        if labels is not None:
-            metadata["labels"] = dict(labels)
-        if annotations is not None:
-            metadata["annotations"] = dict(annotations)
-        if finalizers is not None:
-            metadata["finalizers"] = list(finalizers)
+    def patch_claim_metadata(self, name: str, patch: ClaimMetadataPatch) -> GPUNodeClaim:
+        metadata: dict[str, Any] = {"resourceVersion": patch.resource_version}
+        if patch.labels is not None:
+            metadata["labels"] = dict(patch.labels)
+        if patch.annotations is not None:
+            metadata["annotations"] = dict(patch.annotations)
+        if patch.finalizers is not None:
+            metadata["finalizers"] = list(patch.finalizers)
         return self._merge_patch(GPUNodeClaim, GPUNodeClaim.PLURAL, name, {"metadata": metadata})
 
     def delete_claim(self, name: str) -> None:
         self._send(f"delete GPUNodeClaim {name}", "DELETE", self._path(GPUNodeClaim.PLURAL, name))
 
     # ---- nodes, pods, events, leases -----------------------------------------------------------
-    def patch_node(
-        self,
-        name: str,
-        *,
-        labels: Mapping[str, str | None] | None = None,
-        unschedulable: bool | None = None,
-        annotations: Mapping[str, str | None] | None = None,
-    ) -> None:
-        patch: dict[str, Any] = {}
-        if labels is not None:
-            patch["metadata"] = {"labels": dict(labels)}
-        if annotations:
-            patch.setdefault("metadata", {})["annotations"] = dict(annotations)
-        if unschedulable is not None:
-            patch["spec"] = {"unschedulable": unschedulable}
-        if not patch:
+    def patch_node(self, name: str, patch: NodePatch) -> None:
+        body: dict[str, Any] = {}
+        if patch.labels is not None:
+            body["metadata"] = {"labels": dict(patch.labels)}
+        if patch.annotations:
+            body.setdefault("metadata", {})["annotations"] = dict(patch.annotations)
+        if patch.unschedulable is not None:
+            body["spec"] = {"unschedulable": patch.unschedulable}
+        if not body:
             return
         with translated(f"patch Node {name}"):
             self._http.call(
-                "PATCH", core_path("nodes", name), body=patch, content_type=MERGE_PATCH, timeout=self._timeout
+                "PATCH", core_path("nodes", name), body=body, content_type=MERGE_PATCH, timeout=self._timeout
             )
 
     def evict_pod(self, namespace: str, name: str) -> None:
         self._coordination.evict_pod(namespace, name)
 
-    def record_event(
-        self,
-        *,
-        kind: str,
-        name: str,
-        namespace: str | None,
-        event_type: EventType,
-        reason: str,
-        message: str,
-    ) -> None:
-        self._coordination.record_event(
-            kind=kind,
-            name=name,
-            namespace=namespace,
-            event_type=event_type,
-            reason=reason,
-            message=message,
-            now=self._now(),
-        )
+    def record_event(self, event: ObjectEvent) -> None:
+        self._coordination.record_event(event, now=self._now())
 
     def try_acquire_lease(self, name: str, *, holder: str, now: datetime, duration: timedelta) -> bool:
         return self._coordination.try_acquire_lease(name, holder=holder, now=now, duration=duration)

@@ -7,7 +7,8 @@ spec, from the API server's answer), so a warm function takes, renews and gives 
 one replace each, carrying that resourceVersion: if anyone wrote the Lease since, the replace is
 refused (409) and the Lease is read and decided on as it is now; pod eviction through `policy/v1`
 Eviction (a PodDisruptionBudget that blocks it is HTTP 429 → `Throttled`); core/v1 Events about any
-object, stamped with the time passed in. An Event's `involvedObject` is the object reference
+object (`ObjectEvent`), stamped with the time passed in; `unreadable_warning` is the one about
+an object a list skipped. An Event's `involvedObject` is the object reference
 client-go's recorder writes (apiVersion, kind, name, namespace, uid, resourceVersion): `kubectl
 describe` finds an object's Events by a field selector on its uid, so the object is read once
 (GET, a verb the functions' RBAC already grants for the kinds in `_LOOKED_UP`) for its uid and
@@ -31,10 +32,11 @@ from gpupool.adapters.kube.errors import translated
 from gpupool.adapters.kube.transport import KubeTransport, core_path, group_path
 from gpupool.core.model.constants import API_GROUP
 from gpupool.core.model.karpenter import KarpenterNodeClaim, KarpenterNodePool
+from gpupool.core.model.unreadable import REASON_UNREADABLE, UnreadableObject
 from gpupool.service.errors import AlreadyExists, Conflict, DomainError, NotFound, PermanentError
-from gpupool.service.ports import EventType
+from gpupool.service.ports import ObjectEvent
 
-__all__ = ["EVENT_SOURCE", "Coordination", "lease_expired", "micro_time"]
+__all__ = ["EVENT_SOURCE", "Coordination", "lease_expired", "micro_time", "unreadable_warning"]
 
 EVENT_SOURCE = "gpupool"
 STRATEGIC_MERGE = "application/strategic-merge-patch+json"  # what the generated client sends a dict patch as
@@ -85,6 +87,19 @@ def lease_expired(spec: dict[str, Any], now: datetime) -> bool:
     if renewed_at.tzinfo is None:
         renewed_at = renewed_at.replace(tzinfo=UTC)
     return renewed_at + timedelta(seconds=int(seconds)) <= now
+
+
+def unreadable_warning(unreadable: UnreadableObject) -> ObjectEvent:
+    """The Warning Event on an object a list skipped, naming its invalid fields (reason
+    UnreadableSpec): what the functions' adapter and the relay both record."""
+    return ObjectEvent(
+        kind=unreadable.kind,
+        name=unreadable.name,
+        namespace=unreadable.namespace,
+        event_type="Warning",
+        reason=REASON_UNREADABLE,
+        message=unreadable.message,
+    )
 
 
 class Coordination:
@@ -211,17 +226,9 @@ class Coordination:
             self._http.call("POST", path, body=body, timeout=self._timeout)
 
     # ---- events ------------------------------------------------------------------------------
-    def record_event(
-        self,
-        *,
-        kind: str,
-        name: str,
-        namespace: str | None,
-        event_type: EventType,
-        reason: str,
-        message: str,
-        now: datetime,
-    ) -> None:
+    def record_event(self, event: ObjectEvent, *, now: datetime) -> None:
+        kind, name, namespace = event.kind, event.name, event.namespace
+        event_type, reason, message = event.event_type, event.reason, event.message
         if not kind or not name or not reason:
             raise PermanentError(f"invalid event: kind={kind!r} name={name!r} reason={reason!r}")
         if event_type not in ("Normal", "Warning"):

@@ -11,6 +11,8 @@ PDB refuses (`pdb_blocked`), lets an evicted pod stay deleting for a grace (`ter
 reads drop it once the clock passes it), raises the count of the same Event again, and holds a Lease
 until it expires. An Event names its object as the adapter's does: kind, name, namespace, and the
 uid and resourceVersion of the object when it exists (an Event about a missing object has none).
+A plain read of one kind the port declares (`list_<kinds>()`, `get_<kind>(name)`) is derived from
+the port's types (`kind_read`) rather than written out, so a new one needs no line here.
 `join_node` / `add_pod` play the kubelet and node agent for tests and for `gpupool simulate
 capacity`. Thread-safe (one lock), so concurrent invocations can be tested.
 
@@ -19,11 +21,14 @@ Must not: decide anything; talk to a real API server.
 
 from __future__ import annotations
 
+import functools
+import inspect
 import itertools
 import time
+import typing
 import uuid
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
@@ -35,19 +40,18 @@ from gpupool.core.model.foreign import (
     NodeSpec,
     NodeStatus,
     Pod,
-    PodDisruptionBudget,
     PodSpec,
     PodStatus,
 )
-from gpupool.core.model.node import GPU, GPUNode, GPUNodeStatus
+from gpupool.core.model.node import GPUNode, GPUNodeStatus
 from gpupool.core.model.nodeclaim import GPUNodeClaim, GPUNodeClaimStatus
-from gpupool.core.model.nodeclass import GPUNodeClass
 from gpupool.core.model.pool import GPUPool, GPUPoolStatus
 from gpupool.core.quantity import Quantity
 from gpupool.service.errors import AlreadyExists, Conflict, NotFound, Throttled
+from gpupool.service.ports import CLUSTER_METHODS, ClaimMetadataPatch, Cluster, NodePatch, ObjectEvent
 from gpupool.testing.memory_ports.recorder import START, CallRecorder, MemoryClock
 
-__all__ = ["MemoryCluster", "summary_of"]
+__all__ = ["MemoryCluster", "kind_read", "summary_of"]
 
 T = TypeVar("T")
 
@@ -115,8 +119,23 @@ class MemoryCluster(CallRecorder):
             return sorted(self.objects[kind].values(), key=lambda o: _meta(o).name or "")
 
     # ---- reads ---------------------------------------------------------------------------
-    def list_clusters(self) -> list[TensorFusionCluster]:
-        return self._call("list_clusters", (), lambda: self.all("TensorFusionCluster"))
+    def __getattr__(self, name: str) -> Any:
+        """A plain read of one kind the port declares and this double does not write out
+        (`kind_read`): `list_<kinds>()` answers every stored object of that kind in name order,
+        `get_<kind>(name)` the one of that name (NotFound when there is none); recorded as any
+        call is. Any other name is missing, as on any object."""
+        method, read = name, kind_read(name)
+        if read is None:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {method!r}")
+        kind, lists = read
+
+        def list_kind() -> list[Any]:
+            return self._call(method, (), lambda: self.all(kind))
+
+        def get_kind(name: str) -> Any:
+            return self._call(method, (name,), lambda: self._get(kind, name))
+
+        return list_kind if lists else get_kind
 
     def update_cluster_status(
         self, name: str, status: TensorFusionClusterStatus, *, resource_version: str
@@ -128,23 +147,11 @@ class MemoryCluster(CallRecorder):
 
         return self._call("update_cluster_status", (name,), work)
 
-    def list_pools(self) -> list[GPUPool]:
-        return self._call("list_pools", (), lambda: self.all("GPUPool"))
-
-    def get_pool(self, name: str) -> GPUPool:
-        return self._call("get_pool", (name,), lambda: self._get("GPUPool", name))  # type: ignore[no-any-return]
-
-    def list_node_classes(self) -> list[GPUNodeClass]:
-        return self._call("list_node_classes", (), lambda: self.all("GPUNodeClass"))
-
     def list_claims(self) -> list[GPUNodeClaim]:
         claims: list[GPUNodeClaim] = self._call("list_claims", (), lambda: self.all("GPUNodeClaim"))
         if self.read_delay:
             time.sleep(self.read_delay)
         return claims
-
-    def get_claim(self, name: str) -> GPUNodeClaim:
-        return self._call("get_claim", (name,), lambda: self._get("GPUNodeClaim", name))  # type: ignore[no-any-return]
 
     def list_nodes(self, *, summary: bool = False, labels: Mapping[str, str] | None = None) -> list[Node]:
         def work() -> list[Node]:
@@ -161,12 +168,6 @@ class MemoryCluster(CallRecorder):
             return [g.printed() for g in found] if summary else found
 
         return self._call("list_gpu_nodes", (summary,), work)
-
-    def list_gpus(self) -> list[GPU]:
-        return self._call("list_gpus", (), lambda: self.all("GPU"))
-
-    def list_pod_disruption_budgets(self) -> list[PodDisruptionBudget]:
-        return self._call("list_pod_disruption_budgets", (), lambda: self.all("PodDisruptionBudget"))
 
     def list_pods(self, *, node_name: str | None = None, phase: str | None = None) -> list[Pod]:
         def work() -> list[Pod]:
@@ -245,26 +246,18 @@ class MemoryCluster(CallRecorder):
 
         return self._call("update_claim_status", (name, status.phase, status.instance_id), work)
 
-    def patch_claim_metadata(
-        self,
-        name: str,
-        *,
-        labels: Mapping[str, str | None] | None = None,
-        annotations: Mapping[str, str | None] | None = None,
-        finalizers: Sequence[str] | None = None,
-        resource_version: str,
-    ) -> GPUNodeClaim:
+    def patch_claim_metadata(self, name: str, patch: ClaimMetadataPatch) -> GPUNodeClaim:
         def work() -> GPUNodeClaim:
             current: GPUNodeClaim = self._get("GPUNodeClaim", name)
-            self._check_rv(current, resource_version)
+            self._check_rv(current, patch.resource_version)
             meta = current.metadata
             update: dict[str, Any] = {}
-            if labels is not None:
-                update["labels"] = merge_labels(meta.labels, labels)
-            if annotations is not None:
-                update["annotations"] = merge_labels(meta.annotations, annotations)
-            if finalizers is not None:
-                update["finalizers"] = list(finalizers)
+            if patch.labels is not None:
+                update["labels"] = merge_labels(meta.labels, patch.labels)
+            if patch.annotations is not None:
+                update["annotations"] = merge_labels(meta.annotations, patch.annotations)
+            if patch.finalizers is not None:
+                update["finalizers"] = list(patch.finalizers)
             stored = self._store(
                 "GPUNodeClaim", current.model_copy(update={"metadata": meta.model_copy(update=update)})
             )
@@ -286,27 +279,22 @@ class MemoryCluster(CallRecorder):
         self._call("delete_claim", (name,), work)
 
     # ---- nodes, pods, events, leases -----------------------------------------------------
-    def patch_node(
-        self,
-        name: str,
-        *,
-        labels: Mapping[str, str | None] | None = None,
-        unschedulable: bool | None = None,
-        annotations: Mapping[str, str | None] | None = None,
-    ) -> None:
+    def patch_node(self, name: str, patch: NodePatch) -> None:
         def work() -> None:
             node: Node = self._get("Node", name)
             meta = node.metadata
-            if labels is not None:
-                meta = meta.model_copy(update={"labels": merge_labels(meta.labels, labels)})
-            if annotations:
-                meta = meta.model_copy(update={"annotations": merge_labels(meta.annotations, annotations)})
+            if patch.labels is not None:
+                meta = meta.model_copy(update={"labels": merge_labels(meta.labels, patch.labels)})
+            if patch.annotations:
+                meta = meta.model_copy(
+                    update={"annotations": merge_labels(meta.annotations, patch.annotations)}
+                )
             spec = node.spec
-            if unschedulable is not None:
-                spec = spec.model_copy(update={"unschedulable": unschedulable})
+            if patch.unschedulable is not None:
+                spec = spec.model_copy(update={"unschedulable": patch.unschedulable})
             self._store("Node", node.model_copy(update={"metadata": meta, "spec": spec}))
 
-        self._call("patch_node", (name, dict(labels or {}), unschedulable), work)
+        self._call("patch_node", (name, dict(patch.labels or {}), patch.unschedulable), work)
 
     def evict_pod(self, namespace: str, name: str) -> None:
         def work() -> None:
@@ -327,29 +315,29 @@ class MemoryCluster(CallRecorder):
 
         self._call("evict_pod", (namespace, name), work)
 
-    def record_event(
-        self, *, kind: str, name: str, namespace: str | None, event_type: str, reason: str, message: str
-    ) -> None:
+    def record_event(self, event: ObjectEvent) -> None:
+        kind, name, reason = event.kind, event.name, event.reason
+
         def work() -> None:
             involved = self.objects[kind].get(name) if kind in self.objects else None
             meta = _meta(involved) if involved is not None else None
-            event: dict[str, Any] = {
+            recording: dict[str, Any] = {
                 "kind": kind,
                 "name": name,
-                "namespace": namespace,
+                "namespace": event.namespace,
                 "uid": (meta.uid or None) if meta is not None else None,
                 "resourceVersion": meta.resource_version if meta is not None else None,
-                "type": event_type,
+                "type": event.event_type,
                 "reason": reason,
-                "message": message,
+                "message": event.message,
             }
             identity = ("kind", "name", "namespace", "uid", "type", "reason", "message")
             # The port aggregates: the same event again raises the count of the first.
             for recorded in self.events:
-                if all(recorded[key] == event[key] for key in identity):
+                if all(recorded[key] == recording[key] for key in identity):
                     recorded["count"] += 1
                     return
-            self.events.append({**event, "count": 1})
+            self.events.append({**recording, "count": 1})
 
         self._call("record_event", (kind, name, reason), work)
 
@@ -427,6 +415,23 @@ class MemoryCluster(CallRecorder):
 
     def events_with(self, reason: str) -> list[dict[str, str | None]]:
         return [e for e in self.events if e["reason"] == reason]
+
+
+@functools.cache
+def kind_read(method: str) -> tuple[str, bool] | None:
+    """The kind a Cluster port method reads, and whether it lists, when the method is a plain
+    read of one kind — `list_x(self) -> list[Model]` or `get_x(self, name: str) -> Model`, the
+    model's `KIND` naming the kind; None for any other method (those are written out above)."""
+    if method not in CLUSTER_METHODS:
+        return None
+    declared = getattr(Cluster, method)
+    parameters = list(inspect.signature(declared).parameters)[1:]
+    returns = typing.get_type_hints(declared)["return"]
+    lists = typing.get_origin(returns) is list
+    model = typing.get_args(returns)[0] if lists else returns
+    kind = getattr(model, "KIND", "")
+    plain = parameters == [] if lists else (method.startswith("get_") and parameters == ["name"])
+    return (kind, lists) if kind and plain else None
 
 
 def merge_labels(current: Mapping[str, str], changes: Mapping[str, str | None]) -> dict[str, str]:
