@@ -39,6 +39,9 @@ def test_both_policies_report_every_figure(both: dict[str, Any]) -> None:
     assert set(both) == {"gpupool", "tensorfusion", "gpupool+consolidation"}
     for row in both.values():
         assert 0 <= row["idleBeyondMinWarmGpuHours"] <= row["idleGpuHours"] + 0.02
+        # the floor: whole GPUs for what the pods used plus min and warm; a policy's beyond falls
+        # under it only in minutes it held less than warm (none here would be a violation of warm)
+        assert 0 <= row["floorIdleBeyondMinWarmGpuHours"] < row["floorGpuHours"]
         assert row["atSpotCost"] is None  # no --spot-discount, no quoted Spot prices: no Spot column
         assert row["drains"] >= 0 and row["podsMoved"] >= 0
         assert row["pods"] == 40
@@ -185,3 +188,19 @@ def test_karpenter_mode_serves_the_same_demand_without_a_violation(
     assert rows["tensorfusion"] == both["tensorfusion"], "TensorFusion's side does not change"
     assert main(["simulate", "capacity", *WINDOW, "--mode", "karpenter", "--policy", "gpupool"]) == 0
     assert "gpupool in Karpenter mode" in capsys.readouterr().out
+
+
+def test_the_floor_line_prices_whole_gpus_for_use_plus_warm(
+    capsys: pytest.CaptureFixture[str], both: dict[str, Any]
+) -> None:
+    args = [*WINDOW, "--seed", "3", "--policy", "gpupool", "--policy", "tensorfusion"]
+    assert main(["simulate", "capacity", *args]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("floor "))
+    gpupool, tensorfusion = both["gpupool"], both["tensorfusion"]
+    floor_cost = gpupool["floorGpuHours"] * 0.526  # g4dn.xlarge, the pool's cheapest On-Demand GPU
+    assert (
+        f"{gpupool['floorGpuHours']:,.1f} GPU-h, {gpupool['floorIdleBeyondMinWarmGpuHours']:,.1f} beyond"
+        in line
+    )
+    assert f"${floor_cost:,.2f} at g4dn.xlarge's $0.526 per GPU-h" in line
+    assert f"({floor_cost / tensorfusion['cost']:.2f} × tensorfusion's)" in line

@@ -41,6 +41,7 @@ class WNode:
     labels: dict[str, str] = field(default_factory=dict)
     unschedulable: bool = False
     phase: str = "Bound"
+    gpu_node_labels: dict[str, str] = field(default_factory=dict)  # the node agent's GPUNode
 
 
 @dataclass
@@ -103,7 +104,7 @@ def build(
             )
         gpu_nodes.append(
             GPUNode(
-                metadata=ObjectMeta(name=n.name),
+                metadata=ObjectMeta(name=n.name, labels=dict(n.gpu_node_labels)),
                 status=GPUNodeStatus(
                     phase="Running",
                     total_tflops=_q(Fraction(TFLOPS * n.gpus)),

@@ -152,6 +152,23 @@ def test_nodes_already_disrupting_use_the_budget() -> None:
     assert _choose(nodes, pods, compaction={"policy": "WhenUnderutilized"})[0] is None
 
 
+def test_a_cordoned_node_counts_once_in_the_pool_a_percentage_is_of() -> None:
+    # 4 nodes, 50 %: 2 may be disrupting; 2 are cordoned already, so none more. Counting the
+    # cordoned ones twice (6 nodes: 3) let a third go — found by the property test.
+    nodes = [
+        WNode("n-a", price="0.9"),
+        WNode("n-b", price="0.5"),
+        WNode("n-c", unschedulable=True),
+        WNode("n-d", unschedulable=True),
+    ]
+    pods = [WPod("p-a", "n-a"), WPod("p-b", "n-b")]
+    half = {"policy": "WhenUnderutilized", "budgets": [{"nodes": "50%"}]}
+    chosen, reasons = _choose(nodes, pods, compaction=half)
+    assert chosen is None and any("consolidation waits" in r for r in reasons)
+    three = [*nodes[:3], WNode("n-e"), WNode("n-f")]  # 5 nodes, 50 % → 3, 1 cordoned: 2 more
+    assert _choose(three, pods, compaction=half)[0] == "n-a"
+
+
 def test_the_saving_must_pass_the_threshold() -> None:
     nodes, pods = _two_half_used()
     dear = {**UNDER, "savingsThreshold": "5", "consolidationWindow": "1h"}

@@ -1,7 +1,9 @@
 """Property tests of consolidation on generated pools: whatever it drains, it never breaks a
-PodDisruptionBudget, a do-not-disrupt (node or pod), min, warm or the disruption budget, and
-never moves a worker onto a GPU that cannot hold its allocation (checked against the shares the
-generator placed, independently of the allocator)."""
+PodDisruptionBudget, a do-not-disrupt (TensorFusion's or Karpenter's, on the node, its GPUNode or
+a pod, as a label or an annotation), min, warm or the disruption budgets (a count or a
+percentage, and a scheduled one active or not at the time), and never moves a worker onto a GPU
+that cannot hold its allocation (checked against the shares the generator placed, independently
+of the allocator)."""
 
 from __future__ import annotations
 
@@ -19,6 +21,13 @@ from tests.unit.decisions.consolidation_world import TFLOPS, VRAM_GIB, WNode, WP
 
 SHARES = [Fraction(1, 4), Fraction(1, 2), Fraction(3, 4), Fraction(1)]
 DND = "tensor-fusion.ai/do-not-disrupt"
+KARPENTER_DND = "karpenter.sh/do-not-disrupt"
+POD_GUARDS = (DND, KARPENTER_DND)
+# Scheduled budgets of no disruption: NOW (12:00 UTC) lies in the first's window, not the second's.
+SCHEDULED = {
+    "active": {"nodes": "0", "schedule": "0 12 * * *", "duration": "30m"},
+    "inactive": {"nodes": "0", "schedule": "0 3 * * *", "duration": "1h"},
+}
 
 
 @st.composite
@@ -29,12 +38,14 @@ def worlds(draw: st.DrawFn) -> dict[str, object]:
     for n in range(count):
         name = f"n{n}"
         gpus = draw(st.sampled_from([1, 2, 4]))
+        guarded = draw(st.sampled_from(["", "", "node", "gpunode"]))
         nodes.append(
             WNode(
                 name,
                 gpus=gpus,
                 price=draw(st.sampled_from(["0.3", "0.526", "1.2", "3.9"])),
-                labels={DND: "true"} if draw(st.booleans()) and draw(st.booleans()) else {},
+                labels={DND: "true"} if guarded == "node" else {},
+                gpu_node_labels={DND: "true"} if guarded == "gpunode" else {},
                 unschedulable=draw(st.integers(0, 9)) == 0,
                 age=timedelta(minutes=draw(st.sampled_from([2, 30, 600]))),
             )
@@ -54,21 +65,32 @@ def worlds(draw: st.DrawFn) -> dict[str, object]:
                 continue
             index = draw(st.sampled_from(fitting))
             free[index] -= share
+            guard = {draw(st.sampled_from(POD_GUARDS)): "true"} if draw(st.integers(0, 5)) == 0 else {}
+            as_label = draw(st.booleans())
             pods.append(
                 WPod(
                     f"{name}-p{k}",
                     name,
                     gpus=(index,),
                     share=share,
-                    annotations={DND: "true"} if draw(st.integers(0, 5)) == 0 else {},
-                    labels={"app": "x"} if draw(st.booleans()) else {},
+                    annotations={} if as_label else guard,
+                    labels={**({"app": "x"} if draw(st.booleans()) else {}), **(guard if as_label else {})},
                 )
             )
     budget = draw(st.sampled_from(["0", "1", "2", "10%", "50%", "100%"]))
+    scheduled = draw(st.sampled_from([None, "active", "inactive"]))
     minimum = draw(st.sampled_from([None, ("64", "16Gi"), ("128", "32Gi"), ("256", "64Gi")]))
     warm = draw(st.sampled_from([None, ("16", "4Gi"), ("64", "16Gi"), ("128", "32Gi")]))
     allowed = draw(st.integers(0, 3))
-    return {"nodes": nodes, "pods": pods, "budget": budget, "min": minimum, "warm": warm, "pdb": allowed}
+    return {
+        "nodes": nodes,
+        "pods": pods,
+        "budget": budget,
+        "scheduled": scheduled,
+        "min": minimum,
+        "warm": warm,
+        "pdb": allowed,
+    }
 
 
 def _gib(text: str) -> int:
@@ -82,7 +104,8 @@ def test_consolidation_never_breaks_a_guard(world: dict[str, object]) -> None:
     pods: list[WPod] = world["pods"]  # type: ignore[assignment]
     compaction = {
         "policy": "WhenUnderutilized",
-        "budgets": [{"nodes": world["budget"]}],
+        "budgets": [{"nodes": world["budget"]}]
+        + ([SCHEDULED[str(world["scheduled"])]] if world["scheduled"] else []),
         "savingsThreshold": "0",
     }
     snap, gpus = build(nodes, pods, compaction=compaction, min_=world["min"], warm=world["warm"])  # type: ignore[arg-type]
@@ -94,10 +117,10 @@ def test_consolidation_never_breaks_a_guard(world: dict[str, object]) -> None:
     by_name = {n.name: n for n in nodes}
     drained = by_name[choice.node]
     residents = [p for p in pods if p.node == choice.node]
-    # do-not-disrupt, age, cordon
-    assert DND not in drained.labels and not drained.unschedulable
+    # do-not-disrupt (node, GPUNode, pods), age, cordon
+    assert DND not in drained.labels and DND not in drained.gpu_node_labels and not drained.unschedulable
     assert drained.age >= timedelta(minutes=5)
-    assert not any(DND in p.annotations for p in residents)
+    assert not any(key in {**p.annotations, **p.labels} for p in residents for key in POD_GUARDS)
     # the PodDisruptionBudget
     assert sum(1 for p in residents if p.labels.get("app") == "x") <= world["pdb"]  # type: ignore[operator]
     # the disruption budget: cordoned nodes are disrupting
@@ -105,6 +128,7 @@ def test_consolidation_never_breaks_a_guard(world: dict[str, object]) -> None:
     budget = str(world["budget"])
     limit = math.ceil(len(nodes) * int(budget[:-1]) / 100) if budget.endswith("%") else int(budget)
     assert limit - disrupting >= 1
+    assert world["scheduled"] != "active", "drained inside a scheduled window of no disruption"
     # min and warm, in TFLOPS and VRAM
     counted = list(nodes)
     total_t = sum(n.gpus for n in counted) * TFLOPS

@@ -214,6 +214,27 @@ def comparison_lines(reports: Sequence[PolicyReport]) -> list[str]:
     return lines
 
 
+def floor_line(reports: Sequence[PolicyReport], cheapest: tuple[str, Decimal]) -> str:
+    """What no policy that holds min and warm every minute in whole GPUs can go under, on what
+    gpupool's pods used, against TensorFusion's figures (else ""): the GPU-hours, the idle beyond
+    min and warm among them, and their cost at the pool's cheapest On-Demand price per GPU."""
+    rows = {r.policy: r for r in reports}
+    base, ours = rows.get("tensorfusion"), rows.get("gpupool") or rows.get("gpupool+consolidation")
+    if base is None or ours is None:
+        return ""
+    name, per_gpu = cheapest
+    cost = ours.floor_gpu_hours * float(per_gpu)
+    idle = (
+        f"{ours.floor_beyond_reserve / base.idle_beyond_reserve:.2f} ×" if base.idle_beyond_reserve else "-"
+    )
+    price = f"{cost / base.cost:.2f} ×" if base.cost else "-"
+    return (
+        f"floor (whole GPUs for what {ours.policy}'s pods used plus min and warm, every minute): "
+        f"{ours.floor_gpu_hours:,.1f} GPU-h, {ours.floor_beyond_reserve:,.1f} beyond min and warm "
+        f"({idle} tensorfusion's); ${cost:,.2f} at {name}'s ${per_gpu:.3f} per GPU-h ({price} tensorfusion's)"
+    )
+
+
 def plot_reports(reports: Sequence[PolicyReport], path: Path, pyplot: Any, *, title: str) -> None:
     """Three panels over simulated hours, one line per policy: GPUs bought against the demand,
     the cost so far (each total in the legend, their ratio in the panel's title), and the pods
@@ -329,7 +350,7 @@ def run(args: argparse.Namespace) -> int:
         demands = load_demand(args.trace, window_seconds=job.window_seconds)
     except TraceError as error:
         raise UserError(str(error)) from None
-    from gpupool.simulation.capacity.pool_spec import spot_pricing
+    from gpupool.simulation.capacity.pool_spec import cheapest_per_gpu, spot_pricing
 
     try:
         spot = spot_pricing(job.pool)
@@ -360,6 +381,8 @@ def run(args: argparse.Namespace) -> int:
         print(reports_table(reports, spot_costs=at_spot))
         for line in comparison_lines(reports):
             print(line)
+        if not args.spot and (floor := floor_line(reports, cheapest_per_gpu(job.pool))):
+            print(floor)
         if not args.spot:
             print(f"at Spot: {spot.describe()}" + ("" if at_spot else "; no column without one"))
     if pyplot is not None and args.plot is not None:

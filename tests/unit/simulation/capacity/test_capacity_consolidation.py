@@ -17,7 +17,13 @@ from gpupool.simulation.capacity.engine import run_policy
 from gpupool.simulation.capacity.gpupool_policy import GpupoolDriver
 from gpupool.simulation.capacity.karpenter_side import KarpenterDriver
 from gpupool.simulation.capacity.ledger import InstanceRecord, Ledger
-from gpupool.simulation.capacity.pool_spec import PoolSpec, pool_offerings, reserve_gpus, spot_pricing
+from gpupool.simulation.capacity.pool_spec import (
+    PoolSpec,
+    cheapest_per_gpu,
+    pool_offerings,
+    reserve_gpus,
+    spot_pricing,
+)
 from gpupool.simulation.capacity.run import CapacityRun, load_demand
 from gpupool.simulation.cluster.fates import CloudFates, FatesConfig
 
@@ -85,3 +91,46 @@ def test_idle_beyond_min_and_warm_is_counted_each_minute() -> None:
     ledger.sample(120, 0.0, used_gpus=0.0)  # need max(2, 4) = 4: 3 beyond
     assert ledger.beyond_gpu_minutes == pytest.approx(4.5)
     assert ledger.report(until=180, pods=0, violations={}).idle_beyond_reserve == pytest.approx(4.5 / 60)
+
+
+def test_the_floor_is_whole_gpus_for_what_pods_use_plus_warm() -> None:
+    ledger = Ledger("x", reserve=(2, 4))
+    ledger.sample(0, 0.0, used_gpus=0.0)  # need max(2, 4) = 4: 4 GPUs, none idle beyond
+    ledger.sample(60, 1.5, used_gpus=1.5)  # need 5.5: 6 GPUs at the least, 0.5 of them beyond
+    ledger.sample(120, 2.0, used_gpus=2.0 + 1e-12)  # a sum of shares a hair over 6 is 6
+    report = ledger.report(until=180, pods=0, violations={})
+    assert ledger.floor_gpu_minutes == 16 and ledger.floor_beyond_gpu_minutes == pytest.approx(0.5)
+    assert report.floor_gpu_hours == pytest.approx(16 / 60)
+    assert report.to_json()["floorIdleBeyondMinWarmGpuHours"] == round(0.5 / 60, 2)
+
+
+def test_the_floor_is_priced_at_the_pools_cheapest_on_demand_gpu() -> None:
+    assert cheapest_per_gpu(PoolSpec()) == ("g4dn.xlarge", Decimal("0.526"))
+    name, per_gpu = cheapest_per_gpu(PoolSpec(cloud="alibaba"))
+    prices = {
+        o.instance_type: Decimal(o.hourly_price) / o.gpu_count
+        for o in pool_offerings(PoolSpec(cloud="alibaba"))
+        if o.capacity_type == "OnDemand" and o.instance_type in PoolSpec(cloud="alibaba").instance_types
+    }
+    assert per_gpu == min(prices.values()) and prices[name] == per_gpu
+
+
+def test_why_consolidation_drained_nothing_is_counted_without_figures() -> None:
+    from gpupool.simulation.capacity.gpupool_policy import consolidation_refusal
+
+    node = "node sim-pool-00012: not consolidated: available vram would drop to 47.2Gi < 64Gi"
+    assert consolidation_refusal(node) == "available vram would drop to # < #"
+    assert consolidation_refusal("pool sim-pool: 2 claim(s) in flight; consolidation waits") == (
+        "# claim(s) in flight"
+    )
+    assert consolidation_refusal("pool sim-pool: consolidation waits: 0 of 3 allowed") == "# of # allowed"
+    assert (
+        consolidation_refusal("node n: node n is idle and not needed for warm/min capacity: remove") is None
+    )
+    ledger = Ledger("x")
+    ledger.counters["consolidation refused:b"] += 1
+    ledger.counters["consolidation refused:a"] += 2
+    assert ledger.report(until=0, pods=0, violations={}).to_json()["consolidationRefusals"] == {
+        "a": 2,
+        "b": 1,
+    }

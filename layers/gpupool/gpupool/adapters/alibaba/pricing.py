@@ -26,6 +26,7 @@ from typing import Any
 
 from gpupool.adapters.alibaba.api import EcsApi
 from gpupool.adapters.alibaba.errors import EcsApiError
+from gpupool.adapters.pricing_calls import ReadProblems, bounded_call
 from gpupool.core.catalog.live import LivePrices
 from gpupool.service.pricing_ports import CallBudget, PricingUnavailable
 
@@ -112,6 +113,11 @@ def _spot(body: Mapping[str, Any], instance_type: str) -> dict[tuple[str, str], 
     return {(instance_type, zone): price for zone, (_, price) in newest.items()}
 
 
+def _describe(error: Exception) -> str:
+    """A failed call's ECS error code, or that the transport failed."""
+    return (error.code if isinstance(error, EcsApiError) else "") or "transport error"
+
+
 class EcsPricing:
     """`service.pricing_ports.Pricing` on the ECS API seam (`alibaba.api.SdkEcsApi` in production)."""
 
@@ -121,22 +127,18 @@ class EcsPricing:
         self._api = api
 
     def _call(self, action: str, params: Mapping[str, Any], budget: CallBudget) -> dict[str, Any]:
-        budget.spend(action)  # PricingUnavailable when refused
-        try:
-            return self._api.call(action, params)
-        except EcsApiError as error:
-            raise PricingUnavailable(f"{action} failed: {error.code or 'transport error'}") from None
+        return bounded_call(
+            budget, action, lambda: self._api.call(action, params), errors=(EcsApiError,), describe=_describe
+        )
 
     def read_prices(
         self, region: str, *, budget: CallBudget, now: datetime, instance_types: Sequence[str] = ()
     ) -> LivePrices:
-        problems: list[str] = []
-        zones: dict[str, frozenset[str]] = {}
-        try:
-            available = requests(region, "", now)["DescribeAvailableResource"]
-            zones = _zones(self._call("DescribeAvailableResource", available, budget))
-        except PricingUnavailable as failed:
-            problems.append(str(failed))
+        problems = ReadProblems()
+        available = requests(region, "", now)["DescribeAvailableResource"]
+        zones: dict[str, frozenset[str]] = problems.attempt(
+            lambda: _zones(self._call("DescribeAvailableResource", available, budget)), {}
+        )
         on_demand: dict[str, Decimal] = {}
         spot: dict[tuple[str, str], Decimal] = {}
         wanted = [name for name in instance_types if not zones or name in zones]
@@ -147,18 +149,18 @@ class EcsPricing:
                     self._call("DescribePrice", params["DescribePrice"], budget)
                 )
                 if currency != "USD":
-                    problems.append(f"DescribePrice answers in {currency or 'no currency'}, not USD")
+                    problems.note(f"DescribePrice answers in {currency or 'no currency'}, not USD")
                     break
                 if price is not None:
                     on_demand[name] = price
                 history = self._call("DescribeSpotPriceHistory", params["DescribeSpotPriceHistory"], budget)
                 if str(history.get("Currency") or "USD") != "USD":
-                    problems.append(f"DescribeSpotPriceHistory answers in {history.get('Currency')}, not USD")
+                    problems.note(f"DescribeSpotPriceHistory answers in {history.get('Currency')}, not USD")
                     break
                 spot.update(_spot(history, name))
             except PricingUnavailable as failed:
                 left = f"{len(wanted) - done} of {len(wanted)} types priced from the catalog"
-                problems.append(f"{failed} ({left})")
+                problems.note(f"{failed} ({left})")
                 break
         live = LivePrices(
             region=region,
@@ -168,8 +170,6 @@ class EcsPricing:
             on_demand_source=_ON_DEMAND_API,
             spot=spot,
             spot_source=_SPOT_API,
-            problems=tuple(problems),
+            problems=tuple(problems.messages),
         )
-        if live.empty:
-            raise PricingUnavailable("; ".join(problems) or "ECS answered with no GPU offering")
-        return live
+        return problems.finish(live, "ECS answered with no GPU offering")

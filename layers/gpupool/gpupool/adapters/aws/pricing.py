@@ -17,9 +17,10 @@ Must not: retry, decide prices (the core does), or log credentials.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime
 from decimal import Decimal
+from functools import partial
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -31,8 +32,9 @@ from gpupool.adapters.aws.price_list import (
     latest_spot_prices,
     on_demand_price,
 )
+from gpupool.adapters.pricing_calls import ReadProblems, bounded_call
 from gpupool.core.catalog.live import LiveInstanceType, LivePrices
-from gpupool.service.pricing_ports import CallBudget, PricingUnavailable
+from gpupool.service.pricing_ports import CallBudget
 
 __all__ = ["EC2_CALLS", "PRICING_API_REGION", "AwsPricing"]
 
@@ -44,10 +46,6 @@ _TYPE_PATTERNS = ["g*", "p*"]  # EC2's GPU families (g4dn … g6e, gr6, p3 … p
 _NAMES_PER_FILTER = 100  # instance-type values one filter carries
 _ON_DEMAND_API = "AWS Pricing API"
 _SPOT_API = "EC2 DescribeSpotPriceHistory"
-
-
-class _CallFailed(Exception):
-    """One call failed or was refused; the message names it (for `problems`)."""
 
 
 class AwsPricing:
@@ -68,21 +66,15 @@ class AwsPricing:
         self, region: str, *, budget: CallBudget, now: datetime, instance_types: Sequence[str] = ()
     ) -> LivePrices:
         del instance_types  # every GPU type is read at once here, page by page
-        problems: list[str] = []
-
-        def attempt(read: Callable[[], Any], default: Any) -> Any:
-            try:
-                return read()
-            except _CallFailed as failed:
-                problems.append(str(failed))
-                return default
-
-        kinds: list[LiveInstanceType] = attempt(lambda: self._instance_types(budget), [])
+        problems = ReadProblems()
+        kinds: list[LiveInstanceType] = problems.attempt(lambda: self._instance_types(budget), [])
         names = [kind.name for kind in kinds]
-        zones: dict[str, frozenset[str]] = attempt(lambda: self._zones(names, budget), {}) if names else {}
-        on_demand: dict[str, Decimal] = attempt(lambda: self._on_demand(region, budget), {})
+        zones: dict[str, frozenset[str]] = (
+            problems.attempt(lambda: self._zones(names, budget), {}) if names else {}
+        )
+        on_demand: dict[str, Decimal] = problems.attempt(lambda: self._on_demand(region, budget), {})
         spot: dict[tuple[str, str], Decimal] = (
-            attempt(lambda: self._spot(names, budget, now), {}) if names else {}
+            problems.attempt(lambda: self._spot(names, budget, now), {}) if names else {}
         )
         live = LivePrices(
             region=region,
@@ -93,30 +85,27 @@ class AwsPricing:
             on_demand_source=_ON_DEMAND_API,
             spot=spot,
             spot_source=_SPOT_API,
-            problems=tuple(problems),
+            problems=tuple(problems.messages),
         )
-        if live.empty:
-            raise PricingUnavailable("; ".join(problems) or "AWS answered with no GPU offering")
-        return live
+        return problems.finish(live, "AWS answered with no GPU offering")
 
     # ---- the calls ------------------------------------------------------------------------
     def _pages(
         self, client: Any, operation: str, params: Mapping[str, Any], budget: CallBudget
     ) -> Iterator[Any]:
-        """Every page of one call, each spending the budget; _CallFailed on an error or refusal."""
+        """Every page of one call, each spending the budget; PricingUnavailable on an error or refusal."""
         token: str | None = None
+        method = getattr(client, _method(operation))
         while True:
-            try:
-                budget.spend(operation)
-            except PricingUnavailable as refused:
-                raise _CallFailed(str(refused)) from None
             request = dict(params, NextToken=token) if token else dict(params)
-            try:
-                page = getattr(client, _method(operation))(**request)
-            except ClientError as error:
-                raise _CallFailed(f"{operation} failed: {error_code(error)}") from None
-            except BotoCoreError as error:  # timeouts, unreachable endpoint, invalid parameters
-                raise _CallFailed(f"{operation} failed: {type(error).__name__}") from None
+            # BotoCoreError: timeouts, an unreachable endpoint, invalid parameters.
+            page = bounded_call(
+                budget,
+                operation,
+                partial(method, **request),
+                errors=(ClientError, BotoCoreError),
+                describe=_describe,
+            )
             yield page
             token = page.get("NextToken") or None
             if token is None:
@@ -173,6 +162,11 @@ class AwsPricing:
             for page in self._pages(self._ec2, "DescribeSpotPriceHistory", params, budget):
                 entries.extend(page.get("SpotPriceHistory", []))
         return latest_spot_prices(entries)
+
+
+def _describe(error: Exception) -> str:
+    """A failed call's code (an API error) or its kind (botocore's own errors)."""
+    return error_code(error) if isinstance(error, ClientError) else type(error).__name__
 
 
 def _method(operation: str) -> str:

@@ -171,6 +171,7 @@ class _Pool:
     live: set[str]  # claims that count
     schedulable: list[str]  # nodes a worker may move to
     disrupting: int
+    count: int  # the pool's nodes, those going away included (what a budget's percentage is of)
     totals: dict[str, Quantity]
     available: dict[str, Quantity]
 
@@ -179,12 +180,13 @@ def _read_pool(snapshot: PoolSnapshot) -> _Pool:
     live = {c.name for c in snapshot.claims if claim_counts(c)}
     nodes: dict[str, Node] = {}
     schedulable: list[str] = []
-    disrupting = 0
+    disrupting = gone = 0
     counted = []
     for node in snapshot.nodes:
         owner = node_claim(node)
         if owner is not None and owner not in live:
             disrupting += 1
+            gone += 1
             continue
         nodes[node.name] = node
         gpu_node = snapshot.gpu_node(node.name)
@@ -201,6 +203,7 @@ def _read_pool(snapshot: PoolSnapshot) -> _Pool:
         live=live,
         schedulable=schedulable,
         disrupting=disrupting,
+        count=len(nodes) + gone,
         totals={d: sum_quantities(getattr(s, f"total_{d}") or ZERO for s in counted) for d in dims},
         available={d: sum_quantities(getattr(s, f"available_{d}") or ZERO for s in counted) for d in dims},
     )
@@ -330,9 +333,7 @@ def select_consolidation(
     if in_flight:
         return None, [f"pool {name}: {len(in_flight)} claim(s) in flight; consolidation waits"]
     pool = _read_pool(snapshot)
-    allowed, why = allowed_disruptions(
-        config.budgets, nodes=len(pool.nodes) + pool.disrupting, disrupting=pool.disrupting, now=now
-    )
+    allowed, why = allowed_disruptions(config.budgets, nodes=pool.count, disrupting=pool.disrupting, now=now)
     if allowed < 1:
         return None, [f"pool {name}: consolidation waits: {why}"]
     reasons: list[str] = []

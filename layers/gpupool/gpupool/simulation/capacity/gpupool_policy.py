@@ -23,6 +23,7 @@ Must not: decide anything about claims, instances or the pool (the services do).
 from __future__ import annotations
 
 import itertools
+import re
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -49,7 +50,7 @@ from gpupool.service.compact import handle_compact
 from gpupool.service.deps import Deps, Settings
 from gpupool.service.launch import handle_launch
 from gpupool.service.outcome import Outcome
-from gpupool.simulation.capacity.ledger import InstanceRecord, Ledger
+from gpupool.simulation.capacity.ledger import CONSOLIDATION_REFUSED, InstanceRecord, Ledger
 from gpupool.simulation.capacity.placement import NodeShape, SimNode
 from gpupool.simulation.capacity.pool_spec import (
     CLUSTER,
@@ -68,7 +69,26 @@ from gpupool.simulation.cluster.kubelet import Kubelet, NodeRegistration
 from gpupool.simulation.cluster.store import MemoryStore
 from gpupool.testing.memory_ports import START, MemoryClock, MemoryCluster, MemoryCompute
 
-__all__ = ["GpupoolDriver", "Tracked"]
+__all__ = ["GpupoolDriver", "Tracked", "consolidation_refusal"]
+
+_FIGURES = re.compile(r"\d+(\.\d+)?[a-zA-Z]*")
+
+
+def consolidation_refusal(reason: str) -> str | None:
+    """Why consolidation drained nothing, as one of compact's reasons says it (`node N: not
+    consolidated: why`, `pool P: why; consolidation waits`, `pool P: consolidation waits: why`),
+    figures and names left out so that like reasons count together; None for other reasons."""
+    _subject, _, said = reason.partition(": ")
+    for before, after in (
+        ("not consolidated: ", ""),
+        ("consolidation waits: ", ""),
+        ("", "; consolidation waits"),
+    ):
+        if before and said.startswith(before):
+            return _FIGURES.sub("#", said.removeprefix(before))
+        if after and said.endswith(after):
+            return _FIGURES.sub("#", said.removesuffix(after))
+    return None
 
 
 @dataclass
@@ -163,6 +183,11 @@ class GpupoolDriver:
         self.ledger.counters["invocations:compact"] += 1
         holding = Counter(self.workers.placed_on().values())
         outcome = handle_compact(Compact(event_id=self._id("compact")), self.deps)
+        if self.consolidation:
+            # Why it drained nothing, counted over the run (`consolidationRefusals` in --json).
+            for reason in outcome.plan.reasons:
+                if (why := consolidation_refusal(reason)) is not None:
+                    self.ledger.counters[f"{CONSOLIDATION_REFUSED}{why}"] += 1
         applied = [row for row in outcome.applied if row.get("result") == "applied"]
         drained = [row.get("node", "") for row in applied if row.get("action") == "drain-node"]
         self.ledger.counters["drains"] += len(drained)

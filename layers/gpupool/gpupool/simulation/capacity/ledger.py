@@ -3,15 +3,19 @@
 Role: `Ledger` is told by the engine and the drivers what happened — an instance launched or
 ended (with its hourly price and GPUs), a pod placed for the first time (its time to capacity),
 GPU-seconds used, counters (launches, terminations, compactions, interruptions handled, launch
-failures), budget refusals with their reasons — and samples demand, capacity and cost each
-minute for the plot, and keeps the peak hourly run rate (what the live instances bill per hour,
-highest at any launch). `report()` turns it into a `PolicyReport` (`to_json` is the `--json` row).
+failures, each reason consolidation gave for draining nothing), budget refusals with their
+reasons — and samples demand, capacity and cost each minute for the plot, and keeps the peak
+hourly run rate (what the live instances bill per hour, highest at any launch). `report()` turns
+it into a `PolicyReport` (`to_json` is the `--json` row).
 
 Cost: each instance bills its offering's hourly price from launch until it ends (or the
 window closes), per second. GPU-hours bought: its GPUs over the same time. Used: the GPUs pods
 hold, over the time they hold them. Idle: bought − used. Idle beyond min and warm: each minute,
 the GPUs of live instances beyond max(min, GPUs pods hold + warm), min and warm counted in GPUs
-of the pool's smallest GPU (`pool_spec.reserve_gpus`) — the idle a policy could avoid.
+of the pool's smallest GPU (`pool_spec.reserve_gpus`) — the idle a policy could avoid. The floor
+under both: GPUs come whole, so a policy that holds min and warm every minute has, that minute,
+at least ceil(max(min, used + warm)) GPUs of that size, and at least the fraction up to it idle
+beyond min and warm; summed over the minutes, `floor_gpu_hours` and `floor_beyond_reserve`.
 
 Must not: decide anything or read either policy's state.
 """
@@ -24,7 +28,9 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-__all__ = ["InstanceRecord", "Ledger", "PolicyReport", "Sample", "percentile"]
+__all__ = ["CONSOLIDATION_REFUSED", "InstanceRecord", "Ledger", "PolicyReport", "Sample", "percentile"]
+
+CONSOLIDATION_REFUSED = "consolidation refused:"  # a counter per reason consolidation drained nothing
 
 
 @dataclass
@@ -80,10 +86,21 @@ class PolicyReport:
     samples: list[Sample]
     peak_hourly_rate: Decimal = Decimal(0)
     idle_beyond_reserve: float = 0.0
+    floor_gpu_hours: float = 0.0
+    floor_beyond_reserve: float = 0.0
 
     @property
     def idle_gpu_hours(self) -> float:
         return self.gpu_hours_bought - self.gpu_hours_used
+
+    def consolidation_refusals(self) -> dict[str, int]:
+        """Each reason consolidation gave for draining nothing, and how often, most often first."""
+        found = {
+            k.removeprefix(CONSOLIDATION_REFUSED): v
+            for k, v in self.counters.items()
+            if k.startswith(CONSOLIDATION_REFUSED)
+        }
+        return dict(sorted(found.items(), key=lambda item: (-item[1], item[0])))
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -93,6 +110,8 @@ class PolicyReport:
             "gpuHoursUsed": round(self.gpu_hours_used, 2),
             "idleGpuHours": round(self.idle_gpu_hours, 2),
             "idleBeyondMinWarmGpuHours": round(self.idle_beyond_reserve, 2),
+            "floorGpuHours": round(self.floor_gpu_hours, 2),
+            "floorIdleBeyondMinWarmGpuHours": round(self.floor_beyond_reserve, 2),
             "drains": self.counters.get("drains", 0),
             "podsMoved": self.counters.get("pods_moved", 0),
             "p50TimeToCapacitySeconds": _round(self.ttc_p50),
@@ -110,6 +129,7 @@ class PolicyReport:
                 for k, v in sorted(self.counters.items())
                 if k.startswith("invocations:")
             },
+            "consolidationRefusals": self.consolidation_refusals(),
             "violations": sum(self.violations.values()),
             "violationsByKind": dict(self.violations),
             "peakHourlyRate": float(self.peak_hourly_rate),
@@ -136,6 +156,8 @@ class Ledger:
     peak_hourly_rate: Decimal = Decimal(0)
     reserve: tuple[int, int] = (0, 0)  # minResources and warmResources in GPUs
     beyond_gpu_minutes: float = 0.0
+    floor_gpu_minutes: float = 0.0
+    floor_beyond_gpu_minutes: float = 0.0
 
     def launched(self, record: InstanceRecord) -> None:
         self.instances[record.instance_id] = record
@@ -173,7 +195,11 @@ class Ledger:
         live = self.live_gpus()
         self.samples.append(Sample(at / 3600, demand_gpus, live, self.cost(at), waiting_pods))
         minimum, warm = self.reserve
-        self.beyond_gpu_minutes += max(0.0, live - max(float(minimum), used_gpus + warm))
+        need = max(float(minimum), used_gpus + warm)
+        self.beyond_gpu_minutes += max(0.0, live - need)
+        whole = math.ceil(round(need, 9))  # a sum of shares a hair over a whole number is that number
+        self.floor_gpu_minutes += whole
+        self.floor_beyond_gpu_minutes += whole - need
 
     def report(self, *, until: float, pods: int, violations: dict[str, int]) -> PolicyReport:
         bought = sum(r.gpus * r.seconds(until) for r in self.instances.values()) / 3600
@@ -194,4 +220,6 @@ class Ledger:
             samples=list(self.samples),
             peak_hourly_rate=self.peak_hourly_rate,
             idle_beyond_reserve=self.beyond_gpu_minutes / 60,
+            floor_gpu_hours=self.floor_gpu_minutes / 60,
+            floor_beyond_reserve=self.floor_beyond_gpu_minutes / 60,
         )

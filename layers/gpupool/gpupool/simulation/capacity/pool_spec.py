@@ -10,7 +10,8 @@ Defaults: min 2 × T4 worth (130 TFLOPS, 32 GiB), warm 4 × T4 worth (260 TFLOPS
 on Alibaba Cloud (cn-hangzhou) gn6i / gn7i / gn6v in 1-, 4- and 8-GPU sizes; OnDemand and Spot.
 `consolidation` sets `nodeCompaction.policy: WhenUnderutilized`; `spot_discount` reprices Spot
 (`spot_pricing` says where Spot prices come from, and refuses Spot resting on an estimate).
-`reserve_gpus` gives min and warm in GPUs. `mode` is the pool's provisioningMode: "provisioned"
+`reserve_gpus` gives min and warm in GPUs; `cheapest_per_gpu` the pool's On-Demand offering with
+the least price per GPU. `mode` is the pool's provisioningMode: "provisioned"
 (a GPUNodeClass, direct launches) or
 "karpenter" (a karpenterNodeClassRef: EC2NodeClass on AWS, ECSNodeClass on Alibaba Cloud).
 
@@ -40,6 +41,7 @@ __all__ = [
     "REGIONS",
     "PoolSpec",
     "SpotPricing",
+    "cheapest_per_gpu",
     "gpupool_pool",
     "pool_offerings",
     "reserve_gpus",
@@ -126,6 +128,18 @@ def reserve_gpus(spec: PoolSpec) -> tuple[int, int]:
         return max(math.ceil(Fraction(t) / tflops), math.ceil(Fraction(v) / vram))
 
     return gpus(spec.min_tflops, spec.min_vram), gpus(spec.warm_tflops, spec.warm_vram)
+
+
+def cheapest_per_gpu(spec: PoolSpec) -> tuple[str, Decimal]:
+    """The instance type, among the pool's On-Demand offerings, with the least hourly price per
+    GPU, and that price per GPU (the price of the simulation's cost floor)."""
+    priced = [
+        (Decimal(o.hourly_price) / o.gpu_count, o.instance_type or "")
+        for o in pool_offerings(spec)
+        if o.capacity_type == "OnDemand" and o.instance_type in spec.instance_types and o.gpu_count
+    ]
+    price, name = min(priced)
+    return name, price
 
 
 @dataclass(frozen=True)
