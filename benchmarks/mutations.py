@@ -65,24 +65,24 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "webhook: strangers asking for index resources or the scheduler admitted",
-        CORE + "core/admission/mutate.py",
+        CORE + "scheduler/admission/mutate.py",
         "        _refuse_borrowed_scheduling(pod)\n",
         "",
         ("tests/contract/relay/test_one_gpu_pod.py",),
     ),
     Mutation(
         "extender: a stranger's filter passes every node",
-        CORE + "core/extender/handle.py",
+        CORE + "scheduler/extender/handle.py",
         "        return STRANGER\n",
         "        return None\n",
         ("tests/contract/relay/test_one_gpu_pod.py",),
     ),
     Mutation(
         "extender: bind without an allocation record",
-        CORE + "core/extender/handle.py",
+        CORE + "scheduler/extender/handle.py",
         "    if not isinstance(kind, GpuRequest):\n        raise RequestError(",
         "    if not isinstance(kind, GpuRequest):\n        return None\n        raise RequestError(",
-        ("tests/contract/relay/test_one_gpu_pod.py", "tests/unit/extender/test_extender.py"),
+        ("tests/contract/relay/test_one_gpu_pod.py", "tests/unit/scheduler/extender/test_extender.py"),
     ),
     Mutation(
         "vocabulary: dedicated-gpu alone is no GPU request",
@@ -139,7 +139,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         CORE + "core/allocator/quota.py",
         "fit in what is left of the quota's total {show(ceiling)}\"",
         "fit in what is left of the quota's total {show(ceiling)} (in use {show(used)})\"",
-        ("tests/contract/relay/test_quota_forms.py", "tests/unit/admission/test_mutate.py"),
+        ("tests/contract/relay/test_quota_forms.py", "tests/unit/scheduler/admission/test_mutate.py"),
     ),
     Mutation(
         "intake: binary-mode CloudEvents read from unsigned ce-* headers",
@@ -190,7 +190,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         '    where = f"GPUResourceQuota of namespace {namespace!r}"\n    if limits.single_gpu_count',
         '    return None\n    where = f"GPUResourceQuota of namespace {namespace!r}"\n'
         "    if limits.single_gpu_count",
-        ("tests/contract/relay/test_quota_forms.py", "tests/unit/admission/test_mutate.py"),
+        ("tests/contract/relay/test_quota_forms.py", "tests/unit/scheduler/admission/test_mutate.py"),
     ),
     Mutation(
         "quota: the per-pod check weakened (an amount equal to twice the bound passes)",
@@ -216,14 +216,14 @@ MUTATIONS: tuple[Mutation, ...] = (
     # ---- older guards of the same routes ---------------------------------------------------------
     Mutation(
         "webhook: scheduler-owned annotations accepted at creation",
-        CORE + "core/admission/mutate.py",
+        CORE + "scheduler/admission/mutate.py",
         "    _refuse_scheduler_owned(pod)\n",
         "",
-        ("tests/unit/admission/test_tenant_isolation.py",),
+        ("tests/unit/scheduler/admission/test_tenant_isolation.py",),
     ),
     Mutation(
         "record: another pod's record accepted",
-        CORE + "core/allocator/pod_record.py",
+        CORE + "scheduler/pod_record.py",
         "    if not meta.uid or record.uid != meta.uid:",
         "    if False:",
         ("tests/unit/agent/test_forged_allocations.py",),

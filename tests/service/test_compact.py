@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from gpupool.core.admission.mutate import AdmissionContext, PoolInfo, mutate_pod
 from gpupool.core.intake.causes import ClaimDeleted, Compact, Reconcile, Sweep
 from gpupool.core.model.constants import ANNOTATION_MANUAL_COMPACTION, LABEL_DO_NOT_DISRUPT
 from gpupool.core.model.foreign import Pod
 from gpupool.core.model.pool import GPUPool
 from gpupool.sandbox.kubeapi.patch import json_patch
+from gpupool.scheduler.admission.mutate import AdmissionContext, PoolInfo, mutate_pod
 from gpupool.service.bind import handle_bind
 from gpupool.service.compact import handle_compact
 from gpupool.service.launch import handle_launch

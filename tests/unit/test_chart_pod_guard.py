@@ -2,7 +2,7 @@
 refuses a tenant's pod that arrives with or later gains scheduler-owned annotations, changes its
 GPU-request annotations or enabled label after creation, or asks for GPU shares around
 tensor-fusion-scheduler; the relay's own service account may write the scheduler-owned annotations.
-Its key lists are the ones the product reads (`gpupool.core.allocator.pod_record`).
+Its key lists are the ones the product reads (`gpupool.scheduler.pod_record`).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
-from gpupool.core.allocator.pod_record import FROZEN_LABELS, REQUEST_ANNOTATIONS, SCHEDULER_OWNED
+from gpupool.scheduler.pod_record import FROZEN_LABELS, REQUEST_ANNOTATIONS, SCHEDULER_OWNED
 
 helm = pytest.importorskip("helm_python")
 pytest.importorskip("celpy")

@@ -4,7 +4,7 @@ Role: read a pod on this node into a `Worker` — only pods asking gpupool for G
 vocabulary's `asks_gpupool_for_gpus`: labelled `tensor-fusion.ai/enabled=true` with GPU
 annotations) that carry the allocation the relay recorded when it bound them
 (`gpupool.io/allocation`: this pod's
-UID, this node, the GPUs, the request annotations placed; see `gpupool.core.allocator.pod_record`)
+UID, this node, the GPUs, the request annotations placed; see `gpupool.scheduler.pod_record`)
 are workers; a pod that asks for an index resource and is not one holds GPUs no record gives it
 (`holds_index_without_record`: the enforcer kills its GPU processes); every other process on a GPU
 is left alone. A pod without a record for itself on this
@@ -22,17 +22,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from decimal import Decimal
 
-from gpupool.core.allocator.pod_record import (
+from gpupool.core.allocator.pod_request import RequestError, request_from_pod
+from gpupool.core.model import constants as c
+from gpupool.core.model.foreign import Pod
+from gpupool.core.vocabulary.pods import asks_for_index_resources, asks_gpupool_for_gpus
+from gpupool.scheduler.pod_record import (
     ANNOTATION_ALLOCATION,
     RecordError,
     as_recorded,
     disagreement,
     read_record,
 )
-from gpupool.core.allocator.pod_request import RequestError, request_from_pod
-from gpupool.core.model import constants as c
-from gpupool.core.model.foreign import Pod
-from gpupool.core.vocabulary.pods import asks_for_index_resources, asks_gpupool_for_gpus
 
 __all__ = ["QOS_RANK", "Worker", "holds_index_without_record", "shares", "worker_from_pod"]
 

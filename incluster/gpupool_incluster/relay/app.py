@@ -34,7 +34,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from gpupool.core.admission import (
+from gpupool.core.allocator.pod_request import RequestError
+from gpupool.core.model.constants import ANNOTATION_GPU_POOL
+from gpupool.scheduler.admission import (
     AdmissionRequest,
     Denial,
     Mutation,
@@ -43,8 +45,7 @@ from gpupool.core.admission import (
     denied,
     parse_review,
 )
-from gpupool.core.allocator.pod_request import RequestError
-from gpupool.core.extender import (
+from gpupool.scheduler.extender import (
     WireError,
     binding_result,
     failure_reason,
@@ -52,7 +53,6 @@ from gpupool.core.extender import (
     parse_binding_args,
     parse_extender_args,
 )
-from gpupool.core.model.constants import ANNOTATION_GPU_POOL
 from gpupool_incluster.relay.access import TokenAccess
 from gpupool_incluster.relay.bodies import MAX_MANIFEST, BodyRefused, parse_json, parse_manifest, read_body
 from gpupool_incluster.relay.hub import BindFailed, SchedulerHub

@@ -17,8 +17,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from gpupool.core.allocator import Allocator
-from gpupool.core.extender.gang import GangBook, gang_of
 from gpupool.core.model.foreign import Pod
+from gpupool.scheduler.extender.gang import GangBook, gang_of
 from gpupool_incluster.relay.ports import BindFailed
 
 __all__ = ["GangGate"]

@@ -29,19 +29,14 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
-from gpupool.core.admission import AdmissionContext, Mutation, mutate_pod
 from gpupool.core.allocator import Allocation, AllocationError, Allocator, Simulation
 from gpupool.core.allocator.build import gpu_info, oversubscription_of, quota_limits
-from gpupool.core.allocator.host_room import HostRoom
-from gpupool.core.allocator.pod_record import SCHEDULER_OWNED, record_annotations
 from gpupool.core.allocator.pod_request import (
     ANNOTATION_GPU_IDS,
     RequestError,
     allocation_from_pod,
     request_from_pod,
 )
-from gpupool.core.allocator.progressive import has_used_by_taint
-from gpupool.core.extender import ExtenderArgs, handle_filter, handle_prioritize, reserve_for_bind
 from gpupool.core.model.constants import ANNOTATION_ENABLED_REPLICAS, SCHEDULER_NAME
 from gpupool.core.model.foreign import Node, Pod
 from gpupool.core.model.node import GPU
@@ -49,6 +44,11 @@ from gpupool.core.model.pool import GPUPool
 from gpupool.core.model.quota import GPUResourceQuota
 from gpupool.core.model.scheduling import SchedulingConfigTemplate
 from gpupool.core.model.workload import WorkloadProfile
+from gpupool.scheduler.admission import AdmissionContext, Mutation, mutate_pod
+from gpupool.scheduler.extender import ExtenderArgs, handle_filter, handle_prioritize, reserve_for_bind
+from gpupool.scheduler.host_room import HostRoom
+from gpupool.scheduler.pod_record import SCHEDULER_OWNED, record_annotations
+from gpupool.scheduler.progressive import has_used_by_taint
 from gpupool_incluster.relay.gangs import GangGate
 from gpupool_incluster.relay.migration import TaintKeeper
 from gpupool_incluster.relay.policies import DEFAULT_POOL_ANNOTATION, PolicyBook

@@ -23,13 +23,13 @@ from typing import Any
 
 from kubernetes import client as _client
 
-from gpupool.core.allocator.progressive import taints_after
 from gpupool.core.model.foreign import Node, Pod
 from gpupool.core.model.node import GPU
 from gpupool.core.model.pool import GPUPool
 from gpupool.core.model.quota import GPUResourceQuota
 from gpupool.core.model.scheduling import SchedulingConfigTemplate
 from gpupool.core.model.workload import WorkloadProfile
+from gpupool.scheduler.progressive import taints_after
 from gpupool_incluster.relay.hub import SchedulerHub
 from gpupool_incluster.relay.informers import SharedInformers
 from gpupool_incluster.relay.metrics import RelayMetrics

@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from gpupool.core.allocator.progressive import TaintPlan, plan_used_by_taints
+from gpupool.scheduler.progressive import TaintPlan, plan_used_by_taints
 from gpupool_incluster.relay.ports import NodeTainter
 
 __all__ = ["TaintKeeper"]

@@ -13,13 +13,13 @@ the API server.
 
 from __future__ import annotations
 
-from gpupool.core.admission import PoolInfo
 from gpupool.core.allocator import PlacementMode
 from gpupool.core.model import constants as c
 from gpupool.core.model.pool import GPUPool
 from gpupool.core.model.quota import GPUResourceQuota
 from gpupool.core.model.scheduling import SchedulingConfigTemplate
 from gpupool.core.model.workload import WorkloadProfile, WorkloadProfileSpec
+from gpupool.scheduler.admission import PoolInfo
 
 __all__ = ["DEFAULT_POOL_ANNOTATION", "PolicyBook"]
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpupool.core.admission import Mutation
 from gpupool.core.allocator import Allocator, Simulation
 from gpupool.core.allocator.reasons import format_bytes
 from gpupool.core.allocator.state import UNBOUNDED
+from gpupool.scheduler.admission import Mutation
 
 __all__ = ["allocation_report", "simulation_report"]
 

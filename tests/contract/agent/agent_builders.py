@@ -17,8 +17,8 @@ from typing import Any, Literal
 
 import grpc
 
-from gpupool.core.allocator.pod_record import record_annotations
 from gpupool.core.model.foreign import Pod
+from gpupool.scheduler.pod_record import record_annotations
 from gpupool_incluster.agent.deviceplugin import api_pb2 as pb
 from gpupool_incluster.agent.discovery import hostname_label
 from gpupool_incluster.agent.nvml_fake import FakeNvml

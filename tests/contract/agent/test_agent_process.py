@@ -24,9 +24,9 @@ from typing import Any
 import pytest
 from kubernetes import client, config
 
-from gpupool.core.allocator.pod_record import record_annotations
 from gpupool.core.model.foreign import Pod
 from gpupool.sandbox.kubeapi import EmbeddedKubeAPI
+from gpupool.scheduler.pod_record import record_annotations
 from gpupool_incluster.agent.deviceplugin import api_pb2 as pb
 from gpupool_incluster.agent.nvml_fake import FakeNvml
 from gpupool_incluster.agent.procs import CgroupLocator

@@ -23,8 +23,8 @@ from pathlib import Path
 import grpc
 import pytest
 
-from gpupool.core.allocator.pod_record import record_annotations
 from gpupool.core.model.foreign import Pod
+from gpupool.scheduler.pod_record import record_annotations
 from gpupool_incluster.agent.deviceplugin import api_pb2 as pb
 from gpupool_incluster.agent.deviceplugin.generate import compile_proto
 from gpupool_incluster.agent.deviceplugin.server import DevicePlugins

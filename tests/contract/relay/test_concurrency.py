@@ -6,7 +6,7 @@ import sys
 import threading
 from pathlib import Path
 
-from gpupool.core.extender import parse_extender_args
+from gpupool.scheduler.extender import parse_extender_args
 from gpupool_incluster.relay.hub import BindFailed, SchedulerHub
 
 sys.path.insert(0, str(Path(__file__).parent))

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from gpupool.core.extender import parse_extender_args
+from gpupool.scheduler.extender import parse_extender_args
 from gpupool_incluster.relay.gangs import GangGate
 from gpupool_incluster.relay.hub import BindFailed, SchedulerHub
 

@@ -15,11 +15,11 @@ from typing import Any
 
 import pytest
 
-from gpupool.core.admission import Denial
-from gpupool.core.allocator.pod_record import ANNOTATION_ALLOCATION
-from gpupool.core.extender import ExtenderArgs, handle_filter
 from gpupool.core.model.foreign import Pod
 from gpupool.core.vocabulary.pods import asks_gpupool_for_gpus, may_use_the_gpu_scheduler
+from gpupool.scheduler.admission import Denial
+from gpupool.scheduler.extender import ExtenderArgs, handle_filter
+from gpupool.scheduler.pod_record import ANNOTATION_ALLOCATION
 from gpupool_incluster.relay.hub import SchedulerHub
 from gpupool_incluster.relay.ports import BindFailed
 

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from gpupool.core.admission import Denial
 from gpupool.core.model.quota import GPUResourceQuota
+from gpupool.scheduler.admission import Denial
 from gpupool_incluster.relay.hub import SchedulerHub
 from gpupool_incluster.relay.ports import BindFailed
 

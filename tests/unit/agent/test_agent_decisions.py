@@ -7,8 +7,8 @@ from decimal import Decimal
 
 import pytest
 
-from gpupool.core.allocator.pod_record import record_annotations
 from gpupool.core.model.foreign import Pod
+from gpupool.scheduler.pod_record import record_annotations
 from gpupool_incluster.agent.compute_plan import ShareRequest, plan_targets
 from gpupool_incluster.agent.discovery import catalog_model, gpu_object_name, model_tflops
 from gpupool_incluster.agent.guardian import replay, resume

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from gpupool.core.allocator.pod_record import ANNOTATION_ALLOCATION, record_annotations
 from gpupool.core.model.foreign import Pod
+from gpupool.scheduler.pod_record import ANNOTATION_ALLOCATION, record_annotations
 from gpupool_incluster.agent.compute_plan import ShareRequest, plan_targets
 from gpupool_incluster.agent.deviceplugin.allocate import AllocationRefused, resolve_grant
 from gpupool_incluster.agent.workers import Worker, shares, worker_from_pod

@@ -26,10 +26,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from gpupool.core.allocator.pod_record import RecordError, as_recorded, recorded_allocation
 from gpupool.core.model import constants as c
 from gpupool.core.model.foreign import Pod
 from gpupool.core.vocabulary.pods import asks_gpupool_for_gpus
+from gpupool.scheduler.pod_record import RecordError, as_recorded, recorded_allocation
 from gpupool_incluster.agent.workers import Worker, worker_from_pod
 
 __all__ = ["AllocationRefused", "ContainerGrant", "resolve_grant"]

@@ -1,5 +1,8 @@
 """Fractional GPU allocator (pure): filter stages with reasons, placement scores, reserve/release.
 
+The fit both products use: the capacity engine's consolidation (in the functions' layer) and the
+GPU scheduler (`gpupool.scheduler`, in the relay) — so it lives in the core, below both.
+
 See docs/scheduling.md for the placement modes and how oversubscription is handled.
 """
 

@@ -14,7 +14,7 @@ import math
 from collections.abc import Mapping
 from typing import Any, Final
 
-from gpupool.core.allocator.host_room import pod_requests
+from gpupool.core.allocator.host_request import pod_requests
 from gpupool.core.allocator.records import Allocation, GpuInfo
 from gpupool.core.allocator.request import GpuRequest, MatchExpression, NodeConstraints, NodeSelectorTerm
 from gpupool.core.model import constants as c
@@ -114,7 +114,7 @@ def constraints_of(pod: Pod) -> NodeConstraints:
 
 def request_from_pod(pod: Pod, *, default_pool: str = "") -> GpuRequest:
     """The GPU request a (mutated) TensorFusion pod carries, with its containers' CPU and memory
-    requests (`host_room.pod_requests`); RequestError when unreadable."""
+    requests (`host_request.pod_requests`); RequestError when unreadable."""
     notes = pod.metadata.annotations
     get = notes.get
     has_tflops = c.ANNOTATION_TFLOPS_REQUEST in notes or c.ANNOTATION_TFLOPS_LIMIT in notes

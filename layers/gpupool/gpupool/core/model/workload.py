@@ -11,7 +11,7 @@ objects, not gpupool's own).
 Each class builds its pydantic schema on first use (`defer_build`): the functions import this
 module with the kinds' registry but never read these objects, so their cold start skips it.
 
-Must not: resolve a pod's profile (core/admission does) or decide placement.
+Must not: resolve a pod's profile (scheduler/admission does) or decide placement.
 """
 
 from __future__ import annotations

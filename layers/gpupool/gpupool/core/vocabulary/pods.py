@@ -5,7 +5,7 @@ sorts pods use, on the typed ``Pod`` model. Read from TensorFusion's public sour
 
 - **A TensorFusion pod** is labelled ``tensor-fusion.ai/enabled=true`` — what TensorFusion's
   webhook admits (``utils.IsTensorFusionPod``; its auto-migration adds the label to each native GPU
-  pod it migrates) and what gpupool's webhook admits (``core.admission.mutate``) — or
+  pod it migrates) and what gpupool's webhook admits (``scheduler.admission.mutate``) — or
   ``tensor-fusion.ai/component=worker``: the worker pods TensorFusion's controller generates for
   a remote-vGPU workload (``internal/worker``) carry that label, TensorFusion's schedulerName
   and a pool annotation, but no ``enabled`` label; local-GPU pods get the worker label from the

@@ -4,62 +4,25 @@ Role: BalancedFit's stranded-GPU term and FragmentationAware's host check weigh 
 memory against what its candidate nodes have left (`AllocatorState.set_host_free`). This module
 keeps that figure from the objects the relay watches, the way kube-scheduler's NodeResourcesFit
 counts it: a Node's `status.allocatable` cpu and memory, minus the requests of the pods bound to
-it (`spec.nodeName`) that have not finished (phase Succeeded or Failed). A pod's request is
-Kubernetes' effective request: per resource, the larger of the sum over its containers and the
-largest of its init containers (`pod_requests`; the pod's `spec.overhead` is not read — the
-model does not carry it — so a RuntimeClass overhead is not counted). What is left never goes
-below zero (an overcommitted node has nothing left); a node whose allocatable the relay has not
-seen yet is unknown, never short. Every amount is capped just below `HOST_UNKNOWN` (2⁶² milli-CPU
-or bytes), so an absurd quantity in a manifest stays a number the allocator's arrays hold.
+it (`spec.nodeName`) that have not finished (phase Succeeded or Failed), both read as the shared
+fit reads them (`gpupool.core.allocator.host_request`). What is left never goes below zero (an
+overcommitted node has nothing left); a node whose allocatable the relay has not seen yet is
+unknown, never short. Only the relay keeps this tally: the functions' consolidation reads the
+pods' requests alone, so this module is the scheduler's.
 
 Must not: touch the allocator's state (the caller applies `changed` nodes), or do I/O.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from gpupool.core.allocator.state import HOST_UNKNOWN
-from gpupool.core.model.foreign import Container, Node, Pod
-from gpupool.core.quantity import Quantity
+from gpupool.core.allocator.host_request import node_allocatable, pod_requests
+from gpupool.core.model.foreign import Node, Pod
 
-__all__ = ["HostRoom", "node_allocatable", "pod_requests"]
+__all__ = ["HostRoom"]
 
 FINISHED = ("Succeeded", "Failed")
-CAP = HOST_UNKNOWN - 1  # the largest amount kept (milli-CPU or bytes)
-
-
-def _amount(values: Mapping[str, Quantity], resource: str, scale: int) -> int:
-    value = values.get(resource)
-    return min(CAP, max(0, math.ceil(value.value * scale))) if value is not None else 0
-
-
-def _sum(containers: Iterable[Container], resource: str, scale: int) -> int:
-    return sum(_amount(c.resources.requests, resource, scale) for c in containers)
-
-
-def pod_requests(pod: Pod) -> tuple[int, int]:
-    """The pod's effective CPU (milli) and memory (bytes) requests."""
-    spec = pod.spec
-    cpu = max(
-        _sum(spec.containers, "cpu", 1000),
-        max((_amount(c.resources.requests, "cpu", 1000) for c in spec.init_containers), default=0),
-    )
-    memory = max(
-        _sum(spec.containers, "memory", 1),
-        max((_amount(c.resources.requests, "memory", 1) for c in spec.init_containers), default=0),
-    )
-    return min(CAP, cpu), min(CAP, memory)
-
-
-def node_allocatable(node: Node) -> tuple[int, int] | None:
-    """The Node's allocatable CPU (milli) and memory (bytes); None when it reports neither."""
-    allocatable = node.status.allocatable
-    if "cpu" not in allocatable and "memory" not in allocatable:
-        return None
-    return _amount(allocatable, "cpu", 1000), _amount(allocatable, "memory", 1)
 
 
 @dataclass(frozen=True, slots=True)

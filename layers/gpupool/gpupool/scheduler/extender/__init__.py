@@ -1,6 +1,6 @@
 """kube-scheduler extender (pure): exact wire shapes and filter / prioritize / bind decisions."""
 
-from gpupool.core.extender.handle import (
+from gpupool.scheduler.extender.handle import (
     FAILURE_REASONS,
     classify,
     failure_reason,
@@ -8,7 +8,7 @@ from gpupool.core.extender.handle import (
     handle_prioritize,
     reserve_for_bind,
 )
-from gpupool.core.extender.wire import (
+from gpupool.scheduler.extender.wire import (
     BindingArgs,
     ExtenderArgs,
     WireError,

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from typing import Final
 
-from gpupool.core.admission.errors import Denial
 from gpupool.core.model import constants as c
 from gpupool.core.model.quota import GPUResourceQuota
+from gpupool.scheduler.admission.errors import Denial
 
 __all__ = ["ANNOTATION_MAX_QOS", "DEFAULT_QOS_CEILING", "bound_qos", "qos_ceiling"]
 

@@ -8,7 +8,9 @@ from typing import Any
 
 import pytest
 
-from gpupool.core.admission import (
+from gpupool.core.allocator.quota import QuotaUsage
+from gpupool.core.model.quota import GPUResourceQuota
+from gpupool.scheduler.admission import (
     AdmissionContext,
     Denial,
     PoolInfo,
@@ -18,9 +20,7 @@ from gpupool.core.admission import (
     mutate_pod,
     parse_review,
 )
-from gpupool.core.admission.review import pointer
-from gpupool.core.allocator.quota import QuotaUsage
-from gpupool.core.model.quota import GPUResourceQuota
+from gpupool.scheduler.admission.review import pointer
 
 T = "tensor-fusion.ai/"
 CTX = AdmissionContext(pools={"shared": PoolInfo("shared", default_qos="low")}, default_pool="shared")

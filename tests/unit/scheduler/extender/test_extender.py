@@ -9,7 +9,7 @@ import pytest
 
 from gpupool.core.allocator import AllocationError, Allocator, GpuInfo, GpuRequest
 from gpupool.core.allocator.pod_request import RequestError
-from gpupool.core.extender import (
+from gpupool.scheduler.extender import (
     binding_result,
     handle_filter,
     handle_prioritize,
@@ -17,7 +17,7 @@ from gpupool.core.extender import (
     parse_extender_args,
     reserve_for_bind,
 )
-from gpupool.core.extender.wire import WireError
+from gpupool.scheduler.extender.wire import WireError
 
 GI = 1 << 30
 T = "tensor-fusion.ai/"

@@ -7,12 +7,12 @@ from typing import Any
 
 import pytest
 
-from gpupool.core.admission import AdmissionContext, Denial, PoolInfo, mutate_pod
 from gpupool.core.allocator.pod_request import request_from_pod
 from gpupool.core.model.foreign import Pod
 from gpupool.core.model.registry import parse_as
 from gpupool.core.model.workload import WorkloadProfile
-from tests.unit.admission.test_mutate import annotations_after, pod
+from gpupool.scheduler.admission import AdmissionContext, Denial, PoolInfo, mutate_pod
+from tests.unit.scheduler.admission.test_mutate import annotations_after, pod
 
 T = "tensor-fusion.ai/"
 

@@ -32,12 +32,6 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from gpupool.core.admission.errors import Denial
-from gpupool.core.admission.profile import apply_workload_profile
-from gpupool.core.admission.qos import bound_qos, qos_ceiling
-from gpupool.core.admission.quota import check_quota
-from gpupool.core.admission.review import pointer
-from gpupool.core.allocator.pod_record import SCHEDULER_OWNED
 from gpupool.core.allocator.pod_request import RequestError, request_from_pod
 from gpupool.core.allocator.quota import QuotaUsage
 from gpupool.core.model import constants as c
@@ -49,6 +43,12 @@ from gpupool.core.vocabulary.pods import (
     asks_for_index_resources,
     may_use_the_gpu_scheduler,
 )
+from gpupool.scheduler.admission.errors import Denial
+from gpupool.scheduler.admission.profile import apply_workload_profile
+from gpupool.scheduler.admission.qos import bound_qos, qos_ceiling
+from gpupool.scheduler.admission.quota import check_quota
+from gpupool.scheduler.admission.review import pointer
+from gpupool.scheduler.pod_record import SCHEDULER_OWNED
 
 __all__ = ["NATIVE_GPU_RESOURCE", "AdmissionContext", "Denial", "Mutation", "PoolInfo", "mutate_pod"]
 

@@ -21,9 +21,9 @@ from gpupool.core.allocator.filters import STAGES
 from gpupool.core.allocator.pod_request import RequestError, request_from_pod
 from gpupool.core.allocator.records import Allocation
 from gpupool.core.allocator.request import GpuRequest
-from gpupool.core.extender.wire import ExtenderArgs, filter_result, host_priority_list
 from gpupool.core.model.foreign import Pod
 from gpupool.core.vocabulary.pods import asks_for_index_resources, asks_gpupool_for_gpus, holds_native_gpus
+from gpupool.scheduler.extender.wire import ExtenderArgs, filter_result, host_priority_list
 
 __all__ = [
     "FAILURE_REASONS",

@@ -1,7 +1,7 @@
 """Pod mutating webhook (pure): AdmissionReview in, JSONPatch or a reasoned denial out."""
 
-from gpupool.core.admission.mutate import AdmissionContext, Denial, Mutation, PoolInfo, mutate_pod
-from gpupool.core.admission.review import AdmissionRequest, ReviewError, allowed, denied, parse_review
+from gpupool.scheduler.admission.mutate import AdmissionContext, Denial, Mutation, PoolInfo, mutate_pod
+from gpupool.scheduler.admission.review import AdmissionRequest, ReviewError, allowed, denied, parse_review
 
 __all__ = [
     "AdmissionContext",

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from gpupool.core.extender import FAILURE_REASONS, failure_reason
+from gpupool.scheduler.extender import FAILURE_REASONS, failure_reason
 
 
 def _result(failed: dict[str, str], unresolvable: dict[str, str] | None = None) -> dict[str, Any]:

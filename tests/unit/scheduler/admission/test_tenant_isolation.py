@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from gpupool.core.admission import AdmissionContext, Denial, PoolInfo, mutate_pod, parse_review
-from gpupool.core.admission.qos import qos_ceiling
-from gpupool.core.allocator.pod_record import ANNOTATION_ALLOCATION
 from gpupool.core.model.quota import GPUResourceQuota
+from gpupool.scheduler.admission import AdmissionContext, Denial, PoolInfo, mutate_pod, parse_review
+from gpupool.scheduler.admission.qos import qos_ceiling
+from gpupool.scheduler.pod_record import ANNOTATION_ALLOCATION
 
 T = "tensor-fusion.ai/"
 CTX = AdmissionContext(pools={"shared": PoolInfo("shared")}, default_pool="shared")

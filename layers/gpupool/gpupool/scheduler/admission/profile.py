@@ -15,10 +15,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, MutableMapping
 
-from gpupool.core.admission.errors import Denial
 from gpupool.core.model import constants as c
 from gpupool.core.model.base import Resource
 from gpupool.core.model.workload import WorkloadProfileSpec
+from gpupool.scheduler.admission.errors import Denial
 
 __all__ = ["apply_workload_profile", "profile_annotations"]
 

@@ -12,11 +12,11 @@ Must not: read the cluster (usage and the largest GPU are passed in) or patch an
 
 from __future__ import annotations
 
-from gpupool.core.admission.errors import Denial
 from gpupool.core.allocator.build import quota_limits
 from gpupool.core.allocator.quota import QuotaUsage, pod_amounts, quota_failure, single_failure
 from gpupool.core.allocator.request import GpuRequest
 from gpupool.core.model.quota import GPUResourceQuota
+from gpupool.scheduler.admission.errors import Denial
 
 __all__ = ["check_quota"]
 

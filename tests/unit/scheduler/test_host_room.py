@@ -12,10 +12,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpupool.core.allocator.host_room import HostRoom, node_allocatable, pod_requests
+from gpupool.core.allocator.host_request import node_allocatable, pod_requests
 from gpupool.core.allocator.pod_request import request_from_pod
 from gpupool.core.allocator.state import HOST_UNKNOWN
 from gpupool.core.model.foreign import Node, Pod
+from gpupool.scheduler.host_room import HostRoom
 
 GI = 1 << 30
 

@@ -7,8 +7,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from gpupool.core.extender.gang import GangBook, GangSpec, gang_of, parse_go_duration
 from gpupool.core.model.foreign import Pod
+from gpupool.scheduler.extender.gang import GangBook, GangSpec, gang_of, parse_go_duration
 
 T = "tensor-fusion.ai/"
 START = datetime(2026, 12, 1, 2, 0, tzinfo=UTC)

@@ -8,17 +8,17 @@ from typing import Any
 
 import pytest
 
-from gpupool.core.allocator.pod_record import (
+from gpupool.core.allocator.pod_request import allocation_from_pod
+from gpupool.core.allocator.quota import QuotaUsage
+from gpupool.core.allocator.records import GpuInfo
+from gpupool.core.model.foreign import Pod
+from gpupool.scheduler.pod_record import (
     ANNOTATION_ALLOCATION,
     REQUEST_ANNOTATIONS,
     RecordError,
     record_annotations,
     recorded_allocation,
 )
-from gpupool.core.allocator.pod_request import allocation_from_pod
-from gpupool.core.allocator.quota import QuotaUsage
-from gpupool.core.allocator.records import GpuInfo
-from gpupool.core.model.foreign import Pod
 
 T = "tensor-fusion.ai/"
 UID = "1a2b3c4d-5e6f-4a0b-8c9d-0e1f2a3b4c5d"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gpupool.core.allocator.progressive import (
+from gpupool.scheduler.progressive import (
     USED_BY_TAINT,
     TaintPlan,
     has_used_by_taint,
