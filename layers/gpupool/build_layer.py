@@ -3,8 +3,10 @@
 Role: SAM builds the layer with `BuildMethod: makefile` (see `Makefile`); the Makefile installs
 `requirements.txt` for the Lambda platform and runs this script, which copies into
 `<target>/gpupool/` the closure of gpupool modules the handlers import — found by reading every
-`import` statement (module level and inside functions, so the lazy imports count — the shared
-handler's service entry points among them) starting from the modules the handlers import — plus the
+`import` statement that runs (module level and inside functions, so the lazy imports count — the
+shared handler's service entry points among them — but not the type checker's imports under
+`if TYPE_CHECKING:`, save the names a lazily resolving package such as `gpupool.core.model` hands
+out) starting from the modules the handlers import — plus the
 data files of the packages it keeps (the bundled catalogs, the botocore cut; JSON written without
 indentation). So the embedded API server
 (`gpupool.sandbox`), the simulations (`gpupool.simulation`), the test doubles
@@ -75,15 +77,70 @@ def module_file(name: str) -> Path | None:
     return None
 
 
+def _typing_only(tree: ast.Module) -> set[int]:
+    """The ids of the nodes under `if TYPE_CHECKING:` (or `typing.TYPE_CHECKING`): imports a type
+    checker reads and the runtime never runs."""
+    blocks = [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.If)
+        and isinstance(node.test, ast.Name | ast.Attribute)
+        and (node.test.id if isinstance(node.test, ast.Name) else node.test.attr) == "TYPE_CHECKING"
+    ]
+    return {id(inner) for block in blocks for statement in block.body for inner in ast.walk(statement)}
+
+
+def _gpupool_imports(tree: ast.Module, *, typing_only: bool) -> list[ast.Import | ast.ImportFrom]:
+    """The statements of `tree` importing gpupool: those under `if TYPE_CHECKING:` alone, or the rest."""
+    skipped = _typing_only(tree)
+    return [
+        node
+        for node in ast.walk(tree)
+        if (id(node) in skipped) == typing_only
+        and (
+            (isinstance(node, ast.Import) and any(a.name.split(".")[0] == "gpupool" for a in node.names))
+            or (isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "gpupool")
+        )
+    ]
+
+
+def _lazy_names(package: str) -> dict[str, str]:
+    """A package that resolves its names on first use (PEP 562: `gpupool.core.model`): each name its
+    `if TYPE_CHECKING:` block imports, and the module that defines it."""
+    path = module_file(package)
+    if path is None or path.name != "__init__.py":
+        return {}
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return {
+        alias.asname or alias.name: node.module
+        for node in _gpupool_imports(tree, typing_only=True)
+        if isinstance(node, ast.ImportFrom) and node.module
+        for alias in node.names
+    }
+
+
 def imported_modules(path: Path) -> set[str]:
-    """Every gpupool module `path` imports, at module level or inside functions."""
+    """Every gpupool module `path` imports when it runs, at module level or inside functions.
+
+    Imports under `if TYPE_CHECKING:` never run and are not followed, with one exception: a package
+    that resolves its names on first use from the modules its TYPE_CHECKING block names. Importing
+    a name from it follows that name's module, and importing the package itself follows them all
+    (attribute access may ask for any)."""
     found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in _gpupool_imports(ast.parse(path.read_text(encoding="utf-8")), typing_only=False):
         if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names if alias.name.split(".")[0] == "gpupool")
-        elif isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "gpupool":
-            found.add(node.module)
-            found.update(f"{node.module}.{alias.name}" for alias in node.names)  # `from pkg import module`
+            for alias in node.names:
+                found |= {alias.name, *_lazy_names(alias.name).values()}
+            continue
+        assert node.module is not None
+        lazy = _lazy_names(node.module)
+        found.add(node.module)
+        for alias in node.names:
+            submodule = f"{node.module}.{alias.name}"  # `from pkg import module`
+            if module_file(submodule) is not None:
+                found |= {submodule, *_lazy_names(submodule).values()}
+            elif alias.name in lazy:
+                found.add(lazy[alias.name])
     return {name for name in found if module_file(name) is not None}
 
 

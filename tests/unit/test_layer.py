@@ -16,6 +16,7 @@ gpupool part's size is printed
 
 from __future__ import annotations
 
+import ast
 import json
 import shutil
 import subprocess
@@ -47,6 +48,7 @@ def test_the_layer_leaves_out_the_sandbox_the_cli_and_the_reference_solvers(tmp_
         "gpupool/testing/",
         "gpupool/cli/",
         "gpupool/examples/",
+        "gpupool/scheduler/",  # the GPU scheduler: the relay's, never a function's
         "benchmarks/",
     ):
         assert not any(f.startswith(left_out) for f in files), left_out
@@ -59,7 +61,11 @@ def test_the_layer_leaves_out_the_sandbox_the_cli_and_the_reference_solvers(tmp_
     # 1.3 MB since issue 35's live prices (1,265,982 bytes when raised, from 1,205,478): the pricing
     # port, cache and choice (~20 KB), each cloud's pricing adapter (~20 KB) and the three EC2
     # operations in the botocore cut, their answer shape cut to the members read (~5 KB).
-    assert size < 1_300_000
+    # 1.26 MB since issue 32's scheduler split (1,255,147 bytes when lowered, from 1,275,664 on main
+    # before it): the relay's host-room ledger left with the GPU scheduler (the fit keeps a pod's
+    # request, host_request, ~3 KB less), and the closure no longer follows imports under
+    # `if TYPE_CHECKING:` (registry, workload, scheduling, provider: ~18 KB the functions never run).
+    assert size < 1_260_000
 
 
 def test_everything_the_functions_import_is_in_the_layer(tmp_path: Path) -> None:
@@ -101,10 +107,50 @@ print(json.dumps(sorted(shipped)))
     assert done.returncode == 0, done.stderr
     loaded = json.loads(done.stdout.strip().splitlines()[-1])
     assert not any(
-        m.startswith(("gpupool.sandbox", "gpupool.simulation", "gpupool.testing", "gpupool.cli"))
+        m.startswith(
+            ("gpupool.sandbox", "gpupool.simulation", "gpupool.testing", "gpupool.cli", "gpupool.scheduler")
+        )
         for m in loaded
     )
     assert {"gpupool.service.launch", "gpupool.service.bind", "gpupool.service.compact"} <= set(loaded)
+
+
+def _imported_by(source: str, tmp_path: Path) -> set[str]:
+    """What build_layer's closure follows from a module with this source."""
+    module = tmp_path / "module.py"
+    module.write_text(source, encoding="utf-8")
+    code = (
+        f"import sys, pathlib; sys.path.insert(0, {str(LAYER)!r}); import build_layer; "
+        f"print(sorted(build_layer.imported_modules(pathlib.Path({str(module)!r}))))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    found: set[str] = set(ast.literal_eval(done.stdout.strip()))
+    return found
+
+
+def test_type_only_imports_are_not_shipped_but_a_lazy_packages_names_are(tmp_path: Path) -> None:
+    """`if TYPE_CHECKING:` imports never run, so the closure leaves them out — except that
+    `gpupool.core.model` hands out its names on first use from the modules its TYPE_CHECKING block
+    names: a name imported from it, or the package imported whole, brings the module(s) along."""
+    typing_only = (
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n    from gpupool.core.model.workload import WorkloadProfile\n"
+    )
+    assert _imported_by(typing_only, tmp_path) == set()
+    by_name = _imported_by("from gpupool.core.model import GPUPool, load_manifests\n", tmp_path)
+    assert by_name == {"gpupool.core.model", "gpupool.core.model.pool", "gpupool.core.model.registry"}
+    whole = _imported_by("from gpupool.core import model\n", tmp_path)
+    assert {
+        "gpupool.core.model.scheduling",
+        "gpupool.core.model.registry",
+        "gpupool.core.model.pool",
+    } <= whole
+    assert _imported_by("import gpupool.core.model\n", tmp_path) == whole - {"gpupool.core"}
+    shipped = subprocess.run(
+        [sys.executable, str(LAYER / "build_layer.py"), "--list"], capture_output=True, text=True, check=True
+    ).stdout.split()
+    assert "gpupool.core.model.workload" not in shipped and "gpupool.core.model.pool" in shipped
+    assert not any(name.startswith("gpupool.scheduler") for name in shipped)
 
 
 def test_the_makefile_builds_the_target_sam_calls() -> None:
