@@ -221,3 +221,23 @@ def test_selector_matches_expressions() -> None:
     assert selector_matches(sel, {"a": "1"})
     assert not selector_matches(sel, {"a": "1", "b": "x"})
     assert selector_matches(LabelSelector(), {})
+
+
+def test_a_pdb_selectors_expressions_read_as_kubernetes_reads_them() -> None:
+    """In, NotIn, Exists, DoesNotExist on a present and an absent label (labels.Selector's table)."""
+    cases = [
+        ("In", ["x", "y"], {"b": "y"}, True),
+        ("In", ["x"], {"b": "z"}, False),
+        ("In", ["x"], {}, False),
+        ("NotIn", ["x"], {}, True),
+        ("NotIn", ["x"], {"b": "y"}, True),
+        ("Exists", [], {"b": ""}, True),
+        ("Exists", [], {}, False),
+        ("DoesNotExist", [], {}, True),
+        ("DoesNotExist", [], {"b": "x"}, False),
+    ]
+    for operator, values, labels, selected in cases:
+        sel = LabelSelector.model_validate(
+            {"matchExpressions": [{"key": "b", "operator": operator, "values": values}]}
+        )
+        assert selector_matches(sel, labels) is selected, (operator, values, labels)

@@ -58,6 +58,7 @@ from gpupool.core.model.constants import (
 from gpupool.core.model.foreign import Node, Pod
 from gpupool.core.model.node import GPU
 from gpupool.core.model.pool import NodeCompaction, ResourceAmount
+from gpupool.core.model.requirements import all_hold
 from gpupool.core.planning.plan import (
     Action,
     CordonNode,
@@ -119,20 +120,11 @@ class Consolidation:
 
 
 def selector_matches(selector: LabelSelector, labels: Mapping[str, str]) -> bool:
-    """meta/v1 LabelSelector semantics (an empty selector selects everything)."""
+    """meta/v1 LabelSelector semantics (an empty selector selects everything): matchLabels, and
+    matchExpressions (In, NotIn, Exists, DoesNotExist) as the one requirement algebra reads them."""
     if any(labels.get(k) != v for k, v in selector.match_labels.items()):
         return False
-    for req in selector.match_expressions:
-        present, value = req.key in labels, labels.get(req.key)
-        ok = {
-            "In": present and value in req.values,
-            "NotIn": not present or value not in req.values,
-            "Exists": present,
-            "DoesNotExist": not present,
-        }[req.operator]
-        if not ok:
-            return False
-    return True
+    return all_hold(selector.match_expressions, labels)
 
 
 def _pod_protected(pod: Pod) -> bool:
