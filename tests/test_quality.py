@@ -4,6 +4,7 @@ product module may grow past the size at which it usually holds two concepts."""
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -43,6 +44,43 @@ def test_mypy_strict_clean() -> None:
 def test_import_contracts_kept() -> None:
     result = _run(_tool("lint-imports"))
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def contract_names(contracts: list[dict[str, object]]) -> set[str]:
+    """Every module an import-linter contract names (layers within containers expanded), the
+    acyclic-siblings contract left out: it names only ancestors and says nothing of where a package sits."""
+    named: set[str] = set()
+    for contract in contracts:
+        if contract["type"] == "acyclic_siblings":
+            continue
+        containers = contract.get("containers") or [""]
+        assert isinstance(containers, list)
+        for key in ("layers", "modules", "source_modules", "forbidden_modules"):
+            entries = contract.get(key) or []
+            assert isinstance(entries, list)
+            for entry in entries:
+                for name in (part.strip() for part in str(entry).split("|")):
+                    named |= {f"{c}.{name}" if c and key == "layers" else name for c in containers}
+    return named
+
+
+def test_every_product_package_is_in_an_import_contract() -> None:
+    """Each package of gpupool and gpupool_incluster (every depth) is placed by a contract."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    contracts = config["tool"]["importlinter"]["contracts"]
+    named = contract_names(contracts)
+    packages = {
+        init.parent.relative_to((ROOT / tree).parent).as_posix().replace("/", ".")
+        for tree in PRODUCT_TREES
+        for init in (ROOT / tree).rglob("__init__.py")
+    }
+    roots = {Path(tree).name for tree in PRODUCT_TREES}  # named by root_packages
+    missing = sorted(packages - named - roots)
+    assert packages and not missing, f"packages no import-linter contract places: {missing}"
+    acyclic = [c for c in contracts if c["type"] == "acyclic_siblings"]
+    assert acyclic and set(acyclic[0]["ancestors"]) == roots, (
+        "no package or file cycle: a contract for each root"
+    )
 
 
 def oversized_modules(root: Path, trees: tuple[str, ...] = PRODUCT_TREES) -> dict[str, int]:
