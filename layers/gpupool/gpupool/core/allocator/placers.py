@@ -2,7 +2,8 @@
 
 Role: `Placer` — what the allocator asks a policy: `node_scores(state, alive, shape)` (the
 extender's prioritize) and `choose(state, alive, shape)` (the node row and GPU slots a reservation
-takes); `ScoredPlacer(mode)` — TensorFusion's three modes on the per-GPU scores (`scoring`);
+takes); `ScoredPlacer(node_order, gpu_order)` — TensorFusion's three modes on the per-GPU scores
+(`scoring`), each the score order it ranks nodes by and the one it ranks their GPUs by;
 `PLACERS` — each `PlacementMode` → the placer an allocator uses for it (the learning ones,
 FragmentationAware and BalancedFit, are the allocator's own objects: their demand windows live as
 long as it does). A new policy is its module and one line in `PLACERS`.
@@ -20,7 +21,7 @@ import numpy as np
 import numpy.typing as npt
 
 from gpupool.core.allocator.mix import RequestShape
-from gpupool.core.allocator.scoring import node_scores, select_gpus, select_node
+from gpupool.core.allocator.scoring import ScoreOrder, node_scores, select_gpus, select_node
 from gpupool.core.allocator.state import AllocatorState
 from gpupool.core.model.placement_mode import PlacementMode
 
@@ -51,24 +52,25 @@ class PlacerOwner(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class ScoredPlacer:
-    """CompactFirst, LowLoadFirst, NodeCompactGPULowLoad: the best node by its GPUs' mean score,
-    then its best GPUs (`scoring`)."""
+    """CompactFirst, LowLoadFirst, NodeCompactGPULowLoad: the best node by its GPUs' mean
+    `node_order` score, then its best GPUs by `gpu_order` (`scoring`)."""
 
-    mode: PlacementMode
+    node_order: ScoreOrder
+    gpu_order: ScoreOrder
 
     def node_scores(self, state: AllocatorState, alive: B, shape: RequestShape) -> F64:
-        return node_scores(state, alive, self.mode)
+        return node_scores(state, alive, self.node_order)
 
     def choose(self, state: AllocatorState, alive: B, shape: RequestShape) -> tuple[int, list[int]] | None:
-        row = select_node(state, alive, self.mode)
+        row = select_node(state, alive, self.node_order)
         if row is None:
             return None
-        return row, select_gpus(state, alive, row, shape.gpu_count, self.mode)
+        return row, select_gpus(state, alive, row, shape.gpu_count, self.gpu_order)
 
 
-_COMPACT_FIRST = ScoredPlacer(PlacementMode.COMPACT_FIRST)
-_LOW_LOAD_FIRST = ScoredPlacer(PlacementMode.LOW_LOAD_FIRST)
-_NODE_COMPACT_GPU_LOW_LOAD = ScoredPlacer(PlacementMode.NODE_COMPACT_GPU_LOW_LOAD)
+_COMPACT_FIRST = ScoredPlacer(node_order="compact", gpu_order="compact")  # node and GPU: most used
+_LOW_LOAD_FIRST = ScoredPlacer(node_order="low_load", gpu_order="low_load")  # node and GPU: most free
+_NODE_COMPACT_GPU_LOW_LOAD = ScoredPlacer(node_order="compact", gpu_order="low_load")
 
 # The placer of each mode, for an allocator (a new policy: its module and one line here).
 PLACERS: dict[PlacementMode, Callable[[PlacerOwner], Placer]] = {

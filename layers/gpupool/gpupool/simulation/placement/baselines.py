@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import random
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
 import numpy as np
@@ -224,17 +224,19 @@ class Fgd:
         return int(rows[_first_min(np.round(delta, 6))])
 
 
-BASELINES = ("RandomFit", "BestFit", "DotProduct", "FGD")
+# Each baseline by its name, set up for a trace's nodes, tasks and seed (a new baseline: its class
+# and one line here).
+BASELINES: dict[str, Callable[[Sequence[TraceNode], Sequence[TraceTask], int], Baseline]] = {
+    "RandomFit": lambda nodes, tasks, seed: RandomFit(seed),
+    "BestFit": lambda nodes, tasks, seed: BestFit(),
+    "DotProduct": lambda nodes, tasks, seed: DotProduct(nodes),
+    "FGD": lambda nodes, tasks, seed: Fgd(nodes, tasks),
+}
 
 
 def make_baseline(name: str, nodes: Sequence[TraceNode], tasks: Sequence[TraceTask], seed: int) -> Baseline:
     """The baseline called `name` (one of BASELINES), set up for this trace."""
-    if name == "RandomFit":
-        return RandomFit(seed)
-    if name == "BestFit":
-        return BestFit()
-    if name == "DotProduct":
-        return DotProduct(nodes)
-    if name == "FGD":
-        return Fgd(nodes, tasks)
-    raise ValueError(f"unknown baseline {name!r}")
+    build = BASELINES.get(name)
+    if build is None:
+        raise ValueError(f"unknown baseline {name!r}")
+    return build(nodes, tasks, seed)
