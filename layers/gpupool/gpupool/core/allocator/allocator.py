@@ -72,9 +72,6 @@ class Simulation:
 class Allocator:
     """Placement over one cluster's GPUs (all pools); callers serialise access."""
 
-    fragmentation: FragmentationScorer
-    balanced: BalancedFitScorer
-
     def __init__(
         self, policy: PlacementPolicy | None = None, *, pool_modes: Mapping[str, PlacementMode] | None = None
     ) -> None:
@@ -85,8 +82,29 @@ class Allocator:
         )
         self.quotas: dict[str, QuotaLimits] = {}
         self.usage: dict[str, QuotaUsage] = {}
-        self.fragmentation = FragmentationScorer()
-        self.balanced = BalancedFitScorer()
+        self.placers: dict[PlacementMode, Placer] = {mode: make() for mode, make in PLACERS.items()}
+
+    # The two learning placers by their type, for the replay's rules for tasks without GPUs
+    # (`simulation/placement/host_only`) and the tests that tune their windows.
+    @property
+    def fragmentation(self) -> FragmentationScorer:
+        placer = self.placers[PlacementMode.FRAGMENTATION_AWARE]
+        assert isinstance(placer, FragmentationScorer)
+        return placer
+
+    @fragmentation.setter
+    def fragmentation(self, placer: FragmentationScorer) -> None:
+        self.placers[PlacementMode.FRAGMENTATION_AWARE] = placer
+
+    @property
+    def balanced(self) -> BalancedFitScorer:
+        placer = self.placers[PlacementMode.BALANCED_FIT]
+        assert isinstance(placer, BalancedFitScorer)
+        return placer
+
+    @balanced.setter
+    def balanced(self, placer: BalancedFitScorer) -> None:
+        self.placers[PlacementMode.BALANCED_FIT] = placer
 
     # ---- inputs -----------------------------------------------------------------------------
     def mode_for(self, pool: str) -> PlacementMode:
@@ -180,7 +198,7 @@ class Allocator:
 
     def placer(self, pool: str) -> Placer:
         """The placement policy of `pool`'s mode (`placers.PLACERS`)."""
-        return PLACERS[self.mode_for(pool)](self)
+        return self.placers[self.mode_for(pool)]
 
     def _node_scores(self, request: GpuRequest, alive: npt.NDArray[np.bool_]) -> npt.NDArray[np.float64]:
         return self.placer(request.pool).node_scores(self.state, alive, RequestShape.of(request))
@@ -218,8 +236,8 @@ class Allocator:
                 f"pod {request.key} already holds GPUs {', '.join(held.gpus)} on {held.node}"
             )
         shape = RequestShape.of(request)
-        self.fragmentation.mix.record(shape)
-        self.balanced.profile.record(shape)
+        for placer in self.placers.values():
+            placer.record(shape)
         narrowed = among if node is None else [node]
         outcome, unknown = self._filter(request, narrowed, record=node is not None)
         if unknown and node is not None:

@@ -117,6 +117,11 @@ class BalancedFitScorer:
         self._entries: dict[RequestShape, _Entry] = {}
 
     # ---- layout and demand ------------------------------------------------------------------
+
+    def record(self, shape: RequestShape) -> None:
+        """One more reservation of `shape` in the demand profile leftovers are judged by."""
+        self.profile.record(shape)
+
     def _demand(self, state: AllocatorState) -> Demand | None:
         state.ensure_layout()
         layout = (state.generation, state.static_version, state.cap_t.size)

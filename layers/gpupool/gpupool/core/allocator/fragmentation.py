@@ -85,6 +85,10 @@ class FragmentationScorer:
         self._before_dirty: set[int] | None = None
         self._scales: F32 | None = None
 
+    def record(self, shape: RequestShape) -> None:
+        """One more reservation of `shape` in the mix the expected fragmentation weighs."""
+        self.mix.record(shape)
+
     def deltas(self, state: AllocatorState, shape: RequestShape) -> F32:
         """Δ expected fragmentation (GPUs) of placing one GPU of `shape` on each slot, flat.
 
