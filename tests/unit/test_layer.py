@@ -3,7 +3,8 @@
 `layers/gpupool/build_layer.py` (run by the layer's Makefile, which SAM calls) copies the closure
 of gpupool modules the handlers import. Built into a temporary folder: no sandbox
 (`gpupool.sandbox`), no simulations (`gpupool.simulation`), no test doubles (`gpupool.testing`),
-no CLI, no examples, no reference solvers; every shipped module and every function's `app.py`
+no GPU scheduler (`gpupool.scheduler`, the relay's), no CLI, no examples, no reference solvers;
+no module imported only for the type checker; every shipped module and every function's `app.py`
 imports with that folder first on the path (so nothing is missing, lazy and by-name imports
 included); the Makefile builds the target SAM names, byte-compiled (`--compile 3.12`: hash-checked
 bytecode of every shipped module, so a read-only layer is not compiled at each cold start — and
