@@ -129,7 +129,7 @@ def _reference_choice(
 
 def _allocator(rng: random.Random, *, hosts: bool, max_kinds: int = 32) -> Allocator:
     allocator = Allocator(PlacementPolicy(mode=BF))
-    allocator.balanced = BalancedFitScorer(
+    allocator.placers[BF] = BalancedFitScorer(
         DemandProfile(window=30, refresh_every=1, young_step=1), max_kinds=max_kinds
     )
     for n in range(rng.randint(4, 8)):
@@ -195,7 +195,7 @@ def test_cached_leftovers_and_choices_follow_the_definition(seed: int, hosts: bo
 
 def _cluster(hosts: dict[str, tuple[int, int]] | None = None, gpus: int = 4) -> Allocator:
     allocator = Allocator(PlacementPolicy(mode=BF))
-    allocator.balanced = BalancedFitScorer(DemandProfile(refresh_every=1, young_step=1))
+    allocator.placers[BF] = BalancedFitScorer(DemandProfile(refresh_every=1, young_step=1))
     for node in ("a", "b", "c"):
         for g in range(gpus):
             allocator.state.upsert_gpu(
@@ -237,7 +237,7 @@ def test_without_hosts_it_is_best_fit_with_leftovers_the_mix_can_use() -> None:
 
 def test_among_equal_keys_the_smaller_node_goes_first() -> None:
     allocator = Allocator(PlacementPolicy(mode=BF))
-    allocator.balanced = BalancedFitScorer(DemandProfile(refresh_every=1, young_step=1))
+    allocator.placers[BF] = BalancedFitScorer(DemandProfile(refresh_every=1, young_step=1))
     for node, gpus in (("big", 8), ("small", 2)):
         for g in range(gpus):
             allocator.state.upsert_gpu(GpuInfo(f"{node}-{g}", node, "p", 100_000, 16 * GI, index=g))

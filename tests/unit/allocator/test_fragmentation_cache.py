@@ -33,7 +33,7 @@ FA = PlacementMode.FRAGMENTATION_AWARE
 
 def _allocator(rng: random.Random, *, hosts: bool) -> Allocator:
     allocator = Allocator(PlacementPolicy(mode=FA))
-    allocator.fragmentation = FragmentationScorer(RequestMix(window=40, refresh_every=7, max_shapes=5))
+    allocator.placers[FA] = FragmentationScorer(RequestMix(window=40, refresh_every=7, max_shapes=5))
     for n in range(rng.randint(4, 9)):
         model, tflops, vram = rng.choice((("T4", 65_000, 16 * GI), ("A100", 312_000, 80 * GI)))
         for g in range(rng.choice((1, 2, 4, 8))):
@@ -99,7 +99,7 @@ def test_choices_do_not_depend_on_what_was_cached(hosts: bool) -> None:
     rng = random.Random(10)
     for step in range(80):
         request = _request(rng, f"pod-{step}", hosts=hosts)
-        cold.fragmentation = FragmentationScorer(cold.fragmentation.mix)
+        cold.placers[FA] = FragmentationScorer(cold.fragmentation.mix)
         outcomes = []
         for allocator in (warm, cold):
             try:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -32,6 +33,7 @@ from gpupool.core.model.placement_mode import PlacementMode
 
 __all__ = ["AllocationError", "Allocator", "Chooser", "FilterResult", "Simulation", "StageReport"]
 
+P = TypeVar("P")
 # A placement rule from outside the modes (the simulator's baselines): given the state, the
 # surviving (nodes × GPU slots) mask and the request, the chosen row and slots, or None.
 Chooser = Callable[[AllocatorState, npt.NDArray[np.bool_], GpuRequest], "tuple[int, list[int]] | None"]
@@ -85,26 +87,19 @@ class Allocator:
         self.placers: dict[PlacementMode, Placer] = {mode: make() for mode, make in PLACERS.items()}
 
     # The two learning placers by their type, for the replay's rules for tasks without GPUs
-    # (`simulation/placement/host_only`) and the tests that tune their windows.
-    @property
-    def fragmentation(self) -> FragmentationScorer:
-        placer = self.placers[PlacementMode.FRAGMENTATION_AWARE]
-        assert isinstance(placer, FragmentationScorer)
+    # (`simulation/placement/host_only`) and the tests that read their windows.
+    def _placer_of(self, mode: PlacementMode, kind: type[P]) -> P:
+        placer = self.placers[mode]
+        assert isinstance(placer, kind)
         return placer
 
-    @fragmentation.setter
-    def fragmentation(self, placer: FragmentationScorer) -> None:
-        self.placers[PlacementMode.FRAGMENTATION_AWARE] = placer
+    @property
+    def fragmentation(self) -> FragmentationScorer:
+        return self._placer_of(PlacementMode.FRAGMENTATION_AWARE, FragmentationScorer)
 
     @property
     def balanced(self) -> BalancedFitScorer:
-        placer = self.placers[PlacementMode.BALANCED_FIT]
-        assert isinstance(placer, BalancedFitScorer)
-        return placer
-
-    @balanced.setter
-    def balanced(self, placer: BalancedFitScorer) -> None:
-        self.placers[PlacementMode.BALANCED_FIT] = placer
+        return self._placer_of(PlacementMode.BALANCED_FIT, BalancedFitScorer)
 
     # ---- inputs -----------------------------------------------------------------------------
     def mode_for(self, pool: str) -> PlacementMode:
