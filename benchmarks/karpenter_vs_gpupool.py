@@ -208,6 +208,12 @@ class Ledger:
     created: dict[str, float] = field(default_factory=dict)
     running: dict[str, float] = field(default_factory=dict)
     breaches: int = 0
+    # The timeline of each pod's wait (`timeline`): where it was bound, when its node's
+    # NodeClaim was created, when the Node turned Ready, when its GPUs were published.
+    bound: dict[str, tuple[float, str]] = field(default_factory=dict)
+    claim_of_node: dict[str, str] = field(default_factory=dict)
+    node_ready: dict[str, float] = field(default_factory=dict)
+    gpus_published: dict[str, float] = field(default_factory=dict)
 
     def poll(self, plane: ControlPlane, namespace: str, nodepool_name: str, now: float) -> int:
         prices = load_catalog("aws")
@@ -221,6 +227,8 @@ class Ledger:
             capacity = (c.get("status") or {}).get("capacity") or {}
             if "nvidia.com/gpu" in capacity:
                 self.gpus[name] = int(capacity["nvidia.com/gpu"])
+            if (c.get("status") or {}).get("nodeName"):
+                self.claim_of_node[c["status"]["nodeName"]] = name
             kind = c["metadata"].get("labels", {}).get("node.kubernetes.io/instance-type")
             if kind and name not in self.price:
                 self.price[name] = float(prices.prices("us-east-1", kind).get("on-demand", 0))
@@ -229,10 +237,37 @@ class Ledger:
                 self.died.setdefault(name, now)
         if sum(self.gpus.get(n, 1) for n in live) > self.limit:
             self.breaches += 1
+        selector = f"karpenter.sh%2Fnodepool%3D{nodepool_name}"
+        for node in plane.request("GET", f"/api/v1/nodes?labelSelector={selector}")["items"]:
+            if any(
+                c["type"] == "Ready" and c["status"] == "True" for c in node["status"].get("conditions") or []
+            ):
+                self.node_ready.setdefault(node["metadata"]["name"], now)
         for p in plane.request("GET", f"/api/v1/namespaces/{namespace}/pods")["items"]:
+            if p["spec"].get("nodeName"):
+                self.bound.setdefault(p["metadata"]["name"], (now, p["spec"]["nodeName"]))
             if p["status"].get("phase") == "Running":
                 self.running.setdefault(p["metadata"]["name"], now)
         return len(live)
+
+    def timeline(self, slowest: int) -> list[str]:
+        """The `slowest` pods' waits, step by step (seconds after the run started; '-' unseen)."""
+
+        def at(value: float | None) -> str:
+            return "-" if value is None else f"{value:.0f}"
+
+        waits = {n: self.running.get(n, math.inf) - c for n, c in self.created.items() if n != "seed"}
+        lines = ["pod      wait  created  claim  ready  gpus  bound  running  node"]
+        for name in sorted(waits, key=lambda n: -waits[n])[:slowest]:
+            bound_at, node = self.bound.get(name, (None, ""))
+            claim = self.claim_of_node.get(node)
+            lines.append(
+                f"{name:8} {waits[name]:5.0f} {at(self.created[name]):>8} "
+                f"{at(self.born.get(claim) if claim else None):>6} {at(self.node_ready.get(node)):>6} "
+                f"{at(self.gpus_published.get(node)):>5} {at(bound_at):>6} "
+                f"{at(self.running.get(name)):>8}  {node}"
+            )
+        return lines
 
     def figures(self, end: float) -> dict[str, float]:
         lives = {n: self.died.get(n, end) - b for n, b in self.born.items()}
@@ -309,7 +344,7 @@ def play(
 
 
 def run_karpenter_alone(
-    plane: ControlPlane, demand: list[PodDemand], *, limit: int, drain: float
+    plane: ControlPlane, demand: list[PodDemand], *, limit: int, drain: float, timeline: int = 0
 ) -> dict[str, float]:
     suffix = uuid.uuid4().hex[:4]
     namespace, name = f"ka-{suffix}", f"ka{suffix}"
@@ -334,6 +369,7 @@ def run_karpenter_alone(
             make_pod=lambda d: whole_gpu_pod(d, name),
             drain=drain,
         )
+        print("\n".join(ledger.timeline(timeline)) if timeline else "", flush=True)
         return ledger.figures(end)
     finally:
         call(plane, "DELETE", f"/apis/karpenter.sh/v1/nodepools/{name}")
@@ -416,7 +452,14 @@ def autoselect_world(
 
 
 def run_autoselect(
-    plane: ControlPlane, demand: list[PodDemand], *, limit: int, drain: float, tick: float, root: Path
+    plane: ControlPlane,
+    demand: list[PodDemand],
+    *,
+    limit: int,
+    drain: float,
+    tick: float,
+    root: Path,
+    timeline: int = 0,
 ) -> dict[str, float]:
     suffix = uuid.uuid4().hex[:4]
     namespace, name = f"as-{suffix}", f"as{suffix}"
@@ -452,6 +495,7 @@ def run_autoselect(
                     if node_name not in published and ready and "karpenter.sh/unregistered" not in taints:
                         run_node_agent(plane, node, pool=pool, nvml_file=root / f"{node_name}.json")
                         published.add(node_name)
+                        ledger.gpus_published[node_name] = now
                 if now - last_tick[0] >= tick:
                     last_tick[0] = now
                     for function in ("launch", "compact"):
@@ -467,6 +511,7 @@ def run_autoselect(
                 drain=drain,
                 every_second=drive,
             )
+            print("\n".join(ledger.timeline(timeline)) if timeline else "", flush=True)
             return ledger.figures(end)
     finally:
         call(plane, "DELETE", f"/apis/karpenter.sh/v1/nodepools/{name}")
@@ -533,6 +578,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tick", type=float, default=3.0, help="seconds between gpupool's schedule ticks")
     parser.add_argument("--seed", type=int, default=34)
     parser.add_argument(
+        "--timeline", type=int, default=0, help="print the wait of this many slowest pods, step by step"
+    )
+    parser.add_argument(
         "--workdir", type=Path, help="keep the components' logs here (default: a temporary folder)"
     )
     args = parser.parse_args(argv)
@@ -561,10 +609,20 @@ def main(argv: list[str] | None = None) -> int:
                     args.pods, ramp=args.ramp, hold=args.hold, rng=random.Random(args.seed)
                 )
                 limit = sum(d.gpus if d.fraction == 1 else 1 for d in demand) + 1  # Karpenter alone fits
-                results = {"karpenter": run_karpenter_alone(plane, demand, limit=limit, drain=args.drain)}
+                results = {
+                    "karpenter": run_karpenter_alone(
+                        plane, demand, limit=limit, drain=args.drain, timeline=args.timeline
+                    )
+                }
                 print(f"{name}: Karpenter alone {results['karpenter']}", flush=True)
                 results["autoselect"] = run_autoselect(
-                    plane, demand, limit=limit, drain=args.drain, tick=args.tick, root=root / name
+                    plane,
+                    demand,
+                    limit=limit,
+                    drain=args.drain,
+                    tick=args.tick,
+                    root=root / name,
+                    timeline=args.timeline,
                 )
                 print(f"{name}: AutoSelect {results['autoselect']}", flush=True)
                 report(name, demand, results)
