@@ -35,10 +35,9 @@ import pytest
 
 from gpupool.sandbox.cluster.controlplane import ControlPlane
 from tests.programs import require_built
-from tests.real.relay_process import RelayProcess, call, chart_relay_identity, wait_for
-from tests.real.relay_process import relay as relay_process
+from tests.real.karpenter_builders import namespace_with_account, scheduling_pair
+from tests.real.relay_process import RelayProcess, call, wait_for
 from tests.real.scheduler_process import SchedulerProcess
-from tests.real.scheduler_process import scheduler as tensor_fusion_scheduler
 
 T = "tensor-fusion.ai/"
 GIB = 1024**3
@@ -158,16 +157,7 @@ def placement(control_plane: ControlPlane, tmp_path_factory: pytest.TempPathFact
     namespace, pool = f"sched-{suffix}", f"pool-{suffix}"
     nodes = [f"kwok-gpu-{suffix}-{i}" for i in range(2)]
     with contextlib.ExitStack() as cleanup:  # undone in reverse, whatever failed
-        plane.request("POST", "/api/v1/namespaces", {"metadata": {"name": namespace}})
-        cleanup.callback(call, plane, "DELETE", f"/api/v1/namespaces/{namespace}")
-        account = {
-            "apiVersion": "v1",
-            "kind": "ServiceAccount",
-            "metadata": {"name": "default", "namespace": namespace},
-        }
-        plane.apply(
-            account, path=f"/api/v1/namespaces/{namespace}/serviceaccounts/default"
-        )  # no wait for the controller
+        cleanup.enter_context(namespace_with_account(plane, namespace))
         pool_object = {
             "apiVersion": "tensor-fusion.ai/v1",
             "kind": "GPUPool",
@@ -193,18 +183,7 @@ def placement(control_plane: ControlPlane, tmp_path_factory: pytest.TempPathFact
                 ),
                 timeout=60,
             )
-        identities = cleanup.enter_context(chart_relay_identity(plane, root, namespace=namespace))
-        relay = cleanup.enter_context(
-            relay_process(root=root, kubeconfig=identities.relay, args=["--lease-namespace", namespace])
-        )
-        scheduler = cleanup.enter_context(
-            tensor_fusion_scheduler(
-                root=root,
-                kubeconfig=identities.kube_scheduler,
-                namespace=namespace,
-                extender_port=relay.extender_port,
-            )
-        )
+        relay, scheduler = cleanup.enter_context(scheduling_pair(plane, root, namespace=namespace))
         yield Placement(plane, namespace, pool, gpus, relay, scheduler)
 
 
