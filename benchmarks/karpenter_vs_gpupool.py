@@ -1,13 +1,15 @@
-"""Karpenter alone against gpupool AutoSelect, on the real control plane, for the same demand.
+"""Karpenter alone against gpupool AutoSelect and gpupool Karpenter mode, on the real control plane,
+for the same demand.
 
 One real control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, KWOK and
 Karpenter v1.15.0 with its KWOK provider, as `gpupool sandbox build` builds them), and per demand
-and arm a fresh NodePool of the same spec — TensorFusion's documented one: template labels,
+and arm a fresh run with the same timeline: --pods pods created evenly over --ramp seconds, each
+deleted --hold seconds after it was created; then nothing until the arm has settled (no NodeClaim
+left; for (c), only its warm reserve's) or --drain seconds passed. Arms (a) and (b) share
+TensorFusion's documented NodePool (`tests/real/karpenter_builders.py`: template labels,
 `limits: nvidia.com/gpu`, `WhenEmpty` after a short `consolidateAfter`, `minValues` on the
-instance type — with the same timeline: a seed pod asking one whole GPU (it gives AutoSelect its
-template; both arms have it), then --pods pods created evenly over --ramp seconds, each deleted
---hold seconds after it was created, the seed with the last of them; then nothing until the
-NodePool is empty or --drain seconds passed.
+instance type, g4dn/g5/g6.xlarge) and start with a seed pod asking one whole GPU (it gives
+AutoSelect its template), deleted with the last pod.
 
 - (a) Karpenter alone: each pod asks whole `nvidia.com/gpu` (its fraction rounded up) of the
   default scheduler; Karpenter provisions and consolidates on its own. No gpupool code runs.
@@ -15,30 +17,45 @@ NodePool is empty or --drain seconds passed.
   and TFLOPS, placed by tensor-fusion-scheduler through the relay's extender (the chart's
   configuration and RBAC); the deployed launch and compact handlers run in-process on a schedule
   tick every --tick seconds (the pool's nodeCompaction period and gpupool's 5-minute new-node
-  protection compressed to --tick and 15 s); the node agent's part — GPUNode and GPU objects —
-  is written for each node Karpenter registers by the agent's own Publisher over a fake NVML.
-- (c) gpupool Karpenter mode: not run (see "what it leaves out").
+  protection compressed to --tick and 15 s).
+- (c) gpupool Karpenter mode: the same pods and scheduling; the pool launches its own NodeClaims
+  (no NodePool: its gpuRequirements name the same instance types, on-demand) to keep a warm
+  reserve of --warm-gpus T4s of free TFLOPS and VRAM — TensorFusion's Karpenter mode scales on
+  minResources / warmResources, not on pending pods —, launch, bind and compact on the tick;
+  compaction removes idle nodes beyond warm. Its warm nodes stay when the pods are gone (as warm
+  asks): they are counted until the run ends and shown as left. It has no NodePool: its GPUs are
+  polled against the same GPU limit as the other arms'.
+
+In (b) and (c) the node agent's part runs for each node the arm gets (`NodeAgents` in
+`tests/real/functions_world.py`): the GPUNode, then every tick the agent's own `Publisher` over a
+fake NVML with the node's workers read from its pods, so the GPUs' available capacity follows the
+pods placed.
 
 Demands: `inference` — pods asking 1/4 to 1/2 of a GPU (seeded); `openb` — pods drawn (seeded)
 from openb's pod list (Alibaba cluster-trace-gpu-v2023: /work/shared/data/openb/ if there, else
 the openb-shaped sample shipped in `gpupool.simulation.traces`), GPU pods only, with their mix of
-fractional (gpu_milli), whole and multi-GPU requests.
+fractional (gpu_milli), whole and multi-GPU requests (a pod asking more GPUs than one of the
+NodePool's types has can run in no arm; the report names such pods).
 
 It prints, per demand and arm: node-hours and cost (each NodeClaim from its creation to its
 deletion, priced at the catalog's on-demand price of the instance type it launched), GPU-hours
-allocated, pending→Running p50 / p95 (pods that never ran are counted apart), how often the
-NodePool's GPUs were over its limit when polled, and the NodeClaims left when the run ended —
-each AutoSelect figure also as a ratio of Karpenter alone's; and the demand's packing floor: the
-node-hours of one-GPU nodes holding, second by second, the ceiling of the GPUs the live pods ask.
-Time is compressed (seconds stand for hours): ratios compare, absolute node-hours do not.
+allocated, pending→Running p50 / p95 of the demand's pods (pods that never ran are counted apart),
+how often the arm's GPUs were over the NodePool's limit when polled, and the NodeClaims left when
+the run ended — each gpupool figure also as a ratio of Karpenter alone's; and the demand's packing
+floor: the node-hours of one-GPU nodes holding, second by second, the ceiling of the GPUs the live
+pods ask. --timeline N prints, per arm, the N slowest pods' waits step by step (created, their
+node's NodeClaim created, Node Ready, GPUs published, bound, Running). Time is compressed (seconds
+stand for hours): ratios compare, absolute node-hours do not.
 
-What it leaves out: gpupool's Karpenter mode (arm c); a real node agent; the relay's forwarding
-of `pod.unschedulable` (the launch tick stands for it); more than one run per arm (the figures
-move from run to run with Karpenter's and the scheduler's timing).
+What it leaves out: a real node agent (no enforcement, no device plugin); the relay's forwarding of
+`pod.unschedulable` (the launch tick stands for it); more than one run per arm (the figures move
+from run to run with Karpenter's and the scheduler's timing); a few hundred pods by default —
+`--pods 300 --ramp 300` asks for it, but each arm then runs for the whole ramp, hold and settling,
+six times, and it was not run on the two shared cores this was written on: the default stays 40.
 
     .venv/bin/python -m benchmarks.karpenter_vs_gpupool [--pods 40] [--demand inference|openb|both]
-                                                        [--ramp 40] [--hold 60] [--tick 3] [--seed 34]
-                                                        [--workdir DIR]
+        [--arms karpenter,autoselect,karpenter-mode] [--ramp 40] [--hold 60] [--tick 3]
+        [--warm-gpus 2] [--seed 34] [--timeline N] [--workdir DIR]
 """
 
 from __future__ import annotations
@@ -59,19 +76,27 @@ from pathlib import Path
 from typing import Any
 
 from gpupool.core.catalog import load_catalog
-from gpupool.core.model.constants import LABEL_CLUSTER
 from gpupool.sandbox.cluster.controlplane import ControlPlane
 from gpupool.sandbox.demo.clouds import create_demo_network
 from gpupool.sandbox.moto_ec2 import MotoEC2
 from gpupool.simulation.traces import sample_paths
-from tests.real.functions_world import FunctionsWorld, run_node_agent
-from tests.real.relay_process import call, chart_relay_identity
-from tests.real.relay_process import relay as relay_process
-from tests.real.scheduler_process import scheduler as tensor_fusion_scheduler
+from tests.real.functions_world import FunctionsWorld, NodeAgents
+from tests.real.karpenter_builders import (
+    GPU_TYPES,
+    autoselect_spec,
+    ensure_kwok_node_class,
+    karpenter_mode_spec,
+    namespace_with_account,
+    pool_manifests,
+    pool_tick,
+    scheduling_pair,
+    tensor_fusion_nodepool,
+    tensor_fusion_worker,
+)
+from tests.real.relay_process import call
 
-T = "tensor-fusion.ai/"
-TYPES = ("g4dn.xlarge", "g5.xlarge", "g6.xlarge")
-TEMPLATE_VRAM_GIB, TEMPLATE_TFLOPS = 16, 65  # g4dn.xlarge, the cheapest of TYPES: one T4
+TEMPLATE_VRAM_GIB, TEMPLATE_TFLOPS = 16, 65  # g4dn.xlarge, the cheapest of GPU_TYPES: one T4
+ARM_LABEL = "gpupool.bench/arm"  # on arm (c)'s nodes (its pool's gpuNodeLabels): which run they belong to
 CONSOLIDATE_AFTER_S = 10
 OPENB = Path("/work/shared/data/openb/openb_pod_list_default.csv")
 
@@ -117,41 +142,6 @@ def packing_floor(demand: list[PodDemand]) -> float:
     return seconds / 3600
 
 
-def nodepool(name: str, limit: int) -> dict[str, Any]:
-    return {
-        "apiVersion": "karpenter.sh/v1",
-        "kind": "NodePool",
-        "metadata": {"name": name},
-        "spec": {
-            "template": {
-                "metadata": {"labels": {"nvidia.com/gpu.present": "true", T + "enabled": "true"}},
-                "spec": {
-                    "nodeClassRef": {
-                        "group": "karpenter.kwok.sh",
-                        "kind": "KWOKNodeClass",
-                        "name": "default",
-                    },
-                    "requirements": [
-                        {
-                            "key": "node.kubernetes.io/instance-type",
-                            "operator": "In",
-                            "values": list(TYPES),
-                            "minValues": 2,
-                        },
-                        {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]},
-                    ],
-                },
-            },
-            "limits": {"nvidia.com/gpu": str(limit)},
-            "disruption": {
-                "consolidationPolicy": "WhenEmpty",
-                "consolidateAfter": f"{CONSOLIDATE_AFTER_S}s",
-                "budgets": [{"nodes": "100%"}],
-            },
-        },
-    }
-
-
 def whole_gpu_pod(d: PodDemand, nodepool_name: str) -> dict[str, Any]:
     gpus = d.gpus if d.fraction == 1 else 1
     return {
@@ -173,34 +163,20 @@ def whole_gpu_pod(d: PodDemand, nodepool_name: str) -> dict[str, Any]:
 
 
 def tensor_fusion_pod(d: PodDemand, pool: str) -> dict[str, Any]:
+    """The pod's share of the template's GPU (a T4), as a TensorFusion worker."""
     vram = f"{int(d.fraction * TEMPLATE_VRAM_GIB * 1024)}Mi"
     tflops = str(round(float(d.fraction * TEMPLATE_TFLOPS), 2))
-    notes = {T + "tflops-request": tflops, T + "vram-request": vram, T + "gpupool": pool}
-    if d.gpus > 1:
-        notes[T + "gpu-count"] = str(d.gpus)
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": d.name, "labels": {T + "enabled": "true"}, "annotations": notes},
-        "spec": {
-            "schedulerName": "tensor-fusion-scheduler",
-            "terminationGracePeriodSeconds": 0,
-            "containers": [
-                {
-                    "name": "main",
-                    "image": "example.invalid/w:1",
-                    "resources": {"limits": {T + "index_0": "1"}},
-                }
-            ],
-        },
-    }
+    return tensor_fusion_worker(d.name, pool=pool, tflops=tflops, vram=vram, gpu_count=d.gpus)
 
 
 @dataclass
 class Ledger:
-    """What the poller saw: NodeClaims' lives, pods' first Running, limit breaches."""
+    """What the poller saw of one arm — its NodeClaims and Nodes are those labelled `key=value` —:
+    NodeClaims' lives, pods' first Running, limit breaches, and each pod's timeline."""
 
     limit: int
+    key: str
+    value: str
     born: dict[str, float] = field(default_factory=dict)
     died: dict[str, float] = field(default_factory=dict)
     gpus: dict[str, int] = field(default_factory=dict)
@@ -208,12 +184,23 @@ class Ledger:
     created: dict[str, float] = field(default_factory=dict)
     running: dict[str, float] = field(default_factory=dict)
     breaches: int = 0
+    # The timeline of each pod's wait (`timeline`): where it was bound, when its node's
+    # NodeClaim was created, when the Node turned Ready, when its GPUs were published.
+    bound: dict[str, tuple[float, str]] = field(default_factory=dict)
+    claim_of_node: dict[str, str] = field(default_factory=dict)
+    node_ready: dict[str, float] = field(default_factory=dict)
+    gpus_published: dict[str, float] = field(default_factory=dict)
 
-    def poll(self, plane: ControlPlane, namespace: str, nodepool_name: str, now: float) -> int:
+    def nodes(self, plane: ControlPlane) -> list[dict[str, Any]]:
+        selector = f"{self.key}={self.value}".replace("/", "%2F").replace("=", "%3D")
+        items: list[dict[str, Any]] = plane.request("GET", f"/api/v1/nodes?labelSelector={selector}")["items"]
+        return items
+
+    def poll(self, plane: ControlPlane, namespace: str, now: float) -> int:
         prices = load_catalog("aws")
         live = set()
         for c in plane.request("GET", "/apis/karpenter.sh/v1/nodeclaims")["items"]:
-            if c["metadata"].get("labels", {}).get("karpenter.sh/nodepool") != nodepool_name:
+            if c["metadata"].get("labels", {}).get(self.key) != self.value:
                 continue
             name = c["metadata"]["name"]
             live.add(name)
@@ -221,6 +208,8 @@ class Ledger:
             capacity = (c.get("status") or {}).get("capacity") or {}
             if "nvidia.com/gpu" in capacity:
                 self.gpus[name] = int(capacity["nvidia.com/gpu"])
+            if (c.get("status") or {}).get("nodeName"):
+                self.claim_of_node[c["status"]["nodeName"]] = name
             kind = c["metadata"].get("labels", {}).get("node.kubernetes.io/instance-type")
             if kind and name not in self.price:
                 self.price[name] = float(prices.prices("us-east-1", kind).get("on-demand", 0))
@@ -229,40 +218,58 @@ class Ledger:
                 self.died.setdefault(name, now)
         if sum(self.gpus.get(n, 1) for n in live) > self.limit:
             self.breaches += 1
+        for node in self.nodes(plane):
+            if _ready(node):
+                self.node_ready.setdefault(node["metadata"]["name"], now)
         for p in plane.request("GET", f"/api/v1/namespaces/{namespace}/pods")["items"]:
+            if p["spec"].get("nodeName"):
+                self.bound.setdefault(p["metadata"]["name"], (now, p["spec"]["nodeName"]))
             if p["status"].get("phase") == "Running":
                 self.running.setdefault(p["metadata"]["name"], now)
         return len(live)
 
+    def timeline(self, slowest: int) -> list[str]:
+        """The `slowest` pods' waits, step by step (seconds after the run started; '-' unseen)."""
+
+        def at(value: float | None) -> str:
+            return "-" if value is None else f"{value:.0f}"
+
+        waits = {n: self.running.get(n, math.inf) - c for n, c in self.created.items() if n != "seed"}
+        lines = ["pod      wait  created  claim  ready  gpus  bound  running  node"]
+        for name in sorted(waits, key=lambda n: -waits[n])[:slowest]:
+            bound_at, node = self.bound.get(name, (None, ""))
+            claim = self.claim_of_node.get(node)
+            lines.append(
+                f"{name:8} {waits[name]:5.0f} {at(self.created[name]):>8} "
+                f"{at(self.born.get(claim) if claim else None):>6} {at(self.node_ready.get(node)):>6} "
+                f"{at(self.gpus_published.get(node)):>5} {at(bound_at):>6} "
+                f"{at(self.running.get(name)):>8}  {node}"
+            )
+        return lines
+
     def figures(self, end: float) -> dict[str, float]:
         lives = {n: self.died.get(n, end) - b for n, b in self.born.items()}
-        waits = sorted(self.running[n] - self.created[n] for n in self.created if n in self.running)
+        demand = [n for n in self.created if n != "seed"]
+        waits = sorted(self.running[n] - self.created[n] for n in demand if n in self.running)
         return {
             "node_hours": sum(lives.values()) / 3600,
             "cost": sum(lives[n] / 3600 * self.price.get(n, 0) for n in lives),
             "gpu_hours": sum(lives[n] / 3600 * self.gpus.get(n, 1) for n in lives),
             "p50": statistics.median(waits) if waits else math.inf,
             "p95": waits[min(len(waits) - 1, math.ceil(0.95 * len(waits)) - 1)] if waits else math.inf,
-            "never_ran": len([n for n in self.created if n not in self.running and n != "seed"]),
+            "never_ran": len([n for n in demand if n not in self.running]),
             "breaches": self.breaches,
             "left": len([n for n in self.born if n not in self.died]),
         }
 
 
-def play(
-    plane: ControlPlane,
-    demand: list[PodDemand],
-    *,
-    namespace: str,
-    nodepool_name: str,
-    ledger: Ledger,
-    make_pod: Callable[[PodDemand], dict[str, Any]],
-    drain: float,
-    every_second: Callable[[float], None] = lambda _: None,
-) -> float:
-    pods = f"/api/v1/namespaces/{namespace}/pods"
-    start = time.monotonic()
-    seed = {
+def _ready(node: dict[str, Any]) -> bool:
+    return any(c["type"] == "Ready" and c["status"] == "True" for c in node["status"].get("conditions") or [])
+
+
+def seed_pod(nodepool_name: str) -> dict[str, Any]:
+    """One whole GPU of the NodePool's default scheduler: Karpenter launches AutoSelect's template."""
+    return {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {"name": "seed"},
@@ -281,12 +288,32 @@ def play(
             ],
         },
     }
-    plane.request("POST", pods, seed)
-    ledger.created["seed"] = 0.0
-    while "seed" not in ledger.running and time.monotonic() - start < 180:  # the template, for both arms
-        ledger.poll(plane, namespace, nodepool_name, time.monotonic() - start)
-        every_second(time.monotonic() - start)
-        time.sleep(1)
+
+
+def play(
+    plane: ControlPlane,
+    demand: list[PodDemand],
+    *,
+    namespace: str,
+    ledger: Ledger,
+    make_pod: Callable[[PodDemand], dict[str, Any]],
+    drain: float,
+    seed: dict[str, Any] | None,
+    settled: int = 0,
+    every_second: Callable[[float], None] = lambda _: None,
+) -> float:
+    """Create `seed` and wait for it to run (at most 180 s), then the demand's pods on its
+    timeline; the run ends once every pod is gone and the arm has `settled` NodeClaims or fewer
+    (0: empty; arm (c) keeps its warm nodes), or `drain` seconds after the last pod's end."""
+    pods = f"/api/v1/namespaces/{namespace}/pods"
+    start = time.monotonic()
+    if seed is not None:
+        plane.request("POST", pods, seed)
+        ledger.created["seed"] = 0.0
+        while "seed" not in ledger.running and time.monotonic() - start < 180:  # the template
+            ledger.poll(plane, namespace, time.monotonic() - start)
+            every_second(time.monotonic() - start)
+            time.sleep(1)
     offset = time.monotonic() - start
     todo = sorted(demand, key=lambda d: d.start)
     ends = sorted(demand, key=lambda d: d.end)
@@ -301,43 +328,36 @@ def play(
             call(plane, "DELETE", f"{pods}/{ends.pop(0).name}")
         if not ends and "seed" in ledger.created:
             call(plane, "DELETE", f"{pods}/seed")
-        live = ledger.poll(plane, namespace, nodepool_name, now)
+        live = ledger.poll(plane, namespace, now)
         every_second(now)
-        if not ends and (live == 0 or now > last_end + drain):
+        if not ends and (live <= settled or now > last_end + drain):
             return now
         time.sleep(1)
 
 
 def run_karpenter_alone(
-    plane: ControlPlane, demand: list[PodDemand], *, limit: int, drain: float
+    plane: ControlPlane, demand: list[PodDemand], *, limit: int, drain: float, timeline: int = 0
 ) -> dict[str, float]:
     suffix = uuid.uuid4().hex[:4]
     namespace, name = f"ka-{suffix}", f"ka{suffix}"
-    ledger = Ledger(limit)
-    plane.request("POST", "/api/v1/namespaces", {"metadata": {"name": namespace}})
-    plane.apply(
-        {
-            "apiVersion": "v1",
-            "kind": "ServiceAccount",
-            "metadata": {"name": "default", "namespace": namespace},
-        },
-        path=f"/api/v1/namespaces/{namespace}/serviceaccounts/default",
-    )
-    plane.request("POST", "/apis/karpenter.sh/v1/nodepools", nodepool(name, limit))
-    try:
-        end = play(
-            plane,
-            demand,
-            namespace=namespace,
-            nodepool_name=name,
-            ledger=ledger,
-            make_pod=lambda d: whole_gpu_pod(d, name),
-            drain=drain,
-        )
-        return ledger.figures(end)
-    finally:
-        call(plane, "DELETE", f"/apis/karpenter.sh/v1/nodepools/{name}")
-        call(plane, "DELETE", f"/api/v1/namespaces/{namespace}")
+    ledger = Ledger(limit, "karpenter.sh/nodepool", name)
+    with namespace_with_account(plane, namespace):
+        nodepool = tensor_fusion_nodepool(name, limit=limit, consolidate_after_s=CONSOLIDATE_AFTER_S)
+        plane.request("POST", "/apis/karpenter.sh/v1/nodepools", nodepool)
+        try:
+            end = play(
+                plane,
+                demand,
+                namespace=namespace,
+                ledger=ledger,
+                make_pod=lambda d: whole_gpu_pod(d, name),
+                drain=drain,
+                seed=seed_pod(name),
+            )
+            print("\n".join(ledger.timeline(timeline)) if timeline else "", flush=True)
+            return ledger.figures(end)
+        finally:
+            call(plane, "DELETE", f"/apis/karpenter.sh/v1/nodepools/{name}")
 
 
 class CompressedWorld(FunctionsWorld):
@@ -349,144 +369,193 @@ class CompressedWorld(FunctionsWorld):
 
 
 @contextlib.contextmanager
-def autoselect_world(
-    plane: ControlPlane, root: Path, *, namespace: str, nodepool_name: str, tick: float
-) -> Iterator[tuple[CompressedWorld, str]]:
-    cluster = f"bench-{nodepool_name}"
-    pool = f"{cluster}-auto"
-    spec = {
-        "nodeManagerConfig": {
-            "provisioningMode": "AutoSelect",
-            "nodeSelector": {
-                "nodeSelectorTerms": [
-                    {
-                        "matchExpressions": [
-                            {"key": "karpenter.sh/nodepool", "operator": "In", "values": [nodepool_name]}
-                        ]
-                    }
-                ]
-            },
-            "nodeCompaction": {"period": f"{max(1, int(tick))}s"},
-        }
-    }
-    manifests: dict[str, dict[str, Any]] = {
-        "gpupools": {
-            "apiVersion": "tensor-fusion.ai/v1",
-            "kind": "GPUPool",
-            "metadata": {"name": pool, "labels": {LABEL_CLUSTER: cluster}},
-            "spec": spec,
-        },
-        "tensorfusionclusters": {
-            "apiVersion": "tensor-fusion.ai/v1",
-            "kind": "TensorFusionCluster",
-            "metadata": {"name": cluster},
-            "spec": {
-                "computingVendor": {
-                    "name": "aws",
-                    "type": "aws",
-                    "authType": "serviceAccountRole",
-                    "enable": True,
-                    "params": {"defaultRegion": "us-east-1"},
-                },
-                "gpuPools": [{"name": "auto", "specTemplate": spec}],
-            },
-        },
-    }
+def gpupool_world(
+    plane: ControlPlane, root: Path, *, namespace: str, cluster: str, manifests: list[dict[str, Any]]
+) -> Iterator[CompressedWorld]:
+    """The pool's manifests applied, moto's EC2 with the demo network, and the scheduling pair."""
     with contextlib.ExitStack() as stack, MotoEC2() as moto:
-        for plural, manifest in manifests.items():
-            plane.apply(manifest, path=f"/apis/tensor-fusion.ai/v1/{plural}/{manifest['metadata']['name']}")
-            stack.callback(
-                call, plane, "DELETE", f"/apis/tensor-fusion.ai/v1/{plural}/{manifest['metadata']['name']}"
-            )
+        for manifest in manifests:
+            plural = {"GPUPool": "gpupools", "TensorFusionCluster": "tensorfusionclusters"}[manifest["kind"]]
+            path = f"/apis/tensor-fusion.ai/v1/{plural}/{manifest['metadata']['name']}"
+            plane.apply(manifest, path=path)
+            stack.callback(call, plane, "DELETE", path)
         world = CompressedWorld(plane, moto.url, cluster)
         create_demo_network(world.ec2())
-        identities = stack.enter_context(chart_relay_identity(plane, root, namespace=namespace))
-        relay = stack.enter_context(
-            relay_process(root=root, kubeconfig=identities.relay, args=["--lease-namespace", namespace])
-        )
-        stack.enter_context(
-            tensor_fusion_scheduler(
-                root=root,
-                kubeconfig=identities.kube_scheduler,
-                namespace=namespace,
-                extender_port=relay.extender_port,
-            )
-        )
-        yield world, pool
+        stack.enter_context(scheduling_pair(plane, root, namespace=namespace))
+        yield world
+
+
+def gpupool_driver(
+    plane: ControlPlane,
+    world: CompressedWorld,
+    ledger: Ledger,
+    agents: NodeAgents,
+    *,
+    pool: str,
+    tick: float,
+    functions: tuple[str, ...],
+) -> Callable[[float], None]:
+    """What runs each second for a gpupool arm: the node agent started on every Ready, registered
+    node of the arm that has none yet; every `tick` seconds, one agent round on each node (its GPUs'
+    available capacity after the pods placed) and `functions` on the pool's schedule."""
+    last_tick = [-math.inf]
+
+    def drive(now: float) -> None:
+        for node in ledger.nodes(plane):
+            node_name = node["metadata"]["name"]
+            taints = {t["key"] for t in node["spec"].get("taints") or []}
+            if (
+                node_name not in agents.publishers
+                and _ready(node)
+                and "karpenter.sh/unregistered" not in taints
+            ):
+                agents.start(node)
+                ledger.gpus_published[node_name] = now
+        if now - last_tick[0] >= tick:
+            last_tick[0] = now
+            agents.round()
+            for function in functions:
+                world.invoke(function, pool_tick(function, pool))
+
+    return drive
+
+
+def _forget_gpu_nodes(plane: ControlPlane, published: set[str]) -> None:
+    for node in published:
+        call(plane, "DELETE", f"/apis/tensor-fusion.ai/v1/gpunodes/{node}")
+    for gpu in plane.request("GET", "/apis/tensor-fusion.ai/v1/gpus")["items"]:
+        if ((gpu.get("status") or {}).get("nodeSelector") or {}).get("kubernetes.io/hostname") in published:
+            call(plane, "DELETE", f"/apis/tensor-fusion.ai/v1/gpus/{gpu['metadata']['name']}")
+
+
+def play_gpupool(
+    plane: ControlPlane,
+    demand: list[PodDemand],
+    *,
+    ledger: Ledger,
+    namespace: str,
+    cluster: str,
+    manifests: list[dict[str, Any]],
+    root: Path,
+    tick: float,
+    functions: tuple[str, ...],
+    drain: float,
+    seed: dict[str, Any] | None,
+    settled: int,
+    timeline: int,
+) -> dict[str, float]:
+    """One gpupool arm's run: its world and node agents, the demand played, its figures."""
+    pool = manifests[0]["metadata"]["name"]
+    root.mkdir(parents=True, exist_ok=True)
+    with NodeAgents(plane, pool=pool, root=root) as agents:
+        try:
+            with gpupool_world(
+                plane, root, namespace=namespace, cluster=cluster, manifests=manifests
+            ) as world:
+                drive = gpupool_driver(
+                    plane, world, ledger, agents, pool=pool, tick=tick, functions=functions
+                )
+                end = play(
+                    plane,
+                    demand,
+                    namespace=namespace,
+                    ledger=ledger,
+                    make_pod=lambda d: tensor_fusion_pod(d, pool),
+                    drain=drain,
+                    seed=seed,
+                    settled=settled,
+                    every_second=drive,
+                )
+                print("\n".join(ledger.timeline(timeline)) if timeline else "", flush=True)
+                return ledger.figures(end)
+        finally:
+            _forget_gpu_nodes(plane, set(agents.started))
 
 
 def run_autoselect(
-    plane: ControlPlane, demand: list[PodDemand], *, limit: int, drain: float, tick: float, root: Path
+    plane: ControlPlane,
+    demand: list[PodDemand],
+    *,
+    limit: int,
+    drain: float,
+    tick: float,
+    root: Path,
+    timeline: int = 0,
 ) -> dict[str, float]:
     suffix = uuid.uuid4().hex[:4]
     namespace, name = f"as-{suffix}", f"as{suffix}"
-    ledger = Ledger(limit)
-    plane.request("POST", "/api/v1/namespaces", {"metadata": {"name": namespace}})
-    plane.apply(
-        {
-            "apiVersion": "v1",
-            "kind": "ServiceAccount",
-            "metadata": {"name": "default", "namespace": namespace},
-        },
-        path=f"/api/v1/namespaces/{namespace}/serviceaccounts/default",
-    )
-    plane.request("POST", "/apis/karpenter.sh/v1/nodepools", nodepool(name, limit))
-    published: set[str] = set()
-    root.mkdir(parents=True, exist_ok=True)
-    try:
-        with autoselect_world(plane, root, namespace=namespace, nodepool_name=name, tick=tick) as (
-            world,
-            pool,
-        ):
-            last_tick = [-math.inf]
-
-            def drive(now: float) -> None:
-                selector = f"karpenter.sh%2Fnodepool%3D{name}"
-                for node in plane.request("GET", f"/api/v1/nodes?labelSelector={selector}")["items"]:
-                    node_name = node["metadata"]["name"]
-                    taints = {t["key"] for t in node["spec"].get("taints") or []}
-                    ready = any(
-                        c["type"] == "Ready" and c["status"] == "True"
-                        for c in node["status"].get("conditions") or []
-                    )
-                    if node_name not in published and ready and "karpenter.sh/unregistered" not in taints:
-                        run_node_agent(plane, node, pool=pool, nvml_file=root / f"{node_name}.json")
-                        published.add(node_name)
-                if now - last_tick[0] >= tick:
-                    last_tick[0] = now
-                    for function in ("launch", "compact"):
-                        world.invoke(function, schedule_event(function, pool))
-
-            end = play(
+    cluster = f"bench-{name}"
+    manifests = pool_manifests(cluster, "auto", autoselect_spec(name, compaction_period_s=max(1, int(tick))))
+    with namespace_with_account(plane, namespace):
+        nodepool = tensor_fusion_nodepool(name, limit=limit, consolidate_after_s=CONSOLIDATE_AFTER_S)
+        plane.request("POST", "/apis/karpenter.sh/v1/nodepools", nodepool)
+        try:
+            return play_gpupool(
                 plane,
                 demand,
+                ledger=Ledger(limit, "karpenter.sh/nodepool", name),
                 namespace=namespace,
-                nodepool_name=name,
-                ledger=ledger,
-                make_pod=lambda d: tensor_fusion_pod(d, pool),
+                cluster=cluster,
+                manifests=manifests,
+                root=root,
+                tick=tick,
+                functions=("launch", "compact"),
                 drain=drain,
-                every_second=drive,
+                seed=seed_pod(name),
+                settled=0,
+                timeline=timeline,
             )
-            return ledger.figures(end)
-    finally:
-        call(plane, "DELETE", f"/apis/karpenter.sh/v1/nodepools/{name}")
-        call(plane, "DELETE", f"/api/v1/namespaces/{namespace}")
-        for node in published:
-            call(plane, "DELETE", f"/apis/tensor-fusion.ai/v1/gpunodes/{node}")
+        finally:
+            call(plane, "DELETE", f"/apis/karpenter.sh/v1/nodepools/{name}")
 
 
-def schedule_event(function: str, pool: str) -> dict[str, Any]:
-    return {
-        "version": "0",
-        "id": f"bench-{uuid.uuid4().hex[:8]}",
-        "detail-type": "Scheduled Event",
-        "source": "aws.scheduler",
-        "account": "123456789012",
-        "time": "2026-12-07T16:00:00Z",
-        "region": "us-east-1",
-        "resources": [f"arn:aws:scheduler:us-east-1:123456789012:schedule/default/{function}"],
-        "detail": {"pool": pool},
-    }
+def run_karpenter_mode(
+    plane: ControlPlane,
+    demand: list[PodDemand],
+    *,
+    limit: int,
+    drain: float,
+    tick: float,
+    root: Path,
+    warm_gpus: int,
+    timeline: int = 0,
+) -> dict[str, float]:
+    """gpupool's Karpenter mode: its own NodeClaims (no NodePool: the pool's gpuRequirements, the
+    same instance types), sized by the pool's warm reserve — `warm_gpus` T4s of free TFLOPS and
+    VRAM —, idle nodes beyond it removed by compaction; the run settles once only warm's nodes are
+    left (they stay, as warm asks)."""
+    suffix = uuid.uuid4().hex[:4]
+    namespace, name = f"km-{suffix}", f"km{suffix}"
+    cluster = f"bench-{name}"
+    warm = {"tflops": str(TEMPLATE_TFLOPS * warm_gpus), "vram": f"{TEMPLATE_VRAM_GIB * warm_gpus}Gi"}
+    labels = {"nvidia.com/gpu.present": "true", ARM_LABEL: name}
+    spec = karpenter_mode_spec(compaction_period_s=max(1, int(tick)), warm=warm, node_labels=labels)
+    manifests = pool_manifests(cluster, "km", spec)
+    with namespace_with_account(plane, namespace):
+        try:
+            return play_gpupool(
+                plane,
+                demand,
+                ledger=Ledger(limit, ARM_LABEL, name),
+                namespace=namespace,
+                cluster=cluster,
+                manifests=manifests,
+                root=root,
+                tick=tick,
+                functions=("launch", "bind", "compact"),
+                drain=drain,
+                seed=None,
+                settled=warm_gpus,
+                timeline=timeline,
+            )
+        finally:  # the claims, so gpupool's finalizer lets their NodeClaims go
+            for claim in plane.request("GET", "/apis/tensor-fusion.ai/v1/gpunodeclaims")["items"]:
+                if claim["metadata"].get("labels", {}).get("tensor-fusion.ai/managed-by") == f"{cluster}-km":
+                    path = f"/apis/tensor-fusion.ai/v1/gpunodeclaims/{claim['metadata']['name']}"
+                    call(plane, "DELETE", path)
+
+
+ARMS = {"karpenter": "Karpenter alone", "autoselect": "AutoSelect", "karpenter-mode": "Karpenter mode"}
 
 
 def report(demand_name: str, demand: list[PodDemand], results: dict[str, dict[str, float]]) -> None:
@@ -496,6 +565,10 @@ def report(demand_name: str, demand: list[PodDemand], results: dict[str, dict[st
         f"\n== {demand_name}: {len(demand)} pods (+ the seed); packing floor {floor:.4f} node-hours", end=""
     )
     print(f" ({floor / base['node_hours']:.2f} × Karpenter alone)" if base and base["node_hours"] else "")
+    too_big = [d.name for d in demand if d.gpus > 1]
+    if too_big:
+        types = ", ".join(GPU_TYPES)
+        print(f"   {len(too_big)} pod(s) ask more GPUs than any of {types} has: {', '.join(too_big)}")
     rows = (
         ("node-hours", "node_hours", "{:.4f}"),
         ("cost (USD)", "cost", "{:.4f}"),
@@ -507,7 +580,7 @@ def report(demand_name: str, demand: list[PodDemand], results: dict[str, dict[st
         ("NodeClaims left at the end", "left", "{:.0f}"),
     )
     arms = list(results)
-    print(f"{'':28}" + "".join(f"{a:>22}" for a in arms))
+    print(f"{'':28}" + "".join(f"{ARMS[a]:>22}" for a in arms))
     for label, key, fmt in rows:
         cells = []
         for arm in arms:
@@ -521,21 +594,54 @@ def report(demand_name: str, demand: list[PodDemand], results: dict[str, dict[st
         print(f"{label:28}" + "".join(cells))
 
 
+def run_arm(
+    arm: str, plane: ControlPlane, demand: list[PodDemand], *, args: argparse.Namespace, root: Path
+) -> dict[str, float]:
+    limit = sum(d.gpus if d.fraction == 1 else 1 for d in demand) + 1  # Karpenter alone fits
+    if arm == "karpenter":
+        return run_karpenter_alone(plane, demand, limit=limit, drain=args.drain, timeline=args.timeline)
+    if arm == "autoselect":
+        return run_autoselect(
+            plane, demand, limit=limit, drain=args.drain, tick=args.tick, root=root, timeline=args.timeline
+        )
+    return run_karpenter_mode(
+        plane,
+        demand,
+        limit=limit,
+        drain=args.drain,
+        tick=args.tick,
+        root=root,
+        warm_gpus=args.warm_gpus,
+        timeline=args.timeline,
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pods", type=int, default=40)
     parser.add_argument("--demand", choices=("inference", "openb", "both"), default="both")
+    parser.add_argument(
+        "--arms", default="karpenter,autoselect,karpenter-mode", help=f"comma-separated, of {', '.join(ARMS)}"
+    )
     parser.add_argument("--ramp", type=float, default=40.0, help="seconds over which the pods are created")
     parser.add_argument("--hold", type=float, default=60.0, help="seconds each pod lives")
     parser.add_argument(
         "--drain", type=float, default=120.0, help="seconds to wait for the NodePool to empty"
     )
     parser.add_argument("--tick", type=float, default=3.0, help="seconds between gpupool's schedule ticks")
+    parser.add_argument("--warm-gpus", type=int, default=2, help="arm (c)'s warm reserve, in T4s")
     parser.add_argument("--seed", type=int, default=34)
+    parser.add_argument(
+        "--timeline", type=int, default=0, help="print the wait of this many slowest pods, step by step"
+    )
     parser.add_argument(
         "--workdir", type=Path, help="keep the components' logs here (default: a temporary folder)"
     )
     args = parser.parse_args(argv)
+    arms = [a for a in args.arms.split(",") if a]
+    unknown = sorted(set(arms) - set(ARMS))
+    if unknown:
+        parser.error(f"unknown arm(s) {', '.join(unknown)}: choose from {', '.join(ARMS)}")
     demands = {
         "inference": inference_demand,
         "openb": openb_demand,
@@ -548,25 +654,15 @@ def main(argv: list[str] | None = None) -> int:
         plane = ControlPlane(root / "plane")
         plane.start()
         try:
-            plane.apply(
-                {
-                    "apiVersion": "karpenter.kwok.sh/v1alpha1",
-                    "kind": "KWOKNodeClass",
-                    "metadata": {"name": "default"},
-                },
-                path="/apis/karpenter.kwok.sh/v1alpha1/kwoknodeclasses/default",
-            )
+            ensure_kwok_node_class(plane)
             for name in chosen:
                 demand = demands[name](
                     args.pods, ramp=args.ramp, hold=args.hold, rng=random.Random(args.seed)
                 )
-                limit = sum(d.gpus if d.fraction == 1 else 1 for d in demand) + 1  # Karpenter alone fits
-                results = {"karpenter": run_karpenter_alone(plane, demand, limit=limit, drain=args.drain)}
-                print(f"{name}: Karpenter alone {results['karpenter']}", flush=True)
-                results["autoselect"] = run_autoselect(
-                    plane, demand, limit=limit, drain=args.drain, tick=args.tick, root=root / name
-                )
-                print(f"{name}: AutoSelect {results['autoselect']}", flush=True)
+                results = {}
+                for arm in arms:
+                    results[arm] = run_arm(arm, plane, demand, args=args, root=root / name / arm)
+                    print(f"{name}: {ARMS[arm]} {results[arm]}", flush=True)
                 report(name, demand, results)
         finally:
             plane.stop()

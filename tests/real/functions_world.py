@@ -248,38 +248,82 @@ def run_node_agent(plane: ControlPlane, node: dict[str, Any], *, pool: str, nvml
     the agent's own `Publisher` over a fake NVML listing the GPUs the catalog gives the node's
     instance type (model, count, memory), which writes the GPU objects and the GPUNode status.
     Returns the GPU objects' names."""
-    import json
-    import uuid
+    with NodeAgents(plane, pool=pool, root=nvml_file.parent) as agents:
+        return agents.start(node, nvml_file=nvml_file)
 
-    from kubernetes import config
 
-    from gpupool_incluster.agent.discovery import gpu_object_name
-    from gpupool_incluster.agent.kube import KubeAgentCluster
-    from gpupool_incluster.agent.nvml_fake import FakeNvml
-    from gpupool_incluster.agent.publish import Publisher
+class NodeAgents:
+    """The node agent's discovery on each node it was started on, with no agent process: `start`
+    is `run_node_agent`; each `round` then does what the agent's slow loop does before enforcing —
+    its node's workers read from the node's pods by the agent's own `worker_from_pod` (the relay's
+    allocation record), published by the same `Publisher`, so the GPU objects' and the GPUNode's
+    available capacity follow the pods placed, as on a cluster. Simpler than the agent: no
+    enforcement, no device plugin, rounds when the caller calls."""
 
-    name = node["metadata"]["name"]
-    spec = load_catalog("aws").instance_type(node["metadata"]["labels"]["node.kubernetes.io/instance-type"])
-    assert spec is not None
-    gpu_node = {
-        "apiVersion": "tensor-fusion.ai/v1",
-        "kind": "GPUNode",
-        "metadata": {"name": name, "labels": {pool_label(pool): "true"}},
-        "spec": {"manageMode": "AutoSelect"},
-    }
-    plane.request("POST", "/apis/tensor-fusion.ai/v1/gpunodes", gpu_node)
-    uuids = [f"GPU-{uuid.uuid4()}" for _ in range(spec.gpu_count)]
-    devices = [
-        {"uuid": u, "name": f"NVIDIA {spec.gpu_model}", "memoryBytes": spec.vram_gib * 2**30, "numaNode": 0}
-        for u in uuids
-    ]
-    nvml_file.write_text(json.dumps({"driverVersion": "550.54.15", "gpus": devices, "processes": []}))
-    api = config.new_client_from_config(config_file=str(plane.kubeconfig))  # type: ignore[no-untyped-call]
-    try:
-        Publisher(name, FakeNvml(nvml_file), KubeAgentCluster(api)).publish([], datetime.now(UTC))
-    finally:
-        api.close()
-    return [gpu_object_name(u) for u in uuids]
+    def __init__(self, plane: ControlPlane, *, pool: str, root: Path) -> None:
+        from kubernetes import config
+
+        from gpupool_incluster.agent.kube import KubeAgentCluster
+
+        self.plane, self.pool, self.root = plane, pool, root
+        self.api = config.new_client_from_config(config_file=str(plane.kubeconfig))  # type: ignore[no-untyped-call]
+        self.cluster = KubeAgentCluster(self.api)
+        self.publishers: dict[str, Any] = {}
+        self.started: list[str] = []  # every node started, gone or not (for the clean-up)
+
+    def __enter__(self) -> NodeAgents:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.api.close()
+
+    def start(self, node: dict[str, Any], *, nvml_file: Path | None = None) -> list[str]:
+        import json
+        import uuid
+
+        from gpupool_incluster.agent.discovery import gpu_object_name
+        from gpupool_incluster.agent.nvml_fake import FakeNvml
+        from gpupool_incluster.agent.publish import Publisher
+
+        name = node["metadata"]["name"]
+        kind = node["metadata"]["labels"]["node.kubernetes.io/instance-type"]
+        spec = load_catalog("aws").instance_type(kind)
+        assert spec is not None
+        gpu_node = {
+            "apiVersion": "tensor-fusion.ai/v1",
+            "kind": "GPUNode",
+            "metadata": {"name": name, "labels": {pool_label(self.pool): "true"}},
+            "spec": {"manageMode": "AutoSelect"},
+        }
+        self.plane.request("POST", "/apis/tensor-fusion.ai/v1/gpunodes", gpu_node)
+        uuids = [f"GPU-{uuid.uuid4()}" for _ in range(spec.gpu_count)]
+        devices = [
+            {
+                "uuid": u,
+                "name": f"NVIDIA {spec.gpu_model}",
+                "memoryBytes": spec.vram_gib * 2**30,
+                "numaNode": 0,
+            }
+            for u in uuids
+        ]
+        nvml_file = nvml_file or self.root / f"{name}-nvml.json"
+        nvml_file.write_text(json.dumps({"driverVersion": "550.54.15", "gpus": devices, "processes": []}))
+        publisher = Publisher(name, FakeNvml(nvml_file), self.cluster)
+        publisher.publish([], datetime.now(UTC))
+        self.publishers[name] = publisher
+        self.started.append(name)
+        return [gpu_object_name(u) for u in uuids]
+
+    def round(self) -> None:
+        """One discovery round on every started node that still exists."""
+        from gpupool_incluster.agent.workers import worker_from_pod
+
+        for name, publisher in list(self.publishers.items()):
+            if not self.plane._exists(f"/api/v1/nodes/{name}"):
+                del self.publishers[name]
+                continue
+            workers = [w for pod in self.cluster.node_pods(name) if (w := worker_from_pod(pod, name)[0])]
+            publisher.publish(workers, datetime.now(UTC))
 
 
 @contextlib.contextmanager

@@ -45,18 +45,22 @@ from typing import Any
 
 import pytest
 
-from gpupool.core.model.constants import (
-    LABEL_CLUSTER,
-    LABEL_EXPANSION_SOURCE,
-    LABEL_SHOULD_DELETE,
-)
+from gpupool.core.model.constants import LABEL_EXPANSION_SOURCE, LABEL_SHOULD_DELETE
 from gpupool.sandbox.cluster.controlplane import ControlPlane
 from tests.programs import require_built
 from tests.real.functions_world import FunctionsWorld, functions_world, run_node_agent
-from tests.real.relay_process import RelayProcess, call, chart_relay_identity, wait_for
-from tests.real.relay_process import relay as relay_process
+from tests.real.karpenter_builders import (
+    autoselect_spec,
+    ensure_kwok_node_class,
+    namespace_with_account,
+    pool_manifests,
+    pool_tick,
+    scheduling_pair,
+    tensor_fusion_nodepool,
+    tensor_fusion_worker,
+)
+from tests.real.relay_process import RelayProcess, call, wait_for
 from tests.real.scheduler_process import SchedulerProcess
-from tests.real.scheduler_process import scheduler as tensor_fusion_scheduler
 
 T = "tensor-fusion.ai/"
 GIB = 1024**3
@@ -70,114 +74,10 @@ GUARDED_FOR = "gpupool.io/do-not-disrupt-for"
 DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
 
 
-def _nodepool(name: str) -> dict[str, Any]:
-    """TensorFusion's documented NodePool, on the KWOK node class."""
-    return {
-        "apiVersion": "karpenter.sh/v1",
-        "kind": "NodePool",
-        "metadata": {"name": name},
-        "spec": {
-            "template": {
-                "metadata": {"labels": {"nvidia.com/gpu.present": "true", T + "enabled": "true"}},
-                "spec": {
-                    "nodeClassRef": {
-                        "group": "karpenter.kwok.sh",
-                        "kind": "KWOKNodeClass",
-                        "name": "default",
-                    },
-                    "requirements": [
-                        {
-                            "key": "node.kubernetes.io/instance-type",
-                            "operator": "In",
-                            "values": ["g4dn.xlarge", "g5.xlarge", "g6.xlarge"],
-                            "minValues": 2,
-                        },
-                        {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]},
-                    ],
-                },
-            },
-            "limits": {"nvidia.com/gpu": str(LIMIT)},
-            "disruption": {
-                "consolidationPolicy": "WhenEmpty",
-                "consolidateAfter": f"{CONSOLIDATE_AFTER_S}s",
-                "budgets": [{"nodes": "100%"}],
-            },
-        },
-    }
-
-
-def _pool_manifests(nodepool: str) -> list[dict[str, Any]]:
-    spec = {
-        "capacityConfig": {"warmResources": {"tflops": "65", "vram": "16Gi"}},
-        "nodeManagerConfig": {
-            "provisioningMode": "AutoSelect",
-            "nodeSelector": {
-                "nodeSelectorTerms": [
-                    {
-                        "matchExpressions": [
-                            {"key": "karpenter.sh/nodepool", "operator": "In", "values": [nodepool]}
-                        ]
-                    }
-                ]
-            },
-            "nodeCompaction": {"period": f"{COMPACTION_PERIOD_S}s"},
-        },
-    }
-    pool = {
-        "apiVersion": "tensor-fusion.ai/v1",
-        "kind": "GPUPool",
-        "metadata": {"name": POOL, "labels": {LABEL_CLUSTER: CLUSTER}},
-        "spec": spec,
-    }
-    cluster = {
-        "apiVersion": "tensor-fusion.ai/v1",
-        "kind": "TensorFusionCluster",
-        "metadata": {"name": CLUSTER},
-        "spec": {
-            "computingVendor": {
-                "name": "aws",
-                "type": "aws",
-                "authType": "serviceAccountRole",
-                "enable": True,
-                "params": {"defaultRegion": "us-east-1"},
-            },
-            "gpuPools": [{"name": "auto", "specTemplate": spec}],
-        },
-    }
-    return [pool, cluster]
-
-
 def _tf_pod(name: str, vram: str) -> dict[str, Any]:
-    """A TensorFusion worker as the pod webhook leaves it (test_pod_webhook_real.py shows the
-    webhook): the `tensor-fusion.ai/index_0` resource the scheduler ignores and no instance type
-    offers, so Karpenter's own provisioning never launches a node for it."""
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {
-            "name": name,
-            "labels": {T + "enabled": "true"},
-            "annotations": {
-                T + "tflops-request": "5",
-                T + "tflops-limit": "5",
-                T + "vram-request": vram,
-                T + "vram-limit": vram,
-                T + "gpupool": POOL,
-                T + "qos": "high",
-                T + "isolation": "soft",
-            },
-        },
-        "spec": {
-            "schedulerName": "tensor-fusion-scheduler",
-            "containers": [
-                {
-                    "name": "main",
-                    "image": "example.invalid/cuda:12",
-                    "resources": {"limits": {T + "index_0": "1"}},
-                }
-            ],
-        },
-    }
+    return tensor_fusion_worker(
+        name, pool=POOL, tflops="5", vram=vram, extra={T + "qos": "high", T + "isolation": "soft"}
+    )
 
 
 @dataclass
@@ -197,18 +97,7 @@ class Story:
 
     def tick(self, function: str) -> dict[str, Any]:
         """The pool's schedule tick for `function` (EventBridge Scheduler with the pool as input)."""
-        event = {
-            "version": "0",
-            "id": f"tick-{uuid.uuid4().hex[:8]}",
-            "detail-type": "Scheduled Event",
-            "source": "aws.scheduler",
-            "account": "123456789012",
-            "time": "2026-12-07T16:00:00Z",
-            "region": "us-east-1",
-            "resources": [f"arn:aws:scheduler:us-east-1:123456789012:schedule/default/{function}"],
-            "detail": {"pool": POOL},
-        }
-        return self.world.invoke(function, event)
+        return self.world.invoke(function, pool_tick(function, POOL))
 
     def nodeclaims(self) -> list[dict[str, Any]]:
         return [
@@ -268,45 +157,27 @@ def story(control_plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory)
     root: Path = tmp_path_factory.mktemp("autoselect")
     suffix = uuid.uuid4().hex[:6]
     namespace, nodepool = f"as-{suffix}", f"tf-{suffix}"
-    plane.apply(
-        {
-            "apiVersion": "karpenter.kwok.sh/v1alpha1",
-            "kind": "KWOKNodeClass",
-            "metadata": {"name": "default"},
-        },
-        path="/apis/karpenter.kwok.sh/v1alpha1/kwoknodeclasses/default",
+    ensure_kwok_node_class(plane)
+    manifests = pool_manifests(
+        CLUSTER,
+        "auto",
+        autoselect_spec(
+            nodepool, compaction_period_s=COMPACTION_PERIOD_S, warm={"tflops": "65", "vram": "16Gi"}
+        ),
     )
     with contextlib.ExitStack() as cleanup:  # undone in reverse, whatever failed
-        plane.request("POST", "/api/v1/namespaces", {"metadata": {"name": namespace}})
-        cleanup.callback(call, plane, "DELETE", f"/api/v1/namespaces/{namespace}")
-        plane.apply(
-            {
-                "apiVersion": "v1",
-                "kind": "ServiceAccount",
-                "metadata": {"name": "default", "namespace": namespace},
-            },
-            path=f"/api/v1/namespaces/{namespace}/serviceaccounts/default",
+        cleanup.enter_context(namespace_with_account(plane, namespace))
+        plane.request(
+            "POST",
+            "/apis/karpenter.sh/v1/nodepools",
+            tensor_fusion_nodepool(nodepool, limit=LIMIT, consolidate_after_s=CONSOLIDATE_AFTER_S),
         )
-        plane.request("POST", "/apis/karpenter.sh/v1/nodepools", _nodepool(nodepool))
         # Deleting the NodePool makes Karpenter delete its NodeClaims and their nodes.
         cleanup.callback(call, plane, "DELETE", f"/apis/karpenter.sh/v1/nodepools/{nodepool}")
-        world = cleanup.enter_context(
-            functions_world(plane, cluster=CLUSTER, manifests=_pool_manifests(nodepool))
-        )
+        world = cleanup.enter_context(functions_world(plane, cluster=CLUSTER, manifests=manifests))
         cleanup.callback(call, plane, "DELETE", f"/apis/tensor-fusion.ai/v1/tensorfusionclusters/{CLUSTER}")
         cleanup.callback(call, plane, "DELETE", f"/apis/tensor-fusion.ai/v1/gpupools/{POOL}")
-        identities = cleanup.enter_context(chart_relay_identity(plane, root, namespace=namespace))
-        relay = cleanup.enter_context(
-            relay_process(root=root, kubeconfig=identities.relay, args=["--lease-namespace", namespace])
-        )
-        scheduler = cleanup.enter_context(
-            tensor_fusion_scheduler(
-                root=root,
-                kubeconfig=identities.kube_scheduler,
-                namespace=namespace,
-                extender_port=relay.extender_port,
-            )
-        )
+        relay, scheduler = cleanup.enter_context(scheduling_pair(plane, root, namespace=namespace))
         made = Story(plane, world, namespace, nodepool, root, relay, scheduler)
 
         def _forget_gpus() -> None:

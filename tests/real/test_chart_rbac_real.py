@@ -231,3 +231,16 @@ def test_requests_as_each_identity(api: Api) -> None:
         "PATCH", f"{PODS}/w1/status", {"status": {"nominatedNodeName": "n1"}}, user=KUBE_SCHEDULER
     )
     assert status == 200, answer  # what kube-scheduler writes there is still admitted
+
+
+def test_the_node_guard_lets_the_relay_set_only_the_usable_gpus_label(api: Api) -> None:
+    """kube-scheduler's cue that a node's GPUs changed (gpupool.core.allocator.usable_gpus): the
+    real API server admits the relay's count and refuses any other value or label."""
+    node = "/api/v1/nodes/probe?dryRun=All"
+    status, answer = api.call(
+        "PATCH", node, {"metadata": {"labels": {"gpupool.io/usable-gpus": "2"}}}, user=RELAY
+    )
+    assert status == 200, answer
+    for labels in ({"gpupool.io/usable-gpus": "lots"}, {"gpupool.io/usable-gpus": "2", "zone": "b"}):
+        status, answer = api.call("PATCH", node, {"metadata": {"labels": labels}}, user=RELAY)
+        assert status in (403, 422) and "usable-gpus" in answer["message"], (labels, answer)

@@ -16,19 +16,15 @@ from typing import Any
 
 import pytest
 
-from gpupool.core.model.constants import LABEL_CLUSTER, LABEL_NODE_PROVISIONER
+from gpupool.core.model.constants import LABEL_NODE_PROVISIONER
 from gpupool.sandbox.cluster.controlplane import ControlPlane
 from tests.real.functions_world import FunctionsWorld, functions_world, publish_gpu_node, wait_for
+from tests.real.karpenter_builders import KWOK_NODE_CLASS_REF, ensure_kwok_node_class, pool_manifests
 
 CLUSTER = "karp-story"
 POOL = f"{CLUSTER}-gpus"
 EXPIRE_AFTER_S = 90
-NODE_CLASS_REF = {
-    "group": "karpenter.kwok.sh",
-    "kind": "KWOKNodeClass",
-    "version": "v1alpha1",
-    "name": "default",
-}
+NODE_CLASS_REF = {**KWOK_NODE_CLASS_REF, "version": "v1alpha1"}
 POOL_SPEC: dict[str, Any] = {
     "capacityConfig": {"minResources": {"tflops": "65", "vram": "16Gi"}},
     "nodeManagerConfig": {
@@ -46,46 +42,15 @@ POOL_SPEC: dict[str, Any] = {
 
 
 def _manifests() -> list[dict[str, Any]]:
-    cluster = {
-        "apiVersion": "tensor-fusion.ai/v1",
-        "kind": "TensorFusionCluster",
-        "metadata": {"name": CLUSTER},
-        "spec": {
-            "computingVendor": {
-                "name": "aws",
-                "type": "aws",
-                "authType": "serviceAccountRole",
-                "enable": True,
-                "params": {"defaultRegion": "us-east-1"},
-            },
-            "gpuPools": [{"name": "gpus", "specTemplate": POOL_SPEC}],
-        },
-    }
     # The pool exists before the cluster's sync would make it, with the annotation that asks
     # Karpenter to expire its nodes (the sync keeps annotations others set).
-    pool = {
-        "apiVersion": "tensor-fusion.ai/v1",
-        "kind": "GPUPool",
-        "metadata": {
-            "name": POOL,
-            "labels": {LABEL_CLUSTER: CLUSTER},
-            "annotations": {"gpupool.io/karpenter-expire-after": f"{EXPIRE_AFTER_S}s"},
-        },
-        "spec": POOL_SPEC,
-    }
-    return [pool, cluster]
+    expire = {"gpupool.io/karpenter-expire-after": f"{EXPIRE_AFTER_S}s"}
+    return pool_manifests(CLUSTER, "gpus", POOL_SPEC, pool_annotations=expire)
 
 
 @pytest.fixture(scope="module")
 def world(control_plane: ControlPlane) -> Iterator[FunctionsWorld]:
-    control_plane.apply(
-        {
-            "apiVersion": "karpenter.kwok.sh/v1alpha1",
-            "kind": "KWOKNodeClass",
-            "metadata": {"name": "default"},
-        },
-        path="/apis/karpenter.kwok.sh/v1alpha1/kwoknodeclasses/default",
-    )
+    ensure_kwok_node_class(control_plane)
     with functions_world(control_plane, cluster=CLUSTER, manifests=_manifests()) as made:
         yield made
 

@@ -15,6 +15,7 @@ from gpupool.core.decisions.karpenter_nodeclaim import build_karpenter_nodeclaim
 from gpupool.core.model.nodeclaim import GPUNodeClaim
 from gpupool.core.model.pool import GPUPool
 from gpupool.sandbox.cluster.controlplane import ControlPlane
+from tests.real.karpenter_builders import ensure_kwok_node_class
 
 
 def _pool(suffix: str) -> GPUPool:
@@ -70,18 +71,7 @@ def test_a_valueless_taint_and_a_one_and_a_half_hour_grace_period_reach_karpente
     control_plane: ControlPlane,
 ) -> None:
     suffix = uuid.uuid4().hex[:6]
-    control_plane.kubectl(
-        "apply",
-        "-f",
-        "-",
-        input_text=json.dumps(
-            {
-                "apiVersion": "karpenter.kwok.sh/v1alpha1",
-                "kind": "KWOKNodeClass",
-                "metadata": {"name": "default"},
-            }
-        ),
-    )
+    ensure_kwok_node_class(control_plane)
     nodeclaim = build_karpenter_nodeclaim(nodeclaim_template(_pool(suffix)), _claim(suffix))
     body = nodeclaim.model_dump(by_alias=True, exclude_none=True, mode="json")
     assert body["spec"]["taints"] == [{"key": "nvidia.com/gpu", "effect": "NoSchedule"}]

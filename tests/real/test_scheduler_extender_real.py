@@ -12,14 +12,18 @@ fake NVML, writing GPU objects and GPUNode status through `KubeAgentCluster`). C
 pod is filtered, prioritized and bound by the relay (filter / prioritize / bind called by the real
 scheduler), carries the GPU assignment (`tensor-fusion.ai/gpu-ids`, `gpupool.io/allocation` naming
 its node and GPUs of that node), and KWOK runs it; a pod no GPU can hold stays Pending with the
-extender's reason in its PodScheduled condition; a GPUPool the relay cannot read is skipped with a
-Warning Event that `kubectl describe` shows.
+extender's reason in its PodScheduled condition; a pod refused while its node had no GPUs yet is
+bound as soon as the agent publishes them — the relay's `gpupool.io/usable-gpus` Node label is the
+change kube-scheduler hears (it does not watch GPU objects, and would otherwise wait up to its
+5-minute unschedulable flush); a GPUPool the relay cannot read is skipped with a Warning Event that
+`kubectl describe` shows.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -31,10 +35,9 @@ import pytest
 
 from gpupool.sandbox.cluster.controlplane import ControlPlane
 from tests.programs import require_built
-from tests.real.relay_process import RelayProcess, call, chart_relay_identity, wait_for
-from tests.real.relay_process import relay as relay_process
+from tests.real.karpenter_builders import namespace_with_account, scheduling_pair
+from tests.real.relay_process import RelayProcess, call, wait_for
 from tests.real.scheduler_process import SchedulerProcess
-from tests.real.scheduler_process import scheduler as tensor_fusion_scheduler
 
 T = "tensor-fusion.ai/"
 GIB = 1024**3
@@ -154,16 +157,7 @@ def placement(control_plane: ControlPlane, tmp_path_factory: pytest.TempPathFact
     namespace, pool = f"sched-{suffix}", f"pool-{suffix}"
     nodes = [f"kwok-gpu-{suffix}-{i}" for i in range(2)]
     with contextlib.ExitStack() as cleanup:  # undone in reverse, whatever failed
-        plane.request("POST", "/api/v1/namespaces", {"metadata": {"name": namespace}})
-        cleanup.callback(call, plane, "DELETE", f"/api/v1/namespaces/{namespace}")
-        account = {
-            "apiVersion": "v1",
-            "kind": "ServiceAccount",
-            "metadata": {"name": "default", "namespace": namespace},
-        }
-        plane.apply(
-            account, path=f"/api/v1/namespaces/{namespace}/serviceaccounts/default"
-        )  # no wait for the controller
+        cleanup.enter_context(namespace_with_account(plane, namespace))
         pool_object = {
             "apiVersion": "tensor-fusion.ai/v1",
             "kind": "GPUPool",
@@ -189,18 +183,7 @@ def placement(control_plane: ControlPlane, tmp_path_factory: pytest.TempPathFact
                 ),
                 timeout=60,
             )
-        identities = cleanup.enter_context(chart_relay_identity(plane, root, namespace=namespace))
-        relay = cleanup.enter_context(
-            relay_process(root=root, kubeconfig=identities.relay, args=["--lease-namespace", namespace])
-        )
-        scheduler = cleanup.enter_context(
-            tensor_fusion_scheduler(
-                root=root,
-                kubeconfig=identities.kube_scheduler,
-                namespace=namespace,
-                extender_port=relay.extender_port,
-            )
-        )
+        relay, scheduler = cleanup.enter_context(scheduling_pair(plane, root, namespace=namespace))
         yield Placement(plane, namespace, pool, gpus, relay, scheduler)
 
 
@@ -254,6 +237,60 @@ def test_a_pod_no_gpu_can_hold_stays_pending_with_the_extenders_reason(placement
     pod = plane.request("GET", path)
     assert not pod["spec"].get("nodeName")
     assert T + "gpu-ids" not in pod["metadata"].get("annotations", {})
+
+
+def test_a_pod_refused_before_its_nodes_gpus_came_is_bound_once_they_are_published(
+    placement: Placement, tmp_path: Path
+) -> None:
+    plane = placement.plane
+    node = f"kwok-late-{placement.pool}"
+    plane.request("POST", "/api/v1/nodes", kwok_gpu_node(node, placement.pool))
+    gpus: list[str] = []
+    try:
+        wait_for(
+            f"KWOK to make {node} Ready",
+            lambda: any(
+                c["type"] == "Ready" and c["status"] == "True"
+                for c in plane.request("GET", f"/api/v1/nodes/{node}")["status"].get("conditions") or []
+            ),
+            timeout=60,
+        )
+        pod = tf_pod("waits-for-gpus", placement.pool)
+        pod["spec"]["nodeSelector"]["kubernetes.io/hostname"] = node
+        status, created = call(plane, "POST", placement.pods, pod)
+        assert status == 201, created
+        path = f"{placement.pods}/waits-for-gpus"
+        wait_for(
+            "the extender to refuse the pod (its node has no GPUs yet)",
+            lambda: any(
+                c["type"] == "PodScheduled" and c["status"] == "False"
+                for c in plane.request("GET", path)["status"].get("conditions") or []
+            ),
+            timeout=60,
+        )
+        assert (
+            "gpupool.io/usable-gpus"
+            not in plane.request("GET", f"/api/v1/nodes/{node}")["metadata"]["labels"]
+        )
+        gpus = publish_gpus(plane, node, placement.pool, tmp_path / "late-nvml.json")
+        published = time.monotonic()
+        bound = wait_for(
+            "kube-scheduler to ask again and bind the pod",
+            lambda: (got := plane.request("GET", path))["spec"].get("nodeName") and got,
+            timeout=30,  # its backoff is at most 10 s; without a Node change it would wait 5 minutes
+        )
+        waited = time.monotonic() - published
+        assert bound["spec"]["nodeName"] == node, waited
+        assert bound["metadata"]["annotations"][T + "gpu-ids"] in gpus
+        labels = plane.request("GET", f"/api/v1/nodes/{node}")["metadata"]["labels"]
+        assert labels["gpupool.io/usable-gpus"] == "2"
+        assert labels[STORY_LABEL] == placement.pool  # only that one label was written
+    finally:
+        call(plane, "DELETE", f"{placement.pods}/waits-for-gpus")
+        call(plane, "DELETE", f"/api/v1/nodes/{node}")
+        call(plane, "DELETE", f"/apis/tensor-fusion.ai/v1/gpunodes/{node}")
+        for name in gpus:
+            call(plane, "DELETE", f"/apis/tensor-fusion.ai/v1/gpus/{name}")
 
 
 def test_an_unreadable_pool_is_skipped_with_a_warning_kubectl_describe_shows(placement: Placement) -> None:

@@ -1,9 +1,12 @@
 """AutoSelect expansion under a nodeProvisioner.budget: expansions are priced from the catalog,
 the pool's expansion run rate never passes the ceiling however often launch runs, the refusal
-shows as a BudgetExceeded Warning on the GPUPool, and an unreadable budget expands nothing."""
+shows as a BudgetExceeded Warning on the GPUPool, and an unreadable budget expands nothing; each
+expansion records its price's source, as a claim does."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
@@ -90,3 +93,20 @@ def test_without_a_budget_expansions_still_record_their_price_and_pool() -> None
     made = expansions(world)
     assert len(made) == 4 and world.cluster.events_with("BudgetExceeded") == []
     assert {n.metadata.annotations["tensor-fusion.ai/hourly-pricing"] for n in made} == {"1.006"}
+
+
+def test_expansions_record_where_their_price_came_from_as_a_claim_does() -> None:
+    world = autoselect_world()
+    read_at = datetime(2026, 12, 7, 16, 0, tzinfo=UTC)
+    live = tuple(
+        o.model_copy(update={"price_source": "live: AWS Pricing GetProducts", "priced_at": read_at})
+        for o in OFFERINGS
+    )
+    world.deps = replace(world.deps, offerings=live)
+    world.cluster.add(pending_pod("w-0"))
+    expand(world)
+    (made,) = expansions(world)
+    notes = made.metadata.annotations
+    assert notes["tensor-fusion.ai/hourly-pricing"] == "1.006"
+    assert notes["gpupool.io/price-source"] == "live: AWS Pricing GetProducts"
+    assert notes["gpupool.io/priced-at"] == "2026-12-07T16:00:00Z"

@@ -2,7 +2,7 @@
 the pod guard refuses a stranger asking for index resources or naming tensor-fusion-scheduler (the
 same predicate as `gpupool.core.vocabulary.pods`, checked case by case), judges `pods/status` as it
 judges `pods`, and holds the relay's own pod writes to the scheduler-owned annotations; the node
-guard holds the relay's node writes to the used-by taint.
+guard holds the relay's node writes to the used-by taint and the usable-GPUs label.
 """
 
 from __future__ import annotations
@@ -188,3 +188,37 @@ def test_the_relay_may_only_add_or_remove_the_used_by_taint_on_a_node(nodes: dic
     cordon = copy.deepcopy(before)
     cordon["spec"]["unschedulable"] = True
     assert evaluate(nodes, operation="UPDATE", obj=cordon, old=before, resource="nodes") is None  # others
+
+
+def test_the_relay_may_set_the_usable_gpus_label_to_a_count_and_nothing_else(nodes: dict[str, Any]) -> None:
+    """kube-scheduler's cue that a node's GPUs changed (gpupool.core.allocator.usable_gpus): the
+    relay sets it to a count or removes it; any other label, or any other value, is refused."""
+    before = _node()
+    labelled = _node()
+    labelled["metadata"]["labels"]["gpupool.io/usable-gpus"] = "8"
+    recounted = copy.deepcopy(labelled)
+    recounted["metadata"]["labels"]["gpupool.io/usable-gpus"] = "1"
+    for old, new in ((before, labelled), (labelled, recounted), (labelled, before)):
+        assert evaluate(nodes, operation="UPDATE", obj=new, old=old, username=RELAY, resource="nodes") is None
+    refused = {
+        "not a count": "lots",
+        "zero": "0",
+        "leading zero": "08",
+        "too large": "99999",
+        "empty": "",
+    }
+    for name, value in refused.items():
+        after = copy.deepcopy(before)
+        after["metadata"]["labels"]["gpupool.io/usable-gpus"] = value
+        verdict = evaluate(nodes, operation="UPDATE", obj=after, old=before, username=RELAY, resource="nodes")
+        assert "usable-gpus" in (verdict or ""), name
+    smuggled = {
+        "another label too": lambda n: n["metadata"]["labels"].__setitem__("zone", "b"),
+        "a label dropped": lambda n: n["metadata"]["labels"].pop("zone"),
+        "a label added": lambda n: n["metadata"]["labels"].__setitem__("gpupool.io/usable-gpus-2", "1"),
+    }
+    for name, edit in smuggled.items():
+        after = copy.deepcopy(labelled)
+        edit(after)
+        verdict = evaluate(nodes, operation="UPDATE", obj=after, old=before, username=RELAY, resource="nodes")
+        assert "usable-gpus" in (verdict or ""), name

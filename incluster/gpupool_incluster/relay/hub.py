@@ -11,7 +11,10 @@ With progressive migration on (and a `NodeTainter` given), it feeds the taint ke
 (`migration`): which nodes exist and carry the used-by taint, and a wake-up whenever a node may
 have gained its first worker or lost its last. The policy objects are kept in the hub's
 `PolicyBook` (`policies`), which the hub calls under its lock; what they mean for placement
-(oversubscription, pool modes, quota limits) the hub sets on the allocator. What each node has
+(oversubscription, pool modes, quota limits) the hub sets on the allocator. With a
+`NodeLabeller` given, it feeds the usable-GPUs label keeper (`usable_gpus`): what the Node watch
+shows of that label, and a wake-up whenever a GPU object changes — so kube-scheduler, which does
+not watch GPU objects, retries the pods the extender refused once a node's GPUs are there. What each node has
 left for pods — its allocatable CPU and memory minus the requests of the pods bound to it
 (`HostRoom`, from the same Node and Pod watches) — goes to the allocator too, so the modes that
 weigh a pod's CPU and memory (BalancedFit, FragmentationAware) see it in the extender; it is as
@@ -19,7 +22,7 @@ fresh as the watch (a pod just bound counts once its binding is seen), and only 
 kube-scheduler's own NodeResourcesFit decides whether a pod fits.
 
 Must not: serve HTTP (see `app`) or hold a Kubernetes client (it gets a `ClusterWriter` and
-optionally a `NodeTainter`).
+optionally a `NodeTainter` and a `NodeLabeller`).
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from gpupool.core.allocator.pod_request import (
     allocation_from_pod,
     request_from_pod,
 )
+from gpupool.core.allocator.usable_gpus import LABEL_USABLE_GPUS
 from gpupool.core.model.constants import ANNOTATION_ENABLED_REPLICAS, SCHEDULER_NAME
 from gpupool.core.model.foreign import Node, Pod
 from gpupool.core.model.node import GPU
@@ -52,8 +56,9 @@ from gpupool.scheduler.progressive import has_used_by_taint
 from gpupool_incluster.relay.gangs import GangGate
 from gpupool_incluster.relay.migration import TaintKeeper
 from gpupool_incluster.relay.policies import DEFAULT_POOL_ANNOTATION, PolicyBook
-from gpupool_incluster.relay.ports import BindFailed, ClusterWriter, HubSettings, NodeTainter
+from gpupool_incluster.relay.ports import BindFailed, ClusterWriter, HubSettings, NodeLabeller, NodeTainter
 from gpupool_incluster.relay.replicas import ReplicaLedger
+from gpupool_incluster.relay.usable_gpus import UsableGpuLabels
 from gpupool_incluster.relay.views import apply_annotation_patch, usage_copy
 
 log = logging.getLogger("gpupool.relay")
@@ -70,6 +75,7 @@ class SchedulerHub:
         settings: HubSettings | None = None,
         *,
         tainter: NodeTainter | None = None,
+        labeller: NodeLabeller | None = None,
     ) -> None:
         self.settings = settings or HubSettings()
         self.writer = writer
@@ -89,6 +95,11 @@ class SchedulerHub:
         self.taints: TaintKeeper | None = None
         if self.settings.progressive_migration and tainter is not None:
             self.taints = TaintKeeper(tainter, lock=self.lock, busy_nodes=self.busy_nodes, synced=self.synced)
+        self.gpu_labels: UsableGpuLabels | None = None
+        if labeller is not None:
+            self.gpu_labels = UsableGpuLabels(
+                labeller, lock=self.lock, allocator=self.allocator, synced=self.synced
+            )
 
     def busy_nodes(self) -> set[str]:
         """Nodes holding at least one gpupool allocation (call with the lock held)."""
@@ -127,6 +138,8 @@ class SchedulerHub:
 
     def apply_gpu(self, gpu: GPU, *, deleted: bool = False) -> None:
         with self.lock:
+            if self.gpu_labels is not None:
+                self.gpu_labels.wake()
             info = None if deleted else gpu_info(gpu)
             name = gpu.metadata.name or ""
             if info is None:
@@ -158,6 +171,8 @@ class SchedulerHub:
             if self.taints is not None:
                 taints = [t.model_dump(exclude_none=True) for t in node.spec.taints]
                 self.taints.observe_node(name, tainted=has_used_by_taint(taints), deleted=deleted)
+            if self.gpu_labels is not None:
+                self.gpu_labels.observe_node(name, value=labels.get(LABEL_USABLE_GPUS), deleted=deleted)
             if self.hosts.observe_node(node, deleted=deleted) is not None:
                 self._apply_room(name)
             if deleted:

@@ -9,7 +9,8 @@ with a Warning Event on it) of GPUs, GPUPools, SchedulingConfigTemplates, GPURes
 WorkloadProfiles, Nodes and Pods, sets `hub.synced` once each has listed, and starts the hub's
 taint keeper when progressive migration is on; `start_watches` does the same over streams of the
 hub's own (a process with no forwarder). `KubeWriter` also edits that one taint
-(`set_used_by_taint`).
+(`set_used_by_taint`) and the usable-GPUs label (`set_usable_gpus`), and `subscribe_hub` starts
+the hub's label keeper.
 
 Must not: decide placement or admission.
 """
@@ -23,6 +24,7 @@ from typing import Any
 
 from kubernetes import client as _client
 
+from gpupool.core.allocator.usable_gpus import LABEL_USABLE_GPUS
 from gpupool.core.model.foreign import Node, Pod
 from gpupool.core.model.node import GPU
 from gpupool.core.model.pool import GPUPool
@@ -88,6 +90,10 @@ class KubeWriter:
             return True
         raise RuntimeError(f"node {node}: its taints kept changing under {attempts} attempts to update them")
 
+    def set_usable_gpus(self, node: str, value: str | None) -> None:
+        """A merge patch of that one label (None removes it): other labels are left as they are."""
+        self.core.patch_node(node, {"metadata": {"labels": {LABEL_USABLE_GPUS: value}}})
+
 
 def subscribe_hub(
     hub: SchedulerHub, informers: SharedInformers, stop: threading.Event
@@ -116,6 +122,8 @@ def subscribe_hub(
     threads[0].start()
     if hub.taints is not None:
         threads.append(hub.taints.start(stop))
+    if hub.gpu_labels is not None:
+        threads.append(hub.gpu_labels.start(stop))
     return threads
 
 

@@ -21,7 +21,8 @@ RELAY_CLUSTER_CALLS = frozenset(
         ("", "pods", "watch"),
         ("", "pods", "patch"),
         ("", "pods/binding", "create"),
-        # progressive migration's taint; node labels and readiness for the hub and forwarder
+        # progressive migration's taint and the usable-GPUs label (a merge patch of that one
+        # label: kube-scheduler's cue to retry); node labels and readiness for the hub and forwarder
         ("", "nodes", "get"),
         ("", "nodes", "list"),
         ("", "nodes", "watch"),

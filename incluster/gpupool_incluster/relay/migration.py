@@ -13,22 +13,22 @@ Must not: decide placement, or write anything but that one taint.
 
 from __future__ import annotations
 
-import logging
 import threading
-import time
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from gpupool.scheduler.progressive import TaintPlan, plan_used_by_taints
+from gpupool_incluster.relay.converging import NodeKeeper
 from gpupool_incluster.relay.ports import NodeTainter
 
 __all__ = ["TaintKeeper"]
 
-log = logging.getLogger("gpupool.relay")
 
-
-class TaintKeeper:
+class TaintKeeper(NodeKeeper):
     """Converges the used-by taint; `observe_node` and `wake` are called with the hub's lock held."""
+
+    thread_name = "progressive-taints"
 
     def __init__(
         self,
@@ -39,15 +39,12 @@ class TaintKeeper:
         synced: threading.Event,
         resync: float = 30.0,
     ) -> None:
+        super().__init__(synced=synced, resync=resync)
         self.tainter = tainter
         self.lock = lock
         self.busy_nodes = busy_nodes
-        self.synced = synced
-        self.resync = resync
         self.tainted: set[str] = set()
         self.known: set[str] = set()
-        self.failures: dict[str, str] = {}
-        self._wake = threading.Event()
 
     def observe_node(self, name: str, *, tainted: bool, deleted: bool = False) -> None:
         """What the Node watch shows: the node exists, and whether it carries the taint."""
@@ -60,10 +57,7 @@ class TaintKeeper:
             self.tainted.add(name)
         else:
             self.tainted.discard(name)
-        self._wake.set()
-
-    def wake(self) -> None:
-        self._wake.set()
+        self.wake()
 
     def plan(self) -> TaintPlan:
         with self.lock:
@@ -73,34 +67,9 @@ class TaintKeeper:
         """Plan, then write each change; a failed write is logged and retried on the next round."""
         plan = self.plan()
         for node, present in [(n, True) for n in plan.add] + [(n, False) for n in plan.remove]:
-            try:
-                self.tainter.set_used_by_taint(node, present)
-            except Exception as exc:  # the tainter's failure, whatever it is, must not stop the loop …
-                self.failures[node] = str(exc)
-                action = "add" if present else "clear"
-                if isinstance(exc, TypeError | AttributeError | NameError | AssertionError):
-                    # … but a bug is not an API answer: log it with its traceback
-                    log.exception("progressive migration: %s taint on node %s broke", action, node)
-                else:
-                    log.warning("progressive migration: cannot %s taint on node %s: %s", action, node, exc)
+            action = "progressive migration: " + ("add the taint" if present else "clear the taint")
+            if not self.attempt(node, action, partial(self.tainter.set_used_by_taint, node, present)):
                 continue
-            self.failures.pop(node, None)
             with self.lock:
                 (self.tainted.add if present else self.tainted.discard)(node)
         return plan
-
-    def run(self, stop: threading.Event) -> None:
-        while not self.synced.wait(0.2):
-            if stop.is_set():
-                return
-        while not stop.is_set():
-            self._wake.clear()
-            self.reconcile_once()
-            deadline = time.monotonic() + self.resync
-            while not stop.is_set() and not self._wake.wait(0.5) and time.monotonic() < deadline:
-                pass
-
-    def start(self, stop: threading.Event) -> threading.Thread:
-        thread = threading.Thread(target=self.run, args=(stop,), name="progressive-taints", daemon=True)
-        thread.start()
-        return thread

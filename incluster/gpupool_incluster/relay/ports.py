@@ -1,8 +1,8 @@
 """What the relay's hub needs from outside: its settings and the cluster writes it makes.
 
 Role: `ClusterWriter` (bind's reads and writes of pods), `NodeTainter` (progressive migration's
-node taint), `BindFailed`, and `HubSettings`. `KubeWriter` implements both ports over the
-official client; tests use in-memory fakes.
+node taint), `NodeLabeller` (the usable-GPUs label), `BindFailed`, and `HubSettings`.
+`KubeWriter` implements the three ports over the official client; tests use in-memory fakes.
 
 Must not: implement anything.
 """
@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 from gpupool.core.allocator import PlacementPolicy
 
-__all__ = ["BindFailed", "ClusterWriter", "HubSettings", "NodeTainter"]
+__all__ = ["BindFailed", "ClusterWriter", "HubSettings", "NodeLabeller", "NodeTainter"]
 
 
 class ClusterWriter(Protocol):
@@ -35,6 +35,15 @@ class NodeTainter(Protocol):
         """Add (present) or clear the `tensor-fusion.ai/used-by` taint; True when the Node changed.
 
         Raises on failure (node gone, repeated conflicts, no permission).
+        """
+        ...
+
+
+class NodeLabeller(Protocol):
+    def set_usable_gpus(self, node: str, value: str | None) -> None:
+        """Set the `gpupool.io/usable-gpus` label to `value`, or remove it (None); no other label.
+
+        Raises on failure (node gone, no permission, …).
         """
         ...
 

@@ -173,7 +173,7 @@ def serve(options: RelayOptions) -> None:
     else:
         api = config.new_client_from_config(config_file=options.kubeconfig)
     writer = KubeWriter(api)
-    hub = SchedulerHub(writer, options.settings, tainter=writer)
+    hub = SchedulerHub(writer, options.settings, tainter=writer, labeller=writer)
     metrics = RelayMetrics()
     metrics.watch_allocation(hub)  # the allocation gauges the chart's PrometheusRule reads
     stop = threading.Event()

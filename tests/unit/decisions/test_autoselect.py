@@ -281,12 +281,12 @@ def _gpu_on(node: str, *, reported: datetime) -> GPU:
     )
 
 
-@pytest.mark.parametrize(("reported_ago", "expands"), [(None, False), (10, False), (30, True), (120, True)])
+@pytest.mark.parametrize(("reported_ago", "expands"), [(None, False), (5, False), (30, True), (120, True)])
 def test_a_pod_its_joined_expansion_did_not_take_expands_again_after_the_grace(
     reported_ago: int | None, expands: bool
 ) -> None:
     """The node made for the pod joined; once its GPUs have been reported for PLACEMENT_GRACE
-    (30 s) and the pod still waits — the scheduler gave the room to other pods — it is expanded
+    (10 s) and the pod still waits — the scheduler gave the room to other pods — it is expanded
     for again; before that (or with no GPUs reported yet) the joined node still covers it."""
     gpus = [] if reported_ago is None else [_gpu_on("n1", reported=NOW - timedelta(seconds=reported_ago))]
     plan = plan_autoselect(

@@ -52,6 +52,7 @@ from gpupool.core.allocator.request import NodeSelectorTerm as AllocatorTerm
 from gpupool.core.decisions.autoselect_budget import (
     ANNOTATION_EXPANSION_POOL,
     affordable_candidate,
+    candidate_offering,
     expansion_spending,
 )
 from gpupool.core.decisions.autoselect_candidates import (
@@ -75,7 +76,6 @@ from gpupool.core.decisions.launch_budget import warning_on_pool
 from gpupool.core.decisions.launch_failure import OFFERING_UNAVAILABLE_FOR
 from gpupool.core.model.base import ObjectMeta, OwnerReference
 from gpupool.core.model.constants import (
-    ANNOTATION_HOURLY_PRICING,
     ANNOTATION_KARPENTER_DO_NOT_DISRUPT,
     EVENT_BUDGET_EXCEEDED,
     EVENT_NODE_EXPANSION_CHECK,
@@ -103,6 +103,7 @@ from gpupool.core.planning.plan import (
     RecordEvent,
     RememberExpansions,
 )
+from gpupool.core.planning.priced_offerings import price_annotations
 from gpupool.core.planning.unavailable import unavailable_offerings
 from gpupool.core.quantity import Quantity
 
@@ -479,10 +480,11 @@ def plan_autoselect(
         if chosen is None:
             reasons.append(f"pod {key}: the budget admits none of {len(allowed)} candidate(s)")
             continue
-        candidate, price = chosen
+        candidate, _ = chosen
         billing = {ANNOTATION_EXPANSION_POOL: gpu_pool} if gpu_pool else {}
-        if price is not None:
-            billing[ANNOTATION_HOURLY_PRICING] = str(price)
+        offering = candidate_offering(*candidate, requirements, offerings)
+        if offering is not None:  # its price, where it came from and when (as a claim records it)
+            billing.update(price_annotations(offering))
         nodepool = by_name.get(pool_name)
         pinned = _pins(candidate, karpenter_capacity, _min_values(template, nodepool))
         manifest = _expansion(template, node, pod, pinned, nodepool, f"{pool_name}-{suffix}", billing)

@@ -34,6 +34,7 @@ __all__ = [
     "ExpansionSpending",
     "affordable_candidate",
     "candidate_hourly",
+    "candidate_offering",
     "expansion_hourly",
     "expansion_spending",
 ]
@@ -49,23 +50,35 @@ def _allowed_capacity_types(requirements: Iterable[KarpenterRequirement]) -> fro
     return None
 
 
+def candidate_offering(
+    instance_type: str,
+    zone: str,
+    requirements: Iterable[KarpenterRequirement],
+    offerings: Sequence[OfferingRef],
+) -> OfferingRef | None:
+    """The highest-priced offering of `instance_type` in `zone` whose capacity type the
+    requirements allow (what Karpenter may launch, priced at the worst case); None when the
+    catalog prices none of them."""
+    allowed = _allowed_capacity_types(requirements)
+    matching = [
+        o
+        for o in offerings
+        if o.instance_type == instance_type
+        and o.zone in (None, zone)
+        and (allowed is None or o.capacity_type in allowed)
+    ]
+    return max(matching, key=lambda o: Decimal(o.hourly_price), default=None)
+
+
 def candidate_hourly(
     instance_type: str,
     zone: str,
     requirements: Iterable[KarpenterRequirement],
     offerings: Sequence[OfferingRef],
 ) -> Decimal | None:
-    """The highest price among the offerings of `instance_type` in `zone` whose capacity type the
-    requirements allow; None when the catalog prices none of them."""
-    allowed = _allowed_capacity_types(requirements)
-    prices = [
-        Decimal(o.hourly_price)
-        for o in offerings
-        if o.instance_type == instance_type
-        and o.zone in (None, zone)
-        and (allowed is None or o.capacity_type in allowed)
-    ]
-    return max(prices) if prices else None
+    """`candidate_offering`'s price per hour; None when the catalog prices none."""
+    offering = candidate_offering(instance_type, zone, requirements, offerings)
+    return Decimal(offering.hourly_price) if offering is not None else None
 
 
 def expansion_hourly(nodeclaim: KarpenterNodeClaim, offerings: Sequence[OfferingRef]) -> Decimal | None:

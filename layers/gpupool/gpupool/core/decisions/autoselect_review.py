@@ -35,7 +35,11 @@ __all__ = [
 ANNOTATION_EXPANSION_FOR = "gpupool.io/expansion-for"  # <namespace>/<pod>: whom it was made for
 # How long the scheduler has, once an expansion's node has its GPUs reported, to place the pod it
 # was made for; after that the pod's room there went to other pods and it waits as a new one.
-PLACEMENT_GRACE = timedelta(seconds=30)
+# tensor-fusion-scheduler retries a refused pod as soon as the relay's usable-GPUs Node label
+# changes (`core.allocator.usable_gpus`), after its backoff — at most 2 s in the chart's
+# configuration, 10 s upstream's default —, so a pod not placed 10 s after its node's GPUs came
+# lost its room.
+PLACEMENT_GRACE = timedelta(seconds=10)
 
 
 def _condition(nodeclaim: KarpenterNodeClaim, kind: str) -> str | None:

@@ -32,7 +32,6 @@ from gpupool.core.decisions.launch_failure import OFFERING_UNAVAILABLE_FOR, plan
 from gpupool.core.model.base import GroupKindName, ObjectMeta
 from gpupool.core.model.claim_state import LAUNCHED_MODES, claim_counts, claim_phase
 from gpupool.core.model.constants import (
-    ANNOTATION_HOURLY_PRICING,
     API_GROUP,
     EVENT_MAX_RESOURCE_CONSTRAINT_REACHED,
     EVENT_NODE_LAUNCH_FAILED,
@@ -57,11 +56,7 @@ from gpupool.core.planning.plan import (
     OfferingRef,
     Plan,
 )
-from gpupool.core.planning.priced_offerings import (
-    ANNOTATION_PRICE_SOURCE,
-    ANNOTATION_PRICED_AT,
-    describe_price,
-)
+from gpupool.core.planning.priced_offerings import describe_price, price_annotations
 from gpupool.core.planning.requirements import RequirementError
 from gpupool.core.planning.snapshot import PoolSnapshot
 from gpupool.core.planning.unavailable import (
@@ -128,7 +123,7 @@ def build_claim(snapshot: PoolSnapshot, offering: OfferingRef, *, name: str, nod
                 LABEL_NODE_CLASS: node_class,
                 pool_label(pool.name): "true",
             },
-            annotations=_price_annotations(offering),
+            annotations=price_annotations(offering),
             finalizers=[FINALIZER],
             owner_references=owners,
         ),
@@ -145,16 +140,6 @@ def build_claim(snapshot: PoolSnapshot, offering: OfferingRef, *, name: str, nod
         ),
         status=GPUNodeClaimStatus(phase="Pending"),
     )
-
-
-def _price_annotations(offering: OfferingRef) -> dict[str, str]:
-    """The claim's price, where it came from and when it was read (a live price)."""
-    annotations = {ANNOTATION_HOURLY_PRICING: offering.hourly_price}
-    if offering.price_source:
-        annotations[ANNOTATION_PRICE_SOURCE] = offering.price_source
-    if offering.priced_at is not None:
-        annotations[ANNOTATION_PRICED_AT] = offering.priced_at.strftime("%Y-%m-%dT%H:%M:%SZ")
-    return annotations
 
 
 def _resume_pending(

@@ -14,8 +14,9 @@ and from the shipped catalog where it has none, each naming where its price come
   a plan that falls back to the catalog says so in its reasons.
 With no read (`live` None) the result equals `catalog_offerings` but for that note.
 `describe_price` is how a plan's reasons quote one chosen price (source and age);
-`ANNOTATION_PRICE_SOURCE` / `ANNOTATION_PRICED_AT` record them on the claim, which
-`recorded_price_source` reads back for `gpupool status`.
+`ANNOTATION_PRICE_SOURCE` / `ANNOTATION_PRICED_AT` record them on the claim and on AutoSelect's
+NodeClaims (`price_annotations`, with the hourly price), which `recorded_price_source` reads back
+for `gpupool status`.
 
 Must not: call anything, read the clock, or rank offerings (`cheapest` does).
 """
@@ -36,6 +37,7 @@ from gpupool.core.catalog.model import (
     Offering,
     RegionPrices,
 )
+from gpupool.core.model.constants import ANNOTATION_HOURLY_PRICING
 from gpupool.core.planning.offerings import offering_ref
 from gpupool.core.planning.plan import OfferingRef
 from gpupool.core.quantity import Quantity
@@ -45,11 +47,13 @@ __all__ = [
     "ANNOTATION_PRICE_SOURCE",
     "describe_price",
     "price_age",
+    "price_annotations",
     "recorded_price_source",
     "select_offering_prices",
 ]
 
-# On a GPUNodeClaim: where its recorded hourly price came from, and when a live one was read.
+# On a GPUNodeClaim and an AutoSelect NodeClaim: where its recorded hourly price came from, and
+# when a live one was read.
 ANNOTATION_PRICE_SOURCE: Final = "gpupool.io/price-source"
 ANNOTATION_PRICED_AT: Final = "gpupool.io/priced-at"
 
@@ -166,6 +170,17 @@ def price_age(priced_at: datetime | None, now: datetime) -> str:
     if seconds < 2 * 3600:
         return f"{seconds // 60}m old"
     return f"{seconds // 3600}h old"
+
+
+def price_annotations(offering: OfferingRef) -> dict[str, str]:
+    """What a claim or NodeClaim records of the price it was launched at: the hourly price, where
+    it came from and, for a live price, when it was read."""
+    annotations = {ANNOTATION_HOURLY_PRICING: offering.hourly_price}
+    if offering.price_source:
+        annotations[ANNOTATION_PRICE_SOURCE] = offering.price_source
+    if offering.priced_at is not None:
+        annotations[ANNOTATION_PRICED_AT] = offering.priced_at.strftime("%Y-%m-%dT%H:%M:%SZ")
+    return annotations
 
 
 def describe_price(offering: OfferingRef, *, now: datetime) -> str:
