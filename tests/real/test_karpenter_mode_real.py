@@ -1,8 +1,8 @@
 """Karpenter mode's NodeClaim on the real API server with Karpenter's own CRDs: a pool taint without a
 value and a `1.5h` termination grace period reach Karpenter in the form its CRD accepts (no
 `value`, `1h30m`), where the un-normalised forms are refused; and Karpenter launches the NodeClaim.
-(Karpenter's 15-minute registration timeout is not waited for here: `tests/service/test_karpenter_mode.py`
-covers how such a deletion is read.)"""
+(Karpenter's 15-minute registration timeout is not waited for here: `benchmarks/registration_timeout_real.py`
+runs it on the real Karpenter; `tests/service/test_karpenter_mode.py` covers how such a deletion is read.)"""
 
 from __future__ import annotations
 
