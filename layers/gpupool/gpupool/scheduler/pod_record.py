@@ -25,6 +25,7 @@ from typing import Any, Final
 
 from gpupool.core.model import constants as c
 from gpupool.core.model.foreign import Pod
+from gpupool.core.vocabulary.pods import GPU_REQUEST_ANNOTATIONS
 
 __all__ = [
     "ANNOTATION_ALLOCATION",
@@ -46,12 +47,7 @@ SCHEDULER_OWNED: Final = (c.ANNOTATION_GPU_IDS, ANNOTATION_ALLOCATION)
 # What the allocator reads from a pod to place it (see `pod_request.request_from_pod`): fixed at
 # admission, so what the scheduler placed is what the agent enforces.
 REQUEST_ANNOTATIONS: Final = (
-    c.ANNOTATION_TFLOPS_REQUEST,
-    c.ANNOTATION_TFLOPS_LIMIT,
-    c.ANNOTATION_VRAM_REQUEST,
-    c.ANNOTATION_VRAM_LIMIT,
-    c.ANNOTATION_COMPUTE_PERCENT_REQUEST,
-    c.ANNOTATION_COMPUTE_PERCENT_LIMIT,
+    *GPU_REQUEST_ANNOTATIONS,
     c.ANNOTATION_GPU_COUNT,
     c.ANNOTATION_GPU_MODEL,
     c.ANNOTATION_VENDOR,
