@@ -267,8 +267,8 @@ class Allocator:
         )
 
     def _place_all(self, requests: Iterable[GpuRequest], node: str) -> list[str] | None:
-        """Place each request on `node` in turn (its mode's choice); the keys placed, or None
-        (nothing left placed) when one does not fit. The placers learn nothing (a what-if)."""
+        """Place each request on `node` in turn, the placers learning nothing; the keys placed, or
+        None (none left placed) when one does not fit."""
         placed: list[str] = []
         for request in requests:
             outcome, unknown = self._filter(request, [node], record=False)
@@ -281,9 +281,8 @@ class Allocator:
         return placed
 
     def crowds_out(self, first: GpuRequest, node: str, then: Sequence[GpuRequest]) -> bool:
-        """Whether `first` taking GPUs on `node` would leave no room there for `then` (all of
-        them, in turn), which fit there now; False when they do not fit even now, or `first`
-        does not fit. A what-if: the state is left as it was."""
+        """Whether `first` on `node` would leave no room there for `then`, which fit there now
+        (a what-if: the state is left as it was)."""
         fits_now = self._place_all(then, node)
         if fits_now is None:
             return False

@@ -1,18 +1,12 @@
 """What an AutoSelect expansion NodeClaim is, whom it was made for, and how long its node is theirs.
 
-Role: the one definition AutoSelect (`core.decisions.autoselect`, which writes expansions, and
-`autoselect_review`, which reads them back) and the scheduler extender's reservation
-(`gpupool.scheduler.extender.reservation`, which keeps another pod off a node made for someone
-else) share. An expansion is a Karpenter NodeClaim gpupool's functions created: it carries the
-label `tensor-fusion.ai/expansion-source` (its template node) and the annotation
-`gpupool.io/expansion-for` (`<namespace>/<pod>`: the pending pod it was made for), and is not
-being deleted. Only Karpenter and gpupool's functions may write NodeClaims (cluster-scoped,
-`karpenter.sh`); a pod's or a Node's annotations never make one. The pod counts on that node
-for `PLACEMENT_GRACE` after the node agent reported its GPUs (`gpus_reported`: the node's first
-GPU object's creation).
+Role: the one definition AutoSelect (which writes and reviews expansions) and the scheduler
+extender's reservation (`gpupool.scheduler.extender.reservation`) share. An expansion is a
+Karpenter NodeClaim labelled `tensor-fusion.ai/expansion-source`, annotated
+`gpupool.io/expansion-for=<namespace>/<pod>`, not being deleted; the pod counts on its node for
+`PLACEMENT_GRACE` after the node's GPUs were reported (`gpus_reported`).
 
-Must not: read the clock (`now` is the caller's), do I/O, or decide anything beyond these
-definitions.
+Must not: read the clock, do I/O, or decide anything beyond these definitions.
 """
 
 from __future__ import annotations
@@ -36,15 +30,12 @@ __all__ = [
 ]
 
 ANNOTATION_EXPANSION_FOR: Final = "gpupool.io/expansion-for"  # <namespace>/<pod>: whom it was made for
-# How long the scheduler has, once an expansion's node has its GPUs reported, to place the pod it
-# was made for; after that the pod's room there goes to other pods and it waits as a new one.
-# tensor-fusion-scheduler retries a refused pod as soon as the relay's usable-GPUs Node label
-# changes (`core.allocator.usable_gpus`), after its backoff — at most 2 s in the chart's
-# configuration, 10 s upstream's default —, so a pod not placed 10 s after its node's GPUs came
-# lost its room.
+# How long the pod an expansion was made for has its node once the node's GPUs are reported:
+# tensor-fusion-scheduler retries on the usable-GPUs label's change after a backoff of at most 2 s
+# (the chart's), so a pod not placed 10 s after its node's GPUs came will not be.
 PLACEMENT_GRACE: Final = timedelta(seconds=10)
 
-# A namespace and a pod name as Kubernetes validates them (DNS-1123 label; DNS-1123 subdomain).
+# A namespace (DNS-1123 label) and a pod name (DNS-1123 subdomain).
 _POD_KEY = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?/[a-z0-9]([-.a-z0-9]{0,251}[a-z0-9])?")
 
 
