@@ -19,7 +19,11 @@ left for pods — its allocatable CPU and memory minus the requests of the pods 
 (`HostRoom`, from the same Node and Pod watches) — goes to the allocator too, so the modes that
 weigh a pod's CPU and memory (BalancedFit, FragmentationAware) see it in the extender; it is as
 fresh as the watch (a pod just bound counts once its binding is seen), and only ranks nodes:
-kube-scheduler's own NodeResourcesFit decides whether a pod fits.
+kube-scheduler's own NodeResourcesFit decides whether a pod fits. From the Karpenter NodeClaim
+watch it keeps the expansions AutoSelect made (`gpupool.scheduler.extender.reservation`), from
+the GPU watch when each node's GPUs were first reported, and from the Pod watch the GPU pods
+still waiting: filter and bind keep a pod off a node made for another waiting pod it would crowd
+out, until `PLACEMENT_GRACE` after that node's GPUs came.
 
 Must not: serve HTTP (see `app`) or hold a Kubernetes client (it gets a `ClusterWriter` and
 optionally a `NodeTainter` and a `NodeLabeller`).
@@ -29,7 +33,8 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
 from typing import Any
 
 from gpupool.core.allocator import Allocation, AllocationError, Allocator, Simulation
@@ -40,16 +45,28 @@ from gpupool.core.allocator.pod_request import (
     allocation_from_pod,
     request_from_pod,
 )
+from gpupool.core.allocator.request import GpuRequest
 from gpupool.core.allocator.usable_gpus import LABEL_USABLE_GPUS
 from gpupool.core.model.constants import ANNOTATION_ENABLED_REPLICAS, SCHEDULER_NAME
 from gpupool.core.model.foreign import Node, Pod
+from gpupool.core.model.karpenter import KarpenterNodeClaim
 from gpupool.core.model.node import GPU
 from gpupool.core.model.pool import GPUPool
 from gpupool.core.model.quota import GPUResourceQuota
 from gpupool.core.model.scheduling import SchedulingConfigTemplate
 from gpupool.core.model.workload import WorkloadProfile
+from gpupool.core.vocabulary.expansions import pod_key_of, reported_at
+from gpupool.core.vocabulary.pods import asks_gpupool_for_gpus
 from gpupool.scheduler.admission import AdmissionContext, Mutation, mutate_pod
-from gpupool.scheduler.extender import ExtenderArgs, handle_filter, handle_prioritize, reserve_for_bind
+from gpupool.scheduler.extender import (
+    ExtenderArgs,
+    Reservation,
+    handle_filter,
+    handle_prioritize,
+    holding,
+    reservation_of,
+    reserve_for_bind,
+)
 from gpupool.scheduler.host_room import HostRoom
 from gpupool.scheduler.pod_record import SCHEDULER_OWNED, record_annotations
 from gpupool.scheduler.progressive import has_used_by_taint
@@ -76,8 +93,10 @@ class SchedulerHub:
         *,
         tainter: NodeTainter | None = None,
         labeller: NodeLabeller | None = None,
+        now: Callable[[], datetime] | None = None,
     ) -> None:
         self.settings = settings or HubSettings()
+        self._now = now or (lambda: datetime.now(UTC))
         self.writer = writer
         self.lock = threading.RLock()
         self.allocator = Allocator(self.settings.policy)
@@ -89,6 +108,12 @@ class SchedulerHub:
         self.bound: dict[str, Pod] = {}
         # What each node has left for pods (allocatable − its pods' requests), fed to the allocator.
         self.hosts = HostRoom()
+        # Expansion reservations: AutoSelect's NodeClaims by name, each node's GPU objects' creation
+        # (when its GPUs were reported), and the GPU pods not bound yet (whom a node may be for).
+        self.expansions: dict[str, Reservation] = {}
+        self.gpus_created: dict[str, dict[str, datetime]] = {}  # node → GPU object → its creation
+        self.gpu_nodes: dict[str, str] = {}  # GPU object → its node
+        self.waiting: dict[str, Pod] = {}
         self.replicas = ReplicaLedger(settle=self.settings.replica_settle)
         self.gangs = GangGate()  # gang-min-members: all-or-nothing binding, with gang-timeout
         self.synced = threading.Event()
@@ -136,8 +161,32 @@ class SchedulerHub:
         with self.lock:
             self.policies.apply_profile(profile, deleted=deleted)
 
+    def apply_nodeclaim(self, nodeclaim: KarpenterNodeClaim, *, deleted: bool = False) -> None:
+        """An expansion NodeClaim whose node is named reserves it for its pod; any other, none."""
+        reservation = None if deleted else reservation_of(nodeclaim)
+        with self.lock:
+            if reservation is None:
+                self.expansions.pop(nodeclaim.name, None)
+            else:
+                self.expansions[nodeclaim.name] = reservation
+
+    def _note_gpu_created(self, gpu: GPU, deleted: bool) -> None:
+        """When each node's GPU objects were created (the first: since when its GPUs are reported)."""
+        name = gpu.metadata.name or ""
+        previous = self.gpu_nodes.pop(name, None)
+        if previous is not None:
+            created = self.gpus_created[previous]
+            created.pop(name, None)
+            if not created:
+                del self.gpus_created[previous]
+        found = None if deleted else reported_at(gpu)
+        if found is not None:
+            self.gpu_nodes[name] = found[0]
+            self.gpus_created.setdefault(found[0], {})[name] = found[1]
+
     def apply_gpu(self, gpu: GPU, *, deleted: bool = False) -> None:
         with self.lock:
+            self._note_gpu_created(gpu, deleted)
             if self.gpu_labels is not None:
                 self.gpu_labels.wake()
             info = None if deleted else gpu_info(gpu)
@@ -182,7 +231,7 @@ class SchedulerHub:
                 self._relayout_now()
 
     def apply_pod(self, pod: Pod, *, deleted: bool = False) -> None:
-        key = f"{pod.metadata.namespace or 'default'}/{pod.metadata.name}"
+        key = pod_key_of(pod.metadata.namespace, pod.metadata.name or "")
         finished = deleted or pod.status.phase in ("Succeeded", "Failed")
         with self.lock:
             held_before = self.allocator.state.allocations.get(key)
@@ -197,6 +246,10 @@ class SchedulerHub:
         for node in sorted(self.hosts.observe_pod(key, pod, deleted=finished)):
             self._apply_room(node)
         self._forget_bound(key)
+        if finished or pod.spec.node_name or not asks_gpupool_for_gpus(pod):
+            self.waiting.pop(key, None)
+        else:
+            self.waiting[key] = pod
         if finished:
             self.gangs.forget(key)
             self.allocator.release(key)
@@ -253,7 +306,28 @@ class SchedulerHub:
         with self.lock:
             if self.gangs.sweep(self.allocator):  # a timed-out gang's GPUs are free again
                 self._wake_taints()
-            return handle_filter(self.allocator, args, default_pool=self.default_pool)
+            return handle_filter(
+                self.allocator, args, default_pool=self.default_pool, reservations=self._reservations()
+            )
+
+    def _reservations(self) -> dict[str, tuple[Reservation, GpuRequest]]:
+        """The reservations holding now, by node, each with its waiting pod's request (call with
+        the lock held): its pod not bound, its node's GPUs reported under PLACEMENT_GRACE ago."""
+        now = self._now()
+        held: dict[str, tuple[Reservation, GpuRequest]] = {}
+        for _, reservation in sorted(self.expansions.items()):
+            pod = self.waiting.get(reservation.pod)
+            created = self.gpus_created.get(reservation.node)
+            if pod is None or reservation.node in held:
+                continue
+            if not holding(min(created.values()) if created else None, now=now):
+                continue
+            try:
+                request = request_from_pod(pod, default_pool=self.default_pool)
+            except RequestError:
+                continue  # a pod that cannot be placed reserves nothing
+            held[reservation.node] = (reservation, request)
+        return held
 
     def prioritize(self, args: ExtenderArgs) -> list[dict[str, Any]]:
         with self.lock:
@@ -279,7 +353,13 @@ class SchedulerHub:
                 self._wake_taints()
             held_before = self.allocator.state.allocations.get(f"{namespace}/{name}")
             try:
-                allocation = reserve_for_bind(self.allocator, pod, node, default_pool=self.default_pool)
+                allocation = reserve_for_bind(
+                    self.allocator,
+                    pod,
+                    node,
+                    default_pool=self.default_pool,
+                    reservations=self._reservations(),
+                )
             except (AllocationError, RequestError) as exc:
                 raise BindFailed(str(exc)) from exc
             if allocation is not None:

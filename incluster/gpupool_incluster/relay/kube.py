@@ -6,9 +6,10 @@ its reservation). `subscribe_hub` subscribes the hub to the process's shared str
 (`informers`: one list+watch per resource, resumed from the last resourceVersion, re-listed on
 410 Gone or an error with what vanished meanwhile reported deleted, an unreadable object skipped
 with a Warning Event on it) of GPUs, GPUPools, SchedulingConfigTemplates, GPUResourceQuotas,
-WorkloadProfiles, Nodes and Pods, sets `hub.synced` once each has listed, and starts the hub's
-taint keeper when progressive migration is on; `start_watches` does the same over streams of the
-hub's own (a process with no forwarder). `KubeWriter` also edits that one taint
+WorkloadProfiles, Nodes, Pods and Karpenter NodeClaims (AutoSelect's expansion reservations; a
+cluster without Karpenter's CRD lists none and stays synced), sets `hub.synced` once each has
+listed, and starts the hub's taint keeper when progressive migration is on; `start_watches` does
+the same over streams of the hub's own (a process with no forwarder). `KubeWriter` also edits that one taint
 (`set_used_by_taint`) and the usable-GPUs label (`set_usable_gpus`), and `subscribe_hub` starts
 the hub's label keeper.
 
@@ -26,6 +27,7 @@ from kubernetes import client as _client
 
 from gpupool.core.allocator.usable_gpus import LABEL_USABLE_GPUS
 from gpupool.core.model.foreign import Node, Pod
+from gpupool.core.model.karpenter import KarpenterNodeClaim
 from gpupool.core.model.node import GPU
 from gpupool.core.model.pool import GPUPool
 from gpupool.core.model.quota import GPUResourceQuota
@@ -108,6 +110,7 @@ def subscribe_hub(
         informers.subscribe(Node, hub.apply_node),
         informers.subscribe(GPU, hub.apply_gpu),
         informers.subscribe(Pod, hub.apply_pod),
+        informers.subscribe(KarpenterNodeClaim, hub.apply_nodeclaim),
     ]
     streams = [subscription.informer for subscription in subscriptions]
 

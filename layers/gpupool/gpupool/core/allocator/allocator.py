@@ -10,7 +10,7 @@ Must not: lock (the relay serialises calls), do I/O, read the clock, or log.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
@@ -243,9 +243,15 @@ class Allocator:
                 why = node_reasons(self.state, request, outcome).get(node, "no GPU fits")
                 raise AllocationError(f"pod {request.key} no longer fits node {node}: {why}")
             raise AllocationError(f"no node can take pod {request.key}")
-        row, slots = choice
+        allocation = self._allocation_of(request, outcome, *choice)
+        self.add_allocation(allocation)
+        return allocation
+
+    def _allocation_of(
+        self, request: GpuRequest, outcome: FilterOutcome, row: int, slots: list[int]
+    ) -> Allocation:
         per_slot_vram = request.dedicated or request.gpu_share_milli is not None
-        allocation = Allocation(
+        return Allocation(
             namespace=request.namespace,
             name=request.name,
             node=self.state.node_names[row],
@@ -259,8 +265,38 @@ class Allocator:
             dedicated=request.dedicated,
             vram_requests=tuple(outcome.vram_at(s) for s in slots) if per_slot_vram else (),
         )
-        self.add_allocation(allocation)
-        return allocation
+
+    def _place_all(self, requests: Iterable[GpuRequest], node: str) -> list[str] | None:
+        """Place each request on `node` in turn, the placers learning nothing; the keys placed, or
+        None (none left placed) when one does not fit."""
+        placed: list[str] = []
+        for request in requests:
+            outcome, unknown = self._filter(request, [node], record=False)
+            choice = None if unknown else self._choose(request, outcome.alive, None)
+            if choice is None or request.key in self.state.allocations:
+                self._unplace(placed)
+                return None
+            self.add_allocation(self._allocation_of(request, outcome, *choice))
+            placed.append(request.key)
+        return placed
+
+    def crowds_out(self, first: GpuRequest, node: str, then: Sequence[GpuRequest]) -> bool:
+        """Whether `first` on `node` would leave no room there for `then`, which fit there now
+        (a what-if: the state is left as it was)."""
+        fits_now = self._place_all(then, node)
+        if fits_now is None:
+            return False
+        self._unplace(fits_now)
+        taken = self._place_all([first], node)
+        if taken is None:
+            return False
+        after = self._place_all(then, node)
+        self._unplace([*(after or ()), *taken])
+        return after is None
+
+    def _unplace(self, keys: Iterable[str]) -> None:
+        for key in keys:
+            self.remove_allocation(key)
 
     def release(self, key: str) -> Allocation | None:
         """Give back what pod `namespace/name` holds; None if it held nothing."""

@@ -65,12 +65,7 @@ from gpupool.core.decisions.autoselect_fit import non_gpu_blocker
 from gpupool.core.decisions.autoselect_limits import EVENT_NODEPOOL_LIMIT_REACHED, NodePoolUsage
 from gpupool.core.decisions.autoselect_memory import ExpansionRecord, expansions_text, read_expansions
 from gpupool.core.decisions.autoselect_packing import ExpansionBin, GpuShape, Share, share_of, template_shape
-from gpupool.core.decisions.autoselect_review import (
-    ANNOTATION_EXPANSION_FOR,
-    ExpansionReview,
-    gpus_reported,
-    review_expansions,
-)
+from gpupool.core.decisions.autoselect_review import ExpansionReview, review_expansions
 from gpupool.core.decisions.karpenter_nodeclaim import placement_of
 from gpupool.core.decisions.launch_budget import warning_on_pool
 from gpupool.core.decisions.launch_failure import OFFERING_UNAVAILABLE_FOR
@@ -106,6 +101,7 @@ from gpupool.core.planning.plan import (
 from gpupool.core.planning.priced_offerings import price_annotations
 from gpupool.core.planning.unavailable import unavailable_offerings
 from gpupool.core.quantity import Quantity
+from gpupool.core.vocabulary.expansions import ANNOTATION_EXPANSION_FOR, gpus_reported, pod_key_of
 
 __all__ = [
     "ANNOTATION_EXPANSION_FOR",
@@ -125,7 +121,7 @@ _NODEPOOL_HASH = ("karpenter.sh/nodepool-hash", "karpenter.sh/nodepool-hash-vers
 
 
 def _pod_key(pod: Pod) -> str:
-    return f"{pod.metadata.namespace or 'default'}/{pod.name}"
+    return pod_key_of(pod.metadata.namespace, pod.name)
 
 
 def _text(candidate: Candidate) -> str:

@@ -4,8 +4,10 @@ Role: `review_expansions(nodeclaims, pending, remembered, reported=…, now=…)
 NodeClaims (label `tensor-fusion.ai/expansion-source`, annotation `gpupool.io/expansion-for`) and
 the pool's memory (`autoselect_memory`) for each pending pod: an expansion in flight covers its
 pods; one whose node registered covers them too — until that node's GPUs have been reported
-(`gpus_reported`: its first GPU object's creation) for `PLACEMENT_GRACE`, after which a pod
-still waiting gave its room to other pods and counts on it no more; one gone before its node
+(`gpus_reported`: its first GPU object's creation) for `PLACEMENT_GRACE` — the window in which
+the scheduler extender keeps other pods from crowding it out there
+(`gpupool.scheduler.extender.reservation`) —, after which a pod still waiting counts on it no
+more; one gone before its node
 registered is a failed candidate (`vanished`); one whose node came and went is forgotten.
 
 Must not: perform I/O, read the clock (`now` is passed in), or make expansions (`decisions.autoselect`).
@@ -15,14 +17,19 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from gpupool.core.decisions.autoselect_memory import ExpansionRecord
 from gpupool.core.decisions.karpenter_nodeclaim import placement_of
-from gpupool.core.model.constants import KEY_INSTANCE_TYPE, KEY_ZONE, LABEL_EXPANSION_SOURCE
+from gpupool.core.model.constants import KEY_INSTANCE_TYPE, KEY_ZONE
 from gpupool.core.model.karpenter import KarpenterNodeClaim
-from gpupool.core.model.node import GPU
 from gpupool.core.planning.plan import Action
+from gpupool.core.vocabulary.expansions import (
+    ANNOTATION_EXPANSION_FOR,
+    PLACEMENT_GRACE,
+    expansion_made_for,
+    gpus_reported,
+)
 
 __all__ = [
     "ANNOTATION_EXPANSION_FOR",
@@ -31,15 +38,6 @@ __all__ = [
     "gpus_reported",
     "review_expansions",
 ]
-
-ANNOTATION_EXPANSION_FOR = "gpupool.io/expansion-for"  # <namespace>/<pod>: whom it was made for
-# How long the scheduler has, once an expansion's node has its GPUs reported, to place the pod it
-# was made for; after that the pod's room there went to other pods and it waits as a new one.
-# tensor-fusion-scheduler retries a refused pod as soon as the relay's usable-GPUs Node label
-# changes (`core.allocator.usable_gpus`), after its backoff — at most 2 s in the chart's
-# configuration, 10 s upstream's default —, so a pod not placed 10 s after its node's GPUs came
-# lost its room.
-PLACEMENT_GRACE = timedelta(seconds=10)
 
 
 def _condition(nodeclaim: KarpenterNodeClaim, kind: str) -> str | None:
@@ -59,17 +57,6 @@ class ExpansionReview:
     reasons: list[str] = field(default_factory=list)
 
 
-def gpus_reported(gpus: Sequence[GPU]) -> dict[str, datetime]:
-    """Each node's first GPU object's creation time: since when the node agent has reported it."""
-    reported: dict[str, datetime] = {}
-    for gpu in gpus:
-        node = gpu.status.node_selector.get("kubernetes.io/hostname") if gpu.status else None
-        created = gpu.metadata.creation_timestamp
-        if node and created is not None and (node not in reported or created < reported[node]):
-            reported[node] = created
-    return reported
-
-
 def review_expansions(
     nodeclaims: Sequence[KarpenterNodeClaim],
     pending: set[str],
@@ -86,12 +73,8 @@ def review_expansions(
     live: dict[str, KarpenterNodeClaim] = {}
     by_name: dict[str, KarpenterNodeClaim] = {}  # a NodeClaim several packed pods share
     for nc in sorted(nodeclaims, key=lambda n: n.name):
-        pod_key = nc.metadata.annotations.get(ANNOTATION_EXPANSION_FOR, "")
-        if (
-            LABEL_EXPANSION_SOURCE in nc.metadata.labels
-            and nc.metadata.deletion_timestamp is None
-            and pod_key
-        ):
+        pod_key = expansion_made_for(nc)
+        if pod_key is not None:
             live.setdefault(pod_key, nc)
             by_name[nc.name] = nc
     for pod_key in sorted(pending):

@@ -1,13 +1,15 @@
-"""kube-scheduler extender (pure): exact wire shapes and filter / prioritize / bind decisions."""
+"""kube-scheduler extender (pure): wire shapes, filter / prioritize / bind, expansion reservations."""
 
 from gpupool.scheduler.extender.handle import (
     FAILURE_REASONS,
+    Reservations,
     classify,
     failure_reason,
     handle_filter,
     handle_prioritize,
     reserve_for_bind,
 )
+from gpupool.scheduler.extender.reservation import Reservation, holding, reservation_of
 from gpupool.scheduler.extender.wire import (
     BindingArgs,
     ExtenderArgs,
@@ -24,6 +26,8 @@ __all__ = [
     "FAILURE_REASONS",
     "BindingArgs",
     "ExtenderArgs",
+    "Reservation",
+    "Reservations",
     "WireError",
     "binding_result",
     "classify",
@@ -32,8 +36,10 @@ __all__ = [
     "filter_result",
     "handle_filter",
     "handle_prioritize",
+    "holding",
     "host_priority_list",
     "parse_binding_args",
     "parse_extender_args",
+    "reservation_of",
     "reserve_for_bind",
 ]

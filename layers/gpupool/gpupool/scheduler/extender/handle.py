@@ -3,8 +3,10 @@
 Role: classify the pod (a TensorFusion worker with GPU annotations; a pod keeping native
 nvidia.com/gpu under progressive migration; anything else), then answer in kube-scheduler's
 shapes. A pod that already holds GPUs (a gang member waiting for the rest, see `gang`) passes only
-its node. Bind here only reserves (or explains why it cannot); writing the GPU annotation and the
-Binding is the relay's job, which releases the reservation if either write fails.
+its node. A node AutoSelect made for another pod, still waiting, is refused to a pod that would
+crowd that one out while the reservation holds (`reservation`), at filter and at bind. Bind here
+only reserves GPUs (or explains why it cannot); writing the GPU annotation and the Binding is the
+relay's job, which releases the GPUs if either write fails.
 
 Must not: lock, call the API server, or log.
 """
@@ -23,10 +25,12 @@ from gpupool.core.allocator.records import Allocation
 from gpupool.core.allocator.request import GpuRequest
 from gpupool.core.model.foreign import Pod
 from gpupool.core.vocabulary.pods import asks_for_index_resources, asks_gpupool_for_gpus, holds_native_gpus
+from gpupool.scheduler.extender.reservation import RESERVED, Reservation, reserved_refusals
 from gpupool.scheduler.extender.wire import ExtenderArgs, filter_result, host_priority_list
 
 __all__ = [
     "FAILURE_REASONS",
+    "Reservations",
     "classify",
     "failure_reason",
     "handle_filter",
@@ -35,6 +39,9 @@ __all__ = [
 ]
 
 STRANGER = "stranger"
+# Holding reservations: node → the reservation and the request of the pod it is for, still waiting.
+Reservations = Mapping[str, tuple[Reservation, GpuRequest]]
+_NONE: Reservations = {}
 
 
 def classify(raw: Mapping[str, Any], *, default_pool: str) -> GpuRequest | str | None:
@@ -84,7 +91,9 @@ def _native_filter(allocator: Allocator, nodes: list[str]) -> tuple[list[str], d
     return passed, failed
 
 
-def handle_filter(allocator: Allocator, args: ExtenderArgs, *, default_pool: str) -> dict[str, Any]:
+def handle_filter(
+    allocator: Allocator, args: ExtenderArgs, *, default_pool: str, reservations: Reservations = _NONE
+) -> dict[str, Any]:
     """ExtenderFilterResult for one pod; a pod we cannot read fails every node with the reason."""
     try:
         kind = classify(args.pod, default_pool=default_pool)
@@ -106,14 +115,16 @@ def handle_filter(allocator: Allocator, args: ExtenderArgs, *, default_pool: str
         others = {node: reason for node in args.node_names if node != held.node}
         return filter_result(args, passed=[n for n in args.node_names if n == held.node], failed=others)
     result = allocator.filter(kind, args.node_names)
-    return filter_result(args, passed=result.passed, failed=result.failed)
+    refused = reserved_refusals(allocator, kind, result.passed, reservations)
+    passed = [node for node in result.passed if node not in refused]
+    return filter_result(args, passed=passed, failed={**result.failed, **refused})
 
 
 # A filter that left a pod no node, said in a word a metric label can carry (a bounded set): the
 # allocator's filter stage most nodes were lost at, or why the pod was refused before any stage.
 INVALID_REQUEST = "invalidRequest"
 GANG = "gang"
-FAILURE_REASONS: tuple[str, ...] = (*STAGES, INVALID_REQUEST, GANG, "other")
+FAILURE_REASONS: tuple[str, ...] = (*STAGES, RESERVED, INVALID_REQUEST, GANG, "other")
 
 
 def failure_reason(result: Mapping[str, Any]) -> str:
@@ -145,11 +156,17 @@ def handle_prioritize(allocator: Allocator, args: ExtenderArgs, *, default_pool:
 
 
 def reserve_for_bind(
-    allocator: Allocator, pod_raw: Mapping[str, Any], node: str, *, default_pool: str
+    allocator: Allocator,
+    pod_raw: Mapping[str, Any],
+    node: str,
+    *,
+    default_pool: str,
+    reservations: Reservations = _NONE,
 ) -> Allocation | None:
     """Hold GPUs on `node` for the pod (None for a native GPU pod, which holds none of ours).
 
-    Raises AllocationError when another bind took the capacity, or RequestError for bad
+    Raises AllocationError when another bind took the capacity or the node is reserved for a pod
+    this one would crowd out (`reservation`), or RequestError for bad
     annotations or a pod that asks gpupool for no GPUs and is not native: the relay answers
     ExtenderBindingResult.Error and binds nothing — so every pod it binds but a native one gets
     its allocation record.
@@ -167,4 +184,7 @@ def reserve_for_bind(
         return held
     if held is not None:
         raise AllocationError(f"pod {kind.key} already holds GPUs {', '.join(held.gpus)} on {held.node}")
+    refused = reserved_refusals(allocator, kind, [node], reservations)
+    if refused:
+        raise AllocationError(refused[node])
     return allocator.reserve(kind, node)
