@@ -66,7 +66,11 @@ def test_the_layer_leaves_out_the_sandbox_the_cli_and_the_reference_solvers(tmp_
     # main at 5ce328e before it): the relay's host-room ledger left with the GPU scheduler (the fit
     # keeps a pod's request, host_request: ~2.5 KB), and the closure no longer follows imports under
     # `if TYPE_CHECKING:` (registry, workload, scheduling, provider: ~18 KB the functions never run).
-    assert size < 1_268_000
+    # 1,275,664 bytes since: the layer at 37069ac, before that stop's seams, AutoSelect and pricing
+    # work; with issue 34's expansion vocabulary and usable-GPU label it measured 1,267,934, 66
+    # bytes under the 1.268 MB line — a guard that tight fails on a docstring. The promise it keeps
+    # is issue 32's "not larger" than the layer before its refactors.
+    assert size <= 1_275_664
 
 
 def test_everything_the_functions_import_is_in_the_layer(tmp_path: Path) -> None:
