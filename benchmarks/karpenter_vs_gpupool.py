@@ -17,19 +17,25 @@ AutoSelect its template), deleted with the last pod.
   and TFLOPS, placed by tensor-fusion-scheduler through the relay's extender (the chart's
   configuration and RBAC); the deployed launch and compact handlers run in-process on a schedule
   tick every --tick seconds (the pool's nodeCompaction period and gpupool's 5-minute new-node
-  protection compressed to --tick and 15 s).
+  protection compressed to --tick and 15 s), and launch also on each `pod.unschedulable` the
+  relay forwards — HMAC-signed, after its batching window (1 s idle, 10 s at most: Karpenter's
+  own) — to the launch function's URL, as on a cluster.
 - (c) gpupool Karpenter mode: the same pods and scheduling; the pool launches its own NodeClaims
   (no NodePool: its gpuRequirements name the same instance types, on-demand) to keep a warm
   reserve of --warm-gpus T4s of free TFLOPS and VRAM — TensorFusion's Karpenter mode scales on
-  minResources / warmResources, not on pending pods —, launch, bind and compact on the tick;
+  minResources / warmResources, not on pending pods —, launch, bind and compact on the tick
+  (launch also on the relay's deliveries);
   compaction removes idle nodes beyond warm. Its warm nodes stay when the pods are gone (as warm
   asks): they are counted until the run ends and shown as left. It has no NodePool: its GPUs are
   polled against the same GPU limit as the other arms'.
 
 In (b) and (c) the node agent's part runs for each node the arm gets (`NodeAgents` in
-`tests/real/functions_world.py`): the GPUNode, then every tick the agent's own `Publisher` over a
-fake NVML with the node's workers read from its pods, so the GPUs' available capacity follows the
-pods placed.
+`tests/real/functions_world.py`): the GPUNode and GPUs as soon as a Node watch shows the node
+Ready and registered, then every tick the agent's own `Publisher` over a fake NVML with the
+node's workers read from its pods, so the GPUs' available capacity follows the pods placed. The
+ticks, the agents and the function URL run on their own threads, beside the demand; a pod's
+binding and first Running are read from a watch of the pods (all arms alike), so the waits are
+not rounded to the one-second loop that creates and deletes the pods.
 
 Demands: `inference` — pods asking 1/4 to 1/2 of a GPU (seeded); `openb` — pods drawn (seeded)
 from openb's pod list (Alibaba cluster-trace-gpu-v2023: /work/shared/data/openb/ if there, else
@@ -44,14 +50,15 @@ how often the arm's GPUs were over the NodePool's limit when polled, and the Nod
 the run ended — each gpupool figure also as a ratio of Karpenter alone's; and the demand's packing
 floor: the node-hours of one-GPU nodes holding, second by second, the ceiling of the GPUs the live
 pods ask. --timeline N prints, per arm, the N slowest pods' waits step by step (created, their
-node's NodeClaim created, Node Ready, GPUs published, bound, Running). Time is compressed (seconds
-stand for hours): ratios compare, absolute node-hours do not.
+node's NodeClaim first seen by the one-second poll, Node Ready, GPUs published, bound, Running).
+Time is compressed (seconds stand for hours): ratios compare, absolute node-hours do not.
 
-What it leaves out: a real node agent (no enforcement, no device plugin); the relay's forwarding of
-`pod.unschedulable` (the launch tick stands for it); more than one run per arm (the figures move
-from run to run with Karpenter's and the scheduler's timing); a few hundred pods by default —
-`--pods 300 --ramp 300` asks for it, but each arm then runs for the whole ramp, hold and settling,
-six times, and it was not run on the two shared cores this was written on: the default stays 40.
+What it leaves out: a real node agent (no enforcement, no device plugin, no image pull before
+it starts: Karpenter alone's KWOK nodes report `nvidia.com/gpu` at once too); Lambda's front
+(the function URL calls the handler in-process, one invocation at a time); more than one run per
+arm (the figures move from run to run with Karpenter's and the scheduler's timing). The default
+is 40 pods over 40 s, a few minutes per arm; `--pods 300 --ramp 300` is the few-hundred-pod run
+(about 8 minutes per arm).
 
     .venv/bin/python -m benchmarks.karpenter_vs_gpupool [--pods 40] [--demand inference|openb|both]
         [--arms karpenter,autoselect,karpenter-mode] [--ramp 40] [--hold 60] [--tick 3]
@@ -63,11 +70,15 @@ from __future__ import annotations
 import argparse
 import contextlib
 import csv
+import json
 import math
 import random
+import ssl
 import statistics
 import tempfile
+import threading
 import time
+import urllib.request
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -80,7 +91,7 @@ from gpupool.sandbox.cluster.controlplane import ControlPlane
 from gpupool.sandbox.demo.clouds import create_demo_network
 from gpupool.sandbox.moto_ec2 import MotoEC2
 from gpupool.simulation.traces import sample_paths
-from tests.real.functions_world import FunctionsWorld, NodeAgents
+from tests.real.functions_world import FunctionsWorld, NodeAgents, function_url
 from tests.real.karpenter_builders import (
     GPU_TYPES,
     autoselect_spec,
@@ -171,12 +182,15 @@ def tensor_fusion_pod(d: PodDemand, pool: str) -> dict[str, Any]:
 
 @dataclass
 class Ledger:
-    """What the poller saw of one arm — its NodeClaims and Nodes are those labelled `key=value` —:
-    NodeClaims' lives, pods' first Running, limit breaches, and each pod's timeline."""
+    """What one arm's run saw — its NodeClaims and Nodes are those labelled `key=value` —:
+    NodeClaims' lives and limit breaches (polled each second), pods' creation, binding and first
+    Running and Nodes' Ready (from watches, as the API server reports them), and each pod's
+    timeline. Times are seconds on the ledger's clock (`now`), which starts when it is made."""
 
     limit: int
     key: str
     value: str
+    t0: float = field(default_factory=time.monotonic)
     born: dict[str, float] = field(default_factory=dict)
     died: dict[str, float] = field(default_factory=dict)
     gpus: dict[str, int] = field(default_factory=dict)
@@ -191,12 +205,37 @@ class Ledger:
     node_ready: dict[str, float] = field(default_factory=dict)
     gpus_published: dict[str, float] = field(default_factory=dict)
 
+    def now(self) -> float:
+        return time.monotonic() - self.t0
+
+    @property
+    def selector(self) -> str:
+        return f"{self.key}={self.value}".replace("/", "%2F").replace("=", "%3D")
+
     def nodes(self, plane: ControlPlane) -> list[dict[str, Any]]:
-        selector = f"{self.key}={self.value}".replace("/", "%2F").replace("=", "%3D")
-        items: list[dict[str, Any]] = plane.request("GET", f"/api/v1/nodes?labelSelector={selector}")["items"]
+        items: list[dict[str, Any]] = plane.request("GET", f"/api/v1/nodes?labelSelector={self.selector}")[
+            "items"
+        ]
         return items
 
-    def poll(self, plane: ControlPlane, namespace: str, now: float) -> int:
+    def seen_pod(self, kind: str, pod: dict[str, Any]) -> None:
+        """A watched pod of the run's namespace: when it was first bound, and first Running."""
+        now, name = self.now(), pod["metadata"]["name"]
+        if kind == "DELETED":
+            return
+        if pod["spec"].get("nodeName"):
+            self.bound.setdefault(name, (now, pod["spec"]["nodeName"]))
+        if (pod.get("status") or {}).get("phase") == "Running":
+            self.running.setdefault(name, now)
+
+    def seen_node(self, kind: str, node: dict[str, Any]) -> None:
+        """A watched Node of the arm: when it first turned Ready."""
+        if kind != "DELETED" and _ready(node):
+            self.node_ready.setdefault(node["metadata"]["name"], self.now())
+
+    def poll(self, plane: ControlPlane) -> int:
+        """The arm's NodeClaims now: their lives, GPUs and prices, and whether they pass the limit."""
+        now = self.now()
         prices = load_catalog("aws")
         live = set()
         for c in plane.request("GET", "/apis/karpenter.sh/v1/nodeclaims")["items"]:
@@ -218,14 +257,6 @@ class Ledger:
                 self.died.setdefault(name, now)
         if sum(self.gpus.get(n, 1) for n in live) > self.limit:
             self.breaches += 1
-        for node in self.nodes(plane):
-            if _ready(node):
-                self.node_ready.setdefault(node["metadata"]["name"], now)
-        for p in plane.request("GET", f"/api/v1/namespaces/{namespace}/pods")["items"]:
-            if p["spec"].get("nodeName"):
-                self.bound.setdefault(p["metadata"]["name"], (now, p["spec"]["nodeName"]))
-            if p["status"].get("phase") == "Running":
-                self.running.setdefault(p["metadata"]["name"], now)
         return len(live)
 
     def timeline(self, slowest: int) -> list[str]:
@@ -290,6 +321,52 @@ def seed_pod(nodepool_name: str) -> dict[str, Any]:
     }
 
 
+@contextlib.contextmanager
+def watching(plane: ControlPlane, path: str, seen: Callable[[str, dict[str, Any]], None]) -> Iterator[None]:
+    """Every object at the list URL `path` handed to `seen(type, object)` as the API server's
+    watch reports it — first the listing, as ADDED — on a thread, until the block ends (within
+    the watch's 5-second timeout, after which it watches on from the last version seen); a watch
+    that breaks or expires lists again."""
+    stop = threading.Event()
+    context = ssl.create_default_context(cafile=str(plane.pki.ca_cert))
+    separator = "&" if "?" in path else "?"
+
+    def run() -> None:
+        version = ""
+        while not stop.is_set():
+            try:
+                if not version:
+                    listing = plane.request("GET", path)
+                    for item in listing["items"]:
+                        seen("ADDED", item)
+                    version = listing["metadata"]["resourceVersion"]
+                request = urllib.request.Request(
+                    f"{plane.url}{path}{separator}watch=1&allowWatchBookmarks=true&timeoutSeconds=5"
+                    f"&resourceVersion={version}",
+                    headers={"Authorization": f"Bearer {plane.token}"},
+                )
+                with urllib.request.urlopen(request, context=context, timeout=30) as stream:
+                    for line in stream:
+                        event = json.loads(line)
+                        if event["type"] == "ERROR":  # expired: list again
+                            version = ""
+                            break
+                        version = event["object"]["metadata"]["resourceVersion"]
+                        if event["type"] != "BOOKMARK":
+                            seen(event["type"], event["object"])
+            except (OSError, ValueError, KeyError):
+                version = ""
+                stop.wait(0.2)
+
+    thread = threading.Thread(target=run, name=f"watch {path}", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(timeout=35)
+
+
 def play(
     plane: ControlPlane,
     demand: list[PodDemand],
@@ -300,39 +377,42 @@ def play(
     drain: float,
     seed: dict[str, Any] | None,
     settled: int = 0,
-    every_second: Callable[[float], None] = lambda _: None,
 ) -> float:
     """Create `seed` and wait for it to run (at most 180 s), then the demand's pods on its
-    timeline; the run ends once every pod is gone and the arm has `settled` NodeClaims or fewer
-    (0: empty; arm (c) keeps its warm nodes), or `drain` seconds after the last pod's end."""
+    timeline, each second; the run ends once every pod is gone and the arm has `settled`
+    NodeClaims or fewer (0: empty; arm (c) keeps its warm nodes), or `drain` seconds after the
+    last pod's end. The pods and the arm's Nodes are watched the whole time."""
     pods = f"/api/v1/namespaces/{namespace}/pods"
-    start = time.monotonic()
-    if seed is not None:
-        plane.request("POST", pods, seed)
-        ledger.created["seed"] = 0.0
-        while "seed" not in ledger.running and time.monotonic() - start < 180:  # the template
-            ledger.poll(plane, namespace, time.monotonic() - start)
-            every_second(time.monotonic() - start)
-            time.sleep(1)
-    offset = time.monotonic() - start
-    todo = sorted(demand, key=lambda d: d.start)
-    ends = sorted(demand, key=lambda d: d.end)
-    last_end = offset + ends[-1].end
-    while True:
-        now = time.monotonic() - start
-        while todo and offset + todo[0].start <= now:
-            d = todo.pop(0)
-            plane.request("POST", pods, make_pod(d))
-            ledger.created[d.name] = now
-        while ends and offset + ends[0].end <= now:
-            call(plane, "DELETE", f"{pods}/{ends.pop(0).name}")
-        if not ends and "seed" in ledger.created:
-            call(plane, "DELETE", f"{pods}/seed")
-        live = ledger.poll(plane, namespace, now)
-        every_second(now)
-        if not ends and (live <= settled or now > last_end + drain):
-            return now
-        time.sleep(1)
+    with (
+        watching(plane, pods, ledger.seen_pod),
+        watching(plane, f"/api/v1/nodes?labelSelector={ledger.selector}", ledger.seen_node),
+    ):
+        start = ledger.now()
+        if seed is not None:
+            plane.request("POST", pods, seed)
+            ledger.created["seed"] = ledger.now()
+            while "seed" not in ledger.running and ledger.now() - start < 180:  # the template
+                ledger.poll(plane)
+                time.sleep(1)
+        offset = ledger.now()
+        todo = sorted(demand, key=lambda d: d.start)
+        ends = sorted(demand, key=lambda d: d.end)
+        last_end = offset + ends[-1].end
+        while True:
+            while todo and offset + todo[0].start <= ledger.now():
+                d = todo.pop(0)
+                ledger.created[d.name] = ledger.now()
+                plane.request("POST", pods, make_pod(d))
+            while ends and offset + ends[0].end <= ledger.now():
+                call(plane, "DELETE", f"{pods}/{ends.pop(0).name}")
+            if not ends and "seed" in ledger.created:
+                call(plane, "DELETE", f"{pods}/seed")
+            live = ledger.poll(plane)
+            now = ledger.now()
+            if not ends and (live <= settled or now > last_end + drain):
+                return now
+            pause = min([1.0] + [offset + d.start - now for d in todo[:1]])
+            time.sleep(max(0.05, pause))
 
 
 def run_karpenter_alone(
@@ -360,19 +440,36 @@ def run_karpenter_alone(
             call(plane, "DELETE", f"/apis/karpenter.sh/v1/nodepools/{name}")
 
 
+HMAC_SECRET = "benchmark-relay-secret"  # the relay's and the functions' shared secret (hmac)
+
+
 class CompressedWorld(FunctionsWorld):
-    """The functions with gpupool's 5-minute new-node protection compressed to 15 s."""
+    """The functions with gpupool's 5-minute new-node protection compressed to 15 s, taking the
+    relay's deliveries signed with `HMAC_SECRET`."""
 
     @property
     def env(self) -> dict[str, str]:
-        return {**super().env, "GPUPOOL_NEW_NODE_PROTECTION": "15s"}
+        return {
+            **super().env,
+            "GPUPOOL_NEW_NODE_PROTECTION": "15s",
+            "GPUPOOL_HTTP_AUTH": "hmac",
+            "GPUPOOL_RELAY_HMAC_SECRET": HMAC_SECRET,
+        }
 
 
 @contextlib.contextmanager
 def gpupool_world(
-    plane: ControlPlane, root: Path, *, namespace: str, cluster: str, manifests: list[dict[str, Any]]
+    plane: ControlPlane,
+    root: Path,
+    *,
+    namespace: str,
+    cluster: str,
+    manifests: list[dict[str, Any]],
+    invocations: threading.Lock,
 ) -> Iterator[CompressedWorld]:
-    """The pool's manifests applied, moto's EC2 with the demo network, and the scheduling pair."""
+    """The pool's manifests applied, moto's EC2 with the demo network, the launch function's URL
+    and the scheduling pair, the relay forwarding its `pod.unschedulable` events to that URL
+    (HMAC-signed, its batching windows as deployed) — what triggers launch on a cluster."""
     with contextlib.ExitStack() as stack, MotoEC2() as moto:
         for manifest in manifests:
             plural = {"GPUPool": "gpupools", "TensorFusionCluster": "tensorfusionclusters"}[manifest["kind"]]
@@ -381,11 +478,17 @@ def gpupool_world(
             stack.callback(call, plane, "DELETE", path)
         world = CompressedWorld(plane, moto.url, cluster)
         create_demo_network(world.ec2())
-        stack.enter_context(scheduling_pair(plane, root, namespace=namespace))
+        launch_url = stack.enter_context(function_url(world, "launch", lock=invocations))
+        secret = root / "relay-hmac-secret"
+        secret.write_text(HMAC_SECRET)
+        forward = ["--forward", f"launch={launch_url}", "--forward-auth", "hmac", "--hmac-secret-file"]
+        relay_args = [*forward, str(secret), "--cluster", cluster]
+        stack.enter_context(scheduling_pair(plane, root, namespace=namespace, relay_args=relay_args))
         yield world
 
 
-def gpupool_driver(
+@contextlib.contextmanager
+def gpupool_driving(
     plane: ControlPlane,
     world: CompressedWorld,
     ledger: Ledger,
@@ -394,30 +497,42 @@ def gpupool_driver(
     pool: str,
     tick: float,
     functions: tuple[str, ...],
-) -> Callable[[float], None]:
-    """What runs each second for a gpupool arm: the node agent started on every Ready, registered
-    node of the arm that has none yet; every `tick` seconds, one agent round on each node (its GPUs'
-    available capacity after the pods placed) and `functions` on the pool's schedule."""
-    last_tick = [-math.inf]
+    invocations: threading.Lock,
+) -> Iterator[None]:
+    """What runs beside the demand for a gpupool arm, on threads, until the block ends: the node
+    agent started on each of the arm's nodes as soon as the Node watch shows it Ready and
+    registered (a DaemonSet pod's start, without its image pull); every `tick` seconds one agent
+    round on each node (its GPUs' available capacity after the pods placed) and `functions` on
+    the pool's schedule, under `invocations` (the launch function's URL takes it too)."""
+    stop = threading.Event()
 
-    def drive(now: float) -> None:
-        for node in ledger.nodes(plane):
-            node_name = node["metadata"]["name"]
-            taints = {t["key"] for t in node["spec"].get("taints") or []}
-            if (
-                node_name not in agents.publishers
-                and _ready(node)
-                and "karpenter.sh/unregistered" not in taints
-            ):
-                agents.start(node)
-                ledger.gpus_published[node_name] = now
-        if now - last_tick[0] >= tick:
-            last_tick[0] = now
+    def node_seen(kind: str, node: dict[str, Any]) -> None:
+        name = node["metadata"]["name"]
+        taints = {t["key"] for t in node["spec"].get("taints") or []}
+        if (
+            kind != "DELETED"
+            and name not in agents.started
+            and _ready(node)
+            and "karpenter.sh/unregistered" not in taints
+        ):
+            agents.start(node)
+            ledger.gpus_published[name] = ledger.now()
+
+    def ticks() -> None:
+        while not stop.wait(tick):
             agents.round()
             for function in functions:
-                world.invoke(function, pool_tick(function, pool))
+                with invocations:
+                    world.invoke(function, pool_tick(function, pool))
 
-    return drive
+    thread = threading.Thread(target=ticks, name="schedule ticks", daemon=True)
+    with watching(plane, f"/api/v1/nodes?labelSelector={ledger.selector}", node_seen):
+        thread.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            thread.join()
 
 
 def _forget_gpu_nodes(plane: ControlPlane, published: set[str]) -> None:
@@ -444,17 +559,32 @@ def play_gpupool(
     settled: int,
     timeline: int,
 ) -> dict[str, float]:
-    """One gpupool arm's run: its world and node agents, the demand played, its figures."""
+    """One gpupool arm's run: its world, node agents and schedule, the demand played, its figures."""
     pool = manifests[0]["metadata"]["name"]
     root.mkdir(parents=True, exist_ok=True)
+    invocations = threading.Lock()
     with NodeAgents(plane, pool=pool, root=root) as agents:
         try:
-            with gpupool_world(
-                plane, root, namespace=namespace, cluster=cluster, manifests=manifests
-            ) as world:
-                drive = gpupool_driver(
-                    plane, world, ledger, agents, pool=pool, tick=tick, functions=functions
-                )
+            with (
+                gpupool_world(
+                    plane,
+                    root,
+                    namespace=namespace,
+                    cluster=cluster,
+                    manifests=manifests,
+                    invocations=invocations,
+                ) as world,
+                gpupool_driving(
+                    plane,
+                    world,
+                    ledger,
+                    agents,
+                    pool=pool,
+                    tick=tick,
+                    functions=functions,
+                    invocations=invocations,
+                ),
+            ):
                 end = play(
                     plane,
                     demand,
@@ -464,10 +594,9 @@ def play_gpupool(
                     drain=drain,
                     seed=seed,
                     settled=settled,
-                    every_second=drive,
                 )
-                print("\n".join(ledger.timeline(timeline)) if timeline else "", flush=True)
-                return ledger.figures(end)
+            print("\n".join(ledger.timeline(timeline)) if timeline else "", flush=True)
+            return ledger.figures(end)
         finally:
             _forget_gpu_nodes(plane, set(agents.started))
 

@@ -14,17 +14,21 @@ Must not: decide anything the functions decide, or write a GPUNodeClaim.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+import threading
+import time
+import uuid
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import boto3
 
 from gpupool.adapters.aws.wiring import build_aws_deps
-from gpupool.cli.commands.invoke import call_handler, load_function, load_handler
+from gpupool.cli.commands.invoke import LocalContext, call_handler, load_function, load_handler
 from gpupool.core.catalog import load_catalog
 from gpupool.core.model.constants import LABEL_MANAGED_BY, pool_label
 from gpupool.sandbox.cluster.controlplane import KWOK_NODE_ANNOTATION, KWOK_NODE_VALUE, ControlPlane
@@ -105,6 +109,36 @@ class FunctionsWorld:
         assert body.get("status") != "retry" and not body.get("errors"), body
         return body
 
+    def http(self, function: str, headers: Mapping[str, str], body: bytes) -> int:
+        """The deployed handler of `function` on one POST as its Lambda Function URL passes it
+        (payload format 2.0, `authType: NONE`: the handler checks the relay's HMAC itself); the
+        HTTP status it answered."""
+        env = self.env
+        handler = load_handler(
+            load_function(function),
+            lambda: build_aws_deps(env, clock=self.clock),
+            environ=env,
+        )
+        event = {
+            "version": "2.0",
+            "routeKey": "$default",
+            "rawPath": "/",
+            "rawQueryString": "",
+            "headers": {name.lower(): value for name, value in headers.items()},
+            "requestContext": {
+                "accountId": "anonymous",
+                "http": {"method": "POST", "path": "/", "protocol": "HTTP/1.1", "sourceIp": "127.0.0.1"},
+                "requestId": f"url-{uuid.uuid4().hex[:12]}",
+                "routeKey": "$default",
+                "stage": "$default",
+                "timeEpoch": int(time.time() * 1000),
+            },
+            "body": body.decode("utf-8", "replace"),
+            "isBase64Encoded": False,
+        }
+        response = handler(event, LocalContext())
+        return int(response.get("statusCode", 500)) if isinstance(response, Mapping) else 500
+
     def custom(self, plural: str) -> list[dict[str, Any]]:
         items: list[dict[str, Any]] = self.plane.request("GET", f"/apis/tensor-fusion.ai/v1/{plural}")[
             "items"
@@ -131,6 +165,38 @@ class FunctionsWorld:
 
         client = config.new_client_from_config(config_file=str(self.plane.kubeconfig))  # type: ignore[no-untyped-call]
         return JsonStore(ClientObjects(client))
+
+
+@contextlib.contextmanager
+def function_url(world: FunctionsWorld, function: str, *, lock: threading.Lock) -> Iterator[str]:
+    """`function`'s Function URL on 127.0.0.1 (yielded): each POST — the relay's signed
+    delivery — goes to the deployed handler (`FunctionsWorld.http`), one at a time under `lock`
+    (the caller's schedule ticks take it too: the pool's Lease serialises a pool's invocations on
+    AWS, where a second one finds it held and is retried); the handler's status is the answer.
+    Simpler than Lambda: no IAM auth, no concurrency, no payload limit."""
+
+    class Front(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: Any) -> None:
+            """Quiet: the handler logs each delivery."""
+
+        def do_POST(self) -> None:
+            body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            with lock:
+                status = world.http(function, dict(self.headers.items()), body)
+            self.send_response(status)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Front)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/"
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 def user_data_node_labels(ec2: Any, instance_id: str) -> dict[str, str]:

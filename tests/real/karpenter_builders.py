@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -239,14 +239,19 @@ def namespace_with_account(plane: ControlPlane, namespace: str) -> Iterator[str]
 
 @contextlib.contextmanager
 def scheduling_pair(
-    plane: ControlPlane, root: Path, *, namespace: str
+    plane: ControlPlane, root: Path, *, namespace: str, relay_args: Sequence[str] = ()
 ) -> Iterator[tuple[RelayProcess, SchedulerProcess]]:
-    """The relay (`--lease-namespace namespace`) and tensor-fusion-scheduler, each running as the
-    chart's ServiceAccount in `namespace`; both stopped, and the chart's RBAC removed, after."""
+    """The relay (`--lease-namespace namespace`, then `relay_args`) and tensor-fusion-scheduler,
+    each running as the chart's ServiceAccount in `namespace`; both stopped, and the chart's RBAC
+    removed, after."""
     with contextlib.ExitStack() as stack:
         identities = stack.enter_context(chart_relay_identity(plane, root, namespace=namespace))
         relay = stack.enter_context(
-            relay_process(root=root, kubeconfig=identities.relay, args=["--lease-namespace", namespace])
+            relay_process(
+                root=root,
+                kubeconfig=identities.relay,
+                args=["--lease-namespace", namespace, *relay_args],
+            )
         )
         scheduler = stack.enter_context(
             tensor_fusion_scheduler(

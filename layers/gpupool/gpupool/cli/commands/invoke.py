@@ -169,7 +169,7 @@ def read_event(path: Path) -> dict[str, Any]:
 
 
 # ---- running -------------------------------------------------------------------------------
-class _Context:
+class LocalContext:
     """The parts of a Lambda (or Function Compute) context object the handlers read."""
 
     function_name = "gpupool-invoke"
@@ -222,7 +222,7 @@ def call_handler(handler: Handler, event: Mapping[str, Any], *, as_bytes: bool =
     passes it); a retryable failure (raised for the platform to retry) comes back as status "retry"."""
     payload: Any = json.dumps(event).encode("utf-8") if as_bytes else dict(event)
     try:
-        return response_body(handler(payload, _Context()))
+        return response_body(handler(payload, LocalContext()))
     except Exception as error:  # the handler raises so Lambda retries; locally we report it
         return {"status": "retry", "errors": [f"{type(error).__name__}: {error}"]}
 
