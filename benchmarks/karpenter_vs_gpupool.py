@@ -15,16 +15,18 @@ AutoSelect its template), deleted with the last pod.
   default scheduler; Karpenter provisions and consolidates on its own. No gpupool code runs.
 - (b) gpupool AutoSelect: each pod is a TensorFusion worker asking its fraction of a GPU's VRAM
   and TFLOPS, placed by tensor-fusion-scheduler through the relay's extender (the chart's
-  configuration and RBAC); the deployed launch and compact handlers run in-process on a schedule
-  tick every --tick seconds (the pool's nodeCompaction period and gpupool's 5-minute new-node
-  protection compressed to --tick and 15 s), and launch also on each `pod.unschedulable` the
-  relay forwards — HMAC-signed, after its batching window (1 s idle, 10 s at most: Karpenter's
-  own) — to the launch function's URL, as on a cluster.
+  configuration and RBAC); the deployed handlers run in-process, triggered as on a cluster:
+  launch on each `pod.unschedulable` the relay forwards — HMAC-signed, after its batching
+  window (1 s idle, 10 s at most: Karpenter's own) — to the launch function's URL, and on its
+  schedule tick every --launch-tick seconds (the template's `rate(1 minute)`, not compressed:
+  Karpenter's batching and the pods' waits are real time too); compact on a schedule tick every
+  --tick seconds (the pool's nodeCompaction period and gpupool's 5-minute new-node protection
+  compressed to --tick and 15 s, as Karpenter's consolidateAfter is to 10 s).
 - (c) gpupool Karpenter mode: the same pods and scheduling; the pool launches its own NodeClaims
   (no NodePool: its gpuRequirements name the same instance types, on-demand) to keep a warm
   reserve of --warm-gpus T4s of free TFLOPS and VRAM — TensorFusion's Karpenter mode scales on
-  minResources / warmResources, not on pending pods —, launch, bind and compact on the tick
-  (launch also on the relay's deliveries);
+  minResources / warmResources, not on pending pods —, launch and bind on the relay's
+  deliveries and their 1-minute ticks, compact on the compressed one;
   compaction removes idle nodes beyond warm. Its warm nodes stay when the pods are gone (as warm
   asks): they are counted until the run ends and shown as left. It has no NodePool: its GPUs are
   polled against the same GPU limit as the other arms'.
@@ -62,7 +64,7 @@ is 40 pods over 40 s, a few minutes per arm; `--pods 300 --ramp 300` is the few-
 
     .venv/bin/python -m benchmarks.karpenter_vs_gpupool [--pods 40] [--demand inference|openb|both]
         [--arms karpenter,autoselect,karpenter-mode] [--ramp 40] [--hold 60] [--tick 3]
-        [--warm-gpus 2] [--seed 34] [--timeline N] [--workdir DIR]
+        [--launch-tick 60] [--warm-gpus 2] [--seed 34] [--timeline N] [--workdir DIR]
 """
 
 from __future__ import annotations
@@ -465,11 +467,14 @@ def gpupool_world(
     namespace: str,
     cluster: str,
     manifests: list[dict[str, Any]],
+    forwarded: tuple[str, ...],
     invocations: threading.Lock,
 ) -> Iterator[CompressedWorld]:
-    """The pool's manifests applied, moto's EC2 with the demo network, the launch function's URL
-    and the scheduling pair, the relay forwarding its `pod.unschedulable` events to that URL
-    (HMAC-signed, its batching windows as deployed) — what triggers launch on a cluster."""
+    """The pool's manifests applied, moto's EC2 with the demo network, a function URL for each of
+    `forwarded` and the scheduling pair, the relay forwarding its events for those functions
+    (`pod.unschedulable` to launch; the node and claim events to bind) to their URLs, HMAC-signed,
+    through its batching windows as deployed — what triggers the functions on a cluster, besides
+    their schedule."""
     with contextlib.ExitStack() as stack, MotoEC2() as moto:
         for manifest in manifests:
             plural = {"GPUPool": "gpupools", "TensorFusionCluster": "tensorfusionclusters"}[manifest["kind"]]
@@ -478,11 +483,12 @@ def gpupool_world(
             stack.callback(call, plane, "DELETE", path)
         world = CompressedWorld(plane, moto.url, cluster)
         create_demo_network(world.ec2())
-        launch_url = stack.enter_context(function_url(world, "launch", lock=invocations))
         secret = root / "relay-hmac-secret"
         secret.write_text(HMAC_SECRET)
-        forward = ["--forward", f"launch={launch_url}", "--forward-auth", "hmac", "--hmac-secret-file"]
-        relay_args = [*forward, str(secret), "--cluster", cluster]
+        relay_args = ["--forward-auth", "hmac", "--hmac-secret-file", str(secret), "--cluster", cluster]
+        for function in forwarded:
+            url = stack.enter_context(function_url(world, function, lock=invocations))
+            relay_args += ["--forward", f"{function}={url}"]
         stack.enter_context(scheduling_pair(plane, root, namespace=namespace, relay_args=relay_args))
         yield world
 
@@ -496,14 +502,15 @@ def gpupool_driving(
     *,
     pool: str,
     tick: float,
-    functions: tuple[str, ...],
+    schedule: dict[str, float],
     invocations: threading.Lock,
 ) -> Iterator[None]:
     """What runs beside the demand for a gpupool arm, on threads, until the block ends: the node
     agent started on each of the arm's nodes as soon as the Node watch shows it Ready and
     registered (a DaemonSet pod's start, without its image pull); every `tick` seconds one agent
-    round on each node (its GPUs' available capacity after the pods placed) and `functions` on
-    the pool's schedule, under `invocations` (the launch function's URL takes it too)."""
+    round on each node (its GPUs' available capacity after the pods placed); each function of
+    `schedule` on the pool's schedule tick every so many seconds, under `invocations` (the
+    function URLs take it too)."""
     stop = threading.Event()
 
     def node_seen(kind: str, node: dict[str, Any]) -> None:
@@ -519,11 +526,18 @@ def gpupool_driving(
             ledger.gpus_published[name] = ledger.now()
 
     def ticks() -> None:
-        while not stop.wait(tick):
-            agents.round()
-            for function in functions:
-                with invocations:
-                    world.invoke(function, pool_tick(function, pool))
+        due = {"agents": tick, **schedule}
+        started = time.monotonic()
+        while not stop.wait(0.1):
+            now = time.monotonic() - started
+            if now >= due["agents"]:
+                due["agents"] += tick
+                agents.round()
+            for function, period in schedule.items():
+                if now >= due[function]:
+                    due[function] += period
+                    with invocations:
+                        world.invoke(function, pool_tick(function, pool))
 
     thread = threading.Thread(target=ticks, name="schedule ticks", daemon=True)
     with watching(plane, f"/api/v1/nodes?labelSelector={ledger.selector}", node_seen):
@@ -553,7 +567,8 @@ def play_gpupool(
     manifests: list[dict[str, Any]],
     root: Path,
     tick: float,
-    functions: tuple[str, ...],
+    schedule: dict[str, float],
+    forwarded: tuple[str, ...],
     drain: float,
     seed: dict[str, Any] | None,
     settled: int,
@@ -572,6 +587,7 @@ def play_gpupool(
                     namespace=namespace,
                     cluster=cluster,
                     manifests=manifests,
+                    forwarded=forwarded,
                     invocations=invocations,
                 ) as world,
                 gpupool_driving(
@@ -581,7 +597,7 @@ def play_gpupool(
                     agents,
                     pool=pool,
                     tick=tick,
-                    functions=functions,
+                    schedule=schedule,
                     invocations=invocations,
                 ),
             ):
@@ -608,6 +624,7 @@ def run_autoselect(
     limit: int,
     drain: float,
     tick: float,
+    launch_tick: float,
     root: Path,
     timeline: int = 0,
 ) -> dict[str, float]:
@@ -628,7 +645,8 @@ def run_autoselect(
                 manifests=manifests,
                 root=root,
                 tick=tick,
-                functions=("launch", "compact"),
+                schedule={"launch": launch_tick, "compact": tick},
+                forwarded=("launch",),
                 drain=drain,
                 seed=seed_pod(name),
                 settled=0,
@@ -645,6 +663,7 @@ def run_karpenter_mode(
     limit: int,
     drain: float,
     tick: float,
+    launch_tick: float,
     root: Path,
     warm_gpus: int,
     timeline: int = 0,
@@ -671,7 +690,8 @@ def run_karpenter_mode(
                 manifests=manifests,
                 root=root,
                 tick=tick,
-                functions=("launch", "bind", "compact"),
+                schedule={"launch": launch_tick, "bind": launch_tick, "compact": tick},
+                forwarded=("launch", "bind"),
                 drain=drain,
                 seed=None,
                 settled=warm_gpus,
@@ -731,7 +751,14 @@ def run_arm(
         return run_karpenter_alone(plane, demand, limit=limit, drain=args.drain, timeline=args.timeline)
     if arm == "autoselect":
         return run_autoselect(
-            plane, demand, limit=limit, drain=args.drain, tick=args.tick, root=root, timeline=args.timeline
+            plane,
+            demand,
+            limit=limit,
+            drain=args.drain,
+            tick=args.tick,
+            launch_tick=args.launch_tick,
+            root=root,
+            timeline=args.timeline,
         )
     return run_karpenter_mode(
         plane,
@@ -739,6 +766,7 @@ def run_arm(
         limit=limit,
         drain=args.drain,
         tick=args.tick,
+        launch_tick=args.launch_tick,
         root=root,
         warm_gpus=args.warm_gpus,
         timeline=args.timeline,
@@ -757,7 +785,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--drain", type=float, default=120.0, help="seconds to wait for the NodePool to empty"
     )
-    parser.add_argument("--tick", type=float, default=3.0, help="seconds between gpupool's schedule ticks")
+    parser.add_argument(
+        "--tick",
+        type=float,
+        default=3.0,
+        help="seconds between compaction ticks and agent rounds (nodeCompaction period, compressed)",
+    )
+    parser.add_argument(
+        "--launch-tick",
+        type=float,
+        default=60.0,
+        help="seconds between launch and bind schedule ticks (the template's rate(1 minute))",
+    )
     parser.add_argument("--warm-gpus", type=int, default=2, help="arm (c)'s warm reserve, in T4s")
     parser.add_argument("--seed", type=int, default=34)
     parser.add_argument(

@@ -109,10 +109,10 @@ class FunctionsWorld:
         assert body.get("status") != "retry" and not body.get("errors"), body
         return body
 
-    def http(self, function: str, headers: Mapping[str, str], body: bytes) -> int:
+    def http(self, function: str, headers: Mapping[str, str], body: bytes) -> tuple[int, str]:
         """The deployed handler of `function` on one POST as its Lambda Function URL passes it
         (payload format 2.0, `authType: NONE`: the handler checks the relay's HMAC itself); the
-        HTTP status it answered."""
+        HTTP status and body it answered."""
         env = self.env
         handler = load_handler(
             load_function(function),
@@ -137,7 +137,9 @@ class FunctionsWorld:
             "isBase64Encoded": False,
         }
         response = handler(event, LocalContext())
-        return int(response.get("statusCode", 500)) if isinstance(response, Mapping) else 500
+        if not isinstance(response, Mapping):
+            return 500, ""
+        return int(response.get("statusCode", 500)), str(response.get("body") or "")
 
     def custom(self, plural: str) -> list[dict[str, Any]]:
         items: list[dict[str, Any]] = self.plane.request("GET", f"/apis/tensor-fusion.ai/v1/{plural}")[
@@ -172,7 +174,8 @@ def function_url(world: FunctionsWorld, function: str, *, lock: threading.Lock) 
     """`function`'s Function URL on 127.0.0.1 (yielded): each POST — the relay's signed
     delivery — goes to the deployed handler (`FunctionsWorld.http`), one at a time under `lock`
     (the caller's schedule ticks take it too: the pool's Lease serialises a pool's invocations on
-    AWS, where a second one finds it held and is retried); the handler's status is the answer.
+    AWS, where a second one finds it held and is retried); the handler's status and body are the
+    answer.
     Simpler than Lambda: no IAM auth, no concurrency, no payload limit."""
 
     class Front(BaseHTTPRequestHandler):
@@ -184,10 +187,12 @@ def function_url(world: FunctionsWorld, function: str, *, lock: threading.Lock) 
         def do_POST(self) -> None:
             body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
             with lock:
-                status = world.http(function, dict(self.headers.items()), body)
+                status, answer = world.http(function, dict(self.headers.items()), body)
             self.send_response(status)
-            self.send_header("Content-Length", "0")
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(answer.encode())))
             self.end_headers()
+            self.wfile.write(answer.encode())
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Front)
     server.daemon_threads = True
