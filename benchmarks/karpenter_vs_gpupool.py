@@ -72,6 +72,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import csv
+import functools
 import json
 import math
 import random
@@ -206,6 +207,9 @@ class Ledger:
     claim_of_node: dict[str, str] = field(default_factory=dict)
     node_ready: dict[str, float] = field(default_factory=dict)
     gpus_published: dict[str, float] = field(default_factory=dict)
+    # What failed beside the demand (a schedule tick whose invocation reported errors, an agent
+    # round): counted and shown, the run going on as the next tick would on a cluster.
+    failures: list[str] = field(default_factory=list)
 
     def now(self) -> float:
         return time.monotonic() - self.t0
@@ -293,6 +297,7 @@ class Ledger:
             "never_ran": len([n for n in demand if n not in self.running]),
             "breaches": self.breaches,
             "left": len([n for n in self.born if n not in self.died]),
+            "failures": len(self.failures),
         }
 
 
@@ -525,6 +530,12 @@ def gpupool_driving(
             agents.start(node)
             ledger.gpus_published[name] = ledger.now()
 
+    def guarded(what: str, step: Callable[[], object]) -> None:
+        try:
+            step()
+        except Exception as failed:  # counted and reported; the next tick runs, as on a cluster
+            ledger.failures.append(f"{what} at {ledger.now():.0f} s: {str(failed)[:300]}")
+
     def ticks() -> None:
         due = {"agents": tick, **schedule}
         started = time.monotonic()
@@ -532,12 +543,15 @@ def gpupool_driving(
             now = time.monotonic() - started
             if now >= due["agents"]:
                 due["agents"] += tick
-                agents.round()
+                guarded("agent round", agents.round)
             for function, period in schedule.items():
                 if now >= due[function]:
                     due[function] += period
                     with invocations:
-                        world.invoke(function, pool_tick(function, pool))
+                        guarded(
+                            f"{function} tick",
+                            functools.partial(world.invoke, function, pool_tick(function, pool)),
+                        )
 
     thread = threading.Thread(target=ticks, name="schedule ticks", daemon=True)
     with watching(plane, f"/api/v1/nodes?labelSelector={ledger.selector}", node_seen):
@@ -612,6 +626,8 @@ def play_gpupool(
                     settled=settled,
                 )
             print("\n".join(ledger.timeline(timeline)) if timeline else "", flush=True)
+            for failure in ledger.failures[:5]:
+                print(f"failed: {failure}", flush=True)
             return ledger.figures(end)
         finally:
             _forget_gpu_nodes(plane, set(agents.started))
@@ -727,6 +743,7 @@ def report(demand_name: str, demand: list[PodDemand], results: dict[str, dict[st
         ("pods never Running", "never_ran", "{:.0f}"),
         ("limit breaches (polls)", "breaches", "{:.0f}"),
         ("NodeClaims left at the end", "left", "{:.0f}"),
+        ("ticks and rounds that failed", "failures", "{:.0f}"),
     )
     arms = list(results)
     print(f"{'':28}" + "".join(f"{ARMS[a]:>22}" for a in arms))
@@ -749,28 +766,17 @@ def run_arm(
     limit = sum(d.gpus if d.fraction == 1 else 1 for d in demand) + 1  # Karpenter alone fits
     if arm == "karpenter":
         return run_karpenter_alone(plane, demand, limit=limit, drain=args.drain, timeline=args.timeline)
+    gpupool = {
+        "limit": limit,
+        "drain": args.drain,
+        "tick": args.tick,
+        "launch_tick": args.launch_tick,
+        "root": root,
+        "timeline": args.timeline,
+    }
     if arm == "autoselect":
-        return run_autoselect(
-            plane,
-            demand,
-            limit=limit,
-            drain=args.drain,
-            tick=args.tick,
-            launch_tick=args.launch_tick,
-            root=root,
-            timeline=args.timeline,
-        )
-    return run_karpenter_mode(
-        plane,
-        demand,
-        limit=limit,
-        drain=args.drain,
-        tick=args.tick,
-        launch_tick=args.launch_tick,
-        root=root,
-        warm_gpus=args.warm_gpus,
-        timeline=args.timeline,
-    )
+        return run_autoselect(plane, demand, **gpupool)
+    return run_karpenter_mode(plane, demand, warm_gpus=args.warm_gpus, **gpupool)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -12,6 +12,8 @@ from datetime import timedelta
 from gpupool.core.model.constants import FINALIZER
 from gpupool.core.planning.plan import (
     ApplyPool,
+    CordonNode,
+    LabelNode,
     MarkOfferingUnavailable,
     Plan,
     ReleaseClaim,
@@ -69,3 +71,20 @@ def test_a_write_of_an_object_read_without_a_resource_version_is_refused() -> No
     assert "without a resourceVersion" in result.detail
     minimum = world.pool().spec.capacity_config.min_resources
     assert minimum is not None and minimum.tflops == Quantity.parse("130"), "the pool is unchanged"
+
+
+def test_labelling_or_cordoning_a_node_that_is_gone_is_skipped_not_failed() -> None:
+    # bind's sweep labels a node whose claim is gone `orphan`; Karpenter may delete the node
+    # between the read and the write (seen on the real Karpenter in the benchmark).
+    world = launched_world()
+    plan = Plan(
+        actions=(
+            LabelNode(node="gone-node", labels={"tensor-fusion.ai/orphan": "true"}),
+            CordonNode(node="gone-node"),
+        )
+    )
+    results = Executor(world.deps, event_id="e3").apply(plan)
+    assert [(r.outcome, r.detail) for r in results] == [
+        ("skipped", "node already gone"),
+        ("skipped", "node already gone"),
+    ]

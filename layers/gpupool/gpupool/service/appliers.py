@@ -250,10 +250,19 @@ def apply_terminate(deps: Deps, action: TerminateInstance) -> str:
 
 
 def apply_cordon(nodes: Nodes, action: CordonNode) -> str:
-    nodes.patch_node(action.node, NodePatch(unschedulable=not action.uncordon))
+    try:
+        nodes.patch_node(action.node, NodePatch(unschedulable=not action.uncordon))
+    except NotFound as gone:
+        raise Skip("node already gone") from gone
     return "uncordoned" if action.uncordon else "cordoned"
 
 
 def apply_label(nodes: Nodes, action: LabelNode) -> str:
-    nodes.patch_node(action.node, NodePatch(labels=action.labels, annotations=action.annotations or None))
+    """Label or annotate a node; moot once the node is gone (a node Karpenter or the cloud
+    removed between the read and the write: its orphan or should-delete label has nothing left
+    to mark)."""
+    try:
+        nodes.patch_node(action.node, NodePatch(labels=action.labels, annotations=action.annotations or None))
+    except NotFound as gone:
+        raise Skip("node already gone") from gone
     return "labelled"
