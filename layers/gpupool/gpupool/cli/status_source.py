@@ -26,6 +26,7 @@ import logging
 import os
 import re
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -65,6 +66,7 @@ REQUEST_TIMEOUT = (5, 30)  # connect, read (seconds)
 # captured while watching, so nothing prints over the screen or from a thread at exit.
 _WATCH_LOGGERS = ("gpupool.relay.watch", "urllib3")
 _JOIN_SECONDS = 3.0
+POLL_SECONDS = 0.05  # how often the caller's wait looks at the change count
 
 
 class StatusSourceError(Exception):
@@ -344,7 +346,7 @@ class WatchedCluster:
 
         self.connection = connection
         self.stop = threading.Event()
-        self._wake = threading.Condition()
+        self._counting = threading.Lock()
         self.changes = 0
         self.problems = _Problems()
         self.metrics = RelayMetrics()  # the reflector counts its restarts here (never served)
@@ -367,9 +369,8 @@ class WatchedCluster:
 
     def _changed(self, key: str) -> None:
         self.problems.clear(key)
-        with self._wake:
+        with self._counting:
             self.changes += 1
-            self._wake.notify_all()
 
     def start(self) -> None:
         for logger in self._loggers:
@@ -393,10 +394,16 @@ class WatchedCluster:
         return any(thread.is_alive() for thread in self._threads)
 
     def wait_for_change(self, seen: int, timeout: float) -> int:
-        """The change count once it passes `seen`, or after `timeout` seconds (ages move on)."""
-        with self._wake:
-            self._wake.wait_for(lambda: self.changes != seen or self.stop.is_set(), timeout=timeout)
-            return self.changes
+        """The change count once it passes `seen`, or after `timeout` seconds (ages move on).
+
+        Polled with `time.sleep`, holding no lock: the caller's thread is the one Ctrl-C's
+        KeyboardInterrupt lands in, and raised inside `threading.Condition.wait` it can leave the
+        condition's lock released twice (RuntimeError, a traceback instead of a clean stop) or
+        held (the watch threads then block on it)."""
+        deadline = time.monotonic() + timeout
+        while self.changes == seen and not self.stop.is_set() and time.monotonic() < deadline:
+            time.sleep(POLL_SECONDS)
+        return self.changes
 
     def raw(self) -> Raw:
         return {key: store.items() for key, store in self._stores.items()}

@@ -23,6 +23,7 @@ import argparse
 import json
 import os
 import sys
+import time
 from datetime import UTC, datetime
 from typing import Any
 
@@ -114,7 +115,7 @@ def _watch(connection: Any, raw: Any, args: argparse.Namespace) -> int:
             while True:
                 if cluster.wait_for_change(seen, timeout=args.refresh) == seen:
                     continue
-                cluster.stop.wait(0.2)  # fold a burst of changes into one line
+                time.sleep(0.2)  # fold a burst of changes into one line (no lock: see wait_for_change)
                 seen = cluster.changes
                 try:
                     body = _view(cluster.raw(), args.pool).to_json()
@@ -135,7 +136,7 @@ def _watch(connection: Any, raw: Any, args: argparse.Namespace) -> int:
                     shown = Text(f"{error}; waiting for it to appear")
                 live.update(shown, refresh=True)
                 seen = cluster.wait_for_change(seen, timeout=args.refresh)
-                cluster.stop.wait(0.1)  # fold a burst of changes into one redraw
+                time.sleep(0.1)  # fold a burst of changes into one redraw
     except KeyboardInterrupt:
         pass
     finally:
